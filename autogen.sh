@@ -1,0 +1,6 @@
+#!/bin/sh
+# Regenerate the build system (configure, Makefile.in) from configure.ac and Makefile.am.
+set -e
+cd "$(dirname "$0")"
+autoreconf --install --force >/dev/null
+echo "autogen.sh: now run ./configure"

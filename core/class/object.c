@@ -1,0 +1,163 @@
+/*
+ * object.c: class initialisation and the debug-build object registry.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/class/object.h"
+#include "core/util/error.h"
+
+px_class_t px_object_t_class = {"px_object_t", NULL, NULL, NULL, sizeof(px_object_t),
+                                0, 0, NULL, NULL, NULL};
+
+static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
+static px_class_t *initialized_classes; /* guarded by class_lock */
+
+int px_class_initialize(px_class_t *cls)
+{
+    pthread_mutex_lock(&class_lock);
+    if (atomic_load_explicit(&cls->cls_initialized, memory_order_relaxed)) {
+        pthread_mutex_unlock(&class_lock);
+        return PX_SUCCESS;
+    }
+    int depth = 0, nctor = 0, ndtor = 0;
+    for (px_class_t *c = cls; c; c = c->cls_parent) {
+        depth++;
+        nctor += (c->cls_construct != NULL);
+        ndtor += (c->cls_destruct != NULL);
+    }
+    /* One allocation holds both NULL-terminated arrays. */
+    px_construct_t *ctors = malloc(sizeof(px_construct_t) * (nctor + 1) +
+                                   sizeof(px_destruct_t) * (ndtor + 1));
+    if (NULL == ctors) {
+        pthread_mutex_unlock(&class_lock);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    px_destruct_t *dtors = (px_destruct_t *)(ctors + nctor + 1);
+    int ci = nctor, di = 0;
+    ctors[ci] = NULL;
+    for (px_class_t *c = cls; c; c = c->cls_parent) {
+        if (c->cls_construct)
+            ctors[--ci] = c->cls_construct; /* filled back to front: parent first */
+        if (c->cls_destruct)
+            dtors[di++] = c->cls_destruct; /* child first */
+    }
+    dtors[di] = NULL;
+    cls->cls_depth = depth;
+    cls->cls_construct_array = ctors;
+    cls->cls_destruct_array = dtors;
+    cls->cls_next_initialized = initialized_classes;
+    initialized_classes = cls;
+    atomic_store_explicit(&cls->cls_initialized, 1, memory_order_release);
+    pthread_mutex_unlock(&class_lock);
+    return PX_SUCCESS;
+}
+
+#if PX_ENABLE_DEBUG
+static pthread_mutex_t dbg_lock = PTHREAD_MUTEX_INITIALIZER;
+static px_object_t *dbg_live; /* doubly linked registry of live objects */
+/* Freed heap objects are kept (poisoned, magic DEAD) in a ring for a while, so
+ * a later retain/release of one is caught instead of reading freed memory. */
+#define PX_OBJ_QUARANTINE 4096
+static px_object_t *quarantine[PX_OBJ_QUARANTINE];
+static size_t quarantine_next;
+
+void px_obj_debug_on_new(px_object_t *obj, const char *file, int line, int heap)
+{
+    obj->obj_magic = PX_OBJ_MAGIC_ALIVE;
+    obj->obj_file = file;
+    obj->obj_line = line;
+    obj->obj_heap = heap;
+    pthread_mutex_lock(&dbg_lock);
+    obj->obj_dbg_prev = NULL;
+    obj->obj_dbg_next = dbg_live;
+    if (dbg_live)
+        dbg_live->obj_dbg_prev = obj;
+    dbg_live = obj;
+    pthread_mutex_unlock(&dbg_lock);
+}
+
+void px_obj_debug_check(px_object_t *obj, const char *what, const char *file, int line)
+{
+    if (NULL == obj) {
+        fprintf(stderr, "plexus: object error: %s of a NULL pointer at %s:%d\n", what, file, line);
+        abort();
+    }
+    if (PX_LIKELY(obj->obj_magic == PX_OBJ_MAGIC_ALIVE))
+        return;
+    if (obj->obj_magic == PX_OBJ_MAGIC_DEAD)
+        fprintf(stderr,
+                "plexus: object error: %s at %s:%d of an object that is already dead "
+                "(class %s, made at %s:%d)\n",
+                what, file, line, obj->obj_class ? obj->obj_class->cls_name : "?",
+                obj->obj_file ? obj->obj_file : "?", obj->obj_line);
+    else
+        fprintf(stderr,
+                "plexus: object error: %s at %s:%d of an object that was never constructed "
+                "(no valid magic number at %p)\n",
+                what, file, line, (void *)obj);
+    abort();
+}
+
+void px_obj_debug_on_destruct(px_object_t *obj, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    pthread_mutex_lock(&dbg_lock);
+    if (obj->obj_dbg_prev)
+        obj->obj_dbg_prev->obj_dbg_next = obj->obj_dbg_next;
+    else if (dbg_live == obj)
+        dbg_live = obj->obj_dbg_next;
+    if (obj->obj_dbg_next)
+        obj->obj_dbg_next->obj_dbg_prev = obj->obj_dbg_prev;
+    obj->obj_dbg_prev = obj->obj_dbg_next = NULL;
+    obj->obj_magic = PX_OBJ_MAGIC_DEAD;
+    pthread_mutex_unlock(&dbg_lock);
+}
+
+int px_obj_debug_free(px_object_t *obj)
+{
+    pthread_mutex_lock(&dbg_lock);
+    px_object_t *old = quarantine[quarantine_next];
+    quarantine[quarantine_next] = obj;
+    quarantine_next = (quarantine_next + 1) % PX_OBJ_QUARANTINE;
+    pthread_mutex_unlock(&dbg_lock);
+    free(old);
+    return 1;
+}
+#endif
+
+int px_class_finalize(void)
+{
+    int alive = 0;
+#if PX_ENABLE_DEBUG
+    pthread_mutex_lock(&dbg_lock);
+    for (px_object_t *o = dbg_live; o; o = o->obj_dbg_next) {
+        if (0 == alive)
+            fprintf(stderr, "plexus: objects still alive at px_class_finalize:\n");
+        fprintf(stderr, "  %s at %p, made at %s:%d, refcount %d\n", o->obj_class->cls_name,
+                (void *)o, o->obj_file, o->obj_line, (int)atomic_load(&o->obj_refcount));
+        alive++;
+    }
+    for (size_t i = 0; i < PX_OBJ_QUARANTINE; i++) {
+        free(quarantine[i]);
+        quarantine[i] = NULL;
+    }
+    pthread_mutex_unlock(&dbg_lock);
+#endif
+    pthread_mutex_lock(&class_lock);
+    px_class_t *c = initialized_classes;
+    while (c) {
+        px_class_t *next = c->cls_next_initialized;
+        free(c->cls_construct_array);
+        c->cls_construct_array = NULL;
+        c->cls_destruct_array = NULL;
+        c->cls_next_initialized = NULL;
+        atomic_store(&c->cls_initialized, 0);
+        c = next;
+    }
+    initialized_classes = NULL;
+    pthread_mutex_unlock(&class_lock);
+    return alive;
+}

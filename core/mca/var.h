@@ -1,0 +1,131 @@
+/*
+ * var.h: MCA variables (parameters). Frameworks and components register
+ * variables in their register_params; users set them through parameter files,
+ * PX_MCA_<name> environment variables, a launcher's --mca, or the API.
+ *
+ * A variable's full name is "<framework>_<component>_<name>" with empty parts
+ * left out ("btl", "btl_base_verbose", "btl_self_eager_limit"). Registration
+ * resolves the value from every source and writes it into the caller's
+ * storage, which must outlive the variable (a static or component field).
+ *
+ * Sources, lowest to highest precedence: default < file < environment <
+ * command line < API < override file (which also makes it read-only).
+ */
+#ifndef PX_MCA_VAR_H
+#define PX_MCA_VAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef enum {
+    PX_MCA_VAR_TYPE_INT,      /* int */
+    PX_MCA_VAR_TYPE_UNSIGNED, /* unsigned int */
+    PX_MCA_VAR_TYPE_SIZE,     /* size_t, accepts k/M/G suffixes */
+    PX_MCA_VAR_TYPE_BOOL,     /* bool: 1/0, true/false, yes/no, on/off */
+    PX_MCA_VAR_TYPE_DOUBLE,   /* double */
+    PX_MCA_VAR_TYPE_STRING,   /* char * (strdup'ed; the var system owns it) */
+    PX_MCA_VAR_TYPE_ENUM,     /* int, by name or number from the enum table */
+} px_mca_var_type_t;
+
+typedef enum {
+    PX_MCA_VAR_SOURCE_DEFAULT,
+    PX_MCA_VAR_SOURCE_FILE,
+    PX_MCA_VAR_SOURCE_ENV,
+    PX_MCA_VAR_SOURCE_COMMAND_LINE,
+    PX_MCA_VAR_SOURCE_API,
+    PX_MCA_VAR_SOURCE_OVERRIDE,
+} px_mca_var_source_t;
+
+typedef enum {
+    PX_MCA_VAR_SCOPE_CONSTANT, /* never changes (a build fact) */
+    PX_MCA_VAR_SCOPE_READONLY, /* set before open only */
+    PX_MCA_VAR_SCOPE_LOCAL,    /* may differ between processes */
+    PX_MCA_VAR_SCOPE_ALL,      /* must agree across the job */
+} px_mca_var_scope_t;
+
+/* Flags */
+#define PX_MCA_VAR_FLAG_READONLY   0x1u /* users cannot set it */
+#define PX_MCA_VAR_FLAG_SETTABLE   0x2u /* may be set with the API after open */
+#define PX_MCA_VAR_FLAG_DEPRECATED 0x4u /* warns when set */
+#define PX_MCA_VAR_FLAG_INTERNAL   0x8u /* hidden from px_info unless --all */
+
+/* Info levels: 1-3 end users, 4-6 tuners, 7-9 developers. */
+#define PX_INFO_LVL_1 1
+#define PX_INFO_LVL_9 9
+
+/* One named value of an enum variable; a table ends with {0, NULL}. */
+typedef struct px_mca_var_enum_value {
+    int value;
+    const char *name;
+} px_mca_var_enum_value_t;
+
+/* Register a variable and resolve its value into *storage (whose current
+ * content is the default; for strings a const char * default or NULL).
+ * Returns the variable's index (>= 0) or a negative error code; a value that
+ * does not parse prints an error naming the variable, the value, its source
+ * and the accepted forms, and returns PX_ERR_BAD_PARAM (storage keeps the
+ * default). Registering the same full name again returns the existing index. */
+int px_mca_var_register(const char *framework, const char *component, const char *name,
+                        const char *help, px_mca_var_type_t type,
+                        const px_mca_var_enum_value_t *enum_values, int info_level,
+                        px_mca_var_scope_t scope, unsigned flags, void *storage);
+
+/* Another name for a registered variable. With PX_MCA_VAR_FLAG_DEPRECATED,
+ * setting it warns once, naming the replacement. */
+int px_mca_var_register_synonym(int index, const char *framework, const char *component,
+                                const char *name, unsigned flags);
+
+/* Read parameter files and the environment (once per process; refcounted). */
+int px_mca_var_init(void);
+/* Free everything (last caller of init). Storage of string vars is freed. */
+int px_mca_var_finalize(void);
+
+/* Index of a full name or synonym, or PX_ERR_NOT_FOUND. */
+int px_mca_var_find(const char *full_name);
+/* Set a value from a string with source API (or `source` for the _source
+ * variant). Errors as for registration. Read-only variables refuse. */
+int px_mca_var_set(const char *full_name, const char *value);
+int px_mca_var_set_source(const char *full_name, const char *value, px_mca_var_source_t source,
+                          const char *where);
+/* A launcher's or tool's `--mca name value`: recorded with source "command
+ * line" for this process and, for children, exported as the environment
+ * variable PX_CMDLINE_MCA_<name>=value (which the child reads back with source
+ * "command line"). */
+int px_mca_var_set_cmdline(const char *name, const char *value, bool export_to_env);
+
+/* Report PX_MCA_* environment names and file entries that match no registered
+ * variable, with the nearest registered names. Returns PX_ERR_NOT_FOUND when
+ * there were some and mca_base_strict is set, else PX_SUCCESS. */
+int px_mca_var_check_unknown(void);
+
+/* Read-only view for px_info and tests. */
+typedef struct px_mca_var_info {
+    int index;
+    const char *full_name;
+    const char *framework, *component, *name;
+    const char *help;
+    px_mca_var_type_t type;
+    const px_mca_var_enum_value_t *enum_values;
+    int info_level;
+    px_mca_var_scope_t scope;
+    unsigned flags;
+    px_mca_var_source_t source;
+    const char *source_where; /* "file:line", "PX_MCA_x", ... or NULL */
+    const char *const *synonyms; /* NULL-terminated */
+    bool is_synonym_of_other;
+} px_mca_var_info_t;
+
+int px_mca_var_count(void);
+int px_mca_var_get_info(int index, px_mca_var_info_t *info);
+/* Value as text, in a buffer the caller frees. */
+char *px_mca_var_value_string(int index);
+/* "default", "file /etc/x.conf:12", "environment PX_MCA_btl", "command line",
+ * "API", "override file /etc/y.conf:3". Caller frees. */
+char *px_mca_var_source_string(int index);
+const char *px_mca_var_type_name(px_mca_var_type_t type);
+
+/* Up to `max` registered names nearest to `name` (edit distance), best first.
+ * Returns how many were written; names point into the registry. */
+int px_mca_var_nearest(const char *name, const char **out, int max);
+
+#endif

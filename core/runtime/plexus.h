@@ -1,0 +1,69 @@
+/*
+ * plexus.h: the Plexus messaging API for applications.
+ *
+ *   px_init(&argc, &argv);
+ *   if (px_rank() == 0) px_send(buf, n, 1, 42);
+ *   else px_recv(buf, n, 0, 42, &status);
+ *   px_finalize();
+ *
+ * Messages are matched by (source, tag) in the order they were sent between
+ * one pair of processes; PX_ANY_SOURCE and PX_ANY_TAG match anything. Tags
+ * are >= 0. Every call returns PX_SUCCESS or a negative code (px_strerror).
+ * Thread support: one thread at a time calls into Plexus (see docs/api.md).
+ */
+#ifndef PLEXUS_H
+#define PLEXUS_H
+
+#include <stddef.h>
+#include "core/util/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PX_ANY_SOURCE (-1)
+#define PX_ANY_TAG (-1)
+
+typedef struct px_status {
+    int source;    /* rank the message came from */
+    int tag;       /* its tag */
+    size_t length; /* bytes received (the sent length unless truncated) */
+    int error;     /* PX_SUCCESS, PX_ERR_TRUNCATE, PX_ERR_PEER_FAILED, ... */
+} px_status_t;
+
+typedef struct px_request px_request_t;
+
+int px_init(int *argc, char ***argv);
+int px_finalize(void);
+int px_initialized(void);
+
+int px_rank(void);
+int px_size(void);
+
+int px_send(const void *buf, size_t len, int dest, int tag);
+int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status);
+int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request);
+
+/* Complete a request and free it (*request becomes NULL). status may be NULL. */
+int px_wait(px_request_t **request, px_status_t *status);
+/* *flag = 1 and the request freed when complete; 0 otherwise. */
+int px_test(px_request_t **request, int *flag, px_status_t *status);
+/* Wait for all; returns the first error, with each status filled. */
+int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses);
+
+/* Drive the transports once; returns the number of events handled. */
+int px_progress(void);
+/* A barrier over all ranks (for benchmarks and tests). */
+int px_barrier(void);
+/* Seconds since an arbitrary point (monotonic clock). */
+double px_wtime(void);
+/* Name of the transport that serves sends to `peer` ("self", "shm", "ofi"). */
+const char *px_transport_name(int peer);
+/* End the whole job with `code`, printing msg. Does not return. */
+void px_abort(int code, const char *msg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,63 @@
+/*
+ * boot.h: how a process learns who it is and where its peers are.
+ * One boot module is selected by priority (pmix under a PMIx launcher, pxrun
+ * under pxrun, singleton otherwise). It gives rank, size, job id, each peer's
+ * host and locality, and the modex: put/commit/fence/get of binary blobs that
+ * BTL components use to exchange addresses (through px_boot_modex_* below).
+ */
+#ifndef PX_BOOT_H
+#define PX_BOOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/mca/component.h"
+
+#define PX_BOOT_API_MAJOR 1
+#define PX_BOOT_API_MINOR 0
+#define PX_BOOT_API_RELEASE 0
+
+typedef struct px_boot_module {
+    const char *name; /* the component's name, for messages */
+    /* Called once after selection: learn rank, size, job. */
+    int (*init)(void);
+    int rank;
+    int size;
+    const char *jobid; /* unique per job; used in shm file names and job keys */
+    /* A peer's host name (a string the module owns) and locality bits
+     * (PX_PROC_LOCAL_*, relative to this process). */
+    const char *(*hostname)(int rank);
+    uint32_t (*locality)(int rank);
+    /* Modex: publish `len` bytes under `key`; commit makes them visible at
+     * the next fence; fence is collective over the job; get returns a peer's
+     * blob in a buffer the caller frees. */
+    int (*put)(const char *key, const void *data, size_t len);
+    int (*commit)(void);
+    int (*fence)(void);
+    int (*get)(int rank, const char *key, void **data, size_t *len);
+    /* Ask the launcher to end the job, with a message; does not return. */
+    void (*abort)(int status, const char *msg);
+    int (*finalize)(void);
+} px_boot_module_t;
+
+/* A boot component: query says whether it can serve this process and with
+ * what priority (higher wins; negative declines), returning its module. */
+typedef struct px_boot_component {
+    px_mca_component_t base;
+    int (*query)(int *priority, px_boot_module_t **module);
+} px_boot_component_t;
+
+/* ---- frameworks/boot/base: used by the runtime and BTL components ---- */
+
+/* Open the boot framework and select the module (highest priority). */
+int px_boot_base_select(void);
+int px_boot_base_close(void);
+/* The selected module, or NULL before selection. */
+extern px_boot_module_t *px_boot;
+extern struct px_mca_framework px_boot_base_framework;
+
+/* Modex helpers keyed by component: key "<fw>.<component>". */
+int px_boot_modex_send(const px_mca_component_t *component, const void *data, size_t len);
+int px_boot_modex_recv(const px_mca_component_t *component, int rank, void **data, size_t *len);
+
+#endif

@@ -1,0 +1,13 @@
+# tap.sh: helpers for shell tests. Source it; each check prints "ok N - what"
+# or "not ok N - what"; skip prints "ok N - what # SKIP reason".
+# Environment from test/run-tests.sh: PX_BUILD (build tree), PX_SRC (source tree).
+_tap_n=0
+_tap_failed=0
+ok() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
+not_ok() { _tap_n=$((_tap_n + 1)); _tap_failed=$((_tap_failed + 1)); echo "not ok $_tap_n - $*"; }
+skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP $2"; }
+# check "description" command...: ok when the command succeeds
+check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+# contains "text" "needle"
+contains() { case "$1" in *"$2"*) return 0 ;; *) echo "# expected to find: $2" >&2; echo "# in: $1" | head -20 >&2; return 1 ;; esac; }
+tap_done() { exit $((_tap_failed > 0)); }

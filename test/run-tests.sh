@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Run every Plexus test and end with one line "N passed, N failed[, N skipped]".
+# Usage: test/run-tests.sh BUILD_DIR [filter-regex]
+#   Check programs (BUILD_DIR/test/**/*_test): each test case counts once.
+#   Shell tests (test/**/t_*.sh in the source tree): each "ok"/"not ok" line counts once.
+# PX_TEST_TIMEOUT (seconds, default 600) bounds each program.
+set -u
+build=$(cd "${1:?usage: run-tests.sh BUILD_DIR [filter]}" && pwd)
+filter=${2:-.}
+src=$(cd "$(dirname "$0")/.." && pwd)
+export PX_BUILD=$build PX_SRC=$src
+# Keep user settings out of the tests.
+while IFS= read -r v; do unset "$v"; done < <(env | sed -n 's/^\(PX_MCA_[^=]*\)=.*/\1/p')
+export HOME=${PX_TEST_HOME:-$(mktemp -d)}
+timeout_s=${PX_TEST_TIMEOUT:-600}
+passed=0 failed=0 skipped=0
+failures=()
+logdir=$build/test-logs
+mkdir -p "$logdir"
+
+run_check() { # a Check program
+    local prog=$1 name log out
+    name=${prog#"$build"/}
+    log=$logdir/$(echo "$name" | tr / _).log
+    CK_VERBOSITY=normal CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-120} \
+        timeout -k 5 "$timeout_s" "$prog" >"$log" 2>&1
+    local rc=$?
+    out=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -1)
+    if [ -z "$out" ]; then
+        failed=$((failed + 1)); failures+=("$name (exit $rc, no Check summary; see $log)")
+        return
+    fi
+    local n f e
+    n=$(echo "$out" | sed -E 's/.*Checks: ([0-9]+).*/\1/')
+    f=$(echo "$out" | sed -E 's/.*Failures: ([0-9]+).*/\1/')
+    e=$(echo "$out" | sed -E 's/.*Errors: ([0-9]+).*/\1/')
+    passed=$((passed + n - f - e)); failed=$((failed + f + e))
+    if [ $((f + e)) -gt 0 ]; then
+        while IFS= read -r l; do failures+=("$name: $l"); done < <(grep -E ':(F|E):' "$log")
+    fi
+    echo "  $name: $((n - f - e))/$n"
+}
+
+run_shell() { # a TAP-style shell test
+    local t=$1 name log rc
+    name=${t#"$src"/}
+    log=$logdir/$(echo "$name" | tr / _).log
+    timeout -k 5 "$timeout_s" bash "$t" >"$log" 2>&1
+    rc=$?
+    local p f s
+    p=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
+    s=$(grep -cE '^ok [0-9]+ .*# SKIP' "$log" | tr -d ' ')
+    f=$(grep -cE '^not ok [0-9]+' "$log" | tr -d ' ')
+    p=$((p - s))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1; failures+=("$name: exited $rc without a failing check (see $log)")
+    fi
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    while IFS= read -r l; do failures+=("$name: $l"); done < <(grep -E '^not ok' "$log")
+    while IFS= read -r l; do echo "  $name: $l"; done < <(grep -E '^ok [0-9]+ .*# SKIP' "$log")
+    echo "  $name: $p passed, $f failed, $s skipped"
+}
+
+echo "Plexus tests (build: $build)"
+while IFS= read -r prog; do
+    [[ $prog =~ $filter ]] || continue
+    run_check "$prog"
+done < <(find "$build/test" -type f -name '*_test' -perm -u+x 2>/dev/null | sort)
+while IFS= read -r t; do
+    [[ $t =~ $filter ]] || continue
+    run_shell "$t"
+done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null | sort)
+
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "Failures:"
+    printf '  %s\n' "${failures[@]}"
+fi
+if [ "$skipped" -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ] && [ $((passed + skipped)) -gt 0 ]
