@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install everything Plexus needs to build, test and benchmark on Debian 12.
+# Run as root (or with sudo). Safe to run again.
+set -euo pipefail
+pkgs=(
+  # build
+  build-essential autoconf automake libtool libltdl-dev pkg-config check
+  # optional transports and topology
+  libhwloc-dev libibverbs-dev libfabric-dev libfabric-bin libpmix-dev
+  # peers for benchmarks and the multi-host test launcher
+  openmpi-bin libopenmpi-dev ucx-utils
+  # tests: namespaces, process tools, sanitizers
+  iproute2 procps psmisc util-linux hyperfine clang libclang-rt-14-dev clang-format
+)
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+echo "deps.sh: all packages present"
