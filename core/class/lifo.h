@@ -1,7 +1,16 @@
 /*
  * lifo.h: a LIFO stack of px_list_item_t. The atomic path is lock-free and
  * ABA-safe (a counted head swapped with a 16-byte compare-and-swap); the _st
- * path is for a single thread. Used by the free list.
+ * path is for a single thread. Used by the free list; usable on its own.
+ *
+ *   px_lifo_t s; PX_OBJ_CONSTRUCT(&s, px_lifo_t);
+ *   px_lifo_push_atomic(&s, &item->super);
+ *   px_list_item_t *it = px_lifo_pop_atomic(&s);   // NULL when empty
+ *
+ * Items pushed on an atomic LIFO must stay readable (not freed) while any
+ * thread may still pop from it: a pop may read item->next of an item another
+ * thread has just taken. A LIFO does not own references to its items.
+ * The *_inline variants are the same operations for hot paths.
  */
 #ifndef PX_CLASS_LIFO_H
 #define PX_CLASS_LIFO_H
@@ -32,5 +41,71 @@ px_list_item_t *px_lifo_pop_atomic(px_lifo_t *lifo);
 /* Single-thread push/pop. */
 void px_lifo_push_st(px_lifo_t *lifo, px_list_item_t *item);
 px_list_item_t *px_lifo_pop_st(px_lifo_t *lifo);
+
+/* ---- inline implementations ---- */
+
+/* 16-byte CAS of the counted head. On failure *expected holds the current
+ * value. x86_64: cmpxchg16b inline (no -mcx16 or libatomic needed); other
+ * targets and ThreadSanitizer builds: the __atomic builtin (may need
+ * -latomic). */
+static inline bool px_lifo_cas_head(px_counted_pointer_t *addr, px_counted_pointer_t *expected,
+                                    px_list_item_t *item, uintptr_t counter)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+    bool ok;
+    __asm__ __volatile__("lock cmpxchg16b %1"
+                         : "=@ccz"(ok), "+m"(addr->value), "+a"(expected->data.item),
+                           "+d"(expected->data.counter)
+                         : "b"(item), "c"(counter)
+                         : "memory");
+    return ok;
+#else
+    px_counted_pointer_t desired;
+    desired.data.item = item;
+    desired.data.counter = counter;
+    return __atomic_compare_exchange_n(&addr->value, &expected->value, desired.value, false,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+#endif
+}
+
+static inline void px_lifo_push_atomic_inline(px_lifo_t *lifo, px_list_item_t *item)
+{
+    px_list_item_t *next = __atomic_load_n(&lifo->px_lifo_head.data.item, __ATOMIC_RELAXED);
+    do {
+        item->px_list_next = next;
+    } while (!__atomic_compare_exchange_n(&lifo->px_lifo_head.data.item, &next, item, true,
+                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+static inline px_list_item_t *px_lifo_pop_atomic_inline(px_lifo_t *lifo)
+{
+    px_counted_pointer_t old;
+    /* A torn read only makes the first CAS fail and reload both halves. */
+    old.data.counter = __atomic_load_n(&lifo->px_lifo_head.data.counter, __ATOMIC_ACQUIRE);
+    old.data.item = __atomic_load_n(&lifo->px_lifo_head.data.item, __ATOMIC_ACQUIRE);
+    for (;;) {
+        px_list_item_t *item = old.data.item;
+        if (item == &lifo->px_lifo_ghost)
+            return NULL;
+        px_list_item_t *next = __atomic_load_n(&item->px_list_next, __ATOMIC_RELAXED);
+        if (px_lifo_cas_head(&lifo->px_lifo_head, &old, next, old.data.counter + 1))
+            return item;
+    }
+}
+
+static inline void px_lifo_push_st_inline(px_lifo_t *lifo, px_list_item_t *item)
+{
+    item->px_list_next = lifo->px_lifo_head.data.item;
+    lifo->px_lifo_head.data.item = item;
+}
+
+static inline px_list_item_t *px_lifo_pop_st_inline(px_lifo_t *lifo)
+{
+    px_list_item_t *item = lifo->px_lifo_head.data.item;
+    if (item == &lifo->px_lifo_ghost)
+        return NULL;
+    lifo->px_lifo_head.data.item = item->px_list_next;
+    return item;
+}
 
 #endif
