@@ -75,7 +75,11 @@ int px_mca_var_register(const char *framework, const char *component, const char
 int px_mca_var_register_synonym(int index, const char *framework, const char *component,
                                 const char *name, unsigned flags);
 
-/* Read parameter files and the environment (once per process; refcounted). */
+/* Read parameter files and the environment (once per process; refcounted).
+ * Registration loads them on demand too. The system files live in
+ * PX_SYSCONFDIR, which the environment variable PX_SYSCONFDIR replaces
+ * (used by the test suite to point at its own plexus-mca-params.conf and
+ * plexus-mca-params-override.conf). */
 int px_mca_var_init(void);
 /* Free everything (last caller of init). Storage of string vars is freed. */
 int px_mca_var_finalize(void);
@@ -110,9 +114,10 @@ typedef struct px_mca_var_info {
     px_mca_var_scope_t scope;
     unsigned flags;
     px_mca_var_source_t source;
-    const char *source_where; /* "file:line", "PX_MCA_x", ... or NULL */
+    const char *source_where;    /* "file:line", "PX_MCA_x", ... or NULL */
     const char *const *synonyms; /* NULL-terminated */
     bool is_synonym_of_other;
+    int synonym_for; /* index of the variable this one names, or -1 */
 } px_mca_var_info_t;
 
 int px_mca_var_count(void);
@@ -123,6 +128,12 @@ char *px_mca_var_value_string(int index);
  * "API", "override file /etc/y.conf:3". Caller frees. */
 char *px_mca_var_source_string(int index);
 const char *px_mca_var_type_name(px_mca_var_type_t type);
+
+/* The default value as text (caller frees). */
+char *px_mca_var_default_string(int index);
+/* The accepted forms of a type, for messages ("1/0, true/false, ..."). For
+ * enums pass the table; the result lists its names. Caller frees. */
+char *px_mca_var_accepted_forms(px_mca_var_type_t type, const px_mca_var_enum_value_t *ev);
 
 /* Up to `max` registered names nearest to `name` (edit distance), best first.
  * Returns how many were written; names point into the registry. */

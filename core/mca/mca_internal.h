@@ -1,0 +1,61 @@
+/*
+ * mca_internal.h: helpers shared by the files of core/mca (var.c,
+ * framework.c, repository.c). Not installed; nothing outside core/mca and the
+ * MCA tests includes it.
+ */
+#ifndef PX_MCA_INTERNAL_H
+#define PX_MCA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "core/mca/framework.h"
+#include "core/mca/var.h"
+
+/* Levenshtein distance (insert, delete, substitute cost 1). */
+int px_mca_edit_distance(const char *a, const char *b);
+/* Largest distance still worth suggesting for a name of this length. */
+int px_mca_suggest_limit(const char *name);
+
+/* Load parameter files and the environment once (no refcount). */
+int px_mca_var_load(void);
+
+/* Set by framework.c: true when `name` belongs to a component that exists
+ * but whose variables were not registered (excluded by a selection list),
+ * so px_mca_var_check_unknown must not call it unknown. */
+extern bool (*px_mca_var_unregistered_component_filter)(const char *name);
+
+/* Small growable list of strings. */
+typedef struct px_mca_strv {
+    char **v;
+    int n, cap;
+} px_mca_strv_t;
+int px_mca_strv_add(px_mca_strv_t *sv, const char *s);
+void px_mca_strv_free(px_mca_strv_t *sv);
+/* Split `s` at `sep`, trimming blanks and dropping empty parts. */
+int px_mca_strv_split(px_mca_strv_t *sv, const char *s, char sep);
+/* Join with `sep` (caller frees). */
+char *px_mca_strv_join(const px_mca_strv_t *sv, const char *sep);
+
+/* Repository internals (repository.c) used by framework.c. */
+int px_mca_repository_init(void);
+void px_mca_repository_finalize(void);
+/* Components of a framework, built-in first (in list order). */
+int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out, int max);
+/* Plugin files on mca_component_path for a framework: names and paths
+ * (first found wins). Returns the count; caller frees both vectors. */
+int px_mca_repository_plugin_files(const char *framework, px_mca_strv_t *names,
+                                   px_mca_strv_t *paths);
+/* Load and check one plugin file. On success fills *comp and *handle; on
+ * refusal records the reason (px_mca_repository_failed) and returns an error. */
+int px_mca_repository_load_plugin(const char *framework, const char *component, const char *path,
+                                  const px_mca_framework_t *fw, const px_mca_component_t **comp,
+                                  void **handle);
+void px_mca_repository_unload(void *handle);
+/* The recorded refusal for fw/comp, or NULL. */
+const px_mca_failed_component_t *px_mca_repository_failure_for(const char *framework,
+                                                               const char *component);
+/* Record a component that could not be used (e.g. its open failed). */
+void px_mca_repository_record_failure(const char *framework, const char *component,
+                                      const char *path, const char *reason);
+
+#endif

@@ -1,0 +1,377 @@
+/*
+ * repository.c: where components come from. Built-in components are the
+ * configure-generated px_mca_static_components[] plus those added with
+ * px_mca_repository_add_static; plugins are files plexus_<fw>_<comp>.so on
+ * mca_component_path, loaded with libltdl after checks (file and folder not
+ * world-writable, every symbol resolvable, ABI, names, framework API). Every
+ * refusal is recorded for px_info --show-failed.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <ltdl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "core/mca/mca_internal.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+
+extern const px_mca_component_t *const px_mca_static_components[];
+
+static const px_mca_component_t **added;
+static int n_added, cap_added;
+static px_mca_failed_component_t *failed;
+static int n_failed, cap_failed;
+static int lt_inited;
+static char *component_path; /* storage of mca_component_path */
+static int path_var = -1;
+
+static char *default_path(void)
+{
+    const char *home = getenv("HOME");
+    char *p = NULL;
+    if (home && *home) {
+        if (asprintf(&p, "%s:%s/.plexus/components", PX_PLUGIN_DIR, home) < 0)
+            p = NULL;
+    } else {
+        p = strdup(PX_PLUGIN_DIR);
+    }
+    return p;
+}
+
+static char *path_default_storage;
+
+int px_mca_repository_init(void)
+{
+    if (!lt_inited) {
+        if (lt_dlinit() != 0)
+            return PX_ERROR;
+        lt_inited = 1;
+    }
+    if (path_var < 0 || px_mca_var_find("mca_component_path") < 0) {
+        if (!path_default_storage)
+            path_default_storage = default_path();
+        component_path = path_default_storage;
+        path_var = px_mca_var_register(
+            "mca", NULL, "component_path",
+            "Folders searched for plugins plexus_<framework>_<component>.so, colon-separated "
+            "(earlier folders win)",
+            PX_MCA_VAR_TYPE_STRING, NULL, 5, PX_MCA_VAR_SCOPE_READONLY, 0, &component_path);
+    }
+    return PX_SUCCESS;
+}
+
+void px_mca_repository_finalize(void)
+{
+    for (int i = 0; i < n_failed; i++) {
+        free((char *)failed[i].framework);
+        free((char *)failed[i].component);
+        free((char *)failed[i].path);
+        free((char *)failed[i].reason);
+    }
+    free(failed);
+    failed = NULL;
+    n_failed = cap_failed = 0;
+    path_var = -1;
+    /* libltdl stays initialised: plugins of frameworks still open keep
+     * their handles. */
+}
+
+int px_mca_repository_add_static(const px_mca_component_t *component)
+{
+    if (!component || !component->framework_name || !component->component_name)
+        return PX_ERR_BAD_PARAM;
+    for (int i = 0; i < n_added; i++)
+        if (added[i] == component)
+            return PX_SUCCESS;
+    if (n_added == cap_added) {
+        int cap = cap_added ? cap_added * 2 : 8;
+        const px_mca_component_t **na = realloc(added, (size_t)cap * sizeof(*na));
+        if (!na)
+            return PX_ERR_OUT_OF_RESOURCE;
+        added = na;
+        cap_added = cap;
+    }
+    added[n_added++] = component;
+    return PX_SUCCESS;
+}
+
+int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out, int max)
+{
+    int n = 0;
+    for (int i = 0; px_mca_static_components[i]; i++) {
+        const px_mca_component_t *c = px_mca_static_components[i];
+        if (0 == strcmp(c->framework_name, framework)) {
+            if (n < max)
+                out[n] = c;
+            n++;
+        }
+    }
+    for (int i = 0; i < n_added; i++) {
+        if (0 == strcmp(added[i]->framework_name, framework)) {
+            if (n < max)
+                out[n] = added[i];
+            n++;
+        }
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- refusals */
+
+static void record_failure(const char *framework, const char *component, const char *path,
+                           const char *fmt, ...) PX_PRINTF(4, 5);
+static void record_failure(const char *framework, const char *component, const char *path,
+                           const char *fmt, ...)
+{
+    char *reason = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&reason, fmt, ap) < 0)
+        reason = NULL;
+    va_end(ap);
+    /* The same file refused again (a framework opened twice): update. */
+    for (int i = 0; i < n_failed; i++) {
+        if (0 == strcmp(failed[i].framework, framework) &&
+            0 == strcmp(failed[i].component, component) &&
+            0 == strcmp(failed[i].path, path ? path : "(built-in)")) {
+            free((char *)failed[i].reason);
+            failed[i].reason = reason ? reason : strdup("?");
+            return;
+        }
+    }
+    if (n_failed == cap_failed) {
+        int cap = cap_failed ? cap_failed * 2 : 8;
+        px_mca_failed_component_t *nf = realloc(failed, (size_t)cap * sizeof(*nf));
+        if (!nf) {
+            free(reason);
+            return;
+        }
+        failed = nf;
+        cap_failed = cap;
+    }
+    failed[n_failed].framework = strdup(framework);
+    failed[n_failed].component = strdup(component);
+    failed[n_failed].path = strdup(path ? path : "(built-in)");
+    failed[n_failed].reason = reason ? reason : strdup("?");
+    n_failed++;
+}
+
+void px_mca_repository_record_failure(const char *framework, const char *component,
+                                      const char *path, const char *reason)
+{
+    record_failure(framework, component, path, "%s", reason);
+}
+
+int px_mca_repository_failed_count(void)
+{
+    return n_failed;
+}
+
+const px_mca_failed_component_t *px_mca_repository_failed(int i)
+{
+    return (i >= 0 && i < n_failed) ? &failed[i] : NULL;
+}
+
+const px_mca_failed_component_t *px_mca_repository_failure_for(const char *framework,
+                                                               const char *component)
+{
+    for (int i = n_failed - 1; i >= 0; i--)
+        if (0 == strcmp(failed[i].framework, framework) &&
+            0 == strcmp(failed[i].component, component))
+            return &failed[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ plugin files */
+
+static char *expand_home(const char *dir)
+{
+    const char *home = getenv("HOME");
+    char *out = NULL;
+    if (dir[0] == '~' && (dir[1] == '/' || dir[1] == '\0') && home) {
+        if (asprintf(&out, "%s%s", home, dir + 1) < 0)
+            out = NULL;
+        return out;
+    }
+    return strdup(dir);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int px_mca_repository_plugin_files(const char *framework, px_mca_strv_t *names,
+                                   px_mca_strv_t *paths)
+{
+    px_mca_repository_init();
+    px_mca_strv_t dirs = {0};
+    px_mca_strv_split(&dirs, component_path, ':');
+    char prefix[128];
+    snprintf(prefix, sizeof(prefix), "plexus_%s_", framework);
+    size_t plen = strlen(prefix);
+    for (int d = 0; d < dirs.n; d++) {
+        char *dir = expand_home(dirs.v[d]);
+        DIR *dh = dir ? opendir(dir) : NULL;
+        if (!dh) {
+            free(dir);
+            continue;
+        }
+        px_mca_strv_t found = {0};
+        struct dirent *de;
+        while ((de = readdir(dh))) {
+            size_t len = strlen(de->d_name);
+            if (len <= plen + 3 || strncmp(de->d_name, prefix, plen) != 0 ||
+                strcmp(de->d_name + len - 3, ".so") != 0)
+                continue;
+            px_mca_strv_add(&found, de->d_name);
+        }
+        closedir(dh);
+        if (found.n > 1)
+            qsort(found.v, (size_t)found.n, sizeof(char *), cmp_str);
+        for (int i = 0; i < found.n; i++) {
+            size_t len = strlen(found.v[i]);
+            char *comp = strndup(found.v[i] + plen, len - plen - 3);
+            bool dup = false;
+            for (int k = 0; comp && k < names->n; k++)
+                if (0 == strcmp(names->v[k], comp))
+                    dup = true; /* an earlier folder wins */
+            if (comp && !dup) {
+                char *full = NULL;
+                if (asprintf(&full, "%s/%s", dir, found.v[i]) >= 0) {
+                    px_mca_strv_add(names, comp);
+                    px_mca_strv_add(paths, full);
+                    free(full);
+                }
+            }
+            free(comp);
+        }
+        px_mca_strv_free(&found);
+        free(dir);
+    }
+    px_mca_strv_free(&dirs);
+    return names->n;
+}
+
+/* ------------------------------------------------------------------ loading */
+
+static bool world_writable(const char *path, const char *what, const char *framework,
+                           const char *component, const char *plugin)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        record_failure(framework, component, plugin, "cannot stat %s %s: %s", what, path,
+                       strerror(errno));
+        return true;
+    }
+    if (st.st_mode & S_IWOTH) {
+        record_failure(framework, component, plugin,
+                       "%s %s is world-writable (mode %04o); plugins are never loaded from a "
+                       "file or folder anyone can change",
+                       what, path, (unsigned)(st.st_mode & 07777));
+        return true;
+    }
+    return false;
+}
+
+int px_mca_repository_load_plugin(const char *framework, const char *component, const char *path,
+                                  const px_mca_framework_t *fw, const px_mca_component_t **comp,
+                                  void **handle)
+{
+    *comp = NULL;
+    *handle = NULL;
+    px_mca_repository_init();
+    /* 1. Ownership: neither the folder nor the file may be world-writable. */
+    char *dir = strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash)
+        *slash = '\0';
+    bool bad = (dir && slash &&
+                world_writable(dir[0] ? dir : "/", "folder", framework, component, path)) ||
+               world_writable(path, "file", framework, component, path);
+    free(dir);
+    if (bad)
+        return PX_ERR_NOT_AVAILABLE;
+    /* 2. Every symbol must resolve now: libltdl binds lazily, so probe with
+     * RTLD_NOW first and report the loader's own message. */
+    void *probe = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!probe) {
+        const char *err = dlerror();
+        if (err && strstr(err, "undefined symbol"))
+            record_failure(framework, component, path, "unresolved symbol: %s", err);
+        else
+            record_failure(framework, component, path, "cannot be loaded: %s", err ? err : "?");
+        return PX_ERR_NOT_AVAILABLE;
+    }
+    lt_dladvise advise;
+    lt_dlhandle h = NULL;
+    if (lt_dladvise_init(&advise) == 0) {
+        lt_dladvise_local(&advise);
+        h = lt_dlopenadvise(path, advise);
+        lt_dladvise_destroy(&advise);
+    }
+    dlclose(probe);
+    if (!h) {
+        const char *err = lt_dlerror();
+        record_failure(framework, component, path, "cannot be loaded: %s", err ? err : "?");
+        return PX_ERR_NOT_AVAILABLE;
+    }
+    /* 3. The expected symbol. */
+    char sym[256];
+    snprintf(sym, sizeof(sym), "px_%s_%s_component", framework, component);
+    const px_mca_component_t *c = lt_dlsym(h, sym);
+    if (!c) {
+        record_failure(framework, component, path,
+                       "does not export the symbol %s that its file name promises", sym);
+        lt_dlclose(h);
+        return PX_ERR_NOT_FOUND;
+    }
+    /* 4. ABI before touching anything else in the struct. */
+    if (c->mca_abi_version != PX_MCA_ABI_VERSION_CURRENT) {
+        record_failure(framework, component, path,
+                       "MCA ABI version mismatch: the plugin has %d, this library has %d; "
+                       "rebuild the plugin against this Plexus",
+                       c->mca_abi_version, PX_MCA_ABI_VERSION_CURRENT);
+        lt_dlclose(h);
+        return PX_ERR_VERSION;
+    }
+    /* 5. Names in the struct must agree with the file name. */
+    if (!c->framework_name || !c->component_name || strcmp(c->framework_name, framework) != 0 ||
+        strcmp(c->component_name, component) != 0) {
+        record_failure(framework, component, path,
+                       "name mismatch: the struct says framework \"%s\" component \"%s\" but the "
+                       "file name says \"%s\" \"%s\"",
+                       c->framework_name ? c->framework_name : "(null)",
+                       c->component_name ? c->component_name : "(null)", framework, component);
+        lt_dlclose(h);
+        return PX_ERR_BAD_PARAM;
+    }
+    /* 6. Framework API: major and minor must match. */
+    if (fw && (c->framework_version.major != fw->api_version.major ||
+               c->framework_version.minor != fw->api_version.minor)) {
+        record_failure(framework, component, path,
+                       "framework API version mismatch: built for %s API %d.%d.%d, this library "
+                       "has %d.%d.%d (major and minor must match)",
+                       framework, c->framework_version.major, c->framework_version.minor,
+                       c->framework_version.release, fw->api_version.major, fw->api_version.minor,
+                       fw->api_version.release);
+        lt_dlclose(h);
+        return PX_ERR_VERSION;
+    }
+    *comp = c;
+    *handle = h;
+    return PX_SUCCESS;
+}
+
+void px_mca_repository_unload(void *handle)
+{
+    if (handle)
+        lt_dlclose((lt_dlhandle)handle);
+}
