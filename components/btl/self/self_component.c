@@ -1,0 +1,157 @@
+/*
+ * self_component.c: btl/self's variables, open (constructs the three
+ * fragment free lists), init (sizes and fills them, returns the module) and
+ * close.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "components/btl/self/self.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/btl/base/base.h"
+
+px_btl_self_state_t px_btl_self_state = {
+    .free_list_num = 0,
+    .free_list_max = 64,
+    .free_list_inc = 8,
+};
+
+static int px_btl_self_register(void)
+{
+    px_btl_self_state_t *s = &px_btl_self_state;
+    struct {
+        const char *name, *help;
+        int *storage;
+    } v[] = {
+        {"free_list_num", "Fragments allocated in each free list at init", &s->free_list_num},
+        {"free_list_max", "Most fragments each free list may hold (-1: unlimited)",
+         &s->free_list_max},
+        {"free_list_inc", "Fragments added each time a free list grows", &s->free_list_inc},
+    };
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
+        int rc = px_mca_var_register("btl", "self", v[i].name, v[i].help, PX_MCA_VAR_TYPE_INT, NULL,
+                                     5, PX_MCA_VAR_SCOPE_LOCAL, 0, v[i].storage);
+        if (rc < 0)
+            return rc;
+    }
+    return px_btl_base_register_module_params(&px_btl_self_component, &px_btl_self_module.super);
+}
+
+static int px_btl_self_open(void)
+{
+    px_btl_self_state_t *s = &px_btl_self_state;
+    PX_OBJ_CONSTRUCT(&s->frags_inline, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
+    s->lists_constructed = true;
+    s->lists_initialized = false;
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_close(void)
+{
+    px_btl_self_state_t *s = &px_btl_self_state;
+    if (s->lists_constructed) {
+        PX_OBJ_DESTRUCT(&s->frags_send);
+        PX_OBJ_DESTRUCT(&s->frags_eager);
+        PX_OBJ_DESTRUCT(&s->frags_inline);
+        s->lists_constructed = false;
+        s->lists_initialized = false;
+    }
+    return PX_SUCCESS;
+}
+
+typedef struct {
+    px_free_list_t *list;
+    size_t capacity;
+    bool inline_data;
+} frag_init_ctx_t;
+
+static int px_btl_self_frag_init(px_free_list_item_t *item, void *ctx)
+{
+    const frag_init_ctx_t *c = ctx;
+    px_btl_self_frag_t *f = (px_btl_self_frag_t *)item;
+    f->list = c->list;
+    f->capacity = c->capacity;
+    f->data = c->inline_data ? (unsigned char *)(f + 1) : item->payload;
+    return NULL == f->data ? PX_ERR_OUT_OF_RESOURCE : PX_SUCCESS;
+}
+
+static frag_init_ctx_t px_btl_self_ctx[3];
+
+int px_btl_self_frag_lists_init(void)
+{
+    px_btl_self_state_t *s = &px_btl_self_state;
+    px_btl_module_t *m = &px_btl_self_module.super;
+    if (m->btl_eager_limit < PX_BTL_SELF_MAX_INLINE_SIZE)
+        m->btl_eager_limit = PX_BTL_SELF_MAX_INLINE_SIZE;
+    if (m->btl_max_send_size < m->btl_eager_limit)
+        m->btl_max_send_size = m->btl_eager_limit;
+    size_t num = s->free_list_num > 0 ? (size_t)s->free_list_num : 0;
+    size_t max = s->free_list_max > 0 ? (size_t)s->free_list_max : 0;
+    size_t inc = s->free_list_inc > 0 ? (size_t)s->free_list_inc : 8;
+    struct {
+        px_free_list_t *list;
+        size_t capacity;
+        bool inline_data;
+    } l[3] = {
+        {&s->frags_inline, PX_BTL_SELF_MAX_INLINE_SIZE, true},
+        {&s->frags_eager, m->btl_eager_limit, false},
+        {&s->frags_send, m->btl_max_send_size, false},
+    };
+    for (int i = 0; i < 3; ++i) {
+        px_btl_self_ctx[i] = (frag_init_ctx_t){l[i].list, l[i].capacity, l[i].inline_data};
+        px_free_list_params_t p = {
+            .item_class = PX_CLASS(px_btl_self_frag_t),
+            .item_size =
+                sizeof(px_btl_self_frag_t) + (l[i].inline_data ? PX_BTL_SELF_MAX_INLINE_SIZE : 0),
+            .payload_size = l[i].inline_data ? 0 : l[i].capacity,
+            .num_initial = num,
+            .num_max = max,
+            .num_per_grow = inc,
+            .item_init = px_btl_self_frag_init,
+            .item_init_ctx = &px_btl_self_ctx[i],
+            .thread_safe = false,
+        };
+        int rc = px_free_list_init(l[i].list, &p);
+        if (rc != PX_SUCCESS)
+            return rc;
+    }
+    s->lists_initialized = true;
+    return PX_SUCCESS;
+}
+
+static px_btl_module_t **px_btl_self_init(int *num_modules, bool enable_progress_threads,
+                                          bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    *num_modules = 0;
+    if (!px_btl_self_state.lists_constructed)
+        px_btl_self_open();
+    if (PX_SUCCESS != px_btl_self_frag_lists_init()) {
+        px_show_warning("btl self: could not allocate its fragment free lists "
+                        "(btl_self_free_list_num %d, btl_self_eager_limit %zu, "
+                        "btl_self_max_send_size %zu)",
+                        px_btl_self_state.free_list_num, px_btl_self_module.super.btl_eager_limit,
+                        px_btl_self_module.super.btl_max_send_size);
+        return NULL;
+    }
+    px_btl_module_t **mods = malloc(sizeof(*mods));
+    if (NULL == mods)
+        return NULL;
+    px_btl_self_module.rank = -1;
+    px_btl_self_module.error_cb = NULL;
+    mods[0] = &px_btl_self_module.super;
+    *num_modules = 1;
+    return mods;
+}
+
+const px_btl_component_t px_btl_self_component = {
+    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
+                                    "self", 1, 0, 0, px_btl_self_register, px_btl_self_open,
+                                    px_btl_self_close),
+    .btl_init = px_btl_self_init,
+    .btl_modex_send = NULL,
+};

@@ -1,0 +1,271 @@
+/*
+ * self_module.c: btl/self's operations. A send hands the fragment's segments
+ * straight to the active-message callback of its tag, then completes the
+ * descriptor as its flags say; sendi does the same with segments on the
+ * stack; put/get are memcpy.
+ */
+#include <string.h>
+#include "components/btl/self/self.h"
+#include "core/util/error.h"
+#include "frameworks/btl/base/base.h"
+
+static void px_btl_self_frag_construct(px_btl_self_frag_t *f)
+{
+    f->base.des_segments = f->segments;
+    f->base.des_segment_count = 1;
+    f->data = NULL;
+    f->capacity = 0;
+    f->list = NULL;
+}
+PX_CLASS_INSTANCE(px_btl_self_frag_t, px_btl_descriptor_t, px_btl_self_frag_construct, NULL);
+
+static int px_btl_self_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                 px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                                 const char **reasons)
+{
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    for (size_t i = 0; i < nprocs; ++i) {
+        if (procs[i]->locality & PX_PROC_LOCAL_SELF) {
+            int rc = px_bitmap_set_bit(reachable, (int)i);
+            if (rc != PX_SUCCESS)
+                return rc;
+            /* The endpoint is only a non-NULL token: there is one peer. */
+            endpoints[i] = (px_btl_endpoint_t *)m;
+            m->rank = procs[i]->rank;
+        } else if (reasons) {
+            reasons[i] = "self reaches only the calling process";
+        }
+    }
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                 px_btl_endpoint_t **endpoints)
+{
+    (void)btl;
+    (void)nprocs;
+    (void)procs;
+    (void)endpoints;
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_finalize(px_btl_module_t *btl)
+{
+    (void)btl; /* the lists go away in the component's close */
+    return PX_SUCCESS;
+}
+
+/* A fragment from the list that fits `size`, or NULL. */
+static inline px_btl_self_frag_t *px_btl_self_frag_get(size_t size)
+{
+    px_btl_self_state_t *s = &px_btl_self_state;
+    px_free_list_t *fl;
+    if (size <= PX_BTL_SELF_MAX_INLINE_SIZE)
+        fl = &s->frags_inline;
+    else if (size <= px_btl_self_module.super.btl_eager_limit)
+        fl = &s->frags_eager;
+    else if (size <= px_btl_self_module.super.btl_max_send_size)
+        fl = &s->frags_send;
+    else
+        return NULL;
+    return (px_btl_self_frag_t *)px_free_list_get(fl);
+}
+
+static px_btl_descriptor_t *px_btl_self_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                              uint8_t order, size_t size, uint32_t flags)
+{
+    (void)btl;
+    (void)endpoint;
+    px_btl_self_frag_t *f = px_btl_self_frag_get(size);
+    if (PX_UNLIKELY(NULL == f))
+        return NULL;
+    f->segments[0].seg_addr = f->data;
+    f->segments[0].seg_len = size;
+    f->base.des_segments = f->segments;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.order = order;
+    return &f->base;
+}
+
+static int px_btl_self_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
+{
+    (void)btl;
+    px_btl_self_frag_t *f = (px_btl_self_frag_t *)des;
+    px_free_list_return(f->list, &des->super);
+    return PX_SUCCESS;
+}
+
+static px_btl_descriptor_t *px_btl_self_prepare_src(px_btl_module_t *btl,
+                                                    px_btl_endpoint_t *endpoint,
+                                                    px_btl_convertor_t *conv, uint8_t order,
+                                                    size_t reserve, size_t *size, uint32_t flags)
+{
+    size_t data = *size;
+    size_t left = conv->total - conv->position;
+    if (data > left)
+        data = left;
+    if (px_btl_convertor_is_contiguous(conv) && reserve <= PX_BTL_SELF_MAX_INLINE_SIZE &&
+        (btl->btl_flags & PX_BTL_FLAGS_SEND_INPLACE)) {
+        /* Zero copy: header in the inline fragment, payload referenced. */
+        px_btl_self_frag_t *f =
+            (px_btl_self_frag_t *)px_free_list_get(&px_btl_self_state.frags_inline);
+        if (PX_UNLIKELY(NULL == f))
+            return NULL;
+        f->segments[0].seg_addr = f->data;
+        f->segments[0].seg_len = reserve;
+        f->segments[1].seg_addr = px_btl_convertor_current(conv);
+        f->segments[1].seg_len = data;
+        conv->position += data;
+        f->base.des_segments = f->segments;
+        f->base.des_segment_count = data ? 2 : 1;
+        f->base.des_flags = flags;
+        f->base.des_cbfunc = NULL;
+        f->base.des_cbdata = NULL;
+        f->base.des_context = NULL;
+        f->base.order = order;
+        *size = data;
+        return &f->base;
+    }
+    /* Packing: header and data in one fragment of the right list. */
+    if (reserve + data > btl->btl_max_send_size)
+        data = btl->btl_max_send_size > reserve ? btl->btl_max_send_size - reserve : 0;
+    px_btl_descriptor_t *des = px_btl_self_alloc(btl, endpoint, order, reserve + data, flags);
+    if (PX_UNLIKELY(NULL == des))
+        return NULL;
+    px_btl_self_frag_t *f = (px_btl_self_frag_t *)des;
+    size_t packed = px_btl_convertor_pack(conv, f->data + reserve, data);
+    f->segments[0].seg_len = reserve + packed;
+    *size = packed;
+    return des;
+}
+
+static int px_btl_self_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                            px_btl_descriptor_t *des, px_btl_tag_t tag)
+{
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    const px_btl_active_message_callback_t *reg = &px_btl_base_active_message_trigger[tag];
+    px_btl_receive_descriptor_t recv = {
+        .endpoint = endpoint,
+        .src_rank = m->rank,
+        .des_segments = des->des_segments,
+        .des_segment_count = des->des_segment_count,
+        .tag = tag,
+        .cbdata = reg->cbdata,
+    };
+    reg->cbfunc(btl, &recv);
+    /* Completion follows the descriptor's flags and ownership. */
+    const uint32_t flags = des->des_flags;
+    if ((flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
+        des->des_cbfunc(btl, endpoint, des, PX_SUCCESS);
+    if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+        px_btl_self_free(btl, des);
+    return 1;
+}
+
+static int px_btl_self_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *header,
+                             size_t header_size, const void *payload, size_t payload_size,
+                             uint8_t order, uint32_t flags, px_btl_tag_t tag,
+                             px_btl_descriptor_t **descriptor)
+{
+    (void)order;
+    (void)flags;
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    const px_btl_active_message_callback_t *reg = &px_btl_base_active_message_trigger[tag];
+    px_btl_segment_t segs[2] = {{(void *)header, header_size}, {(void *)payload, payload_size}};
+    px_btl_receive_descriptor_t recv = {
+        .endpoint = endpoint,
+        .src_rank = m->rank,
+        .des_segments = segs,
+        .des_segment_count = payload_size ? 2 : 1,
+        .tag = tag,
+        .cbdata = reg->cbdata,
+    };
+    reg->cbfunc(btl, &recv);
+    if (descriptor)
+        *descriptor = NULL;
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_put(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
+                           uint64_t remote_address, px_btl_registration_handle_t *local_handle,
+                           px_btl_registration_handle_t *remote_handle, size_t size, int flags,
+                           int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
+                           void *cbdata)
+{
+    (void)remote_handle;
+    (void)flags;
+    (void)order;
+    memcpy((void *)(uintptr_t)remote_address, local_address, size);
+    if (cbfunc)
+        cbfunc(btl, endpoint, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_get(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
+                           uint64_t remote_address, px_btl_registration_handle_t *local_handle,
+                           px_btl_registration_handle_t *remote_handle, size_t size, int flags,
+                           int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
+                           void *cbdata)
+{
+    (void)remote_handle;
+    (void)flags;
+    (void)order;
+    memcpy(local_address, (const void *)(uintptr_t)remote_address, size);
+    if (cbfunc)
+        cbfunc(btl, endpoint, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
+{
+    (void)btl;
+    (void)endpoint;
+    return PX_SUCCESS; /* every operation completes before it returns */
+}
+
+static int px_btl_self_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc)
+{
+    ((px_btl_self_module_t *)btl)->error_cb = cbfunc;
+    return PX_SUCCESS;
+}
+
+px_btl_self_module_t px_btl_self_module = {
+    .super =
+        {
+            .btl_component = &px_btl_self_component,
+            .btl_exclusivity = PX_BTL_EXCLUSIVITY_HIGH,
+            .btl_latency = 0,
+            .btl_bandwidth = 100000,
+            .btl_eager_limit = 4096,
+            .btl_max_send_size = 65536,
+            .btl_put_limit = SIZE_MAX,
+            .btl_put_alignment = 0,
+            .btl_get_limit = SIZE_MAX,
+            .btl_get_alignment = 0,
+            .btl_rdma_pipeline_send_length = 0,
+            .btl_flags = PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET |
+                         PX_BTL_FLAGS_SEND_INPLACE | PX_BTL_FLAGS_SINGLE_COPY,
+            .btl_registration_handle_size = 0,
+            .btl_add_procs = px_btl_self_add_procs,
+            .btl_del_procs = px_btl_self_del_procs,
+            .btl_finalize = px_btl_self_finalize,
+            .btl_alloc = px_btl_self_alloc,
+            .btl_free = px_btl_self_free,
+            .btl_prepare_src = px_btl_self_prepare_src,
+            .btl_send = px_btl_self_send,
+            .btl_sendi = px_btl_self_sendi,
+            .btl_put = px_btl_self_put,
+            .btl_get = px_btl_self_get,
+            .btl_register_mem = NULL,
+            .btl_deregister_mem = NULL,
+            .btl_flush = px_btl_self_flush,
+            .btl_progress = NULL,
+            .btl_register_error = px_btl_self_register_error,
+        },
+    .rank = -1,
+    .error_cb = NULL,
+};

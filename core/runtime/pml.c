@@ -1,0 +1,1367 @@
+/*
+ * pml.c: tagged point-to-point messaging over the BTL (px_send, px_recv and
+ * their non-blocking forms).
+ *
+ * Matching: one queue of posted receives (post order) and one of unexpected
+ * messages (arrival order). Every matched message carries a per-pair sequence
+ * number; one that arrives ahead of its turn waits on its peer's out-of-order
+ * list, so messages between a pair are never reordered even over several rails.
+ *
+ * Protocols (thresholds are variables, see px_rt_pml_register_params):
+ *  - tiny (<= runtime_tiny_limit): btl_sendi, nothing allocated;
+ *  - eager (header + data <= the peer's eager limit): btl_prepare_src + send;
+ *  - rendezvous: an RNDV header; the receiver reads the data with RDMA get
+ *    when both sides have the same RDMA module, then sends FIN; otherwise it
+ *    sends ACK and the sender pipelines fragments of btl_max_send_size.
+ * A receive buffer too small takes what fits, flags PX_ERR_TRUNCATE, and
+ * consumes the whole message, so the next one is unaffected.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/mca/var.h"
+#include "core/runtime/runtime.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "core/util/progress.h"
+
+px_runtime_t px_rt;
+
+static void px_request_construct(px_request_t *r)
+{
+    PX_OBJ_CONSTRUCT(&r->pend_link, px_list_item_t);
+    r->complete = true;
+}
+static void px_request_destruct(px_request_t *r)
+{
+    PX_OBJ_DESTRUCT(&r->pend_link);
+}
+PX_CLASS_INSTANCE(px_request_t, px_free_list_item_t, px_request_construct, px_request_destruct);
+PX_CLASS_INSTANCE(px_rt_ux_t, px_free_list_item_t, NULL, NULL);
+
+/* ------------------------------------------------------------------ variables */
+
+static const px_mca_var_enum_value_t rndv_values[] = {
+    {PX_RT_RNDV_AUTO, "auto"},
+    {PX_RT_RNDV_GET, "get"},
+    {PX_RT_RNDV_PIPELINE, "pipeline"},
+    {0, NULL},
+};
+
+int px_rt_pml_register_params(void)
+{
+    px_rt.tiny_limit = 256;
+    px_rt.eager_limit = 0;
+    px_rt.rndv_protocol = PX_RT_RNDV_AUTO;
+    px_rt.wait_timeout = 0;
+    int rc;
+    rc = px_mca_var_register("runtime", NULL, "tiny_limit",
+                             "Largest message (bytes of data) sent with the transport's "
+                             "immediate path (btl sendi); 0 disables it",
+                             PX_MCA_VAR_TYPE_SIZE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &px_rt.tiny_limit);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("runtime", NULL, "eager_limit",
+                             "Largest message (bytes of data) sent eagerly; 0: as large as the "
+                             "peer's eager transport allows (btl_<name>_eager_limit minus the "
+                             "16-byte header); larger messages use the rendezvous protocol",
+                             PX_MCA_VAR_TYPE_SIZE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &px_rt.eager_limit);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("runtime", NULL, "rndv_protocol",
+                             "How rendezvous data moves: auto (RDMA get when the transport "
+                             "offers it, pipelined fragments otherwise), get (same as auto), "
+                             "pipeline (always fragments of btl_<name>_max_send_size)",
+                             PX_MCA_VAR_TYPE_ENUM, rndv_values, 5, PX_MCA_VAR_SCOPE_ALL, 0,
+                             &px_rt.rndv_protocol);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("runtime", NULL, "wait_timeout",
+                             "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) "
+                             "waits before failing with PX_ERR_TIMEOUT; 0: no limit",
+                             PX_MCA_VAR_TYPE_DOUBLE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &px_rt.wait_timeout);
+    return rc < 0 ? rc : PX_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+static inline px_request_t *req_alloc(int type)
+{
+    px_request_t *r = (px_request_t *)px_free_list_get(&px_rt.requests);
+    if (PX_UNLIKELY(NULL == r))
+        return NULL;
+    r->type = (uint8_t)type;
+    r->pending = PX_RT_PEND_NONE;
+    r->complete = false;
+    r->on_active = false;
+    r->on_posted = false;
+    r->finishing = false;
+    r->outstanding = 0;
+    r->reg = NULL;
+    r->rdma = NULL;
+    r->status.error = PX_SUCCESS;
+    return r;
+}
+
+static inline void req_free(px_request_t *r)
+{
+    px_free_list_return(&px_rt.requests, &r->super);
+}
+
+static inline px_rt_ux_t *ux_alloc(void)
+{
+    return (px_rt_ux_t *)px_free_list_get(&px_rt.ux_items);
+}
+
+static inline void ux_free(px_rt_ux_t *u)
+{
+    if (PX_UNLIKELY(u->data != u->inline_buf))
+        free(u->data);
+    px_free_list_return(&px_rt.ux_items, &u->super);
+}
+
+static inline bool tag_matches(int want_src, int want_tag, int src, int tag)
+{
+    return (want_src == src || want_src == PX_ANY_SOURCE) &&
+           (want_tag == tag || (want_tag == PX_ANY_TAG && tag >= 0));
+}
+
+/* Bytes of data in segments after `skip` header bytes. */
+static inline size_t seg_data_len(const px_btl_segment_t *s, size_t n, size_t skip)
+{
+    size_t t = 0;
+    for (size_t i = 0; i < n; ++i)
+        t += s[i].seg_len;
+    return t > skip ? t - skip : 0;
+}
+
+/* Copy up to `max` data bytes (after `skip`) from segments to dst. */
+static inline void seg_copy(void *dst, size_t max, const px_btl_segment_t *s, size_t n, size_t skip)
+{
+    char *d = dst;
+    for (size_t i = 0; i < n && max; ++i) {
+        size_t len = s[i].seg_len;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        size_t c = len - skip;
+        if (c > max)
+            c = max;
+        memcpy(d, (const char *)s[i].seg_addr + skip, c);
+        d += c;
+        max -= c;
+        skip = 0;
+    }
+}
+
+static inline void req_complete(px_request_t *r)
+{
+    r->complete = true;
+}
+
+static void active_add(px_request_t *r)
+{
+    if (!r->on_active) {
+        px_list_append(&px_rt.active, &r->super.super);
+        r->on_active = true;
+    }
+}
+
+static void active_remove(px_request_t *r)
+{
+    if (r->on_active) {
+        px_list_remove_item(&px_rt.active, &r->super.super);
+        r->on_active = false;
+    }
+}
+
+/* A request id from the wire, checked against the requests in a rendezvous. */
+static px_request_t *active_find(uint64_t id, int type)
+{
+    px_request_t *r;
+    PX_LIST_FOREACH(r, &px_rt.active, px_request_t)
+    {
+        if ((uint64_t)(uintptr_t)r == id && r->type == type)
+            return r;
+    }
+    return NULL;
+}
+
+static void pending_add(px_request_t *r, int what)
+{
+    if (PX_RT_PEND_NONE == r->pending)
+        px_list_append(&px_rt.pending, &r->pend_link);
+    r->pending = (uint8_t)what;
+}
+
+static void pending_remove(px_request_t *r)
+{
+    if (r->pending != PX_RT_PEND_NONE) {
+        px_list_remove_item(&px_rt.pending, &r->pend_link);
+        r->pending = PX_RT_PEND_NONE;
+    }
+}
+
+static void req_fail(px_request_t *r, int error)
+{
+    pending_remove(r);
+    active_remove(r);
+    if (r->on_posted) {
+        px_list_remove_item(&px_rt.posted, &r->super.super);
+        r->on_posted = false;
+    }
+    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+    if (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error)
+        r->status.error = error;
+    req_complete(r);
+}
+
+static uint32_t rdma_id_of(const px_btl_module_t *m)
+{
+    const char *s = m->btl_component ? m->btl_component->base.component_name : "?";
+    uint32_t h = 2166136261u;
+    for (; *s; ++s)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h ? h : 1;
+}
+
+/* A small control message (ACK or FIN) to `rank`. */
+static int send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
+{
+    px_rt_peer_t *peer = &px_rt.peers[rank];
+    if (peer->failed)
+        return peer->failed;
+    px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
+    px_btl_module_t *m = pm->module;
+    px_rt_ctl_hdr_t h = {sreq, rreq};
+    if (m->btl_sendi) {
+        int rc =
+            m->btl_sendi(m, pm->endpoint, &h, sizeof(h), NULL, 0, PX_BTL_NO_ORDER, 0, am, NULL);
+        if (PX_SUCCESS == rc)
+            return rc;
+        if (rc != PX_ERR_TEMP_OUT_OF_RESOURCE)
+            return rc;
+    }
+    px_btl_descriptor_t *des =
+        m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, sizeof(h), PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL == des)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    memcpy(des->des_segments[0].seg_addr, &h, sizeof(h));
+    des->des_segments[0].seg_len = sizeof(h);
+    des->des_cbfunc = NULL;
+    int rc = m->btl_send(m, pm->endpoint, des, am);
+    if (rc < 0) {
+        m->btl_free(m, des);
+        return rc;
+    }
+    return PX_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ receive side */
+
+static void recv_send_fin(px_request_t *r)
+{
+    int rc = send_ctl(r->status.source, PX_RT_AM_FIN, r->remote, 0);
+    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+        pending_add(r, PX_RT_PEND_FIN);
+        return;
+    }
+    pending_remove(r);
+    active_remove(r);
+    if (rc != PX_SUCCESS && PX_SUCCESS == r->status.error)
+        r->status.error = rc;
+    req_complete(r);
+}
+
+static void recv_get_check(px_request_t *r)
+{
+    size_t want = r->status.length;
+    if (r->finishing || r->complete || r->outstanding || r->done < want || r->scheduled < want)
+        return;
+    r->finishing = true;
+    if (r->reg && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+    recv_send_fin(r);
+}
+
+static void recv_get_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                          px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
+{
+    (void)btl;
+    (void)ep;
+    (void)local;
+    (void)lh;
+    px_request_t *r = context;
+    if (status != PX_SUCCESS &&
+        (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error))
+        r->status.error = PX_ERR_COMM;
+    r->done += (size_t)(uintptr_t)cbdata;
+    r->outstanding--;
+    recv_get_check(r);
+}
+
+static void recv_send_ack(px_request_t *r)
+{
+    int rc = send_ctl(r->status.source, PX_RT_AM_ACK, r->remote, (uint64_t)(uintptr_t)r);
+    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+        pending_add(r, PX_RT_PEND_ACK);
+        return;
+    }
+    pending_remove(r);
+    if (rc != PX_SUCCESS)
+        req_fail(r, rc);
+}
+
+static void recv_schedule_gets(px_request_t *r)
+{
+    px_btl_module_t *m = r->rdma->module;
+    size_t want = r->status.length;
+    while (r->scheduled < want) {
+        size_t chunk = want - r->scheduled;
+        if (m->btl_get_limit && chunk > m->btl_get_limit)
+            chunk = m->btl_get_limit;
+        size_t off = r->scheduled;
+        r->scheduled += chunk;
+        r->outstanding++;
+        int rc = m->btl_get(m, r->rdma->endpoint, (char *)r->buf + off, r->raddr + off, r->reg,
+                            (px_btl_registration_handle_t *)r->rhandle, chunk, 0, PX_BTL_NO_ORDER,
+                            recv_get_done, r, (void *)(uintptr_t)chunk);
+        if (PX_SUCCESS == rc)
+            continue;
+        r->scheduled -= chunk;
+        r->outstanding--;
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+            pending_add(r, PX_RT_PEND_GET);
+            return;
+        }
+        if (0 == r->scheduled && 0 == r->outstanding) {
+            /* RDMA refused before anything moved: fall back to fragments. */
+            PX_OUTPUT_VERBOSE(10, 0, "runtime: btl %s get failed (%s); using fragments",
+                              m->btl_component->base.component_name, px_strerror(rc));
+            if (r->reg && m->btl_deregister_mem)
+                m->btl_deregister_mem(m, r->reg);
+            r->reg = NULL;
+            r->rdma = NULL;
+            r->done = 0;
+            pending_remove(r);
+            recv_send_ack(r);
+            return;
+        }
+        r->status.error = PX_ERR_COMM;
+        r->scheduled = want; /* stop; FIN once the outstanding ones finish */
+        break;
+    }
+    if (PX_RT_PEND_GET == r->pending)
+        pending_remove(r);
+    recv_get_check(r);
+}
+
+/* A rendezvous matched by receive `r`. */
+static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const void *handle)
+{
+    r->status.source = h->m.src;
+    r->status.tag = h->m.tag;
+    r->total = h->len;
+    r->remote = h->sreq;
+    r->done = 0;
+    r->scheduled = 0;
+    r->outstanding = 0;
+    if (h->len > r->len) {
+        r->status.length = r->len;
+        r->status.error = PX_ERR_TRUNCATE;
+    } else {
+        r->status.length = h->len;
+    }
+    active_add(r);
+    px_rt_peer_t *peer = &px_rt.peers[h->m.src];
+    px_btl_base_peer_module_t *pm = NULL;
+    if (h->rdma_id && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl) {
+        for (int i = 0; i < peer->btl->num_rdma; ++i) {
+            px_btl_module_t *m = peer->btl->rdma[i].module;
+            if ((m->btl_flags & PX_BTL_FLAGS_GET) && m->btl_get && rdma_id_of(m) == h->rdma_id &&
+                m->btl_registration_handle_size == h->hsize && h->hsize <= PX_RT_MAX_HANDLE) {
+                pm = &peer->btl->rdma[i];
+                break;
+            }
+        }
+    }
+    if (pm) {
+        px_btl_module_t *m = pm->module;
+        r->rdma = pm;
+        r->raddr = h->addr;
+        r->hsize = h->hsize;
+        if (h->hsize)
+            memcpy(r->rhandle, handle, h->hsize);
+        if (r->status.length && m->btl_register_mem) {
+            r->reg = m->btl_register_mem(m, pm->endpoint, r->buf, r->status.length, 0);
+            if (NULL == r->reg)
+                pm = NULL; /* cannot register: fragments instead */
+        }
+    }
+    if (pm) {
+        recv_schedule_gets(r);
+    } else {
+        r->rdma = NULL;
+        recv_send_ack(r);
+    }
+}
+
+/* Deliver an eager message to the first matching posted receive, or queue it. */
+static inline px_request_t *posted_match(int src, int tag)
+{
+    px_request_t *r;
+    PX_LIST_FOREACH(r, &px_rt.posted, px_request_t)
+    {
+        if (tag_matches(r->peer, r->tag, src, tag)) {
+            px_list_remove_item(&px_rt.posted, &r->super.super);
+            r->on_posted = false;
+            return r;
+        }
+    }
+    return NULL;
+}
+
+static inline void recv_eager_into(px_request_t *r, int src, int tag, const px_btl_segment_t *segs,
+                                   size_t nseg, size_t skip, size_t len)
+{
+    size_t n = len <= r->len ? len : r->len;
+    seg_copy(r->buf, n, segs, nseg, skip);
+    r->status.source = src;
+    r->status.tag = tag;
+    r->status.length = n;
+    r->status.error = len <= r->len ? PX_SUCCESS : PX_ERR_TRUNCATE;
+    req_complete(r);
+}
+
+/* Copy a message into a new unexpected/out-of-order item. */
+static px_rt_ux_t *ux_make(int src, int tag, uint32_t seq, int kind, const px_btl_segment_t *segs,
+                           size_t nseg, size_t skip, size_t len)
+{
+    px_rt_ux_t *u = ux_alloc();
+    if (PX_UNLIKELY(NULL == u))
+        return NULL;
+    u->src = src;
+    u->tag = tag;
+    u->seq = seq;
+    u->kind = kind;
+    u->len = len;
+    u->data = u->inline_buf;
+    if (PX_UNLIKELY(len > PX_RT_UX_INLINE)) {
+        u->data = malloc(len);
+        if (NULL == u->data) {
+            u->data = u->inline_buf;
+            ux_free(u);
+            return NULL;
+        }
+    }
+    seg_copy(u->data, len, segs, nseg, skip);
+    return u;
+}
+
+static void deliver_rndv(const px_rt_rndv_hdr_t *h, const void *handle);
+
+static void ooo_drain(px_rt_peer_t *peer)
+{
+    for (;;) {
+        px_rt_ux_t *u, *found = NULL;
+        PX_LIST_FOREACH(u, &peer->ooo, px_rt_ux_t)
+        {
+            if (u->seq == peer->recv_seq) {
+                found = u;
+                break;
+            }
+        }
+        if (NULL == found)
+            return;
+        px_list_remove_item(&peer->ooo, &found->super.super);
+        peer->recv_seq++;
+        px_request_t *r = posted_match(found->src, found->tag);
+        if (PX_RT_KIND_EAGER == found->kind) {
+            if (r) {
+                px_btl_segment_t s = {found->data, found->len};
+                recv_eager_into(r, found->src, found->tag, &s, 1, 0, found->len);
+                ux_free(found);
+            } else {
+                px_list_append(&px_rt.unexpected, &found->super.super);
+            }
+        } else {
+            if (r) {
+                recv_start_rndv(r, &found->rndv, found->inline_buf);
+                ux_free(found);
+            } else {
+                px_list_append(&px_rt.unexpected, &found->super.super);
+            }
+        }
+    }
+}
+
+static void out_of_memory(const char *what, int src)
+{
+    px_show_error("runtime: out of memory queueing %s from rank %d; the message is lost", what,
+                  src);
+}
+
+/* AM callback: tiny and eager messages. */
+static void am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    const px_rt_match_hdr_t *h = d->des_segments[0].seg_addr;
+    const int src = h->src, tag = h->tag;
+    if (PX_UNLIKELY(src < 0 || src >= px_rt.size || d->des_segments[0].seg_len < sizeof(*h))) {
+        px_show_error("runtime: dropped a malformed message (source %d, %zu header bytes)", src,
+                      d->des_segments[0].seg_len);
+        return;
+    }
+    px_rt_peer_t *peer = &px_rt.peers[src];
+    size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(*h));
+    if (PX_UNLIKELY(h->seq != peer->recv_seq)) {
+        px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
+                                d->des_segment_count, sizeof(*h), len);
+        if (u)
+            px_list_append(&peer->ooo, &u->super.super);
+        else
+            out_of_memory("an out-of-order message", src);
+        return;
+    }
+    peer->recv_seq++;
+    px_request_t *r = px_list_is_empty(&px_rt.posted) ? NULL : posted_match(src, tag);
+    if (r) {
+        recv_eager_into(r, src, tag, d->des_segments, d->des_segment_count, sizeof(*h), len);
+    } else {
+        px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
+                                d->des_segment_count, sizeof(*h), len);
+        if (PX_LIKELY(u != NULL))
+            px_list_append(&px_rt.unexpected, &u->super.super);
+        else
+            out_of_memory("an unexpected message", src);
+    }
+    if (PX_UNLIKELY(!px_list_is_empty(&peer->ooo)))
+        ooo_drain(peer);
+}
+
+static void deliver_rndv(const px_rt_rndv_hdr_t *h, const void *handle)
+{
+    px_request_t *r = posted_match(h->m.src, h->m.tag);
+    if (r) {
+        recv_start_rndv(r, h, handle);
+        return;
+    }
+    px_btl_segment_t s = {(void *)handle, h->hsize};
+    px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h->hsize);
+    if (NULL == u) {
+        out_of_memory("a rendezvous request", h->m.src);
+        return;
+    }
+    u->len = h->len;
+    u->rndv = *h;
+    /* ux_make put the handle in data; keep it in inline_buf for recv_start_rndv. */
+    if (u->data != u->inline_buf) {
+        free(u->data);
+        u->data = u->inline_buf;
+    }
+    px_list_append(&px_rt.unexpected, &u->super.super);
+}
+
+/* AM callback: rendezvous request. */
+static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_rt_rndv_hdr_t h;
+    unsigned char handle[PX_RT_MAX_HANDLE];
+    size_t total = seg_data_len(d->des_segments, d->des_segment_count, 0);
+    if (total < sizeof(h)) {
+        px_show_error("runtime: dropped a malformed rendezvous header (%zu bytes)", total);
+        return;
+    }
+    seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
+    if (h.m.src < 0 || h.m.src >= px_rt.size || h.hsize > PX_RT_MAX_HANDLE ||
+        total < sizeof(h) + h.hsize) {
+        px_show_error("runtime: dropped a malformed rendezvous header (source %d, handle %u "
+                      "bytes)",
+                      h.m.src, h.hsize);
+        return;
+    }
+    if (h.hsize)
+        seg_copy(handle, h.hsize, d->des_segments, d->des_segment_count, sizeof(h));
+    px_rt_peer_t *peer = &px_rt.peers[h.m.src];
+    if (h.m.seq != peer->recv_seq) {
+        px_btl_segment_t s = {handle, h.hsize};
+        px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h.hsize);
+        if (NULL == u) {
+            out_of_memory("an out-of-order rendezvous request", h.m.src);
+            return;
+        }
+        u->len = h.len;
+        u->rndv = h;
+        px_list_append(&peer->ooo, &u->super.super);
+        return;
+    }
+    peer->recv_seq++;
+    deliver_rndv(&h, handle);
+    if (!px_list_is_empty(&peer->ooo))
+        ooo_drain(peer);
+}
+
+/* AM callback: a pipelined fragment. */
+static void am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_rt_frag_hdr_t h;
+    if (d->des_segments[0].seg_len < sizeof(h))
+        return;
+    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
+    px_request_t *r = active_find(h.rreq, PX_RT_REQ_RECV);
+    if (NULL == r) {
+        px_show_error("runtime: a fragment arrived for an unknown receive; dropped");
+        return;
+    }
+    size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(h));
+    if (h.offset < r->len) {
+        size_t n = r->len - h.offset;
+        if (n > len)
+            n = len;
+        seg_copy((char *)r->buf + h.offset, n, d->des_segments, d->des_segment_count, sizeof(h));
+    }
+    r->done += len;
+    if (r->done >= r->total) {
+        active_remove(r);
+        req_complete(r);
+    }
+}
+
+/* ------------------------------------------------------------------ send side */
+
+static void send_eager_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
+                            int status)
+{
+    (void)btl;
+    (void)ep;
+    px_request_t *r = des->des_cbdata;
+    if (status != PX_SUCCESS)
+        r->status.error = status;
+    req_complete(r);
+}
+
+static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
+                           int status)
+{
+    (void)btl;
+    (void)ep;
+    px_request_t *r = des->des_cbdata;
+    if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
+        r->status.error = status;
+    r->done += (size_t)(uintptr_t)des->des_context;
+    r->outstanding--;
+    if (r->done >= r->total && 0 == r->outstanding && r->on_active) {
+        active_remove(r);
+        req_complete(r);
+    }
+}
+
+static void send_schedule_frags(px_request_t *r)
+{
+    px_rt_peer_t *peer = &px_rt.peers[r->peer];
+    while (r->scheduled < r->total) {
+        px_btl_base_peer_module_t *pm = px_btl_base_peer_send(peer->btl);
+        px_btl_module_t *m = pm->module;
+        size_t max = m->btl_max_send_size > sizeof(px_rt_frag_hdr_t)
+                         ? m->btl_max_send_size - sizeof(px_rt_frag_hdr_t)
+                         : 1;
+        size_t size = r->total - r->scheduled;
+        if (size > max)
+            size = max;
+        r->conv.position = r->scheduled;
+        px_btl_descriptor_t *des = m->btl_prepare_src(
+            m, pm->endpoint, &r->conv, PX_BTL_NO_ORDER, sizeof(px_rt_frag_hdr_t), &size,
+            PX_BTL_DES_FLAGS_BTL_OWNERSHIP | PX_BTL_DES_SEND_ALWAYS_CALLBACK);
+        if (NULL == des || 0 == size) {
+            if (des)
+                m->btl_free(m, des);
+            pending_add(r, PX_RT_PEND_FRAGS);
+            return;
+        }
+        px_rt_frag_hdr_t h = {r->remote, r->scheduled};
+        memcpy(des->des_segments[0].seg_addr, &h, sizeof(h));
+        des->des_cbfunc = send_frag_done;
+        des->des_cbdata = r;
+        des->des_context = (void *)(uintptr_t)size;
+        r->scheduled += size;
+        r->outstanding++;
+        int rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_FRAG);
+        if (rc >= 0)
+            continue;
+        r->scheduled -= size;
+        r->outstanding--;
+        m->btl_free(m, des);
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+            pending_add(r, PX_RT_PEND_FRAGS);
+            return;
+        }
+        req_fail(r, rc);
+        return;
+    }
+    if (PX_RT_PEND_FRAGS == r->pending)
+        pending_remove(r);
+}
+
+/* AM callback: the receiver wants fragments. */
+static void am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_rt_ctl_hdr_t h;
+    if (d->des_segments[0].seg_len < sizeof(h))
+        return;
+    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
+    px_request_t *r = active_find(h.sreq, PX_RT_REQ_SEND);
+    if (NULL == r) {
+        px_show_error("runtime: an ACK arrived for an unknown send; dropped");
+        return;
+    }
+    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+    r->remote = h.rreq;
+    r->scheduled = 0;
+    r->done = 0;
+    r->outstanding = 0;
+    px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
+    send_schedule_frags(r);
+}
+
+/* AM callback: the receiver has read the data. */
+static void am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_rt_ctl_hdr_t h;
+    if (d->des_segments[0].seg_len < sizeof(h))
+        return;
+    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
+    px_request_t *r = active_find(h.sreq, PX_RT_REQ_SEND);
+    if (NULL == r) {
+        px_show_error("runtime: a FIN arrived for an unknown send; dropped");
+        return;
+    }
+    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+    active_remove(r);
+    req_complete(r);
+}
+
+/* Start a send request's first message: eager data or the RNDV header. */
+static void send_start(px_request_t *r)
+{
+    px_rt_peer_t *peer = &px_rt.peers[r->peer];
+    px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
+    px_btl_module_t *m = pm->module;
+    px_rt_match_hdr_t mh = {px_rt.rank, r->tag, r->seq, 0};
+    int rc;
+    if (r->len <= peer->eager_data) {
+        px_btl_convertor_t conv;
+        px_btl_convertor_init_contig(&conv, r->buf, r->len);
+        size_t size = r->len;
+        px_btl_descriptor_t *des =
+            m->btl_prepare_src(m, pm->endpoint, &conv, PX_BTL_NO_ORDER, sizeof(mh), &size,
+                               PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        if (NULL == des) {
+            pending_add(r, PX_RT_PEND_START);
+            return;
+        }
+        if (size != r->len) {
+            m->btl_free(m, des);
+            req_fail(r, PX_ERR_FATAL);
+            px_show_error("runtime: btl %s took %zu of a %zu-byte eager message",
+                          m->btl_component->base.component_name, size, r->len);
+            return;
+        }
+        memcpy(des->des_segments[0].seg_addr, &mh, sizeof(mh));
+        des->des_cbfunc = send_eager_done;
+        des->des_cbdata = r;
+        pending_remove(r);
+        rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_MATCH);
+        if (1 == rc) {
+            req_complete(r);
+            return;
+        }
+        if (0 == rc)
+            return;
+        m->btl_free(m, des);
+    } else {
+        /* Rendezvous: offer RDMA get when the peer has an RDMA module. */
+        struct {
+            px_rt_rndv_hdr_t h;
+            unsigned char handle[PX_RT_MAX_HANDLE];
+        } msg;
+        memset(&msg.h, 0, sizeof(msg.h));
+        msg.h.m = mh;
+        msg.h.len = r->len;
+        msg.h.sreq = (uint64_t)(uintptr_t)r;
+        msg.h.addr = (uint64_t)(uintptr_t)r->buf;
+        if (px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl->num_rdma > 0 && !r->rdma) {
+            px_btl_base_peer_module_t *rp = &peer->btl->rdma[0];
+            px_btl_module_t *rm = rp->module;
+            size_t hs = rm->btl_registration_handle_size;
+            if ((rm->btl_flags & PX_BTL_FLAGS_GET) && rm->btl_get && hs <= PX_RT_MAX_HANDLE) {
+                bool ok = true;
+                if (rm->btl_register_mem) {
+                    r->reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
+                    ok = r->reg != NULL;
+                    if (ok && hs)
+                        memcpy(msg.handle, r->reg, hs);
+                }
+                if (ok) {
+                    r->rdma = rp;
+                    msg.h.rdma_id = rdma_id_of(rm);
+                    msg.h.hsize = (uint32_t)hs;
+                }
+            }
+        } else if (r->rdma && r->reg) {
+            size_t hs = r->rdma->module->btl_registration_handle_size;
+            memcpy(msg.handle, r->reg, hs);
+            msg.h.rdma_id = rdma_id_of(r->rdma->module);
+            msg.h.hsize = (uint32_t)hs;
+        } else if (r->rdma) {
+            msg.h.rdma_id = rdma_id_of(r->rdma->module);
+        }
+        size_t bytes = sizeof(msg.h) + msg.h.hsize;
+        px_btl_descriptor_t *des =
+            m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, bytes, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        if (NULL == des) {
+            pending_add(r, PX_RT_PEND_START);
+            return;
+        }
+        memcpy(des->des_segments[0].seg_addr, &msg, bytes);
+        des->des_segments[0].seg_len = bytes;
+        des->des_cbfunc = NULL;
+        pending_remove(r);
+        r->total = r->len;
+        r->done = 0;
+        active_add(r); /* before the send: ACK or FIN may come back inside it */
+        rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_RNDV);
+        if (rc >= 0)
+            return;
+        active_remove(r);
+        m->btl_free(m, des);
+    }
+    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+        pending_add(r, PX_RT_PEND_START);
+        return;
+    }
+    req_fail(r, rc);
+}
+
+/* ------------------------------------------------------------------ public-ish API */
+
+static int pending_progress(void)
+{
+    /* Each request is taken off the list, then its step re-adds it when it
+     * still cannot proceed; at most the current length is visited. */
+    size_t n = px_list_get_size(&px_rt.pending);
+    int done = 0;
+    for (size_t i = 0; i < n; ++i) {
+        px_list_item_t *it = px_list_remove_first(&px_rt.pending);
+        if (NULL == it)
+            break;
+        px_request_t *r = px_container_of(it, px_request_t, pend_link);
+        int what = r->pending;
+        r->pending = PX_RT_PEND_NONE;
+        switch (what) {
+        case PX_RT_PEND_START:
+            send_start(r);
+            break;
+        case PX_RT_PEND_FRAGS:
+            send_schedule_frags(r);
+            break;
+        case PX_RT_PEND_ACK:
+            recv_send_ack(r);
+            break;
+        case PX_RT_PEND_GET:
+            recv_schedule_gets(r);
+            break;
+        case PX_RT_PEND_FIN:
+            recv_send_fin(r);
+            break;
+        default:
+            break;
+        }
+        if (PX_RT_PEND_NONE == r->pending)
+            done++;
+    }
+    return done;
+}
+
+static inline int rt_progress(void)
+{
+    int n = px_progress_engine();
+    if (PX_UNLIKELY(!px_list_is_empty(&px_rt.pending)))
+        n += pending_progress();
+    return n;
+}
+
+int px_progress(void)
+{
+    if (!px_rt.initialized)
+        return 0;
+    return rt_progress();
+}
+
+int px_rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    px_rt_peer_t *peer = &px_rt.peers[dest];
+    if (PX_UNLIKELY(peer->failed))
+        return peer->failed;
+    px_request_t *r = req_alloc(PX_RT_REQ_SEND);
+    if (PX_UNLIKELY(NULL == r))
+        return PX_ERR_OUT_OF_RESOURCE;
+    r->peer = dest;
+    r->tag = tag;
+    r->buf = (void *)buf;
+    r->len = len;
+    r->status.source = dest;
+    r->status.tag = tag;
+    r->status.length = len;
+    r->seq = peer->send_seq++;
+    *request = r;
+    if (len < peer->tiny_below) {
+        px_rt_match_hdr_t h = {px_rt.rank, tag, r->seq, 0};
+        int rc = peer->eager_btl->btl_sendi(peer->eager_btl, peer->eager_ep, &h, sizeof(h), buf,
+                                            len, PX_BTL_NO_ORDER, 0, PX_RT_AM_MATCH, NULL);
+        if (PX_LIKELY(PX_SUCCESS == rc)) {
+            req_complete(r);
+            return PX_SUCCESS;
+        }
+    }
+    send_start(r);
+    return PX_SUCCESS;
+}
+
+int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    px_request_t *r = req_alloc(PX_RT_REQ_RECV);
+    if (PX_UNLIKELY(NULL == r))
+        return PX_ERR_OUT_OF_RESOURCE;
+    r->peer = source;
+    r->tag = tag;
+    r->buf = buf;
+    r->len = len;
+    r->status.source = source;
+    r->status.tag = tag;
+    r->status.length = 0;
+    *request = r;
+    px_rt_ux_t *u;
+    PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
+    {
+        if (!tag_matches(source, tag, u->src, u->tag))
+            continue;
+        px_list_remove_item(&px_rt.unexpected, &u->super.super);
+        if (PX_RT_KIND_EAGER == u->kind) {
+            px_btl_segment_t s = {u->data, u->len};
+            recv_eager_into(r, u->src, u->tag, &s, 1, 0, u->len);
+        } else {
+            recv_start_rndv(r, &u->rndv, u->inline_buf);
+        }
+        ux_free(u);
+        return PX_SUCCESS;
+    }
+    if (source != PX_ANY_SOURCE && px_rt.peers[source].failed) {
+        r->status.error = px_rt.peers[source].failed;
+        req_complete(r);
+        return PX_SUCCESS;
+    }
+    px_list_append(&px_rt.posted, &r->super.super);
+    r->on_posted = true;
+    return PX_SUCCESS;
+}
+
+/* Remove every trace of a request that will never complete, then free it. */
+static void req_cancel(px_request_t *r)
+{
+    pending_remove(r);
+    active_remove(r);
+    if (r->on_posted) {
+        px_list_remove_item(&px_rt.posted, &r->super.super);
+        r->on_posted = false;
+    }
+    if (PX_RT_REQ_SEND == r->type) {
+        /* Its RNDV header may be queued here (a send to self). */
+        uint64_t id = (uint64_t)(uintptr_t)r;
+        px_rt_ux_t *u, *n;
+        PX_LIST_FOREACH_SAFE(u, n, &px_rt.unexpected, px_rt_ux_t)
+        {
+            if (PX_RT_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
+                px_list_remove_item(&px_rt.unexpected, &u->super.super);
+                ux_free(u);
+            }
+        }
+    }
+    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Progress until `r` completes; PX_ERR_TIMEOUT (after cancelling it) when it
+ * can never complete or runtime_wait_timeout passes. */
+static PX_NOINLINE int wait_slow(px_request_t *r, const char *who)
+{
+    double start = 0;
+    unsigned spins = 0;
+    while (!r->complete) {
+        int n = rt_progress();
+        if (r->complete)
+            break;
+        if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
+            px_list_is_empty(&px_rt.pending)) {
+            px_show_error("%s: the %s of %zu bytes %s rank 0 with tag %d can never complete: "
+                          "this process is alone in the job and no matching %s is queued",
+                          who, PX_RT_REQ_SEND == r->type ? "send" : "receive", r->len,
+                          PX_RT_REQ_SEND == r->type ? "to" : "from", r->tag,
+                          PX_RT_REQ_SEND == r->type ? "receive" : "message");
+            req_cancel(r);
+            return PX_ERR_TIMEOUT;
+        }
+        if (px_rt.wait_timeout > 0 && 0 == (++spins & 1023)) {
+            double t = now();
+            if (0 == start)
+                start = t;
+            else if (t - start > px_rt.wait_timeout) {
+                px_show_error("%s: the %s of %zu bytes %s rank %d with tag %d did not complete "
+                              "within runtime_wait_timeout = %g s",
+                              who, PX_RT_REQ_SEND == r->type ? "send" : "receive", r->len,
+                              PX_RT_REQ_SEND == r->type ? "to" : "from", r->peer, r->tag,
+                              px_rt.wait_timeout);
+                req_cancel(r);
+                return PX_ERR_TIMEOUT;
+            }
+        }
+    }
+    return PX_SUCCESS;
+}
+
+static inline int check_peer(int rank, bool any_ok)
+{
+    if (PX_LIKELY(rank >= 0 && rank < px_rt.size))
+        return PX_SUCCESS;
+    if (any_ok && PX_ANY_SOURCE == rank)
+        return PX_SUCCESS;
+    return PX_ERR_BAD_PARAM;
+}
+
+static PX_COLD int arg_error(const char *fn, int rank, int tag, bool recv)
+{
+    if (!px_rt.initialized) {
+        px_show_error("%s: called before px_init (or after px_finalize)", fn);
+        return PX_ERR_NOT_INITIALIZED;
+    }
+    if (check_peer(rank, recv) != PX_SUCCESS)
+        px_show_error("%s: rank %d is not in the job (valid: 0..%d%s)", fn, rank, px_rt.size - 1,
+                      recv ? " or PX_ANY_SOURCE" : "");
+    else
+        px_show_error("%s: tag %d is invalid (valid: >= 0%s)", fn, tag,
+                      recv ? " or PX_ANY_TAG" : "");
+    return PX_ERR_BAD_PARAM;
+}
+
+#define ARGS_OK(rank, tag, recv)                                                                   \
+    (PX_LIKELY(px_rt.initialized) && PX_LIKELY(PX_SUCCESS == check_peer((rank), (recv))) &&        \
+     PX_LIKELY((tag) >= 0 || ((recv) && PX_ANY_TAG == (tag))))
+
+static inline void status_set(px_status_t *s, const px_request_t *r)
+{
+    if (s)
+        *s = r->status;
+}
+
+int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    if (!ARGS_OK(dest, tag, false) || NULL == request)
+        return request ? arg_error("px_isend", dest, tag, false) : PX_ERR_BAD_PARAM;
+    return px_rt_isend(buf, len, dest, tag, request);
+}
+
+int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    if (!ARGS_OK(source, tag, true) || NULL == request)
+        return request ? arg_error("px_irecv", source, tag, true) : PX_ERR_BAD_PARAM;
+    return px_rt_irecv(buf, len, source, tag, request);
+}
+
+int px_send(const void *buf, size_t len, int dest, int tag)
+{
+    if (!ARGS_OK(dest, tag, false))
+        return arg_error("px_send", dest, tag, false);
+    px_rt_peer_t *peer = &px_rt.peers[dest];
+    if (PX_LIKELY(len < peer->tiny_below)) {
+        /* Immediate path: no request, nothing allocated. */
+        px_rt_match_hdr_t h = {px_rt.rank, tag, peer->send_seq++, 0};
+        int rc = peer->eager_btl->btl_sendi(peer->eager_btl, peer->eager_ep, &h, sizeof(h), buf,
+                                            len, PX_BTL_NO_ORDER, 0, PX_RT_AM_MATCH, NULL);
+        if (PX_LIKELY(PX_SUCCESS == rc))
+            return PX_SUCCESS;
+        peer->send_seq--;
+    }
+    px_request_t *r;
+    int rc = px_rt_isend(buf, len, dest, tag, &r);
+    if (rc != PX_SUCCESS)
+        return rc;
+    return px_wait(&r, NULL);
+}
+
+int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
+{
+    if (!ARGS_OK(source, tag, true))
+        return arg_error("px_recv", source, tag, true);
+    if (PX_LIKELY(!px_list_is_empty(&px_rt.unexpected))) {
+        /* Already here and eager: copy out, no request. */
+        px_rt_ux_t *u;
+        PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
+        {
+            if (!tag_matches(source, tag, u->src, u->tag))
+                continue;
+            if (PX_RT_KIND_EAGER != u->kind)
+                break;
+            px_list_remove_item(&px_rt.unexpected, &u->super.super);
+            size_t n = u->len <= len ? u->len : len;
+            memcpy(buf, u->data, n);
+            int rc = u->len <= len ? PX_SUCCESS : PX_ERR_TRUNCATE;
+            if (status) {
+                status->source = u->src;
+                status->tag = u->tag;
+                status->length = n;
+                status->error = rc;
+            }
+            ux_free(u);
+            return rc;
+        }
+    }
+    px_request_t *r;
+    int rc = px_rt_irecv(buf, len, source, tag, &r);
+    if (rc != PX_SUCCESS)
+        return rc;
+    return px_wait(&r, status);
+}
+
+int px_wait(px_request_t **request, px_status_t *status)
+{
+    if (NULL == request)
+        return PX_ERR_BAD_PARAM;
+    px_request_t *r = *request;
+    if (NULL == r) { /* a freed request: empty status */
+        if (status)
+            *status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
+        return PX_SUCCESS;
+    }
+    if (PX_UNLIKELY(!r->complete)) {
+        int rc = wait_slow(r, "px_wait");
+        if (rc != PX_SUCCESS) {
+            r->status.error = rc;
+            status_set(status, r);
+            req_free(r);
+            *request = NULL;
+            return rc;
+        }
+    }
+    status_set(status, r);
+    int rc = r->status.error;
+    req_free(r);
+    *request = NULL;
+    return rc;
+}
+
+int px_test(px_request_t **request, int *flag, px_status_t *status)
+{
+    if (NULL == request || NULL == flag)
+        return PX_ERR_BAD_PARAM;
+    px_request_t *r = *request;
+    if (NULL == r) {
+        *flag = 1;
+        if (status)
+            *status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
+        return PX_SUCCESS;
+    }
+    if (!r->complete)
+        rt_progress();
+    if (!r->complete) {
+        *flag = 0;
+        return PX_SUCCESS;
+    }
+    *flag = 1;
+    return px_wait(request, status);
+}
+
+int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
+{
+    if (count && NULL == requests)
+        return PX_ERR_BAD_PARAM;
+    int first = PX_SUCCESS;
+    for (size_t i = 0; i < count; ++i) {
+        int rc = px_wait(&requests[i], statuses ? &statuses[i] : NULL);
+        if (rc != PX_SUCCESS && PX_SUCCESS == first)
+            first = rc;
+    }
+    return first;
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void fail_rank(int rank, int error)
+{
+    px_request_t *r, *n;
+    PX_LIST_FOREACH_SAFE(r, n, &px_rt.posted, px_request_t)
+    {
+        if (r->peer == rank)
+            req_fail(r, error);
+    }
+    PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
+    {
+        int who = PX_RT_REQ_SEND == r->type ? r->peer : r->status.source;
+        if (who == rank)
+            req_fail(r, error);
+    }
+    px_list_item_t *it = px_list_get_first(&px_rt.pending), *next;
+    for (; it != px_list_get_end(&px_rt.pending); it = next) {
+        next = it->px_list_next;
+        px_request_t *q = px_container_of(it, px_request_t, pend_link);
+        int who = PX_RT_REQ_SEND == q->type ? q->peer : q->status.source;
+        if (who == rank)
+            req_fail(q, error);
+    }
+}
+
+void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
+                     const char *description)
+{
+    const char *name = btl && btl->btl_component ? btl->btl_component->base.component_name : "?";
+    int code = (PX_ERR_PEER_FAILED == error) ? PX_ERR_PEER_FAILED : PX_ERR_COMM;
+    for (int r = 0; r < px_rt.size; ++r) {
+        px_rt_peer_t *p = &px_rt.peers[r];
+        if (NULL == p->btl || p->failed)
+            continue;
+        bool hit = false;
+        if (rank >= 0) {
+            hit = (r == rank);
+        } else {
+            for (int i = 0; i < p->btl->num_send && !hit; ++i)
+                hit = p->btl->send[i].module == btl &&
+                      (NULL == endpoint || p->btl->send[i].endpoint == endpoint);
+        }
+        if (!hit)
+            continue;
+        px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
+                      "sends and receives fail with \"%s\"",
+                      name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
+                      description ? description : "no description", px_strerror(error),
+                      px_strerror(code));
+        p->failed = code;
+        p->tiny_below = 0;
+        fail_rank(r, code);
+    }
+}
+
+size_t px_rt_unexpected_count(void)
+{
+    return px_list_get_size(&px_rt.unexpected);
+}
+size_t px_rt_posted_count(void)
+{
+    return px_list_get_size(&px_rt.posted);
+}
+
+/* ------------------------------------------------------------------ setup */
+
+void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
+{
+    peer->btl = btl;
+    peer->send_seq = 0;
+    peer->recv_seq = 0;
+    peer->failed = PX_SUCCESS;
+    px_btl_base_peer_module_t *pm = &btl->eager[0];
+    peer->eager_btl = pm->module;
+    peer->eager_ep = pm->endpoint;
+    size_t limit = btl->eager_limit;
+    size_t data = limit > sizeof(px_rt_match_hdr_t) ? limit - sizeof(px_rt_match_hdr_t) : 0;
+    if (px_rt.eager_limit && px_rt.eager_limit < data)
+        data = px_rt.eager_limit;
+    peer->eager_data = data;
+    /* The immediate path needs one eager module with sendi (several rotate,
+     * which the slow path handles). */
+    peer->tiny_below = 0;
+    if (1 == btl->num_eager && pm->module->btl_sendi && px_rt.tiny_limit > 0)
+        peer->tiny_below = (px_rt.tiny_limit < data ? px_rt.tiny_limit : data) + 1;
+}
+
+int px_rt_pml_init(void)
+{
+    PX_OBJ_CONSTRUCT(&px_rt.posted, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.unexpected, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.pending, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.active, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.requests, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.ux_items, px_free_list_t);
+    px_free_list_params_t p = {
+        .item_class = PX_CLASS(px_request_t),
+        .num_initial = 32,
+        .num_per_grow = 64,
+        .thread_safe = false,
+    };
+    int rc = px_free_list_init(&px_rt.requests, &p);
+    if (rc != PX_SUCCESS)
+        return rc;
+    p.item_class = PX_CLASS(px_rt_ux_t);
+    rc = px_free_list_init(&px_rt.ux_items, &p);
+    if (rc != PX_SUCCESS)
+        return rc;
+    px_btl_base_register_am(PX_RT_AM_MATCH, am_match, NULL);
+    px_btl_base_register_am(PX_RT_AM_RNDV, am_rndv, NULL);
+    px_btl_base_register_am(PX_RT_AM_ACK, am_ack, NULL);
+    px_btl_base_register_am(PX_RT_AM_FRAG, am_frag, NULL);
+    px_btl_base_register_am(PX_RT_AM_FIN, am_fin, NULL);
+    return PX_SUCCESS;
+}
+
+int px_rt_pml_finalize(void)
+{
+    /* Requests the application never completed, queued messages nobody received. */
+    size_t ux = px_list_get_size(&px_rt.unexpected);
+    size_t posted = px_list_get_size(&px_rt.posted);
+    if (ux || posted)
+        PX_OUTPUT_VERBOSE(1, 0,
+                          "px_finalize: %zu message(s) were never received and %zu receive(s) "
+                          "never matched",
+                          ux, posted);
+    px_list_item_t *it;
+    while ((it = px_list_remove_first(&px_rt.unexpected)))
+        ux_free((px_rt_ux_t *)it);
+    for (int r = 0; px_rt.peers && r < px_rt.size; ++r)
+        while ((it = px_list_remove_first(&px_rt.peers[r].ooo)))
+            ux_free((px_rt_ux_t *)it);
+    while ((it = px_list_remove_first(&px_rt.pending)))
+        ;
+    while ((it = px_list_remove_first(&px_rt.posted)))
+        ;
+    while ((it = px_list_remove_first(&px_rt.active)))
+        ;
+    for (int t = PX_RT_AM_MATCH; t <= PX_RT_AM_FIN; ++t)
+        px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
+    PX_OBJ_DESTRUCT(&px_rt.ux_items);
+    PX_OBJ_DESTRUCT(&px_rt.requests);
+    PX_OBJ_DESTRUCT(&px_rt.active);
+    PX_OBJ_DESTRUCT(&px_rt.pending);
+    PX_OBJ_DESTRUCT(&px_rt.unexpected);
+    PX_OBJ_DESTRUCT(&px_rt.posted);
+    return PX_SUCCESS;
+}

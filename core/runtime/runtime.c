@@ -1,0 +1,277 @@
+/*
+ * runtime.c: px_init / px_finalize and the calls around them.
+ *
+ * px_init: variables -> boot (select, rank/size/hosts) -> process table ->
+ * btl framework open and component init -> address exchange (modex_send,
+ * commit, fence) -> add_procs and per-peer selection -> messaging ready ->
+ * fence. px_finalize undoes it in reverse order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/mca/framework.h"
+#include "core/mca/var.h"
+#include "core/runtime/runtime.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "core/util/progress.h"
+#include "frameworks/boot/boot.h"
+
+static struct {
+    bool var_init;
+    bool boot;
+    bool btl_open;
+    bool btl_selected;
+    bool pml;
+} px_rt_stage;
+
+static void px_rt_teardown(void);
+
+static int px_rt_build_procs(void)
+{
+    int n = px_rt.size;
+    px_rt.procs = calloc(n, sizeof(*px_rt.procs));
+    px_rt.proc_ptrs = calloc(n, sizeof(*px_rt.proc_ptrs));
+    px_rt.peers = calloc(n, sizeof(*px_rt.peers));
+    if (!px_rt.procs || !px_rt.proc_ptrs || !px_rt.peers)
+        return PX_ERR_OUT_OF_RESOURCE;
+    for (int r = 0; r < n; ++r) {
+        px_proc_t *p = &px_rt.procs[r];
+        p->rank = r;
+        p->hostname = px_boot->hostname ? px_boot->hostname(r) : NULL;
+        if (NULL == p->hostname)
+            p->hostname = "?";
+        p->locality = px_boot->locality ? px_boot->locality(r) : 0;
+        if (r == px_rt.rank)
+            p->locality |= PX_PROC_LOCAL_SELF | PX_PROC_LOCAL_HOST;
+        p->btl_peer = NULL;
+        px_rt.proc_ptrs[r] = p;
+        PX_OBJ_CONSTRUCT(&px_rt.peers[r].ooo, px_list_t);
+    }
+    /* local_rank: index among the processes of the same host. */
+    for (int r = 0; r < n; ++r) {
+        uint32_t lr = 0;
+        for (int q = 0; q < r; ++q)
+            if (0 == strcmp(px_rt.procs[q].hostname, px_rt.procs[r].hostname))
+                lr++;
+        px_rt.procs[r].local_rank = lr;
+    }
+    return PX_SUCCESS;
+}
+
+static void px_rt_free_procs(void)
+{
+    if (px_rt.peers)
+        for (int r = 0; r < px_rt.size; ++r)
+            PX_OBJ_DESTRUCT(&px_rt.peers[r].ooo);
+    free(px_rt.peers);
+    free(px_rt.proc_ptrs);
+    free(px_rt.procs);
+    px_rt.peers = NULL;
+    px_rt.proc_ptrs = NULL;
+    px_rt.procs = NULL;
+}
+
+int px_init(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    if (px_rt.initialized) {
+        px_show_error("px_init: Plexus is already initialised in this process");
+        return PX_ERR_EXISTS;
+    }
+    memset(&px_rt_stage, 0, sizeof(px_rt_stage));
+    int rc = px_mca_var_init();
+    if (rc != PX_SUCCESS)
+        return rc;
+    px_rt_stage.var_init = true;
+
+    rc = px_rt_pml_register_params();
+    if (rc != PX_SUCCESS)
+        goto fail;
+
+    rc = px_boot_base_select();
+    if (rc != PX_SUCCESS)
+        goto fail;
+    px_rt_stage.boot = true;
+    px_rt.rank = px_boot->rank;
+    px_rt.size = px_boot->size;
+    if (px_rt.size < 1 || px_rt.rank < 0 || px_rt.rank >= px_rt.size) {
+        px_show_error("px_init: boot %s reported rank %d of size %d", px_boot->name, px_rt.rank,
+                      px_rt.size);
+        rc = PX_ERR_BAD_PARAM;
+        goto fail;
+    }
+    rc = px_rt_build_procs();
+    if (rc != PX_SUCCESS)
+        goto fail;
+
+    /* Messaging state first: a peer's message may arrive as soon as the
+     * transports are up. */
+    rc = px_rt_pml_init();
+    if (rc != PX_SUCCESS)
+        goto fail;
+    px_rt_stage.pml = true;
+
+    rc = px_mca_framework_open(&px_btl_base_framework);
+    if (rc != PX_SUCCESS)
+        goto fail;
+    px_rt_stage.btl_open = true;
+    rc = px_btl_base_select(false, false);
+    px_rt_stage.btl_selected = true;
+    if (rc != PX_SUCCESS)
+        goto fail;
+
+    rc = px_btl_base_modex_send();
+    if (rc != PX_SUCCESS)
+        goto fail;
+    if ((rc = px_boot->commit()) != PX_SUCCESS || (rc = px_boot->fence()) != PX_SUCCESS) {
+        px_show_error("px_init: boot %s: exchanging transport addresses failed: %s", px_boot->name,
+                      px_strerror(rc));
+        goto fail;
+    }
+
+    char *why = NULL;
+    rc = px_btl_base_add_procs(&px_rt.table, px_btl_base_modules, px_btl_base_num_modules,
+                               px_rt.proc_ptrs, (size_t)px_rt.size, &px_rt.procs[px_rt.rank], &why);
+    if (rc != PX_SUCCESS) {
+        if (why)
+            px_show_error("px_init: %s", why);
+        else
+            px_show_error("px_init: selecting transports failed: %s", px_strerror(rc));
+        free(why);
+        goto fail;
+    }
+    px_rt.table_valid = true;
+    for (int r = 0; r < px_rt.size; ++r)
+        px_rt_pml_peer_setup(&px_rt.peers[r], px_rt.procs[r].btl_peer);
+    px_btl_base_register_error(px_rt_btl_error);
+    px_rt.initialized = true;
+
+    /* Everyone has its endpoints before anyone sends. */
+    if (px_rt.size > 1 && (rc = px_boot->fence()) != PX_SUCCESS) {
+        px_show_error("px_init: boot %s: final fence failed: %s", px_boot->name, px_strerror(rc));
+        px_rt.initialized = false;
+        goto fail;
+    }
+    return PX_SUCCESS;
+
+fail:
+    px_rt_teardown();
+    return rc;
+}
+
+static void px_rt_teardown(void)
+{
+    if (px_rt.table_valid) {
+        px_btl_base_del_procs(&px_rt.table);
+        px_rt.table_valid = false;
+    }
+    if (px_rt_stage.btl_selected) {
+        px_btl_base_finalize(); /* also closes the framework */
+        px_rt_stage.btl_selected = px_rt_stage.btl_open = false;
+    } else if (px_rt_stage.btl_open) {
+        px_mca_framework_close(&px_btl_base_framework);
+        px_rt_stage.btl_open = false;
+    }
+    if (px_rt_stage.pml) {
+        px_rt_pml_finalize();
+        px_rt_stage.pml = false;
+    }
+    px_rt_free_procs();
+    if (px_rt_stage.boot) {
+        px_boot_base_close();
+        px_rt_stage.boot = false;
+    }
+    px_progress_finalize();
+    if (px_rt_stage.var_init) {
+        px_mca_var_finalize();
+        px_rt_stage.var_init = false;
+    }
+    px_rt.initialized = false;
+}
+
+int px_finalize(void)
+{
+    if (!px_rt.initialized) {
+        px_show_error("px_finalize: Plexus is not initialised");
+        return PX_ERR_NOT_INITIALIZED;
+    }
+    int rc = PX_SUCCESS;
+    /* Nobody tears down a transport a peer still uses. */
+    if (px_rt.size > 1) {
+        rc = px_barrier();
+        if (rc != PX_SUCCESS)
+            (void)px_boot->fence();
+    }
+    px_rt.initialized = false;
+    px_rt_teardown();
+    return rc;
+}
+
+int px_initialized(void)
+{
+    return px_rt.initialized ? 1 : 0;
+}
+
+int px_rank(void)
+{
+    return px_rt.initialized ? px_rt.rank : PX_ERR_NOT_INITIALIZED;
+}
+
+int px_size(void)
+{
+    return px_rt.initialized ? px_rt.size : PX_ERR_NOT_INITIALIZED;
+}
+
+int px_barrier(void)
+{
+    if (!px_rt.initialized)
+        return PX_ERR_NOT_INITIALIZED;
+    /* Dissemination: round k signals rank+2^k and waits for rank-2^k. */
+    for (int k = 1; k < px_rt.size; k <<= 1) {
+        int to = (px_rt.rank + k) % px_rt.size;
+        int from = (px_rt.rank - k + px_rt.size) % px_rt.size;
+        px_request_t *sr, *rr;
+        int rc = px_rt_irecv(NULL, 0, from, PX_RT_TAG_BARRIER, &rr);
+        if (rc != PX_SUCCESS)
+            return rc;
+        rc = px_rt_isend(NULL, 0, to, PX_RT_TAG_BARRIER, &sr);
+        if (rc != PX_SUCCESS) {
+            px_wait(&rr, NULL);
+            return rc;
+        }
+        int r1 = px_wait(&sr, NULL);
+        int r2 = px_wait(&rr, NULL);
+        if (r1 != PX_SUCCESS)
+            return r1;
+        if (r2 != PX_SUCCESS)
+            return r2;
+    }
+    return PX_SUCCESS;
+}
+
+double px_wtime(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *px_transport_name(int peer)
+{
+    if (!px_rt.initialized || peer < 0 || peer >= px_rt.size || NULL == px_rt.peers[peer].btl)
+        return NULL;
+    const px_btl_module_t *m = px_rt.peers[peer].btl->eager[0].module;
+    return m->btl_component ? m->btl_component->base.component_name : "?";
+}
+
+void px_abort(int code, const char *msg)
+{
+    if (px_boot && px_boot->abort)
+        px_boot->abort(code, msg ? msg : "px_abort called");
+    fprintf(stderr, "plexus: px_abort(%d): %s\n", code, msg ? msg : "");
+    fflush(stderr);
+    exit(code ? code : 1);
+}

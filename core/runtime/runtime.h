@@ -1,0 +1,167 @@
+/*
+ * runtime.h: the runtime's internal state, shared by runtime.c (px_init,
+ * px_finalize, the process table) and pml.c (matching and the protocols).
+ * Not installed; tests include it to reach the hooks at the bottom.
+ */
+#ifndef PX_RUNTIME_RUNTIME_H
+#define PX_RUNTIME_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/class/free_list.h"
+#include "core/class/list.h"
+#include "core/runtime/plexus.h"
+#include "core/util/proc.h"
+#include "frameworks/btl/base/base.h"
+
+/* Active-message tags the runtime uses (runtime range 0..127). */
+#define PX_RT_AM_MATCH 1 /* tiny and eager: match header + data */
+#define PX_RT_AM_RNDV  2 /* rendezvous request */
+#define PX_RT_AM_ACK   3 /* receiver -> sender: send the data as fragments */
+#define PX_RT_AM_FRAG  4 /* sender -> receiver: one pipelined fragment */
+#define PX_RT_AM_FIN   5 /* receiver -> sender: RDMA get done */
+
+/* Runtime-internal message tags (below every user tag). */
+#define PX_RT_TAG_BARRIER (-16)
+
+/* Largest registration handle the rendezvous header carries. */
+#define PX_RT_MAX_HANDLE 128
+/* Eager data kept inside an unexpected-message item (larger is malloc'ed). */
+#define PX_RT_UX_INLINE 256
+
+typedef struct px_rt_match_hdr {
+    int32_t src;
+    int32_t tag;
+    uint32_t seq;
+    uint32_t flags;
+} px_rt_match_hdr_t;
+
+typedef struct px_rt_rndv_hdr {
+    px_rt_match_hdr_t m;
+    uint64_t len;     /* message length */
+    uint64_t sreq;    /* the sender's request */
+    uint64_t addr;    /* the sender's buffer, for RDMA get */
+    uint32_t rdma_id; /* hash of the RDMA module's component name; 0: no get */
+    uint32_t hsize;   /* registration handle bytes following this header */
+} px_rt_rndv_hdr_t;
+
+typedef struct px_rt_ctl_hdr {
+    uint64_t sreq;
+    uint64_t rreq;
+} px_rt_ctl_hdr_t;
+
+typedef struct px_rt_frag_hdr {
+    uint64_t rreq;
+    uint64_t offset;
+} px_rt_frag_hdr_t;
+
+enum { PX_RT_REQ_SEND = 1, PX_RT_REQ_RECV = 2 };
+enum { PX_RT_KIND_EAGER = 1, PX_RT_KIND_RNDV = 2 };
+/* What a request on the pending list still has to do. */
+enum {
+    PX_RT_PEND_NONE = 0,
+    PX_RT_PEND_START, /* send: its first message */
+    PX_RT_PEND_FRAGS, /* send: more fragments */
+    PX_RT_PEND_ACK,   /* recv: the ACK */
+    PX_RT_PEND_GET,   /* recv: more RDMA gets */
+    PX_RT_PEND_FIN,   /* recv: the FIN */
+};
+
+struct px_request {
+    px_free_list_item_t super; /* super.super links it on a queue */
+    uint8_t type;
+    uint8_t pending; /* PX_RT_PEND_* */
+    bool complete;
+    bool on_active; /* on px_rt.active (can be failed by a peer error) */
+    bool on_posted; /* on px_rt.posted */
+    bool finishing; /* recv: the RDMA part is done, FIN under way */
+    uint32_t seq;   /* send: its sequence number */
+    int peer;       /* dest, or requested source (may be PX_ANY_SOURCE) */
+    int tag;        /* tag, or requested tag (may be PX_ANY_TAG) */
+    void *buf;
+    size_t len; /* buffer length */
+    px_status_t status;
+    /* rendezvous */
+    size_t total;     /* message length */
+    size_t done;      /* bytes delivered (recv) / acknowledged (send) */
+    size_t scheduled; /* bytes handed to the BTL (send frags / recv gets) */
+    int outstanding;  /* BTL operations not yet completed */
+    uint64_t remote;  /* the peer's request */
+    uint64_t raddr;   /* recv: the sender's buffer */
+    px_btl_base_peer_module_t *rdma;
+    px_btl_registration_handle_t *reg;
+    px_btl_convertor_t conv;
+    uint32_t hsize;
+    unsigned char rhandle[PX_RT_MAX_HANDLE];
+    px_list_item_t pend_link; /* on px_rt.pending */
+};
+PX_CLASS_DECLARATION(px_request_t);
+
+/* An unexpected (or out-of-order) message. */
+typedef struct px_rt_ux {
+    px_free_list_item_t super;
+    int src, tag;
+    uint32_t seq;
+    int kind;
+    size_t len;          /* eager: data bytes; rndv: message length */
+    unsigned char *data; /* eager data: inline_buf or malloc'ed */
+    px_rt_rndv_hdr_t rndv;
+    unsigned char inline_buf[PX_RT_UX_INLINE];
+} px_rt_ux_t;
+PX_CLASS_DECLARATION(px_rt_ux_t);
+
+typedef struct px_rt_peer {
+    px_btl_base_peer_t *btl;
+    /* Cached immediate path (first eager module): */
+    px_btl_module_t *eager_btl;
+    px_btl_endpoint_t *eager_ep;
+    size_t tiny_below; /* data shorter than this goes through sendi; 0: never */
+    size_t eager_data; /* largest data bytes of an eager message */
+    uint32_t send_seq; /* next sequence number to send to it */
+    uint32_t recv_seq; /* next sequence number expected from it */
+    int failed;        /* PX_SUCCESS or the error that ended it */
+    px_list_t ooo;     /* px_rt_ux_t that arrived ahead of their turn */
+} px_rt_peer_t;
+
+typedef struct px_runtime {
+    bool initialized;
+    int rank, size;
+    px_proc_t *procs;      /* [size] */
+    px_proc_t **proc_ptrs; /* [size] */
+    px_rt_peer_t *peers;   /* [size] */
+    px_btl_base_table_t table;
+    bool table_valid;
+    px_list_t posted;     /* px_request_t (receives), in post order */
+    px_list_t unexpected; /* px_rt_ux_t, in arrival order */
+    px_list_t pending;    /* requests with work to retry (via pend_link) */
+    px_list_t active;     /* requests in a rendezvous */
+    px_free_list_t requests;
+    px_free_list_t ux_items;
+    /* variables */
+    size_t tiny_limit;
+    size_t eager_limit;
+    int rndv_protocol;
+    double wait_timeout;
+} px_runtime_t;
+
+extern px_runtime_t px_rt;
+
+enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2 };
+
+/* pml.c */
+int px_rt_pml_register_params(void);
+int px_rt_pml_init(void); /* free lists, AM callbacks */
+void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl);
+int px_rt_pml_finalize(void);
+/* Internal sends and receives (any tag, including runtime tags < 0). */
+int px_rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **request);
+/* The BTL error callback: fails the requests of `rank` (or of the peers the
+ * module serves when rank < 0). Exposed for tests. */
+void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
+                     const char *description);
+/* Counts for tests: unexpected messages queued, receives posted, requests in use. */
+size_t px_rt_unexpected_count(void);
+size_t px_rt_posted_count(void);
+
+#endif

@@ -1,0 +1,132 @@
+/*
+ * base.h: the BTL framework's base. The runtime calls it to open the btl
+ * framework, initialise every allowed component (px_btl_base_select), publish
+ * addresses (px_btl_base_modex_send), reach peers and choose per-peer modules
+ * (px_btl_base_add_procs), and tear it all down (px_btl_base_finalize).
+ * Components call px_btl_base_register_module_params from register_params,
+ * and dispatch received fragments through px_btl_base_active_message_trigger.
+ *
+ * Per-peer selection (px_btl_base_select_peer, a pure function):
+ *  - modules are sorted by exclusivity, highest first;
+ *  - the peer's send modules are the modules with PX_BTL_FLAGS_SEND of the
+ *    highest exclusivity that reaches it;
+ *  - its eager modules are the send modules of the lowest latency;
+ *  - its RDMA modules are the send modules with PUT or GET, each with a
+ *    weight proportional to its bandwidth (weights sum to 1);
+ *  - no module reaching the peer is PX_ERR_UNREACH with a message naming both
+ *    processes, their hosts, every module tried and why each declined.
+ */
+#ifndef PX_BTL_BASE_H
+#define PX_BTL_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "core/class/bitmap.h"
+#include "core/mca/framework.h"
+#include "frameworks/btl/btl.h"
+
+extern px_mca_framework_t px_btl_base_framework;
+
+/* Modules kept by px_btl_base_select, highest exclusivity first. */
+extern px_btl_module_t **px_btl_base_modules;
+extern int px_btl_base_num_modules;
+
+/* Call btl_init of every open component; components returning no module are
+ * closed. Registers each module's progress function. The framework must be
+ * open (px_mca_framework_open(&px_btl_base_framework)). */
+int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads);
+/* Call btl_modex_send of every component that returned modules. */
+int px_btl_base_modex_send(void);
+/* Install the runtime's error callback on every module. */
+int px_btl_base_register_error(px_btl_error_fn cbfunc);
+/* Finalize every module (reverse order), unregister progress, close the
+ * framework. */
+int px_btl_base_finalize(void);
+
+/* Register the figures of `module` as variables btl_<component>_<field>
+ * (exclusivity, latency, bandwidth, eager_limit, max_send_size, put_limit,
+ * put_alignment, get_limit, get_alignment, rdma_pipeline_send_length, flags),
+ * with the module's current values as defaults. Flags a user sets are masked
+ * by the defaults (a module cannot gain a capability). Call it from the
+ * component's register_params on the module template its init copies. */
+int px_btl_base_register_module_params(const px_btl_component_t *component,
+                                       px_btl_module_t *module);
+
+/* Set the callback for an active-message tag (NULL cbfunc: unset). */
+int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc, void *cbdata);
+
+/* Sort modules by exclusivity, highest first (stable). */
+void px_btl_base_sort_modules(px_btl_module_t **modules, int nmodules);
+
+/* ---- per-peer selection ---- */
+
+typedef struct px_btl_base_peer_module {
+    px_btl_module_t *module;
+    px_btl_endpoint_t *endpoint;
+    double weight; /* RDMA list: share of the bandwidth, summing to 1 */
+} px_btl_base_peer_module_t;
+
+/* Hung on px_proc_t.btl_peer by px_btl_base_add_procs. */
+typedef struct px_btl_base_peer {
+    int rank;
+    int num_send, num_eager, num_rdma;
+    px_btl_base_peer_module_t *send;  /* highest exclusivity reaching the peer */
+    px_btl_base_peer_module_t *eager; /* lowest latency among send */
+    px_btl_base_peer_module_t *rdma;  /* send modules offering PUT or GET */
+    size_t eager_limit;               /* smallest btl_eager_limit among eager modules */
+    size_t max_send_size;             /* smallest btl_max_send_size among send modules */
+    unsigned next_eager, next_send;   /* round-robin cursors */
+} px_btl_base_peer_t;
+
+/* What the modules said about each process. */
+typedef struct px_btl_base_reach {
+    px_btl_module_t *module;
+    px_bitmap_t reachable;         /* bit i: procs[i] reached */
+    px_btl_endpoint_t **endpoints; /* [nprocs] */
+    const char **reasons;          /* [nprocs], the module's reason when not reached */
+} px_btl_base_reach_t;
+
+/* The table px_btl_base_add_procs builds and px_btl_base_del_procs releases. */
+typedef struct px_btl_base_table {
+    int nmodules;
+    px_btl_module_t **modules; /* sorted, not owned */
+    size_t nprocs;
+    px_proc_t **procs;          /* not owned */
+    px_btl_base_reach_t *reach; /* [nmodules] */
+} px_btl_base_table_t;
+
+/* Pure: choose the modules for procs[proc_index] (with `rank`) from the reach
+ * tables of modules sorted by exclusivity. Returns PX_SUCCESS with *peer
+ * (free with px_btl_base_peer_free), or PX_ERR_UNREACH with *peer NULL. */
+int px_btl_base_select_peer(const px_btl_base_reach_t *reach, int nmodules, size_t proc_index,
+                            int rank, px_btl_base_peer_t **peer);
+void px_btl_base_peer_free(px_btl_base_peer_t *peer);
+/* The error text for an unreachable peer (caller frees). */
+char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmodules,
+                                      const px_proc_t *local, const px_proc_t *peer,
+                                      size_t proc_index);
+
+/* Call every module's add_procs over procs, then select per peer and set
+ * procs[i]->btl_peer. modules must be sorted (px_btl_base_sort_modules). On
+ * an unreachable peer returns PX_ERR_UNREACH and *error (caller frees) holds
+ * the message; the table is released then. `local` is the calling process. */
+int px_btl_base_add_procs(px_btl_base_table_t *table, px_btl_module_t **modules, int nmodules,
+                          px_proc_t **procs, size_t nprocs, const px_proc_t *local, char **error);
+/* Call every module's del_procs, free the peers and the table's arrays. */
+int px_btl_base_del_procs(px_btl_base_table_t *table);
+
+/* Pick the next eager / send module of a peer (round robin when several). */
+static inline px_btl_base_peer_module_t *px_btl_base_peer_eager(px_btl_base_peer_t *p)
+{
+    if (PX_LIKELY(1 == p->num_eager))
+        return p->eager;
+    return &p->eager[p->next_eager++ % (unsigned)p->num_eager];
+}
+static inline px_btl_base_peer_module_t *px_btl_base_peer_send(px_btl_base_peer_t *p)
+{
+    if (PX_LIKELY(1 == p->num_send))
+        return p->send;
+    return &p->send[p->next_send++ % (unsigned)p->num_send];
+}
+
+#endif

@@ -1,0 +1,279 @@
+/*
+ * btl_base_frame.c: the btl framework object, component initialisation
+ * (px_btl_base_select), module variables, the active-message table, module
+ * progress registration, and teardown in reverse order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "core/util/progress.h"
+#include "frameworks/btl/base/base.h"
+
+px_btl_module_t **px_btl_base_modules = NULL;
+int px_btl_base_num_modules = 0;
+
+static void px_btl_base_am_unhandled(px_btl_module_t *btl, const px_btl_receive_descriptor_t *desc)
+{
+    px_show_warning("btl %s: a message with active-message tag %d arrived from rank %d but no "
+                    "callback is registered for that tag; it was dropped",
+                    btl && btl->btl_component ? btl->btl_component->base.component_name : "?",
+                    (int)desc->tag, desc->src_rank);
+}
+
+px_btl_active_message_callback_t px_btl_base_active_message_trigger[256] = {
+    [0 ... 255] = {px_btl_base_am_unhandled, NULL},
+};
+
+static int px_btl_base_frame_register(void)
+{
+    return PX_SUCCESS;
+}
+
+px_mca_framework_t px_btl_base_framework = {
+    .name = "btl",
+    .description = "Byte transfer layer: active-message sends and RDMA between processes",
+    .api_version = {PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE},
+    .register_fn = px_btl_base_frame_register,
+    .open_fn = NULL,
+    .close_fn = NULL,
+};
+
+/* Components whose init returned modules, in init order (for modex_send). */
+static const px_btl_component_t **px_btl_base_components = NULL;
+static int px_btl_base_num_components = 0;
+
+int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc, void *cbdata)
+{
+    if (NULL == cbfunc) {
+        px_btl_base_active_message_trigger[tag].cbfunc = px_btl_base_am_unhandled;
+        px_btl_base_active_message_trigger[tag].cbdata = NULL;
+        return PX_SUCCESS;
+    }
+    px_btl_base_active_message_trigger[tag].cbfunc = cbfunc;
+    px_btl_base_active_message_trigger[tag].cbdata = cbdata;
+    return PX_SUCCESS;
+}
+
+size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max)
+{
+    size_t left = c->total - c->position;
+    size_t want = max < left ? max : left;
+    if (0 == want)
+        return 0;
+    if (c->iovcnt <= 1) {
+        memcpy(dst, (const char *)c->single.iov_base + c->position, want);
+        c->position += want;
+        return want;
+    }
+    /* Find the iovec holding `position`, then copy across entries. */
+    size_t skip = c->position, done = 0;
+    for (size_t i = 0; i < c->iovcnt && done < want; ++i) {
+        size_t len = c->iov[i].iov_len;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        size_t n = len - skip;
+        if (n > want - done)
+            n = want - done;
+        memcpy((char *)dst + done, (const char *)c->iov[i].iov_base + skip, n);
+        done += n;
+        skip = 0;
+    }
+    c->position += done;
+    return done;
+}
+
+/* ---- module variables ---- */
+
+int px_btl_base_register_module_params(const px_btl_component_t *component, px_btl_module_t *module)
+{
+    const char *c = component->base.component_name;
+    const uint32_t supported = module->btl_flags;
+    struct {
+        const char *name;
+        px_mca_var_type_t type;
+        int level;
+        void *storage;
+        const char *help;
+    } v[] = {
+        {"exclusivity", PX_MCA_VAR_TYPE_UNSIGNED, 7, &module->btl_exclusivity,
+         "Priority of this transport for a peer: the highest exclusivity that reaches a peer "
+         "serves all its sends (self 65536, shm above the network transports, network 1024)"},
+        {"latency", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_latency,
+         "Latency in ns; among the send modules of a peer, the lowest latency carries eager "
+         "messages"},
+        {"bandwidth", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_bandwidth,
+         "Bandwidth in MB/s; RDMA transfers are weighted across modules by it"},
+        {"eager_limit", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_eager_limit,
+         "Largest message (bytes, including the runtime's header) sent eagerly; larger "
+         "messages use the rendezvous protocol"},
+        {"max_send_size", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_max_send_size,
+         "Largest fragment (bytes) of a pipelined rendezvous send"},
+        {"put_limit", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_put_limit,
+         "Largest single RDMA put (bytes)"},
+        {"put_alignment", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_put_alignment,
+         "Alignment (bytes) required for RDMA put"},
+        {"get_limit", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_get_limit,
+         "Largest single RDMA get (bytes)"},
+        {"get_alignment", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_get_alignment,
+         "Alignment (bytes) required for RDMA get"},
+        {"rdma_pipeline_send_length", PX_MCA_VAR_TYPE_SIZE, 6,
+         &module->btl_rdma_pipeline_send_length, "Bytes sent eagerly ahead of an RDMA rendezvous"},
+        {"flags", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_flags,
+         "Capabilities, OR of: 0x1 send, 0x2 put, 0x4 get, 0x8 send in place, 0x10 single "
+         "copy, 0x20 needs registration; a user may clear bits (e.g. to disable RDMA) but "
+         "not add ones the transport lacks"},
+    };
+    int rc = PX_SUCCESS;
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
+        int r = px_mca_var_register("btl", c, v[i].name, v[i].help, v[i].type, NULL, v[i].level,
+                                    PX_MCA_VAR_SCOPE_LOCAL, 0, v[i].storage);
+        if (r < 0 && PX_SUCCESS == rc)
+            rc = r;
+    }
+    if (module->btl_flags & ~supported) {
+        px_show_warning("btl_%s_flags = 0x%x asks for capabilities 0x%x that btl/%s does not "
+                        "have; using 0x%x (accepted: any subset of 0x%x)",
+                        c, module->btl_flags, module->btl_flags & ~supported, c,
+                        module->btl_flags & supported, supported);
+        module->btl_flags &= supported;
+    }
+    return rc < 0 ? rc : PX_SUCCESS;
+}
+
+/* ---- selection of components, progress ---- */
+
+static int px_btl_base_progress_module(void *ctx)
+{
+    px_btl_module_t *m = ctx;
+    return m->btl_progress(m);
+}
+
+void px_btl_base_sort_modules(px_btl_module_t **modules, int n)
+{
+    for (int i = 1; i < n; ++i) { /* insertion sort: stable, n is small */
+        px_btl_module_t *m = modules[i];
+        int j = i - 1;
+        while (j >= 0 && modules[j]->btl_exclusivity < m->btl_exclusivity) {
+            modules[j + 1] = modules[j];
+            --j;
+        }
+        modules[j + 1] = m;
+    }
+}
+
+int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads)
+{
+    px_mca_framework_t *fw = &px_btl_base_framework;
+    px_mca_component_item_t *item, *next;
+    PX_LIST_FOREACH_SAFE(item, next, &fw->components, px_mca_component_item_t)
+    {
+        const px_btl_component_t *comp = (const px_btl_component_t *)item->component;
+        int n = 0;
+        px_btl_module_t **mods = NULL;
+        if (comp->btl_init)
+            mods = comp->btl_init(&n, enable_progress_threads, enable_mpi_threads);
+        if (NULL == mods || n <= 0) {
+            PX_OUTPUT_VERBOSE(10, fw->output, "btl %s: init returned no module; closing it",
+                              comp->base.component_name);
+            free(mods);
+            px_mca_framework_drop(fw, item);
+            continue;
+        }
+        px_btl_module_t **all =
+            realloc(px_btl_base_modules, (px_btl_base_num_modules + n) * sizeof(*all));
+        const px_btl_component_t **comps =
+            realloc(px_btl_base_components, (px_btl_base_num_components + 1) * sizeof(*comps));
+        if (comps)
+            px_btl_base_components = comps;
+        if (NULL == all || NULL == comps) {
+            if (all)
+                px_btl_base_modules = all;
+            for (int i = 0; i < n; ++i)
+                mods[i]->btl_finalize(mods[i]);
+            free(mods);
+            return PX_ERR_OUT_OF_RESOURCE;
+        }
+        px_btl_base_modules = all;
+        px_btl_base_components[px_btl_base_num_components++] = comp;
+        for (int i = 0; i < n; ++i) {
+            px_btl_base_modules[px_btl_base_num_modules++] = mods[i];
+            PX_OUTPUT_VERBOSE(10, fw->output,
+                              "btl %s: module %d: exclusivity %u latency %u ns bandwidth %u MB/s "
+                              "eager_limit %zu max_send_size %zu flags 0x%x",
+                              comp->base.component_name, i, mods[i]->btl_exclusivity,
+                              mods[i]->btl_latency, mods[i]->btl_bandwidth,
+                              mods[i]->btl_eager_limit, mods[i]->btl_max_send_size,
+                              mods[i]->btl_flags);
+        }
+        free(mods);
+    }
+    px_btl_base_sort_modules(px_btl_base_modules, px_btl_base_num_modules);
+    for (int i = 0; i < px_btl_base_num_modules; ++i) {
+        px_btl_module_t *m = px_btl_base_modules[i];
+        if (m->btl_progress) {
+            int rc = px_progress_register(px_btl_base_progress_module, m);
+            if (rc != PX_SUCCESS && rc != PX_ERR_EXISTS)
+                return rc;
+        }
+    }
+    return PX_SUCCESS;
+}
+
+int px_btl_base_modex_send(void)
+{
+    for (int i = 0; i < px_btl_base_num_components; ++i) {
+        const px_btl_component_t *c = px_btl_base_components[i];
+        if (c->btl_modex_send) {
+            int rc = c->btl_modex_send();
+            if (rc != PX_SUCCESS) {
+                px_show_error("btl %s could not publish its address through the modex: %s",
+                              c->base.component_name, px_strerror(rc));
+                return rc;
+            }
+        }
+    }
+    return PX_SUCCESS;
+}
+
+int px_btl_base_register_error(px_btl_error_fn cbfunc)
+{
+    for (int i = 0; i < px_btl_base_num_modules; ++i) {
+        px_btl_module_t *m = px_btl_base_modules[i];
+        if (m->btl_register_error) {
+            int rc = m->btl_register_error(m, cbfunc);
+            if (rc != PX_SUCCESS)
+                return rc;
+        }
+    }
+    return PX_SUCCESS;
+}
+
+int px_btl_base_finalize(void)
+{
+    for (int i = px_btl_base_num_modules - 1; i >= 0; --i) {
+        px_btl_module_t *m = px_btl_base_modules[i];
+        if (m->btl_progress)
+            px_progress_unregister(px_btl_base_progress_module, m);
+    }
+    for (int i = px_btl_base_num_modules - 1; i >= 0; --i) {
+        px_btl_module_t *m = px_btl_base_modules[i];
+        if (m->btl_finalize)
+            m->btl_finalize(m);
+    }
+    free(px_btl_base_modules);
+    px_btl_base_modules = NULL;
+    px_btl_base_num_modules = 0;
+    free(px_btl_base_components);
+    px_btl_base_components = NULL;
+    px_btl_base_num_components = 0;
+    for (int t = 0; t < 256; ++t)
+        px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
+    return px_mca_framework_close(&px_btl_base_framework);
+}
+
+PX_CLASS_INSTANCE(px_btl_descriptor_t, px_free_list_item_t, NULL, NULL);
