@@ -1,0 +1,157 @@
+/*
+ * ofi.h: btl/ofi, the BTL over libfabric RDM endpoints (any provider that
+ * offers FI_EP_RDM with FI_MSG and FI_RMA: verbs;ofi_rxm, efa, psm3, cxi,
+ * tcp;ofi_rxm, sockets, shm). Internal to the component:
+ *  - ofi_component.c: variables, provider discovery and choice, init, modex;
+ *  - ofi_module.c: endpoints (add/del procs), sends, RDMA, progress, errors.
+ *
+ * Wire format: every message starts with px_btl_ofi_hdr_t (tag, sender's
+ * rank); the receiver posts buffers of hdr + max_send_size bytes ahead of
+ * time from a free list and reposts each after its callback returns.
+ */
+#ifndef PX_BTL_OFI_H
+#define PX_BTL_OFI_H
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_errno.h>
+#include "core/class/free_list.h"
+#include "frameworks/btl/btl.h"
+#include "frameworks/btl/base/rcache.h"
+
+#define PX_BTL_OFI_NAME_MAX 64
+
+typedef struct px_btl_ofi_hdr {
+    uint8_t tag;
+    uint8_t pad[3];
+    int32_t src_rank;
+} px_btl_ofi_hdr_t;
+
+/* Modex blob: provider name, address format, then the fi_getname bytes. */
+typedef struct px_btl_ofi_modex {
+    char prov[PX_BTL_OFI_NAME_MAX];
+    uint32_t addr_format;
+    uint32_t addrlen;
+    char addr[];
+} px_btl_ofi_modex_t;
+
+/* What is posted to libfabric as the operation context. */
+enum { PX_BTL_OFI_OP_SEND = 1, PX_BTL_OFI_OP_RECV, PX_BTL_OFI_OP_RDMA };
+typedef struct px_btl_ofi_context {
+    struct fi_context2 fi; /* first: FI_CONTEXT/FI_CONTEXT2 providers write here */
+    int type;
+} px_btl_ofi_context_t;
+
+typedef struct px_btl_ofi_module px_btl_ofi_module_t;
+
+struct px_btl_endpoint {
+    px_btl_ofi_module_t *module;
+    fi_addr_t addr;
+    int rank;
+    const char *hostname;
+    size_t outstanding; /* sends and RDMA operations not yet completed */
+    bool failed;        /* a connection-level error was reported */
+};
+
+/* Memory registration: key and base travel to the peer (16 bytes). */
+struct px_btl_registration_handle {
+    uint64_t key;
+    uint64_t base; /* registered base: remote offsets without FI_MR_VIRT_ADDR */
+    void *desc;    /* local only: fi_mr_desc */
+};
+#define PX_BTL_OFI_HANDLE_WIRE_SIZE 16
+
+typedef struct px_btl_ofi_reg {
+    px_rcache_entry_t super;
+    struct fid_mr *mr;
+    px_btl_registration_handle_t handle;
+} px_btl_ofi_reg_t;
+
+/* A send (or receive) fragment: payload = hdr followed by the data. */
+typedef struct px_btl_ofi_frag {
+    px_btl_descriptor_t base;
+    px_btl_ofi_context_t ctx;
+    px_btl_segment_t segment;
+    px_btl_endpoint_t *endpoint;
+    size_t size; /* bytes on the wire, header included */
+    struct px_btl_ofi_frag *next_pending;
+} px_btl_ofi_frag_t;
+PX_CLASS_DECLARATION(px_btl_ofi_frag_t);
+
+typedef struct px_btl_ofi_rdma_op {
+    px_free_list_item_t super;
+    px_btl_ofi_context_t ctx;
+    px_btl_endpoint_t *endpoint;
+    void *local_address;
+    px_btl_registration_handle_t *local_handle;
+    px_rcache_entry_t *temp_reg; /* registered for this operation only */
+    px_btl_rdma_completion_fn cbfunc;
+    void *cbcontext, *cbdata;
+    bool write;
+} px_btl_ofi_rdma_op_t;
+PX_CLASS_DECLARATION(px_btl_ofi_rdma_op_t);
+
+struct px_btl_ofi_module {
+    px_btl_module_t super;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    char addr[256];
+    size_t addrlen;
+    bool mr_local, mr_virt_addr, mr_prov_key, mr_endpoint;
+    uint64_t next_key;
+    size_t inject_size;
+    size_t frag_size; /* header + max_send_size */
+    int my_rank;
+    px_free_list_t send_frags, recv_frags, rdma_ops;
+    bool lists_ready;
+    px_free_list_allocator_t *payload_allocator; /* registers chunks under FI_MR_LOCAL */
+    px_btl_ofi_frag_t **posted;                  /* receives handed to libfabric */
+    int num_posted;
+    px_rcache_t *rcache;
+    px_btl_error_fn error_cb;
+    px_btl_ofi_frag_t *pending_head, *pending_tail; /* sends refused with EAGAIN */
+    size_t outstanding;
+    px_btl_endpoint_t **peers; /* by rank */
+    size_t num_peers;
+    char **reasons; /* strings handed out by add_procs */
+    size_t num_reasons;
+    int in_progress;
+};
+
+typedef struct px_btl_ofi_component_t {
+    px_btl_component_t super;
+} px_btl_ofi_component_t;
+extern const px_btl_component_t px_btl_ofi_component;
+
+/* Variables. */
+extern char *px_btl_ofi_provider_include;
+extern char *px_btl_ofi_provider_exclude;
+extern char *px_btl_ofi_provider_order;
+extern char *px_btl_ofi_domain;
+extern int px_btl_ofi_num_recvs;
+extern size_t px_btl_ofi_rcache_max_entries;
+extern size_t px_btl_ofi_rcache_max_bytes;
+extern int px_btl_ofi_flush_timeout;
+extern int px_btl_ofi_verbose;
+extern int px_btl_ofi_output;
+
+/* The module template: figures registered as btl_ofi_* variables. */
+extern px_btl_ofi_module_t px_btl_ofi_module_template;
+
+/* Set up the module on `info` (owned by it from now on); on failure prints
+ * why and returns an error. */
+int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info);
+/* The module's btl_finalize: tear down and free it. */
+int px_btl_ofi_module_finalize(px_btl_module_t *btl);
+
+/* Short text of a libfabric error: "fi_strerror (-code)". */
+const char *px_btl_ofi_strerror(int fi_rc);
+
+#endif

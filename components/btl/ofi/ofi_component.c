@@ -1,0 +1,413 @@
+/*
+ * ofi_component.c: btl/ofi component: variables, provider discovery and
+ * choice, init (one module on the chosen provider), modex (fi_getname blob).
+ *
+ * Discovery runs in register_params so `px_info --param btl ofi` shows it:
+ * fi_getinfo for RDM endpoints with FI_MSG|FI_RMA, then
+ *  - btl_ofi_provider_include (a list: the first one found wins) or
+ *    btl_ofi_provider_exclude (removes names); setting both is an error;
+ *  - otherwise btl_ofi_provider_order: hardware first, then tcp;ofi_rxm,
+ *    sockets and, last, shm (which reaches only same-host peers);
+ *  - within the provider, btl_ofi_domain picks an interface/device by name;
+ *    by default a non-loopback domain is preferred.
+ * A name matches a provider when equal to it ("tcp;ofi_rxm") or to its core
+ * ("tcp" matches "tcp;ofi_rxm").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "components/btl/ofi/ofi.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/boot/boot.h"
+#include "frameworks/btl/base/base.h"
+
+char *px_btl_ofi_provider_include = NULL;
+char *px_btl_ofi_provider_exclude = NULL;
+char *px_btl_ofi_provider_order = NULL;
+char *px_btl_ofi_domain = NULL;
+int px_btl_ofi_num_recvs = 32;
+size_t px_btl_ofi_rcache_max_entries = 1024;
+size_t px_btl_ofi_rcache_max_bytes = 0;
+int px_btl_ofi_flush_timeout = 60;
+int px_btl_ofi_verbose = 0;
+int px_btl_ofi_output = -1;
+static char *px_btl_ofi_providers_available = NULL;
+static char *px_btl_ofi_provider_selected = NULL;
+
+static const char px_btl_ofi_default_order[] =
+    "cxi,efa,psm3,opx,verbs;ofi_rxm,psm2,tcp;ofi_rxm,tcp,sockets,shm";
+
+static struct fi_info *px_btl_ofi_all_infos; /* from fi_getinfo */
+static struct fi_info *px_btl_ofi_chosen;    /* points into the list above */
+static char px_btl_ofi_decline[512];         /* why init declines, when it does */
+static bool px_btl_ofi_decline_is_error;     /* a user's setting cannot be honoured */
+
+/* The module template: figures the base registers as btl_ofi_<field>. */
+px_btl_ofi_module_t px_btl_ofi_module_template = {
+    .super =
+        {
+            .btl_component = &px_btl_ofi_component,
+            .btl_exclusivity = PX_BTL_EXCLUSIVITY_DEFAULT,
+            .btl_latency = 10000,
+            .btl_bandwidth = 5000,
+            .btl_eager_limit = 32 * 1024,
+            .btl_max_send_size = 64 * 1024,
+            .btl_put_limit = (size_t)1 << 30,
+            .btl_get_limit = (size_t)1 << 30,
+            .btl_rdma_pipeline_send_length = 0,
+            .btl_flags =
+                PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_NEEDS_REG,
+            .btl_registration_handle_size = PX_BTL_OFI_HANDLE_WIRE_SIZE,
+        },
+};
+
+const char *px_btl_ofi_strerror(int fi_rc)
+{
+    static __thread char buf[160];
+    snprintf(buf, sizeof(buf), "%s (%d)", fi_strerror(fi_rc < 0 ? -fi_rc : fi_rc), fi_rc);
+    return buf;
+}
+
+/* Does list entry `name` (length n) match provider `prov`? */
+static bool px_btl_ofi_name_matches(const char *name, size_t n, const char *prov)
+{
+    if (strlen(prov) == n && 0 == strncmp(name, prov, n))
+        return true;
+    const char *semi = strchr(prov, ';');
+    if (semi && (size_t)(semi - prov) == n && 0 == strncmp(name, prov, n) &&
+        NULL == memchr(name, ';', n))
+        return true;
+    return false;
+}
+
+/* Index in a comma-separated list of the first entry matching prov, or -1. */
+static int px_btl_ofi_list_index(const char *list, const char *prov)
+{
+    int idx = 0;
+    for (const char *p = list; p && *p; ++idx) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        while (n && ' ' == *p) {
+            ++p;
+            --n;
+        }
+        while (n && ' ' == p[n - 1])
+            --n;
+        if (n && px_btl_ofi_name_matches(p, n, prov))
+            return idx;
+        if (NULL == end)
+            break;
+        p = end + 1;
+    }
+    return -1;
+}
+
+static bool px_btl_ofi_is_set(const char *s)
+{
+    return s && s[0];
+}
+
+static struct fi_info *px_btl_ofi_hints(void)
+{
+    struct fi_info *hints = fi_allocinfo();
+    if (NULL == hints)
+        return NULL;
+    hints->caps = FI_MSG | FI_RMA;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->domain_attr->mr_mode =
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    hints->domain_attr->threading = FI_THREAD_DOMAIN;
+    hints->tx_attr->msg_order = FI_ORDER_SAS;
+    hints->rx_attr->msg_order = FI_ORDER_SAS;
+    return hints;
+}
+
+/* Append `s` to a growing string (comma-separated) unless present. */
+static void px_btl_ofi_append_unique(char *buf, size_t len, const char *s)
+{
+    size_t n = strlen(s);
+    for (const char *p = buf; *p;) {
+        const char *end = strchr(p, ',');
+        size_t m = end ? (size_t)(end - p) : strlen(p);
+        if (m == n && 0 == strncmp(p, s, n))
+            return;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    size_t used = strlen(buf);
+    snprintf(buf + used, len - used, "%s%s", used ? "," : "", s);
+}
+
+static bool px_btl_ofi_is_loopback(const struct fi_info *i)
+{
+    const char *d = i->domain_attr ? i->domain_attr->name : NULL;
+    return d && (0 == strcmp(d, "lo") || 0 == strncmp(d, "lo:", 3));
+}
+
+/* Choose a provider and domain from px_btl_ofi_all_infos. */
+static void px_btl_ofi_choose(void)
+{
+    px_btl_ofi_chosen = NULL;
+    const char *inc = px_btl_ofi_provider_include, *exc = px_btl_ofi_provider_exclude;
+    if (px_btl_ofi_is_set(inc) && px_btl_ofi_is_set(exc)) {
+        snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline),
+                 "btl_ofi_provider_include (\"%s\") and btl_ofi_provider_exclude (\"%s\") are "
+                 "both set; set only one of them",
+                 inc, exc);
+        px_btl_ofi_decline_is_error = true;
+        return;
+    }
+    const char *order = px_btl_ofi_is_set(inc)                         ? inc
+                        : px_btl_ofi_is_set(px_btl_ofi_provider_order) ? px_btl_ofi_provider_order
+                                                                       : px_btl_ofi_default_order;
+    int best_rank = 1 << 30;
+    bool best_lo = true;
+    for (struct fi_info *i = px_btl_ofi_all_infos; i; i = i->next) {
+        const char *prov = i->fabric_attr->prov_name;
+        if (px_btl_ofi_is_set(exc) && px_btl_ofi_list_index(exc, prov) >= 0)
+            continue;
+        int r = px_btl_ofi_list_index(order, prov);
+        if (r < 0) {
+            if (px_btl_ofi_is_set(inc))
+                continue;
+            r = 1 << 20; /* not in the order list: after those in it */
+        }
+        if (px_btl_ofi_is_set(px_btl_ofi_domain) &&
+            (NULL == i->domain_attr->name || 0 != strcmp(i->domain_attr->name, px_btl_ofi_domain)))
+            continue;
+        bool lo = px_btl_ofi_is_loopback(i);
+        if (r < best_rank || (r == best_rank && best_lo && !lo)) {
+            best_rank = r;
+            best_lo = lo;
+            px_btl_ofi_chosen = i;
+        }
+    }
+    if (NULL == px_btl_ofi_chosen) {
+        px_btl_ofi_decline_is_error =
+            px_btl_ofi_is_set(inc) || px_btl_ofi_is_set(px_btl_ofi_domain);
+        const char *avail = px_btl_ofi_providers_available && px_btl_ofi_providers_available[0]
+                                ? px_btl_ofi_providers_available
+                                : "none";
+        if (px_btl_ofi_is_set(inc))
+            snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline),
+                     "btl_ofi_provider_include=\"%s\"%s%s names no provider found here; "
+                     "available RDM providers: %s",
+                     inc, px_btl_ofi_is_set(px_btl_ofi_domain) ? " with btl_ofi_domain=" : "",
+                     px_btl_ofi_is_set(px_btl_ofi_domain) ? px_btl_ofi_domain : "", avail);
+        else
+            snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline),
+                     "no usable libfabric RDM provider%s%s%s%s (available: %s)",
+                     px_btl_ofi_is_set(exc) ? " after btl_ofi_provider_exclude=" : "",
+                     px_btl_ofi_is_set(exc) ? exc : "",
+                     px_btl_ofi_is_set(px_btl_ofi_domain) ? " with btl_ofi_domain=" : "",
+                     px_btl_ofi_is_set(px_btl_ofi_domain) ? px_btl_ofi_domain : "", avail);
+    }
+}
+
+/* Check list names against what libfabric knows; warn about unknown ones. */
+static void px_btl_ofi_check_names(const char *var, const char *list)
+{
+    if (!px_btl_ofi_is_set(list))
+        return;
+    char *copy = strdup(list), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (' ' == *tok)
+            ++tok;
+        bool found = false;
+        for (struct fi_info *i = px_btl_ofi_all_infos; i && !found; i = i->next)
+            found = px_btl_ofi_name_matches(tok, strlen(tok), i->fabric_attr->prov_name);
+        if (!found)
+            px_show_warning("btl/ofi: %s names provider \"%s\", which libfabric does not offer "
+                            "here for RDM endpoints (available: %s)",
+                            var, tok,
+                            px_btl_ofi_providers_available[0] ? px_btl_ofi_providers_available
+                                                              : "none");
+    }
+    free(copy);
+}
+
+static void px_btl_ofi_discover(void)
+{
+    static char avail[1024], selected[512];
+    avail[0] = selected[0] = '\0';
+    px_btl_ofi_decline[0] = '\0';
+    px_btl_ofi_decline_is_error = false;
+    struct fi_info *hints = px_btl_ofi_hints();
+    int rc = hints ? fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &px_btl_ofi_all_infos)
+                   : -FI_ENOMEM;
+    fi_freeinfo(hints);
+    if (0 != rc) {
+        px_btl_ofi_all_infos = NULL;
+        if (-FI_ENODATA != rc)
+            snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline), "fi_getinfo failed: %s",
+                     px_btl_ofi_strerror(rc));
+    }
+    for (struct fi_info *i = px_btl_ofi_all_infos; i; i = i->next)
+        px_btl_ofi_append_unique(avail, sizeof(avail), i->fabric_attr->prov_name);
+    px_btl_ofi_providers_available = avail;
+    if (!px_btl_ofi_decline[0])
+        px_btl_ofi_choose();
+    if (px_btl_ofi_chosen)
+        snprintf(selected, sizeof(selected), "%s (fabric %s, domain %s)",
+                 px_btl_ofi_chosen->fabric_attr->prov_name, px_btl_ofi_chosen->fabric_attr->name,
+                 px_btl_ofi_chosen->domain_attr->name);
+    else
+        snprintf(selected, sizeof(selected), "none: %s",
+                 px_btl_ofi_decline[0] ? px_btl_ofi_decline : "no RDM provider found");
+    px_btl_ofi_provider_selected = selected;
+}
+
+static int px_btl_ofi_register(void)
+{
+    px_mca_var_register("btl", "ofi", "provider_include",
+                        "Comma-separated libfabric providers btl/ofi may use, in order of "
+                        "preference (e.g. \"tcp;ofi_rxm\", \"verbs\", \"sockets\", \"shm\"); a "
+                        "core name also matches its utility stack (\"tcp\" = \"tcp;ofi_rxm\"). "
+                        "Exclusive with btl_ofi_provider_exclude",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_ALL, 0,
+                        &px_btl_ofi_provider_include);
+    px_mca_var_register("btl", "ofi", "provider_exclude",
+                        "Comma-separated libfabric providers btl/ofi must not use. Exclusive "
+                        "with btl_ofi_provider_include",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_ALL, 0,
+                        &px_btl_ofi_provider_exclude);
+    px_btl_ofi_provider_order = (char *)px_btl_ofi_default_order;
+    px_mca_var_register("btl", "ofi", "provider_order",
+                        "Preference order of providers when btl_ofi_provider_include is not "
+                        "set; providers found but not listed come after those listed",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 5, PX_MCA_VAR_SCOPE_ALL, 0,
+                        &px_btl_ofi_provider_order);
+    px_mca_var_register("btl", "ofi", "domain",
+                        "Use only this libfabric domain of the chosen provider (a NIC or "
+                        "interface name such as \"lo\", \"eth0\", \"mlx5_0\"); empty: the first "
+                        "non-loopback one",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_ofi_domain);
+    px_mca_var_register("btl", "ofi", "num_recvs",
+                        "Receive buffers (each header + btl_ofi_max_send_size bytes) posted "
+                        "ahead of time",
+                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_ofi_num_recvs);
+    px_mca_var_register("btl", "ofi", "rcache_max_entries",
+                        "Registrations the cache keeps (unused ones are deregistered least "
+                        "recently used first beyond this); 0: no limit",
+                        PX_MCA_VAR_TYPE_SIZE, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_ofi_rcache_max_entries);
+    px_mca_var_register("btl", "ofi", "rcache_max_bytes",
+                        "Registered bytes the cache keeps; 0: no limit", PX_MCA_VAR_TYPE_SIZE, NULL,
+                        6, PX_MCA_VAR_SCOPE_LOCAL, 0, &px_btl_ofi_rcache_max_bytes);
+    px_mca_var_register("btl", "ofi", "flush_timeout",
+                        "Seconds btl_flush waits for outstanding operations before failing",
+                        PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_ofi_flush_timeout);
+    px_mca_var_register("btl", "ofi", "verbose", "Verbosity of btl/ofi (0-100)",
+                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_ofi_verbose);
+    px_btl_base_register_module_params(&px_btl_ofi_component, &px_btl_ofi_module_template.super);
+
+    if (px_btl_ofi_all_infos) {
+        fi_freeinfo(px_btl_ofi_all_infos);
+        px_btl_ofi_all_infos = NULL;
+    }
+    px_btl_ofi_discover();
+    px_mca_var_register("btl", "ofi", "providers_available",
+                        "libfabric providers offering RDM endpoints with messages and RMA here "
+                        "(informational)",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                        PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_providers_available);
+    px_mca_var_register("btl", "ofi", "provider_selected",
+                        "The provider and domain btl/ofi will use, or why none (informational)",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                        PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_provider_selected);
+    return PX_SUCCESS;
+}
+
+static int px_btl_ofi_open(void)
+{
+    px_btl_ofi_output = px_output_open("btl:ofi", px_btl_ofi_verbose);
+    return PX_SUCCESS;
+}
+
+static int px_btl_ofi_close(void)
+{
+    if (px_btl_ofi_all_infos) {
+        fi_freeinfo(px_btl_ofi_all_infos);
+        px_btl_ofi_all_infos = NULL;
+        px_btl_ofi_chosen = NULL;
+    }
+    if (px_btl_ofi_output > 0)
+        px_output_close(px_btl_ofi_output);
+    px_btl_ofi_output = -1;
+    return PX_SUCCESS;
+}
+
+static px_btl_ofi_module_t *px_btl_ofi_the_module;
+
+static px_btl_module_t **px_btl_ofi_init(int *num_modules, bool enable_progress_threads,
+                                         bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    *num_modules = 0;
+    px_btl_ofi_the_module = NULL;
+    if (NULL == px_btl_ofi_chosen) {
+        /* An explicit choice that cannot be honoured is an error; no
+         * provider at all is only a reason to decline. */
+        if (px_btl_ofi_decline_is_error)
+            px_show_error("btl/ofi: %s", px_btl_ofi_decline);
+        else
+            PX_OUTPUT_VERBOSE(1, px_btl_ofi_output, "btl/ofi declines: %s", px_btl_ofi_decline);
+        return NULL;
+    }
+    px_btl_ofi_check_names("btl_ofi_provider_exclude", px_btl_ofi_provider_exclude);
+    px_btl_ofi_module_t *m = malloc(sizeof(*m));
+    px_btl_module_t **mods = malloc(sizeof(*mods));
+    struct fi_info *info = fi_dupinfo(px_btl_ofi_chosen);
+    if (NULL == m || NULL == mods || NULL == info) {
+        free(m);
+        free(mods);
+        fi_freeinfo(info);
+        return NULL;
+    }
+    *m = px_btl_ofi_module_template;
+    if (PX_SUCCESS != px_btl_ofi_module_init(m, info)) {
+        free(mods);
+        free(m);
+        return NULL;
+    }
+    PX_OUTPUT_VERBOSE(10, px_btl_ofi_output, "btl/ofi: using %s", px_btl_ofi_provider_selected);
+    px_btl_ofi_the_module = m;
+    mods[0] = &m->super;
+    *num_modules = 1;
+    return mods;
+}
+
+static int px_btl_ofi_modex_send(void)
+{
+    px_btl_ofi_module_t *m = px_btl_ofi_the_module;
+    if (NULL == m)
+        return PX_SUCCESS;
+    size_t len = sizeof(px_btl_ofi_modex_t) + m->addrlen;
+    px_btl_ofi_modex_t *b = calloc(1, len);
+    if (NULL == b)
+        return PX_ERR_OUT_OF_RESOURCE;
+    snprintf(b->prov, sizeof(b->prov), "%s", m->info->fabric_attr->prov_name);
+    b->addr_format = m->info->addr_format;
+    b->addrlen = (uint32_t)m->addrlen;
+    memcpy(b->addr, m->addr, m->addrlen);
+    int rc = px_boot_modex_send(&px_btl_ofi_component.base, b, len);
+    free(b);
+    return rc;
+}
+
+const px_btl_component_t px_btl_ofi_component = {
+    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
+                                    "ofi", 1, 0, 0, px_btl_ofi_register, px_btl_ofi_open,
+                                    px_btl_ofi_close),
+    .btl_init = px_btl_ofi_init,
+    .btl_modex_send = px_btl_ofi_modex_send,
+};

@@ -1,0 +1,960 @@
+/*
+ * ofi_module.c: btl/ofi module: endpoint setup and teardown, peers in the
+ * address vector, eager sends (fi_inject for the smallest, fi_send from
+ * fragments otherwise), receives posted ahead from a free list, RDMA through
+ * fi_write/fi_read on registrations from the BTL registration cache, and
+ * progress that turns completion-queue errors into errors on the requests
+ * concerned (through the runtime's error callback).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "components/btl/ofi/ofi.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/boot/boot.h"
+#include "frameworks/btl/base/base.h"
+
+PX_CLASS_INSTANCE(px_btl_ofi_frag_t, px_btl_descriptor_t, NULL, NULL);
+PX_CLASS_INSTANCE(px_btl_ofi_rdma_op_t, px_free_list_item_t, NULL, NULL);
+
+#define PX_BTL_OFI_HDR sizeof(px_btl_ofi_hdr_t)
+#define PX_BTL_OFI_MR_ACCESS                                                                       \
+    (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+static const char *px_btl_ofi_prov(const px_btl_ofi_module_t *m)
+{
+    return m->info ? m->info->fabric_attr->prov_name : "?";
+}
+
+/* ---- memory registration (free-list chunks and the rcache) ---- */
+
+static int px_btl_ofi_mr_reg(px_btl_ofi_module_t *m, void *base, size_t len, struct fid_mr **mr)
+{
+    uint64_t key = m->mr_prov_key ? 0 : m->next_key++;
+    int rc = fi_mr_reg(m->domain, base, len, PX_BTL_OFI_MR_ACCESS, 0, key, 0, mr, NULL);
+    if (0 == rc && m->mr_endpoint) {
+        rc = fi_mr_bind(*mr, &m->ep->fid, 0);
+        if (0 == rc)
+            rc = fi_mr_enable(*mr);
+        if (0 != rc) {
+            fi_close(&(*mr)->fid);
+            *mr = NULL;
+        }
+    }
+    if (0 != rc)
+        PX_OUTPUT_VERBOSE(1, px_btl_ofi_output, "btl/ofi (%s): fi_mr_reg of %zu bytes at %p: %s",
+                          px_btl_ofi_prov(m), len, base, px_btl_ofi_strerror(rc));
+    return rc;
+}
+
+static void *px_btl_ofi_payload_alloc(void *ctx, size_t size, size_t align, void **cookie)
+{
+    px_btl_ofi_module_t *m = ctx;
+    void *p = aligned_alloc(align, (size + align - 1) / align * align);
+    *cookie = NULL;
+    if (p && m->mr_local) {
+        struct fid_mr *mr = NULL;
+        if (0 != px_btl_ofi_mr_reg(m, p, size, &mr)) {
+            free(p);
+            return NULL;
+        }
+        *cookie = mr;
+    }
+    return p;
+}
+
+static void px_btl_ofi_payload_free(void *ctx, void *ptr, size_t size, void *cookie)
+{
+    (void)ctx;
+    (void)size;
+    if (cookie)
+        fi_close(&((struct fid_mr *)cookie)->fid);
+    free(ptr);
+}
+
+static int px_btl_ofi_rcache_reg(void *ctx, px_rcache_entry_t *e)
+{
+    px_btl_ofi_module_t *m = ctx;
+    px_btl_ofi_reg_t *r = (px_btl_ofi_reg_t *)e;
+    int rc = px_btl_ofi_mr_reg(m, (void *)e->base, e->bound - e->base, &r->mr);
+    if (0 != rc)
+        return (-FI_ENOMEM == rc || -FI_ENOSPC == rc || -FI_EAGAIN == rc) ? PX_ERR_OUT_OF_RESOURCE
+                                                                          : PX_ERR_COMM;
+    r->handle.key = fi_mr_key(r->mr);
+    r->handle.base = e->base;
+    r->handle.desc = fi_mr_desc(r->mr);
+    return PX_SUCCESS;
+}
+
+static int px_btl_ofi_rcache_dereg(void *ctx, px_rcache_entry_t *e)
+{
+    (void)ctx;
+    px_btl_ofi_reg_t *r = (px_btl_ofi_reg_t *)e;
+    if (r->mr)
+        fi_close(&r->mr->fid);
+    r->mr = NULL;
+    return PX_SUCCESS;
+}
+
+static px_btl_registration_handle_t *px_btl_ofi_register_mem(px_btl_module_t *btl,
+                                                             px_btl_endpoint_t *endpoint,
+                                                             void *base, size_t size,
+                                                             uint32_t flags)
+{
+    (void)endpoint;
+    (void)flags;
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    px_rcache_entry_t *e = NULL;
+    if (PX_SUCCESS != px_rcache_register(m->rcache, base, size, 0, &e))
+        return NULL;
+    return &((px_btl_ofi_reg_t *)e)->handle;
+}
+
+static int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t *handle)
+{
+    (void)btl;
+    px_btl_ofi_reg_t *r = px_container_of(handle, px_btl_ofi_reg_t, handle);
+    return px_rcache_release(&r->super);
+}
+
+/* ---- receives ---- */
+
+static int px_btl_ofi_post_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
+{
+    void *desc = f->base.super.registration ? fi_mr_desc(f->base.super.registration) : NULL;
+    ssize_t rc;
+    do {
+        rc = fi_recv(m->ep, f->base.super.payload, m->frag_size, desc, FI_ADDR_UNSPEC, &f->ctx.fi);
+    } while (-FI_EAGAIN == rc && fi_cq_read(m->cq, NULL, 0) >= -FI_EAGAIN);
+    if (0 != rc) {
+        px_show_error("btl/ofi (%s): fi_recv failed: %s", px_btl_ofi_prov(m),
+                      px_btl_ofi_strerror((int)rc));
+        return PX_ERR_COMM;
+    }
+    return PX_SUCCESS;
+}
+
+static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f, size_t len)
+{
+    const px_btl_ofi_hdr_t *hdr = f->base.super.payload;
+    if (len >= PX_BTL_OFI_HDR) {
+        px_btl_segment_t seg = {(char *)f->base.super.payload + PX_BTL_OFI_HDR,
+                                len - PX_BTL_OFI_HDR};
+        int src = hdr->src_rank;
+        px_btl_receive_descriptor_t rd = {
+            .endpoint = (src >= 0 && (size_t)src < m->num_peers) ? m->peers[src] : NULL,
+            .src_rank = src,
+            .des_segments = &seg,
+            .des_segment_count = 1,
+            .tag = hdr->tag,
+            .cbdata = px_btl_base_active_message_trigger[hdr->tag].cbdata,
+        };
+        px_btl_base_active_message_trigger[hdr->tag].cbfunc(&m->super, &rd);
+    } else {
+        px_show_warning("btl/ofi (%s): dropped a %zu-byte message, shorter than the header",
+                        px_btl_ofi_prov(m), len);
+    }
+    px_btl_ofi_post_recv(m, f);
+}
+
+/* ---- sends ---- */
+
+static px_btl_ofi_frag_t *px_btl_ofi_frag_get(px_btl_ofi_module_t *m)
+{
+    px_btl_ofi_frag_t *f = (px_btl_ofi_frag_t *)px_free_list_get(&m->send_frags);
+    if (PX_UNLIKELY(NULL == f))
+        return NULL;
+    f->base.des_segments = &f->segment;
+    f->base.des_segment_count = 1;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.des_flags = 0;
+    f->segment.seg_addr = (char *)f->base.super.payload + PX_BTL_OFI_HDR;
+    f->segment.seg_len = 0;
+    f->next_pending = NULL;
+    f->ctx.type = PX_BTL_OFI_OP_SEND;
+    return f;
+}
+
+static px_btl_descriptor_t *px_btl_ofi_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                             uint8_t order, size_t size, uint32_t flags)
+{
+    (void)endpoint;
+    (void)order;
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    if (PX_UNLIKELY(size > m->super.btl_max_send_size))
+        return NULL;
+    px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
+    if (PX_UNLIKELY(NULL == f))
+        return NULL;
+    f->segment.seg_len = size;
+    f->base.des_flags = flags;
+    return &f->base;
+}
+
+static int px_btl_ofi_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    px_free_list_return(&m->send_frags, &des->super);
+    return PX_SUCCESS;
+}
+
+static px_btl_descriptor_t *px_btl_ofi_prepare_src(px_btl_module_t *btl,
+                                                   px_btl_endpoint_t *endpoint,
+                                                   px_btl_convertor_t *conv, uint8_t order,
+                                                   size_t reserve, size_t *size, uint32_t flags)
+{
+    (void)endpoint;
+    (void)order;
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    if (PX_UNLIKELY(reserve > m->super.btl_max_send_size))
+        return NULL;
+    size_t room = m->super.btl_max_send_size - reserve;
+    size_t want = *size < room ? *size : room;
+    px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
+    if (PX_UNLIKELY(NULL == f))
+        return NULL;
+    size_t packed =
+        want ? px_btl_convertor_pack(conv, (char *)f->segment.seg_addr + reserve, want) : 0;
+    f->segment.seg_len = reserve + packed;
+    f->base.des_flags = flags;
+    *size = packed;
+    return &f->base;
+}
+
+/* Complete a send fragment (status PX_SUCCESS or an error). */
+static void px_btl_ofi_send_done(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f, int status)
+{
+    px_btl_endpoint_t *ep = f->endpoint;
+    uint32_t flags = f->base.des_flags;
+    if (f->base.des_cbfunc)
+        f->base.des_cbfunc(&m->super, ep, &f->base, status);
+    if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+        px_free_list_return(&m->send_frags, &f->base.super);
+}
+
+static ssize_t px_btl_ofi_post_send(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
+{
+    void *desc = f->base.super.registration ? fi_mr_desc(f->base.super.registration) : NULL;
+    ssize_t rc =
+        fi_send(m->ep, f->base.super.payload, f->size, desc, f->endpoint->addr, &f->ctx.fi);
+    if (PX_LIKELY(0 == rc)) {
+        f->endpoint->outstanding++;
+        m->outstanding++;
+    }
+    return rc;
+}
+
+/* A transport error: to the runtime's callback (which fails the requests of
+ * the peer), or printed when none is installed. */
+static void px_btl_ofi_report(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int error,
+                              const char *what, const char *detail)
+{
+    char text[600];
+    if (ep)
+        snprintf(text, sizeof(text), "btl/ofi (%s): %s rank %d%s%s failed: %s", px_btl_ofi_prov(m),
+                 what, ep->rank, ep->hostname ? " on host " : "", ep->hostname ? ep->hostname : "",
+                 detail);
+    else
+        snprintf(text, sizeof(text), "btl/ofi (%s): %s: %s", px_btl_ofi_prov(m), what, detail);
+    PX_OUTPUT_VERBOSE(1, px_btl_ofi_output, "%s", text);
+    if (m->error_cb)
+        m->error_cb(&m->super, ep, ep ? ep->rank : -1, error, text);
+    else
+        px_show_error("%s", text);
+}
+
+static int px_btl_ofi_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                           px_btl_descriptor_t *des, px_btl_tag_t tag)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    px_btl_ofi_frag_t *f = (px_btl_ofi_frag_t *)des;
+    if (PX_UNLIKELY(endpoint->failed))
+        return PX_ERR_UNREACH;
+    px_btl_ofi_hdr_t *hdr = f->base.super.payload;
+    hdr->tag = tag;
+    hdr->src_rank = m->my_rank;
+    f->endpoint = endpoint;
+    f->size = PX_BTL_OFI_HDR + f->segment.seg_len;
+    f->ctx.type = PX_BTL_OFI_OP_SEND;
+    if (PX_LIKELY(NULL == m->pending_head)) {
+        ssize_t rc = px_btl_ofi_post_send(m, f);
+        if (PX_LIKELY(0 == rc))
+            return 0;
+        if (-FI_EAGAIN != rc) {
+            px_btl_ofi_report(m, endpoint, PX_ERR_COMM, "fi_send to", px_btl_ofi_strerror((int)rc));
+            return PX_ERR_COMM;
+        }
+    }
+    /* Queue behind earlier refused sends, keeping the pair's order. */
+    if (m->pending_tail)
+        m->pending_tail->next_pending = f;
+    else
+        m->pending_head = f;
+    m->pending_tail = f;
+    return 0;
+}
+
+static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *header,
+                            size_t header_size, const void *payload, size_t payload_size,
+                            uint8_t order, uint32_t flags, px_btl_tag_t tag,
+                            px_btl_descriptor_t **descriptor)
+{
+    (void)order;
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    if (descriptor)
+        *descriptor = NULL;
+    if (PX_UNLIKELY(endpoint->failed))
+        return PX_ERR_UNREACH;
+    if (PX_UNLIKELY(NULL != m->pending_head))
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    size_t total = PX_BTL_OFI_HDR + header_size + payload_size;
+    if (total <= m->inject_size) {
+        char buf[m->inject_size];
+        px_btl_ofi_hdr_t *hdr = (px_btl_ofi_hdr_t *)buf;
+        hdr->tag = tag;
+        hdr->src_rank = m->my_rank;
+        memcpy(buf + PX_BTL_OFI_HDR, header, header_size);
+        if (payload_size)
+            memcpy(buf + PX_BTL_OFI_HDR + header_size, payload, payload_size);
+        ssize_t rc = fi_inject(m->ep, buf, total, endpoint->addr);
+        if (PX_LIKELY(0 == rc))
+            return PX_SUCCESS;
+        if (-FI_EAGAIN == rc)
+            return PX_ERR_TEMP_OUT_OF_RESOURCE;
+        px_btl_ofi_report(m, endpoint, PX_ERR_COMM, "fi_inject to", px_btl_ofi_strerror((int)rc));
+        return PX_ERR_COMM;
+    }
+    if (total - PX_BTL_OFI_HDR > m->super.btl_max_send_size)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
+    if (NULL == f)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    memcpy(f->segment.seg_addr, header, header_size);
+    if (payload_size)
+        memcpy((char *)f->segment.seg_addr + header_size, payload, payload_size);
+    f->segment.seg_len = header_size + payload_size;
+    f->base.des_flags = flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    int rc = px_btl_ofi_send(btl, endpoint, &f->base, tag);
+    if (rc < 0)
+        px_free_list_return(&m->send_frags, &f->base.super);
+    return rc < 0 ? rc : PX_SUCCESS;
+}
+
+/* Retry sends refused with EAGAIN, in order. */
+static int px_btl_ofi_retry_pending(px_btl_ofi_module_t *m)
+{
+    int n = 0;
+    while (m->pending_head) {
+        px_btl_ofi_frag_t *f = m->pending_head;
+        ssize_t rc = f->endpoint->failed ? -FI_EHOSTUNREACH : px_btl_ofi_post_send(m, f);
+        if (-FI_EAGAIN == rc)
+            break;
+        m->pending_head = f->next_pending;
+        if (NULL == m->pending_head)
+            m->pending_tail = NULL;
+        f->next_pending = NULL;
+        ++n;
+        if (0 != rc) {
+            if (!f->endpoint->failed)
+                px_btl_ofi_report(m, f->endpoint, PX_ERR_COMM, "fi_send to",
+                                  px_btl_ofi_strerror((int)rc));
+            px_btl_ofi_send_done(m, f, PX_ERR_UNREACH);
+        }
+    }
+    return n;
+}
+
+/* ---- RDMA ---- */
+
+static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, bool write,
+                           void *local_address, uint64_t remote_address,
+                           px_btl_registration_handle_t *local_handle,
+                           px_btl_registration_handle_t *remote_handle, size_t size,
+                           px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+{
+    if (PX_UNLIKELY(endpoint->failed))
+        return PX_ERR_UNREACH;
+    if (PX_UNLIKELY(NULL == remote_handle))
+        return PX_ERR_BAD_PARAM;
+    px_btl_ofi_rdma_op_t *op = (px_btl_ofi_rdma_op_t *)px_free_list_get(&m->rdma_ops);
+    if (NULL == op)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    op->ctx.type = PX_BTL_OFI_OP_RDMA;
+    op->endpoint = endpoint;
+    op->local_address = local_address;
+    op->local_handle = local_handle;
+    op->temp_reg = NULL;
+    op->cbfunc = cbfunc;
+    op->cbcontext = cbcontext;
+    op->cbdata = cbdata;
+    op->write = write;
+    void *desc = NULL;
+    if (local_handle) {
+        desc = local_handle->desc;
+    } else if (m->mr_local) {
+        if (PX_SUCCESS != px_rcache_register(m->rcache, local_address, size, 0, &op->temp_reg)) {
+            px_free_list_return(&m->rdma_ops, &op->super);
+            return PX_ERR_TEMP_OUT_OF_RESOURCE;
+        }
+        desc = ((px_btl_ofi_reg_t *)op->temp_reg)->handle.desc;
+    }
+    uint64_t raddr = m->mr_virt_addr ? remote_address : remote_address - remote_handle->base;
+    ssize_t rc = write ? fi_write(m->ep, local_address, size, desc, endpoint->addr, raddr,
+                                  remote_handle->key, &op->ctx.fi)
+                       : fi_read(m->ep, local_address, size, desc, endpoint->addr, raddr,
+                                 remote_handle->key, &op->ctx.fi);
+    if (PX_LIKELY(0 == rc)) {
+        endpoint->outstanding++;
+        m->outstanding++;
+        return PX_SUCCESS;
+    }
+    if (op->temp_reg)
+        px_rcache_release(op->temp_reg);
+    px_free_list_return(&m->rdma_ops, &op->super);
+    if (-FI_EAGAIN == rc)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    px_btl_ofi_report(m, endpoint, PX_ERR_COMM, write ? "fi_write to" : "fi_read from",
+                      px_btl_ofi_strerror((int)rc));
+    return PX_ERR_COMM;
+}
+
+static int px_btl_ofi_put(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
+                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
+                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
+                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
+                          void *cbdata)
+{
+    (void)flags;
+    (void)order;
+    return px_btl_ofi_rdma((px_btl_ofi_module_t *)btl, endpoint, true, local_address,
+                           remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
+                           cbdata);
+}
+
+static int px_btl_ofi_get(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
+                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
+                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
+                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
+                          void *cbdata)
+{
+    (void)flags;
+    (void)order;
+    return px_btl_ofi_rdma((px_btl_ofi_module_t *)btl, endpoint, false, local_address,
+                           remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
+                           cbdata);
+}
+
+static void px_btl_ofi_rdma_done(px_btl_ofi_module_t *m, px_btl_ofi_rdma_op_t *op, int status)
+{
+    if (op->temp_reg)
+        px_rcache_release(op->temp_reg);
+    px_btl_rdma_completion_fn cb = op->cbfunc;
+    px_btl_endpoint_t *ep = op->endpoint;
+    void *la = op->local_address, *cc = op->cbcontext, *cd = op->cbdata;
+    px_btl_registration_handle_t *lh = op->local_handle;
+    px_free_list_return(&m->rdma_ops, &op->super);
+    if (cb)
+        cb(&m->super, ep, la, lh, cc, cd, status);
+}
+
+/* ---- progress ---- */
+
+static bool px_btl_ofi_is_peer_loss(int err)
+{
+    switch (err) {
+    case FI_EHOSTUNREACH:
+    case FI_ECONNREFUSED:
+    case FI_ECONNRESET:
+    case FI_ECONNABORTED:
+    case FI_ENOTCONN:
+    case FI_ESHUTDOWN:
+    case FI_EADDRNOTAVAIL:
+    case FI_ETIMEDOUT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void px_btl_ofi_handle_error(px_btl_ofi_module_t *m)
+{
+    struct fi_cq_err_entry err;
+    memset(&err, 0, sizeof(err));
+    ssize_t rc = fi_cq_readerr(m->cq, &err, 0);
+    if (rc < 0)
+        return;
+    char prov_text[256];
+    const char *ptext =
+        fi_cq_strerror(m->cq, err.prov_errno, err.err_data, prov_text, sizeof(prov_text));
+    char detail[400];
+    snprintf(detail, sizeof(detail), "%s%s%s", fi_strerror(err.err), ptext && ptext[0] ? "; " : "",
+             ptext ? ptext : "");
+    if (NULL == err.op_context) {
+        px_btl_ofi_report(m, NULL, PX_ERR_COMM, "completion queue error", detail);
+        return;
+    }
+    px_btl_ofi_context_t *ctx = px_container_of(err.op_context, px_btl_ofi_context_t, fi);
+    int status = px_btl_ofi_is_peer_loss(err.err) ? PX_ERR_UNREACH : PX_ERR_COMM;
+    switch (ctx->type) {
+    case PX_BTL_OFI_OP_RECV: {
+        px_btl_ofi_frag_t *f = px_container_of(ctx, px_btl_ofi_frag_t, ctx);
+        if (FI_ECANCELED == err.err)
+            return; /* shutting down */
+        px_btl_ofi_report(m, NULL, PX_ERR_COMM, "a posted receive failed", detail);
+        px_btl_ofi_post_recv(m, f);
+        return;
+    }
+    case PX_BTL_OFI_OP_SEND: {
+        px_btl_ofi_frag_t *f = px_container_of(ctx, px_btl_ofi_frag_t, ctx);
+        px_btl_endpoint_t *ep = f->endpoint;
+        ep->outstanding--;
+        m->outstanding--;
+        if (PX_ERR_UNREACH == status)
+            ep->failed = true;
+        px_btl_ofi_report(m, ep, status, "send to", detail);
+        px_btl_ofi_send_done(m, f, status);
+        return;
+    }
+    case PX_BTL_OFI_OP_RDMA: {
+        px_btl_ofi_rdma_op_t *op = px_container_of(ctx, px_btl_ofi_rdma_op_t, ctx);
+        px_btl_endpoint_t *ep = op->endpoint;
+        ep->outstanding--;
+        m->outstanding--;
+        if (PX_ERR_UNREACH == status)
+            ep->failed = true;
+        px_btl_ofi_report(m, ep, status, op->write ? "RDMA write to" : "RDMA read from", detail);
+        px_btl_ofi_rdma_done(m, op, status);
+        return;
+    }
+    default:
+        px_btl_ofi_report(m, NULL, PX_ERR_COMM, "completion with an unknown context", detail);
+    }
+}
+
+static int px_btl_ofi_progress(px_btl_module_t *btl)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    struct fi_cq_msg_entry ev[16];
+    int handled = 0;
+    ssize_t n = fi_cq_read(m->cq, ev, 16);
+    if (n > 0) {
+        for (ssize_t i = 0; i < n; ++i) {
+            px_btl_ofi_context_t *ctx = px_container_of(ev[i].op_context, px_btl_ofi_context_t, fi);
+            switch (ctx->type) {
+            case PX_BTL_OFI_OP_RECV:
+                px_btl_ofi_handle_recv(m, px_container_of(ctx, px_btl_ofi_frag_t, ctx), ev[i].len);
+                break;
+            case PX_BTL_OFI_OP_SEND: {
+                px_btl_ofi_frag_t *f = px_container_of(ctx, px_btl_ofi_frag_t, ctx);
+                f->endpoint->outstanding--;
+                m->outstanding--;
+                px_btl_ofi_send_done(m, f, PX_SUCCESS);
+                break;
+            }
+            case PX_BTL_OFI_OP_RDMA: {
+                px_btl_ofi_rdma_op_t *op = px_container_of(ctx, px_btl_ofi_rdma_op_t, ctx);
+                op->endpoint->outstanding--;
+                m->outstanding--;
+                px_btl_ofi_rdma_done(m, op, PX_SUCCESS);
+                break;
+            }
+            }
+        }
+        handled += (int)n;
+    } else if (-FI_EAVAIL == n) {
+        px_btl_ofi_handle_error(m);
+        ++handled;
+    }
+    if (PX_UNLIKELY(NULL != m->pending_head))
+        handled += px_btl_ofi_retry_pending(m);
+    return handled;
+}
+
+static int px_btl_ofi_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        size_t left = endpoint ? endpoint->outstanding : m->outstanding;
+        if (0 == left && (NULL == m->pending_head))
+            return PX_SUCCESS;
+        px_btl_ofi_progress(btl);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (px_btl_ofi_flush_timeout > 0 && t.tv_sec - t0.tv_sec > px_btl_ofi_flush_timeout) {
+            px_show_error("btl/ofi (%s): flush%s%s gave up after %d s (btl_ofi_flush_timeout) "
+                          "with %zu operation(s) outstanding",
+                          px_btl_ofi_prov(m), endpoint ? " of rank " : "", endpoint ? "" : "",
+                          px_btl_ofi_flush_timeout, left);
+            return PX_ERR_TIMEOUT;
+        }
+    }
+}
+
+static int px_btl_ofi_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc)
+{
+    ((px_btl_ofi_module_t *)btl)->error_cb = cbfunc;
+    return PX_SUCCESS;
+}
+
+/* ---- peers ---- */
+
+static const char *px_btl_ofi_keep_reason(px_btl_ofi_module_t *m, char *text)
+{
+    char **r = realloc(m->reasons, (m->num_reasons + 1) * sizeof(char *));
+    if (NULL == r) {
+        free(text);
+        return "out of memory";
+    }
+    m->reasons = r;
+    m->reasons[m->num_reasons++] = text;
+    return text;
+}
+
+static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...) PX_PRINTF(2, 3);
+static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...)
+{
+    va_list ap;
+    char *text = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    return text ? px_btl_ofi_keep_reason(m, text) : "out of memory";
+}
+
+static int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                                const char **reasons)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    const char *myprov = px_btl_ofi_prov(m);
+    bool host_only = 0 == strcmp(myprov, "shm");
+    for (size_t i = 0; i < nprocs; ++i) {
+        px_proc_t *p = procs[i];
+        endpoints[i] = NULL;
+        if (p->rank < 0)
+            continue;
+        if ((size_t)p->rank >= m->num_peers) {
+            size_t n = (size_t)p->rank + 1;
+            px_btl_endpoint_t **np = realloc(m->peers, n * sizeof(*np));
+            if (NULL == np)
+                return PX_ERR_OUT_OF_RESOURCE;
+            memset(np + m->num_peers, 0, (n - m->num_peers) * sizeof(*np));
+            m->peers = np;
+            m->num_peers = n;
+        }
+        if (m->peers[p->rank]) { /* already known */
+            endpoints[i] = m->peers[p->rank];
+            px_bitmap_set_bit(reachable, (int)i);
+            continue;
+        }
+        if (host_only && !(p->locality & PX_PROC_LOCAL_HOST)) {
+            reasons[i] = px_btl_ofi_reason(m,
+                                           "the shm provider reaches only same-host peers "
+                                           "and rank %d is on host %s",
+                                           p->rank, p->hostname ? p->hostname : "?");
+            continue;
+        }
+        void *blob = NULL;
+        size_t len = 0;
+        int rc = px_boot_modex_recv(&px_btl_ofi_component.base, p->rank, &blob, &len);
+        if (PX_SUCCESS != rc || len < sizeof(px_btl_ofi_modex_t)) {
+            reasons[i] = px_btl_ofi_reason(m,
+                                           "rank %d published no btl/ofi address (its "
+                                           "btl/ofi declined or is not in its btl list)",
+                                           p->rank);
+            free(blob);
+            continue;
+        }
+        px_btl_ofi_modex_t *b = blob;
+        b->prov[sizeof(b->prov) - 1] = '\0';
+        if (0 != strcmp(b->prov, myprov) || b->addr_format != m->info->addr_format ||
+            len < sizeof(*b) + b->addrlen) {
+            reasons[i] = px_btl_ofi_reason(m,
+                                           "rank %d uses libfabric provider %s, this process "
+                                           "%s: set btl_ofi_provider_include alike on all "
+                                           "hosts",
+                                           p->rank, b->prov, myprov);
+            free(blob);
+            continue;
+        }
+        fi_addr_t fa = FI_ADDR_NOTAVAIL;
+        int n = fi_av_insert(m->av, b->addr, 1, &fa, 0, NULL);
+        free(blob);
+        if (1 != n) {
+            reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",
+                                           p->rank, px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL));
+            continue;
+        }
+        px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
+        if (NULL == ep)
+            return PX_ERR_OUT_OF_RESOURCE;
+        ep->module = m;
+        ep->addr = fa;
+        ep->rank = p->rank;
+        ep->hostname = p->hostname;
+        m->peers[p->rank] = ep;
+        endpoints[i] = ep;
+        px_bitmap_set_bit(reachable, (int)i);
+    }
+    return PX_SUCCESS;
+}
+
+static int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                px_btl_endpoint_t **endpoints)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    for (size_t i = 0; i < nprocs; ++i) {
+        px_btl_endpoint_t *ep = endpoints ? endpoints[i] : NULL;
+        if (NULL == ep && procs[i]->rank >= 0 && (size_t)procs[i]->rank < m->num_peers)
+            ep = m->peers[procs[i]->rank];
+        if (NULL == ep)
+            continue;
+        if (ep->outstanding)
+            px_btl_ofi_flush(btl, ep);
+        fi_av_remove(m->av, &ep->addr, 1, 0);
+        if ((size_t)ep->rank < m->num_peers && m->peers[ep->rank] == ep)
+            m->peers[ep->rank] = NULL;
+        free(ep);
+        if (endpoints)
+            endpoints[i] = NULL;
+    }
+    return PX_SUCCESS;
+}
+
+/* ---- setup and teardown ---- */
+
+static void px_btl_ofi_teardown(px_btl_ofi_module_t *m);
+
+/* Setup failed in `call`: say so, release what was made. */
+static int px_btl_ofi_fail(px_btl_ofi_module_t *m, const char *call, int rc)
+{
+    px_show_error("btl/ofi: %s failed on provider %s (domain %s): %s", call, px_btl_ofi_prov(m),
+                  m->info && m->info->domain_attr ? m->info->domain_attr->name : "?",
+                  px_btl_ofi_strerror(rc));
+    px_btl_ofi_teardown(m);
+    return PX_ERR_NOT_AVAILABLE;
+}
+
+int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
+{
+    px_btl_module_t *b = &m->super;
+    m->info = info;
+    m->fabric = NULL;
+    m->domain = NULL;
+    m->av = NULL;
+    m->cq = NULL;
+    m->ep = NULL;
+    m->lists_ready = false;
+    m->posted = NULL;
+    m->num_posted = 0;
+    m->rcache = NULL;
+    m->error_cb = NULL;
+    m->pending_head = m->pending_tail = NULL;
+    m->outstanding = 0;
+    m->peers = NULL;
+    m->num_peers = 0;
+    m->reasons = NULL;
+    m->num_reasons = 0;
+    m->in_progress = 0;
+    m->next_key = 1;
+    m->my_rank = px_boot ? px_boot->rank : 0;
+    uint64_t mr_mode = info->domain_attr->mr_mode;
+    m->mr_local = 0 != (mr_mode & FI_MR_LOCAL);
+    m->mr_virt_addr = 0 != (mr_mode & FI_MR_VIRT_ADDR);
+    m->mr_prov_key = 0 != (mr_mode & FI_MR_PROV_KEY);
+    m->mr_endpoint = 0 != (mr_mode & FI_MR_ENDPOINT);
+    m->inject_size = info->tx_attr->inject_size;
+    if (m->inject_size > 1024)
+        m->inject_size = 1024; /* it is built on the stack */
+
+    b->btl_add_procs = px_btl_ofi_add_procs;
+    b->btl_del_procs = px_btl_ofi_del_procs;
+    b->btl_finalize = px_btl_ofi_module_finalize;
+    b->btl_alloc = px_btl_ofi_alloc;
+    b->btl_free = px_btl_ofi_free;
+    b->btl_prepare_src = px_btl_ofi_prepare_src;
+    b->btl_send = px_btl_ofi_send;
+    b->btl_sendi = px_btl_ofi_sendi;
+    b->btl_put = px_btl_ofi_put;
+    b->btl_get = px_btl_ofi_get;
+    b->btl_register_mem = px_btl_ofi_register_mem;
+    b->btl_deregister_mem = px_btl_ofi_deregister_mem;
+    b->btl_flush = px_btl_ofi_flush;
+    b->btl_progress = px_btl_ofi_progress;
+    b->btl_register_error = px_btl_ofi_register_error;
+    size_t max_msg = info->ep_attr->max_msg_size;
+    if (b->btl_max_send_size + PX_BTL_OFI_HDR > max_msg)
+        b->btl_max_send_size = max_msg - PX_BTL_OFI_HDR;
+    if (b->btl_eager_limit > b->btl_max_send_size)
+        b->btl_eager_limit = b->btl_max_send_size;
+    if (b->btl_put_limit > max_msg)
+        b->btl_put_limit = max_msg;
+    if (b->btl_get_limit > max_msg)
+        b->btl_get_limit = max_msg;
+    if (!(info->caps & FI_RMA))
+        b->btl_flags &= ~(uint32_t)PX_BTL_FLAGS_RDMA;
+    m->frag_size = PX_BTL_OFI_HDR + b->btl_max_send_size;
+
+    int rc = fi_fabric(info->fabric_attr, &m->fabric, NULL);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_fabric", rc);
+    rc = fi_domain(m->fabric, info, &m->domain, NULL);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_domain", rc);
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE, .size = 0};
+    rc = fi_cq_open(m->domain, &cq_attr, &m->cq, NULL);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_cq_open", rc);
+    struct fi_av_attr av_attr = {.type = info->domain_attr->av_type};
+    rc = fi_av_open(m->domain, &av_attr, &m->av, NULL);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_av_open", rc);
+    rc = fi_endpoint(m->domain, info, &m->ep, NULL);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_endpoint", rc);
+    rc = fi_ep_bind(m->ep, &m->av->fid, 0);
+    if (0 == rc)
+        rc = fi_ep_bind(m->ep, &m->cq->fid, FI_TRANSMIT | FI_RECV);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_ep_bind", rc);
+    rc = fi_enable(m->ep);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_enable", rc);
+    m->addrlen = sizeof(m->addr);
+    rc = fi_getname(&m->ep->fid, m->addr, &m->addrlen);
+    if (rc)
+        return px_btl_ofi_fail(m, "fi_getname", rc);
+
+    px_free_list_allocator_t *alloc = malloc(sizeof(*alloc));
+    if (NULL == alloc)
+        return px_btl_ofi_fail(m, "malloc", -FI_ENOMEM);
+    alloc->alloc = px_btl_ofi_payload_alloc;
+    alloc->free = px_btl_ofi_payload_free;
+    alloc->ctx = m;
+    PX_OBJ_CONSTRUCT(&m->send_frags, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&m->recv_frags, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&m->rdma_ops, px_free_list_t);
+    m->lists_ready = true;
+    m->payload_allocator = alloc;
+    int nrecv = px_btl_ofi_num_recvs > 0 ? px_btl_ofi_num_recvs : 1;
+    px_free_list_params_t fp = {
+        .item_class = PX_CLASS(px_btl_ofi_frag_t),
+        .payload_size = m->frag_size,
+        .num_initial = 16,
+        .num_per_grow = 16,
+        .num_max = 0,
+        .payload_allocator = alloc,
+    };
+    rc = px_free_list_init(&m->send_frags, &fp);
+    if (PX_SUCCESS == rc) {
+        fp.num_initial = (size_t)nrecv;
+        fp.num_per_grow = (size_t)nrecv;
+        rc = px_free_list_init(&m->recv_frags, &fp);
+    }
+    if (PX_SUCCESS == rc) {
+        px_free_list_params_t rp = {
+            .item_class = PX_CLASS(px_btl_ofi_rdma_op_t), .num_initial = 16, .num_per_grow = 32};
+        rc = px_free_list_init(&m->rdma_ops, &rp);
+    }
+    if (PX_SUCCESS != rc) {
+        px_show_error("btl/ofi (%s): could not allocate %sfragments: %s", px_btl_ofi_prov(m),
+                      m->mr_local ? "registered " : "", px_strerror(rc));
+        px_btl_ofi_teardown(m);
+        return rc;
+    }
+    px_rcache_params_t cp = {.name = "btl/ofi",
+                             .entry_size = sizeof(px_btl_ofi_reg_t),
+                             .register_fn = px_btl_ofi_rcache_reg,
+                             .deregister_fn = px_btl_ofi_rcache_dereg,
+                             .ctx = m,
+                             .max_entries = px_btl_ofi_rcache_max_entries,
+                             .max_bytes = px_btl_ofi_rcache_max_bytes};
+    rc = px_rcache_create(&cp, &m->rcache);
+    if (PX_SUCCESS != rc)
+        return px_btl_ofi_fail(m, "creating the registration cache", -FI_ENOMEM);
+    m->posted = calloc((size_t)nrecv, sizeof(*m->posted));
+    if (NULL == m->posted)
+        return px_btl_ofi_fail(m, "malloc", -FI_ENOMEM);
+    for (int i = 0; i < nrecv; ++i) {
+        px_btl_ofi_frag_t *f = (px_btl_ofi_frag_t *)px_free_list_get(&m->recv_frags);
+        if (NULL == f)
+            return px_btl_ofi_fail(m, "allocating receive buffers", -FI_ENOMEM);
+        f->ctx.type = PX_BTL_OFI_OP_RECV;
+        f->endpoint = NULL;
+        m->posted[m->num_posted++] = f;
+        if (PX_SUCCESS != px_btl_ofi_post_recv(m, f)) {
+            px_btl_ofi_teardown(m);
+            return PX_ERR_COMM;
+        }
+    }
+    return PX_SUCCESS;
+}
+
+static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
+{
+    /* Fail what is still queued, so no request waits for it forever. */
+    while (m->pending_head) {
+        px_btl_ofi_frag_t *f = m->pending_head;
+        m->pending_head = f->next_pending;
+        px_btl_ofi_send_done(m, f, PX_ERR_COMM);
+    }
+    m->pending_tail = NULL;
+    if (m->ep)
+        fi_close(&m->ep->fid);
+    m->ep = NULL;
+    if (m->lists_ready) {
+        for (int i = 0; i < m->num_posted; ++i)
+            px_free_list_return(&m->recv_frags, &m->posted[i]->base.super);
+        PX_OBJ_DESTRUCT(&m->send_frags);
+        PX_OBJ_DESTRUCT(&m->recv_frags);
+        PX_OBJ_DESTRUCT(&m->rdma_ops);
+        free(m->payload_allocator);
+        m->lists_ready = false;
+    }
+    free(m->posted);
+    m->posted = NULL;
+    m->num_posted = 0;
+    if (m->rcache)
+        px_rcache_destroy(m->rcache);
+    m->rcache = NULL;
+    for (size_t i = 0; i < m->num_peers; ++i)
+        free(m->peers[i]);
+    free(m->peers);
+    m->peers = NULL;
+    m->num_peers = 0;
+    if (m->av)
+        fi_close(&m->av->fid);
+    if (m->cq)
+        fi_close(&m->cq->fid);
+    if (m->domain)
+        fi_close(&m->domain->fid);
+    if (m->fabric)
+        fi_close(&m->fabric->fid);
+    m->av = NULL;
+    m->cq = NULL;
+    m->domain = NULL;
+    m->fabric = NULL;
+    for (size_t i = 0; i < m->num_reasons; ++i)
+        free(m->reasons[i]);
+    free(m->reasons);
+    m->reasons = NULL;
+    m->num_reasons = 0;
+    if (m->info)
+        fi_freeinfo(m->info);
+    m->info = NULL;
+}
+
+int px_btl_ofi_module_finalize(px_btl_module_t *btl)
+{
+    px_btl_ofi_teardown((px_btl_ofi_module_t *)btl);
+    free(btl);
+    return PX_SUCCESS;
+}
