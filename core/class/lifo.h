@@ -72,7 +72,9 @@ static inline void px_lifo_push_atomic_inline(px_lifo_t *lifo, px_list_item_t *i
 {
     px_list_item_t *next = __atomic_load_n(&lifo->px_lifo_head.data.item, __ATOMIC_RELAXED);
     do {
-        item->px_list_next = next;
+        /* atomic: a pop holding a stale head may read this concurrently (its
+         * CAS then fails) */
+        __atomic_store_n(&item->px_list_next, next, __ATOMIC_RELAXED);
     } while (!__atomic_compare_exchange_n(&lifo->px_lifo_head.data.item, &next, item, true,
                                           __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }

@@ -1,0 +1,423 @@
+/*
+ * free_list_test.c: px_free_list_t: growth to the maximum then NULL, payload
+ * and item alignment, construction exactly once per item, allocator hooks and
+ * the item-init callback, parameter errors, and the thread-safe path under 4
+ * threads with an owner mark on every item.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include "core/class/free_list.h"
+#include "core/util/error.h"
+
+#if defined(__SANITIZE_THREAD__) /* ThreadSanitizer is ~10x slower */
+#define ITERS 200000
+#else
+#define ITERS 1000000
+#endif
+
+typedef struct {
+    px_free_list_item_t super;
+    atomic_int owner;
+    int init_tag;
+    char pad[40];
+} frag_t;
+static atomic_int ctor_calls, dtor_calls;
+static void frag_construct(frag_t *f)
+{
+    atomic_init(&f->owner, 0);
+    f->init_tag = 0;
+    atomic_fetch_add(&ctor_calls, 1);
+}
+static void frag_destruct(frag_t *f)
+{
+    (void)f;
+    atomic_fetch_add(&dtor_calls, 1);
+}
+PX_CLASS_DECLARATION(frag_t);
+PX_CLASS_INSTANCE(frag_t, px_free_list_item_t, frag_construct, frag_destruct);
+
+typedef struct {
+    px_list_item_t super; /* not a free-list item */
+} not_item_t;
+PX_CLASS_DECLARATION(not_item_t);
+PX_CLASS_INSTANCE(not_item_t, px_list_item_t, NULL, NULL);
+
+static void reset_counts(void)
+{
+    atomic_store(&ctor_calls, 0);
+    atomic_store(&dtor_calls, 0);
+}
+
+START_TEST(grows_to_max_then_null_alignment_honoured)
+{
+    reset_counts();
+    px_free_list_t fl;
+    PX_OBJ_CONSTRUCT(&fl, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t),
+                               .payload_size = 100,
+                               .payload_alignment = 256,
+                               .item_alignment = 128,
+                               .num_initial = 3,
+                               .num_max = 10,
+                               .num_per_grow = 4};
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_SUCCESS);
+    ck_assert_uint_eq(fl.num_allocated, 3);
+    ck_assert_int_eq(atomic_load(&ctor_calls), 3);
+    frag_t *got[10];
+    for (int i = 0; i < 10; i++) {
+        got[i] = (frag_t *)px_free_list_get(&fl);
+        ck_assert_ptr_nonnull(got[i]);
+        ck_assert_uint_eq((uintptr_t)got[i] % 128, 0);
+        ck_assert_ptr_nonnull(got[i]->super.payload);
+        ck_assert_uint_eq((uintptr_t)got[i]->super.payload % 256, 0);
+        ck_assert_ptr_eq(got[i]->super.owner, &fl);
+        memset(got[i]->super.payload, i, 100); /* payloads must not overlap */
+        for (int j = 0; j < i; j++)
+            ck_assert_ptr_ne(got[i], got[j]);
+    }
+    for (int i = 0; i < 10; i++)
+        for (int k = 0; k < 100; k++)
+            ck_assert_int_eq(((unsigned char *)got[i]->super.payload)[k], i);
+    /* 3 initial + grows of 4 and then 3 (capped by the maximum) */
+    ck_assert_uint_eq(fl.num_allocated, 10);
+    ck_assert_ptr_null(px_free_list_get(&fl));
+    ck_assert_int_eq(px_free_list_grow(&fl, 5), PX_ERR_TEMP_OUT_OF_RESOURCE);
+    px_free_list_return(&fl, &got[4]->super);
+    ck_assert_ptr_eq(px_free_list_get(&fl), &got[4]->super);
+    ck_assert_ptr_null(px_free_list_get(&fl));
+    for (int i = 0; i < 10; i++)
+        px_free_list_return(&fl, &got[i]->super);
+    ck_assert_int_eq(atomic_load(&ctor_calls), 10); /* once per item, never on get */
+    ck_assert_int_eq(atomic_load(&dtor_calls), 0);
+    PX_OBJ_DESTRUCT(&fl);
+    ck_assert_int_eq(atomic_load(&dtor_calls), 10);
+}
+END_TEST
+
+START_TEST(st_path_lifo_order_and_defaults)
+{
+    px_free_list_t fl;
+    PX_OBJ_CONSTRUCT(&fl, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t)};
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_SUCCESS);
+    ck_assert_uint_eq(fl.num_allocated, 0); /* nothing until the first get */
+    px_free_list_item_t *a = px_free_list_get(&fl);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_uint_eq(fl.num_allocated, 32); /* default num_per_grow */
+    ck_assert_ptr_null(a->payload);          /* no payload asked for */
+    ck_assert_uint_eq((uintptr_t)a % 64, 0); /* default alignment */
+    px_free_list_item_t *b = px_free_list_get(&fl);
+    px_free_list_return(&fl, a);
+    px_free_list_return(&fl, b);
+    ck_assert_ptr_eq(px_free_list_get(&fl), b); /* last returned, first out */
+    ck_assert_ptr_eq(px_free_list_get(&fl), a);
+    ck_assert_int_eq(px_free_list_grow(&fl, 3), PX_SUCCESS); /* unlimited max */
+    ck_assert_uint_eq(fl.num_allocated, 35);
+    PX_OBJ_DESTRUCT(&fl);
+}
+END_TEST
+
+START_TEST(path_chosen_once_at_init)
+{
+    px_free_list_t st, mt;
+    PX_OBJ_CONSTRUCT(&st, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&mt, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t), .num_initial = 1};
+    ck_assert_int_eq(px_free_list_init(&st, &p), PX_SUCCESS);
+    p.thread_safe = true;
+    ck_assert_int_eq(px_free_list_init(&mt, &p), PX_SUCCESS);
+    ck_assert_ptr_ne((void *)st.get, (void *)mt.get);
+    ck_assert_ptr_ne((void *)st.put, (void *)mt.put);
+    PX_OBJ_DESTRUCT(&st);
+    PX_OBJ_DESTRUCT(&mt);
+}
+END_TEST
+
+/* ---- allocator hooks ---- */
+typedef struct {
+    int allocs, frees;
+    size_t outstanding;
+    int fail_after; /* allocations to allow; -1: no limit */
+    void *ptrs[64];
+    size_t sizes[64];
+    int bad_free; /* a free whose pointer/size/cookie did not match an alloc */
+} hook_state_t;
+
+static void *hook_alloc(void *ctx, size_t size, size_t align, void **cookie)
+{
+    hook_state_t *h = ctx;
+    if (h->fail_after == 0)
+        return NULL;
+    if (h->fail_after > 0)
+        h->fail_after--;
+    void *p = NULL;
+    if (posix_memalign(&p, align, size))
+        return NULL;
+    h->ptrs[h->allocs] = p;
+    h->sizes[h->allocs] = size;
+    *cookie = (void *)(intptr_t)(1000 + h->allocs); /* e.g. a memory registration */
+    h->allocs++;
+    h->outstanding += size;
+    return p;
+}
+
+static void hook_free(void *ctx, void *ptr, size_t size, void *cookie)
+{
+    hook_state_t *h = ctx;
+    int i = (int)((intptr_t)cookie - 1000);
+    if (i < 0 || i >= h->allocs || h->ptrs[i] != ptr || h->sizes[i] != size)
+        h->bad_free++;
+    else
+        h->ptrs[i] = NULL;
+    h->frees++;
+    h->outstanding -= size;
+    free(ptr);
+}
+
+static int init_calls;
+static int item_init(px_free_list_item_t *item, void *ctx)
+{
+    int *tag = ctx;
+    init_calls++;
+    ((frag_t *)item)->init_tag = *tag;
+    /* the item is already constructed when its init runs */
+    return atomic_load(&((frag_t *)item)->owner) == 0 ? PX_SUCCESS : PX_ERROR;
+}
+
+static int failing_init(px_free_list_item_t *item, void *ctx)
+{
+    (void)item;
+    int *left = ctx;
+    return (*left)-- > 0 ? PX_SUCCESS : PX_ERR_NOT_AVAILABLE;
+}
+
+START_TEST(allocator_hooks_and_item_init_used)
+{
+    reset_counts();
+    hook_state_t items = {.fail_after = -1}, payloads = {.fail_after = -1};
+    px_free_list_allocator_t ia = {hook_alloc, hook_free, &items};
+    px_free_list_allocator_t pa = {hook_alloc, hook_free, &payloads};
+    int tag = 77;
+    init_calls = 0;
+    px_free_list_t fl;
+    PX_OBJ_CONSTRUCT(&fl, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t),
+                               .payload_size = 4000,
+                               .payload_alignment = 4096,
+                               .num_initial = 4,
+                               .num_per_grow = 4,
+                               .num_max = 12,
+                               .item_allocator = &ia,
+                               .payload_allocator = &pa,
+                               .item_init = item_init,
+                               .item_init_ctx = &tag};
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_SUCCESS);
+    ck_assert_int_eq(items.allocs, 1);
+    ck_assert_int_eq(payloads.allocs, 1);
+    ck_assert_int_eq(init_calls, 4);
+    px_free_list_item_t *got[12];
+    for (int i = 0; i < 12; i++) {
+        got[i] = px_free_list_get(&fl);
+        ck_assert_ptr_nonnull(got[i]);
+        ck_assert_int_eq(((frag_t *)got[i])->init_tag, 77);
+        ck_assert_uint_eq((uintptr_t)got[i]->payload % 4096, 0);
+        /* the payload cookie is handed to the item */
+        intptr_t c = (intptr_t)got[i]->registration - 1000;
+        ck_assert(c >= 0 && c < payloads.allocs);
+        ck_assert((char *)got[i]->payload >= (char *)payloads.ptrs[c] &&
+                  (char *)got[i]->payload + 4000 <= (char *)payloads.ptrs[c] + payloads.sizes[c]);
+        /* and the item lives in memory from the item hook */
+        int inside = 0;
+        for (int k = 0; k < items.allocs; k++)
+            inside |= (char *)got[i] >= (char *)items.ptrs[k] &&
+                      (char *)got[i] + sizeof(frag_t) <= (char *)items.ptrs[k] + items.sizes[k];
+        ck_assert(inside);
+    }
+    ck_assert_ptr_null(px_free_list_get(&fl));
+    ck_assert_int_eq(items.allocs, 3);
+    ck_assert_int_eq(payloads.allocs, 3);
+    ck_assert_int_eq(init_calls, 12);
+    ck_assert_int_eq(atomic_load(&ctor_calls), 12);
+    for (int i = 0; i < 12; i++)
+        px_free_list_return(&fl, got[i]);
+    PX_OBJ_DESTRUCT(&fl);
+    ck_assert_int_eq(atomic_load(&dtor_calls), 12);
+    ck_assert_int_eq(items.frees, 3);
+    ck_assert_int_eq(payloads.frees, 3);
+    ck_assert_int_eq(items.bad_free + payloads.bad_free, 0);
+    ck_assert_uint_eq(items.outstanding + payloads.outstanding, 0);
+}
+END_TEST
+
+START_TEST(item_init_error_stops_grow_and_cleans_up)
+{
+    reset_counts();
+    hook_state_t items = {.fail_after = -1}, payloads = {.fail_after = -1};
+    px_free_list_allocator_t ia = {hook_alloc, hook_free, &items};
+    px_free_list_allocator_t pa = {hook_alloc, hook_free, &payloads};
+    int left = 6;
+    px_free_list_t fl;
+    PX_OBJ_CONSTRUCT(&fl, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t),
+                               .payload_size = 64,
+                               .num_initial = 4,
+                               .num_per_grow = 4,
+                               .item_allocator = &ia,
+                               .payload_allocator = &pa,
+                               .item_init = failing_init,
+                               .item_init_ctx = &left};
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_SUCCESS);
+    px_free_list_item_t *got[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_ptr_nonnull(got[i] = px_free_list_get(&fl));
+    /* the next chunk fails on its third item: no item of it is handed out */
+    ck_assert_ptr_null(px_free_list_get(&fl));
+    ck_assert_uint_eq(fl.num_allocated, 4);
+    ck_assert_int_eq(px_free_list_grow(&fl, 4), PX_ERR_NOT_AVAILABLE);
+    ck_assert_int_eq(atomic_load(&dtor_calls), 3 + 1); /* failed chunks destructed */
+    ck_assert_int_eq(items.allocs, 3);
+    ck_assert_int_eq(items.frees, 2); /* the two failed chunks went back */
+    ck_assert_int_eq(payloads.frees, 2);
+    for (int i = 0; i < 4; i++)
+        px_free_list_return(&fl, got[i]);
+    PX_OBJ_DESTRUCT(&fl);
+    ck_assert_int_eq(items.bad_free + payloads.bad_free, 0);
+    ck_assert_uint_eq(items.outstanding + payloads.outstanding, 0);
+    ck_assert_int_eq(atomic_load(&ctor_calls), atomic_load(&dtor_calls));
+}
+END_TEST
+
+START_TEST(allocator_failure_is_reported)
+{
+    hook_state_t items = {.fail_after = 1}, payloads = {.fail_after = 0};
+    px_free_list_allocator_t ia = {hook_alloc, hook_free, &items};
+    px_free_list_allocator_t pa = {hook_alloc, hook_free, &payloads};
+    px_free_list_t fl;
+    PX_OBJ_CONSTRUCT(&fl, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t),
+                               .payload_size = 64,
+                               .num_initial = 2,
+                               .item_allocator = &ia,
+                               .payload_allocator = &pa};
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_ERR_OUT_OF_RESOURCE);
+    ck_assert_int_eq(items.frees, 1); /* the item chunk was given back */
+    ck_assert_ptr_null(px_free_list_get(&fl));
+    PX_OBJ_DESTRUCT(&fl);
+    ck_assert_uint_eq(items.outstanding, 0);
+}
+END_TEST
+
+START_TEST(bad_params_rejected)
+{
+    px_free_list_t fl;
+    PX_OBJ_CONSTRUCT(&fl, px_free_list_t);
+    px_free_list_params_t p = {0};
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_free_list_init(&fl, NULL), PX_ERR_BAD_PARAM);
+    p.item_class = PX_CLASS(not_item_t);
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_ERR_BAD_PARAM);
+    p.item_class = PX_CLASS(frag_t);
+    p.item_size = sizeof(frag_t) - 1;
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_ERR_BAD_PARAM);
+    p.item_size = 0;
+    p.payload_alignment = 48;
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_ERR_BAD_PARAM);
+    p.payload_alignment = 0;
+    p.num_initial = 5;
+    p.num_max = 4;
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_ERR_BAD_PARAM);
+    PX_OBJ_DESTRUCT(&fl);
+}
+END_TEST
+
+/* ---- 4 threads, thread-safe path ---- */
+static px_free_list_t shared_fl;
+static atomic_int violations, nulls, go, done;
+/* Each thread does at least ITERS get/return pairs and keeps going until every
+ * thread has done its share, so that the threads really overlap even when
+ * the machine is busy (bounded at 20x ITERS). */
+static void *worker(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    while (!atomic_load(&go))
+        ;
+    for (int i = 0; i < 20 * ITERS; i++) {
+        if (i == ITERS)
+            atomic_fetch_add(&done, 1);
+        if (i >= ITERS && atomic_load_explicit(&done, memory_order_relaxed) == 4)
+            break;
+        frag_t *f = (frag_t *)px_free_list_get(&shared_fl);
+        if (NULL == f) {
+            atomic_fetch_add(&nulls, 1);
+            continue;
+        }
+        if (0 != atomic_exchange(&f->owner, me))
+            atomic_fetch_add(&violations, 1);
+        if (me != atomic_exchange(&f->owner, 0))
+            atomic_fetch_add(&violations, 1);
+        px_free_list_return(&shared_fl, &f->super);
+    }
+    return NULL;
+}
+
+START_TEST(threads_get_return_no_item_held_twice)
+{
+    reset_counts();
+    PX_OBJ_CONSTRUCT(&shared_fl, px_free_list_t);
+    /* Few items and growth under contention: 4 threads hold at most 4, so
+     * get never has to fail, and a grow happens while others pop. */
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t),
+                               .payload_size = 32,
+                               .num_initial = 1,
+                               .num_per_grow = 2,
+                               .num_max = 6,
+                               .thread_safe = true};
+    ck_assert_int_eq(px_free_list_init(&shared_fl, &p), PX_SUCCESS);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, worker, (void *)(intptr_t)(i + 1)), 0);
+    atomic_store(&go, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    int v = atomic_load(&violations), n0 = atomic_load(&nulls);
+    ck_assert_msg(v == 0, "%d times an item was held by two threads at once", v);
+    ck_assert_msg(n0 == 0, "get returned NULL %d times below the maximum", n0);
+    ck_assert_uint_le(shared_fl.num_allocated, 6);
+    ck_assert_int_eq(atomic_load(&ctor_calls), (int)shared_fl.num_allocated);
+    /* every allocated item is on the list exactly once */
+    frag_t *all[6];
+    size_t n = 0;
+    while (n < shared_fl.num_allocated && (all[n] = (frag_t *)px_free_list_get(&shared_fl)))
+        n++;
+    ck_assert_uint_eq(n, shared_fl.num_allocated);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            ck_assert_ptr_ne(all[i], all[j]);
+    PX_OBJ_DESTRUCT(&shared_fl);
+    ck_assert_int_eq(atomic_load(&dtor_calls), atomic_load(&ctor_calls));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("free_list");
+    TCase *tc = tcase_create("free_list");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, grows_to_max_then_null_alignment_honoured);
+    tcase_add_test(tc, st_path_lifo_order_and_defaults);
+    tcase_add_test(tc, path_chosen_once_at_init);
+    tcase_add_test(tc, allocator_hooks_and_item_init_used);
+    tcase_add_test(tc, item_init_error_stops_grow_and_cleans_up);
+    tcase_add_test(tc, allocator_failure_is_reported);
+    tcase_add_test(tc, bad_params_rejected);
+    tcase_add_test(tc, threads_get_return_no_item_held_twice);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
