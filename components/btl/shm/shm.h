@@ -1,0 +1,182 @@
+/*
+ * shm.h: btl/shm, the shared-memory transport between processes of one job
+ * on one host. Included by the shm component's own files and by its tests.
+ *
+ * Each process creates one segment, a file <btl_shm_backing_dir>/
+ * plexus-<uid>-<jobid>/seg-<rank> (folder 0700, file 0600), and publishes its
+ * path, size, pid and a random key in the modex. add_procs maps every local
+ * peer's segment after checking its header (magic, version, job id, key),
+ * and the peer that completes the set of attachments unlinks the file, so a
+ * crash leaves nothing behind. Layout of a segment (owner = receiver):
+ *
+ *   header line | fifo line (MPSC queue tail+head) | ack line per sender |
+ *   fast box ring per sender (btl_shm_fbox_size each) | fragment heap
+ *
+ * Small messages go through the per-pair fast box (single producer, single
+ * consumer ring in the receiver's segment, entries cache-line aligned, the
+ * 8-byte header written last with a release store, no syscalls). Others go
+ * as fragments, carved from the sender's segment through the free list's
+ * allocator hook, pushed on the receiver's lock-free multi-producer queue
+ * (relative pointers), and pushed back on the sender's queue when consumed.
+ * Large transfers: btl_get/btl_put with process_vm_readv/writev when
+ * btl_shm_single_copy allows it and the kernel does, else the runtime's
+ * pipelined fragments (copied in by the sender, out by the receiver).
+ */
+#ifndef PX_BTL_SHM_H
+#define PX_BTL_SHM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "frameworks/btl/btl.h"
+
+#define PX_BTL_SHM_MAGIC    0x706c78736d656d31ULL /* "plxsmem1" */
+#define PX_BTL_SHM_VERSION  1
+#define PX_BTL_SHM_EMPTY    (~(uint64_t)0)
+#define PX_BTL_SHM_FRAG_HDR 64 /* bytes before a fragment's data */
+
+enum { PX_BTL_SHM_SC_NONE = 0, PX_BTL_SHM_SC_CMA = 1, PX_BTL_SHM_SC_AUTO = 2 };
+
+/* First two cache lines of a segment. */
+typedef struct px_btl_shm_seg_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t nlocal;
+    uint64_t key;
+    uint64_t size;
+    int32_t owner_rank;
+    int32_t owner_pid;
+    uint64_t fbox_size;
+    _Atomic uint32_t attached; /* peers that mapped it */
+    char jobid[64];
+} px_btl_shm_seg_hdr_t;
+_Static_assert(sizeof(px_btl_shm_seg_hdr_t) <= 128, "the segment header fits before the fifo");
+_Static_assert(sizeof(px_btl_shm_seg_hdr_t) <= 128, "the segment header fits before the fifo");
+
+/* The receive queue: producers swap the tail, the owner pops the head. */
+typedef struct px_btl_shm_fifo {
+    _Atomic uint64_t tail;
+    char pad0[56];
+    _Atomic uint64_t head;
+    char pad1[56];
+} px_btl_shm_fifo_t;
+
+/* A fragment's header in the sender's segment, then its data. */
+typedef struct px_btl_shm_frag_hdr {
+    _Atomic uint64_t next; /* relative pointer on a queue */
+    uint64_t des;          /* the owner's descriptor (meaningful to the owner only) */
+    uint32_t len;
+    uint8_t tag;
+    uint8_t flags; /* PX_BTL_SHM_FRAG_RETURNED */
+    uint16_t src;  /* sender's local index */
+} px_btl_shm_frag_hdr_t;
+#define PX_BTL_SHM_FRAG_RETURNED 0x1
+
+/* What a process publishes in the modex. */
+typedef struct px_btl_shm_modex {
+    uint64_t key;
+    uint64_t size;
+    uint64_t vaddr; /* where the owner mapped it (for the single-copy probe) */
+    int32_t pid;
+    int32_t local_index;
+    char path[256];
+} px_btl_shm_modex_t;
+
+/* Per-peer state. */
+struct px_btl_endpoint {
+    int rank;
+    int idx; /* local index */
+    pid_t pid;
+    char *seg; /* the peer's segment, mapped */
+    size_t seg_size;
+    /* send side: our fast box in the peer's segment */
+    char *fb_out;
+    _Atomic uint64_t *fb_out_ack; /* the peer's read position (peer writes) */
+    uint64_t fb_wpos, fb_rpos_cache;
+    px_btl_shm_fifo_t *fifo; /* the peer's receive queue */
+    uint32_t inflight;       /* fragments sent, not yet returned */
+    /* receive side: its fast box in our segment */
+    char *fb_in;
+    _Atomic uint64_t *fb_in_ack;
+    uint64_t fb_rpos;
+};
+
+typedef struct px_btl_shm_frag {
+    px_btl_descriptor_t base;
+    px_btl_segment_t segment;
+    px_btl_shm_frag_hdr_t *hdr;
+    uint64_t rel; /* relative pointer of hdr */
+    struct px_btl_endpoint *ep;
+    px_free_list_t *list;
+    size_t capacity;
+} px_btl_shm_frag_t;
+PX_CLASS_DECLARATION(px_btl_shm_frag_t);
+
+typedef struct px_btl_shm_module {
+    px_btl_module_t super;
+    px_btl_error_fn error_cb;
+} px_btl_shm_module_t;
+
+/* Component state. */
+typedef struct px_btl_shm_state {
+    /* variables */
+    char *backing_dir;
+    size_t fbox_size;     /* bytes of each per-pair ring (power of two) */
+    size_t fbox_max_send; /* largest message through a fast box */
+    int single_copy;      /* PX_BTL_SHM_SC_* */
+    int free_list_eager_max, free_list_send_max;
+    int poll_batch;
+    /* runtime */
+    int my_idx, nlocal, my_rank;
+    int *local_index; /* [size]: local index of each rank, -1 when remote */
+    char dir[200], path[240];
+    char *seg; /* own segment */
+    size_t seg_size;
+    size_t heap_off, heap_used;
+    uint64_t key;
+    bool unlinked;
+    bool cma_ok;
+    char **bases; /* [nlocal]: mapped segments by local index */
+    px_btl_shm_fifo_t *my_fifo;
+    struct px_btl_endpoint **by_idx; /* [nlocal] */
+    struct px_btl_endpoint **active; /* endpoints to poll */
+    int nactive;
+    px_free_list_t frags_eager, frags_send;
+    bool lists_constructed, lists_initialized;
+} px_btl_shm_state_t;
+
+extern const px_btl_component_t px_btl_shm_component;
+extern px_btl_shm_module_t px_btl_shm_module;
+extern px_btl_shm_state_t px_btl_shm_state;
+
+/* Offsets inside a segment of `nlocal` processes with rings of fbox_size. */
+static inline size_t px_btl_shm_off_fifo(void)
+{
+    return 128;
+}
+static inline size_t px_btl_shm_off_ack(int idx)
+{
+    return 256 + (size_t)idx * 64;
+}
+static inline size_t px_btl_shm_off_fbox(int nlocal, size_t fbox_size, int idx)
+{
+    size_t base = (256 + (size_t)nlocal * 64 + 4095) & ~(size_t)4095;
+    return base + (size_t)idx * fbox_size;
+}
+
+/* Segment files (shm_segment.c); exported for the tests. */
+/* Create `path` (0600, O_EXCL) of `size` bytes in folder `dir` (made 0700
+ * when missing; refused when not owned by us or open to others), map it and
+ * write its header. */
+int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
+                              uint64_t key, int rank, int nlocal, size_t fbox_size, char **base);
+/* Map a peer's segment after checking its header against the job id and the
+ * key from the modex; PX_ERR_BAD_PARAM with a message naming what differs. */
+int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, uint64_t key,
+                              char **base);
+
+int px_btl_shm_module_setup(void); /* shm_module.c: called by init */
+void px_btl_shm_module_cleanup(void);
+
+#endif

@@ -1,0 +1,308 @@
+/*
+ * shm_component.c: btl/shm's variables, init (local indices from boot,
+ * the segment, the fragment free lists carved from it), modex publication
+ * and close.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "components/btl/shm/shm.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/boot/boot.h"
+#include "frameworks/btl/base/base.h"
+
+px_btl_shm_state_t px_btl_shm_state = {
+    .backing_dir = NULL,
+    .fbox_size = 64 * 1024,
+    .fbox_max_send = 8192 + 64,
+    .single_copy = PX_BTL_SHM_SC_NONE,
+    .free_list_eager_max = 128,
+    .free_list_send_max = 16,
+    .poll_batch = 64,
+};
+
+static const px_mca_var_enum_value_t px_btl_shm_sc_values[] = {
+    {PX_BTL_SHM_SC_NONE, "none"},
+    {PX_BTL_SHM_SC_CMA, "cma"},
+    {PX_BTL_SHM_SC_AUTO, "auto"},
+    {0, NULL},
+};
+
+static int px_btl_shm_register(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    int rc;
+    s->backing_dir = (char *)"/dev/shm";
+    rc = px_mca_var_register("btl", "shm", "backing_dir",
+                             "Folder holding the per-job folder plexus-<uid>-<jobid> of segment "
+                             "files (a tmpfs such as /dev/shm)",
+                             PX_MCA_VAR_TYPE_STRING, NULL, 3, PX_MCA_VAR_SCOPE_ALL, 0,
+                             &s->backing_dir);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "fbox_size",
+                             "Bytes of each per-pair fast box ring (a power of two, 4k..16M)",
+                             PX_MCA_VAR_TYPE_SIZE, NULL, 5, PX_MCA_VAR_SCOPE_ALL, 0, &s->fbox_size);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "fbox_max_send",
+                             "Largest message (bytes, headers included) sent through a fast box; "
+                             "larger ones go as fragments on the receiver's queue",
+                             PX_MCA_VAR_TYPE_SIZE, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &s->fbox_max_send);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "single_copy",
+                             "Single-copy mechanism for large messages: none (pipelined "
+                             "fragments through the segment), cma (process_vm_readv/writev as "
+                             "btl_get/btl_put), auto (cma when the kernel allows it)",
+                             PX_MCA_VAR_TYPE_ENUM, px_btl_shm_sc_values, 4, PX_MCA_VAR_SCOPE_ALL, 0,
+                             &s->single_copy);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "free_list_eager_max",
+                             "Eager fragments (btl_shm_eager_limit bytes) carved from the segment",
+                             PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &s->free_list_eager_max);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "free_list_send_max",
+                             "Pipeline fragments (btl_shm_max_send_size bytes) carved from the "
+                             "segment",
+                             PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &s->free_list_send_max);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "poll_batch",
+                             "Most messages taken from one peer's fast box per progress call",
+                             PX_MCA_VAR_TYPE_INT, NULL, 7, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &s->poll_batch);
+    if (rc < 0)
+        return rc;
+    return px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super);
+}
+
+static int px_btl_shm_open(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
+    s->lists_constructed = true;
+    return PX_SUCCESS;
+}
+
+static int px_btl_shm_close(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_shm_module_cleanup();
+    if (s->lists_constructed) {
+        PX_OBJ_DESTRUCT(&s->frags_send);
+        PX_OBJ_DESTRUCT(&s->frags_eager);
+        s->lists_constructed = false;
+    }
+    s->lists_initialized = false;
+    return PX_SUCCESS;
+}
+
+/* Payload allocator: bump allocation from the segment's heap. */
+static void *px_btl_shm_heap_alloc(void *ctx, size_t size, size_t align, void **cookie)
+{
+    (void)ctx;
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    size_t off = (s->heap_off + s->heap_used + align - 1) & ~(align - 1);
+    if (off + size > s->seg_size)
+        return NULL;
+    s->heap_used = off + size - s->heap_off;
+    *cookie = NULL;
+    return s->seg + off;
+}
+static void px_btl_shm_heap_free(void *ctx, void *ptr, size_t size, void *cookie)
+{
+    (void)ctx;
+    (void)ptr;
+    (void)size;
+    (void)cookie; /* the segment goes away as a whole */
+}
+static const px_free_list_allocator_t px_btl_shm_heap = {px_btl_shm_heap_alloc,
+                                                         px_btl_shm_heap_free, NULL};
+
+static int px_btl_shm_frag_init(px_free_list_item_t *item, void *ctx)
+{
+    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)item;
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    f->list = ctx;
+    f->capacity = (ctx == &s->frags_eager) ? px_btl_shm_module.super.btl_eager_limit
+                                           : px_btl_shm_module.super.btl_max_send_size;
+    f->hdr = item->payload;
+    if (NULL == f->hdr)
+        return PX_ERR_OUT_OF_RESOURCE;
+    f->rel = ((uint64_t)s->my_idx << 48) | (uint64_t)((char *)f->hdr - s->seg);
+    f->hdr->des = (uint64_t)(uintptr_t)f;
+    f->hdr->src = (uint16_t)s->my_idx;
+    f->segment.seg_addr = (char *)f->hdr + PX_BTL_SHM_FRAG_HDR;
+    f->segment.seg_len = 0;
+    f->base.des_segments = &f->segment;
+    f->base.des_segment_count = 1;
+    return PX_SUCCESS;
+}
+
+static int px_btl_shm_lists_init(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_module_t *m = &px_btl_shm_module.super;
+    struct {
+        px_free_list_t *list;
+        size_t cap;
+        int max;
+    } l[2] = {{&s->frags_eager, m->btl_eager_limit, s->free_list_eager_max},
+              {&s->frags_send, m->btl_max_send_size, s->free_list_send_max}};
+    for (int i = 0; i < 2; i++) {
+        px_free_list_params_t p = {
+            .item_class = PX_CLASS(px_btl_shm_frag_t),
+            .payload_size = PX_BTL_SHM_FRAG_HDR + l[i].cap,
+            .payload_alignment = 64,
+            .num_initial = 0,
+            .num_max = (size_t)l[i].max,
+            .num_per_grow = i == 0 ? 16 : 4,
+            .payload_allocator = &px_btl_shm_heap,
+            .item_init = px_btl_shm_frag_init,
+            .item_init_ctx = l[i].list,
+            .thread_safe = false,
+        };
+        int rc = px_free_list_init(l[i].list, &p);
+        if (rc != PX_SUCCESS)
+            return rc;
+    }
+    s->lists_initialized = true;
+    return PX_SUCCESS;
+}
+
+static bool is_pow2(size_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_threads,
+                                         bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_module_t *m = &px_btl_shm_module.super;
+    *num_modules = 0;
+    if (NULL == px_boot || px_boot->size < 2)
+        return NULL; /* nobody to talk to */
+    if (!is_pow2(s->fbox_size) || s->fbox_size < 4096 || s->fbox_size > (16u << 20)) {
+        px_show_error("btl shm: btl_shm_fbox_size %zu is not a power of two from 4096 to 16M",
+                      s->fbox_size);
+        return NULL;
+    }
+    if (s->fbox_max_send > s->fbox_size / 4)
+        s->fbox_max_send = s->fbox_size / 4;
+    if (m->btl_eager_limit < 256)
+        m->btl_eager_limit = 256;
+    if (m->btl_max_send_size < m->btl_eager_limit)
+        m->btl_max_send_size = m->btl_eager_limit;
+    if (s->free_list_eager_max < 8)
+        s->free_list_eager_max = 8;
+    if (s->free_list_send_max < 2)
+        s->free_list_send_max = 2;
+
+    /* Local indices: the ranks boot says share this host, in rank order. */
+    int size = px_boot->size;
+    s->local_index = malloc((size_t)size * sizeof(int));
+    if (!s->local_index)
+        return NULL;
+    s->nlocal = 0;
+    s->my_rank = px_boot->rank;
+    for (int r = 0; r < size; r++) {
+        uint32_t loc = px_boot->locality(r);
+        s->local_index[r] = (loc & (PX_PROC_LOCAL_HOST | PX_PROC_LOCAL_SELF)) ? s->nlocal++ : -1;
+    }
+    s->my_idx = s->local_index[s->my_rank];
+    if (s->nlocal < 2 || s->my_idx < 0 || s->nlocal > 65535) {
+        free(s->local_index);
+        s->local_index = NULL;
+        return NULL; /* no local peer */
+    }
+
+    /* Segment: header/fifo/acks, rings, heap. */
+    s->heap_off = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->nlocal);
+    size_t heap =
+        (size_t)s->free_list_eager_max * (PX_BTL_SHM_FRAG_HDR + m->btl_eager_limit + 64) +
+        (size_t)s->free_list_send_max * (PX_BTL_SHM_FRAG_HDR + m->btl_max_send_size + 64) + 65536;
+    s->seg_size = (s->heap_off + heap + 4095) & ~(size_t)4095;
+    s->heap_used = 0;
+    if (getrandom(&s->key, sizeof s->key, 0) != sizeof s->key)
+        s->key = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&s->key ^ 0x9e3779b97f4a7c15ULL;
+    const char *bd = s->backing_dir && *s->backing_dir ? s->backing_dir : "/dev/shm";
+    if (snprintf(s->dir, sizeof s->dir, "%s/plexus-%u-%s", bd, (unsigned)getuid(),
+                 px_boot->jobid) >= (int)sizeof s->dir ||
+        snprintf(s->path, sizeof s->path, "%s/seg-%d", s->dir, s->my_rank) >= (int)sizeof s->path) {
+        px_show_error("btl shm: segment path too long (btl_shm_backing_dir %s)", bd);
+        return NULL;
+    }
+    int rc = px_btl_shm_segment_create(s->dir, s->path, s->seg_size, px_boot->jobid, s->key,
+                                       s->my_rank, s->nlocal, s->fbox_size, &s->seg);
+    if (rc != PX_SUCCESS)
+        return NULL;
+    s->unlinked = false;
+    s->my_fifo = (px_btl_shm_fifo_t *)(s->seg + px_btl_shm_off_fifo());
+    s->bases = calloc((size_t)s->nlocal, sizeof(char *));
+    s->by_idx = calloc((size_t)s->nlocal, sizeof(*s->by_idx));
+    s->active = calloc((size_t)s->nlocal, sizeof(*s->active));
+    if (!s->bases || !s->by_idx || !s->active)
+        return NULL;
+    s->bases[s->my_idx] = s->seg;
+    s->nactive = 0;
+    if (!s->lists_constructed)
+        px_btl_shm_open();
+    if (px_btl_shm_lists_init() != PX_SUCCESS) {
+        px_show_warning("btl shm: cannot carve fragments from the segment (%zu bytes)",
+                        s->seg_size);
+        px_btl_shm_module_cleanup();
+        return NULL;
+    }
+    if (px_btl_shm_module_setup() != PX_SUCCESS) {
+        px_btl_shm_module_cleanup();
+        return NULL;
+    }
+    px_btl_module_t **mods = malloc(sizeof *mods);
+    if (!mods)
+        return NULL;
+    mods[0] = m;
+    *num_modules = 1;
+    return mods;
+}
+
+static int px_btl_shm_modex_send(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_shm_modex_t mx;
+    memset(&mx, 0, sizeof mx);
+    mx.key = s->key;
+    mx.size = s->seg_size;
+    mx.vaddr = (uint64_t)(uintptr_t)s->seg;
+    mx.pid = (int32_t)getpid();
+    mx.local_index = s->my_idx;
+    if (strlen(s->path) >= sizeof mx.path)
+        return PX_ERR_BAD_PARAM;
+    memcpy(mx.path, s->path, strlen(s->path) + 1);
+    return px_boot_modex_send(&px_btl_shm_component.base, &mx, sizeof mx);
+}
+
+const px_btl_component_t px_btl_shm_component = {
+    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
+                                    "shm", 1, 0, 0, px_btl_shm_register, px_btl_shm_open,
+                                    px_btl_shm_close),
+    .btl_init = px_btl_shm_init,
+    .btl_modex_send = px_btl_shm_modex_send,
+};

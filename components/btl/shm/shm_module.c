@@ -1,0 +1,608 @@
+/*
+ * shm_module.c: btl/shm's operations: add_procs (attach peers' segments,
+ * unlink when all attached), the fast box and the fragment queue on the send
+ * and receive paths, progress, and single-copy get/put.
+ *
+ * Fast box entry (64-byte aligned in the ring): an 8-byte header
+ *   bit 63 valid, bit 62 skip-to-ring-start, bits 24..31 tag, 0..23 length
+ * then the data. The sender writes the data, zeroes the header slot after
+ * the entry (so the receiver never mistakes stale bytes for a header), and
+ * stores the header last with release order. The receiver publishes how far
+ * it has read in its ack line for that sender.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "components/btl/shm/shm.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/boot/boot.h"
+#include "frameworks/btl/base/base.h"
+
+#define FB_VALID (1ULL << 63)
+#define FB_SKIP  (1ULL << 62)
+
+PX_CLASS_INSTANCE(px_btl_shm_frag_t, px_btl_descriptor_t, NULL, NULL);
+
+/* ------------------------------------------------------------ helpers */
+
+static inline void *rel_ptr(uint64_t rel)
+{
+    return px_btl_shm_state.bases[rel >> 48] + (rel & 0xffffffffffffULL);
+}
+
+static inline void fifo_push(px_btl_shm_fifo_t *fifo, px_btl_shm_frag_hdr_t *hdr, uint64_t rel)
+{
+    atomic_store_explicit(&hdr->next, PX_BTL_SHM_EMPTY, memory_order_relaxed);
+    uint64_t prev = atomic_exchange_explicit(&fifo->tail, rel, memory_order_acq_rel);
+    if (PX_LIKELY(prev == PX_BTL_SHM_EMPTY))
+        atomic_store_explicit(&fifo->head, rel, memory_order_release);
+    else
+        atomic_store_explicit(&((px_btl_shm_frag_hdr_t *)rel_ptr(prev))->next, rel,
+                              memory_order_release);
+}
+
+static inline px_btl_shm_frag_hdr_t *fifo_pop(px_btl_shm_fifo_t *fifo)
+{
+    uint64_t head = atomic_load_explicit(&fifo->head, memory_order_acquire);
+    if (PX_LIKELY(head == PX_BTL_SHM_EMPTY))
+        return NULL;
+    px_btl_shm_frag_hdr_t *h = rel_ptr(head);
+    uint64_t next = atomic_load_explicit(&h->next, memory_order_acquire);
+    if (next == PX_BTL_SHM_EMPTY) {
+        atomic_store_explicit(&fifo->head, PX_BTL_SHM_EMPTY, memory_order_relaxed);
+        uint64_t expect = head;
+        if (!atomic_compare_exchange_strong_explicit(&fifo->tail, &expect, PX_BTL_SHM_EMPTY,
+                                                     memory_order_acq_rel, memory_order_relaxed)) {
+            /* A producer swapped the tail after us; wait for its link. */
+            while ((next = atomic_load_explicit(&h->next, memory_order_acquire)) ==
+                   PX_BTL_SHM_EMPTY)
+                __builtin_ia32_pause();
+            atomic_store_explicit(&fifo->head, next, memory_order_relaxed);
+        }
+    } else {
+        atomic_store_explicit(&fifo->head, next, memory_order_relaxed);
+    }
+    return h;
+}
+
+static inline void deliver(px_btl_endpoint_t *ep, px_btl_tag_t tag, void *data, size_t len)
+{
+    const px_btl_active_message_callback_t *reg = &px_btl_base_active_message_trigger[tag];
+    px_btl_segment_t seg = {data, len};
+    px_btl_receive_descriptor_t rd = {
+        .endpoint = ep,
+        .src_rank = ep->rank,
+        .des_segments = &seg,
+        .des_segment_count = 1,
+        .tag = tag,
+        .cbdata = reg->cbdata,
+    };
+    if (PX_LIKELY(reg->cbfunc != NULL))
+        reg->cbfunc(&px_btl_shm_module.super, &rd);
+}
+
+/* ------------------------------------------------------------ fast box */
+
+/* Reserve room for an entry of `total` bytes (header included); returns the
+ * ring offset to write at, or -1 when full. Writes a skip entry when the
+ * entry does not fit before the end of the ring. */
+static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
+{
+    const size_t fbs = px_btl_shm_state.fbox_size;
+    size_t off = ep->fb_wpos & (fbs - 1);
+    size_t pad = off + esz > fbs ? fbs - off : 0;
+    uint64_t need = ep->fb_wpos + pad + esz + 64; /* +64: the zeroed next header */
+    if (PX_UNLIKELY(need - ep->fb_rpos_cache > fbs)) {
+        ep->fb_rpos_cache = atomic_load_explicit(ep->fb_out_ack, memory_order_acquire);
+        if (need - ep->fb_rpos_cache > fbs)
+            return -1;
+    }
+    if (PX_UNLIKELY(pad)) {
+        *(volatile uint64_t *)ep->fb_out = 0;
+        atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off), FB_VALID | FB_SKIP,
+                              memory_order_release);
+        ep->fb_wpos += pad;
+        off = 0;
+    }
+    return (long)off;
+}
+
+static inline void fbox_publish(px_btl_endpoint_t *ep, size_t off, size_t esz, px_btl_tag_t tag,
+                                size_t len)
+{
+    const size_t fbs = px_btl_shm_state.fbox_size;
+    *(volatile uint64_t *)(ep->fb_out + ((off + esz) & (fbs - 1))) = 0;
+    atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off),
+                          FB_VALID | ((uint64_t)tag << 24) | (uint64_t)len, memory_order_release);
+    ep->fb_wpos += esz;
+}
+
+static inline int fbox_send2(px_btl_endpoint_t *ep, px_btl_tag_t tag, const void *a, size_t alen,
+                             const void *b, size_t blen)
+{
+    size_t len = alen + blen;
+    size_t esz = (8 + len + 63) & ~(size_t)63;
+    long off = fbox_reserve(ep, esz);
+    if (PX_UNLIKELY(off < 0))
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    char *d = ep->fb_out + off + 8;
+    if (alen)
+        memcpy(d, a, alen);
+    if (blen)
+        memcpy(d + alen, b, blen);
+    fbox_publish(ep, (size_t)off, esz, tag, len);
+    return PX_SUCCESS;
+}
+
+/* Take up to `max` messages from one peer's fast box. */
+static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
+{
+    const size_t fbs = px_btl_shm_state.fbox_size;
+    int n = 0;
+    while (n < max) {
+        size_t off = ep->fb_rpos & (fbs - 1);
+        uint64_t h =
+            atomic_load_explicit((_Atomic uint64_t *)(ep->fb_in + off), memory_order_acquire);
+        if (!(h & FB_VALID))
+            break;
+        if (PX_UNLIKELY(h & FB_SKIP)) {
+            ep->fb_rpos += fbs - off;
+            atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
+            continue;
+        }
+        size_t len = h & 0xffffff;
+        deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8, len);
+        ep->fb_rpos += (8 + len + 63) & ~(size_t)63;
+        atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
+        n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ fragments */
+
+static inline px_btl_shm_frag_t *frag_get(size_t size)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_free_list_t *fl;
+    if (size <= px_btl_shm_module.super.btl_eager_limit)
+        fl = &s->frags_eager;
+    else if (size <= px_btl_shm_module.super.btl_max_send_size)
+        fl = &s->frags_send;
+    else
+        return NULL;
+    return (px_btl_shm_frag_t *)px_free_list_get(fl);
+}
+
+static inline void frag_return(px_btl_shm_frag_t *f)
+{
+    px_free_list_return(f->list, &f->base.super);
+}
+
+static void frag_complete(px_btl_shm_frag_t *f)
+{
+    px_btl_descriptor_t *des = &f->base;
+    if (f->ep)
+        f->ep->inflight--;
+    if (des->des_cbfunc)
+        des->des_cbfunc(&px_btl_shm_module.super, f->ep, des, PX_SUCCESS);
+    if (des->des_flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+        frag_return(f);
+}
+
+static inline void frag_push(px_btl_endpoint_t *ep, px_btl_shm_frag_t *f, px_btl_tag_t tag)
+{
+    px_btl_shm_frag_hdr_t *h = f->hdr;
+    h->len = (uint32_t)f->segment.seg_len;
+    h->tag = tag;
+    h->flags = 0;
+    f->ep = ep;
+    ep->inflight++;
+    fifo_push(ep->fifo, h, f->rel);
+}
+
+static int fifo_poll(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    int n = 0;
+    px_btl_shm_frag_hdr_t *h;
+    while ((h = fifo_pop(s->my_fifo)) != NULL) {
+        if (h->flags & PX_BTL_SHM_FRAG_RETURNED) {
+            frag_complete((px_btl_shm_frag_t *)(uintptr_t)h->des);
+        } else {
+            px_btl_endpoint_t *ep = h->src < s->nlocal ? s->by_idx[h->src] : NULL;
+            if (PX_LIKELY(ep != NULL)) {
+                /* Messages from this peer still in its fast box came first. */
+                fbox_poll(ep, 1 << 30);
+                deliver(ep, h->tag, (char *)h + PX_BTL_SHM_FRAG_HDR, h->len);
+                h->flags = PX_BTL_SHM_FRAG_RETURNED;
+                fifo_push(ep->fifo, h,
+                          ((uint64_t)h->src << 48) | (uint64_t)((char *)h - s->bases[h->src]));
+            }
+        }
+        n++;
+    }
+    return n;
+}
+
+static int px_btl_shm_progress(px_btl_module_t *btl)
+{
+    (void)btl;
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    int n = 0;
+    for (int i = 0; i < s->nactive; i++)
+        n += fbox_poll(s->active[i], s->poll_batch);
+    if (atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
+        n += fifo_poll();
+    return n;
+}
+
+/* ------------------------------------------------------------ send */
+
+static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                             uint8_t order, size_t size, uint32_t flags)
+{
+    (void)btl;
+    (void)endpoint;
+    px_btl_shm_frag_t *f = frag_get(size);
+    if (PX_UNLIKELY(!f))
+        return NULL;
+    f->segment.seg_len = size;
+    f->base.des_segments = &f->segment;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.order = order;
+    f->ep = NULL;
+    return &f->base;
+}
+
+static int px_btl_shm_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
+{
+    (void)btl;
+    frag_return((px_btl_shm_frag_t *)des);
+    return PX_SUCCESS;
+}
+
+static px_btl_descriptor_t *px_btl_shm_prepare_src(px_btl_module_t *btl,
+                                                   px_btl_endpoint_t *endpoint,
+                                                   px_btl_convertor_t *conv, uint8_t order,
+                                                   size_t reserve, size_t *size, uint32_t flags)
+{
+    size_t data = *size, left = conv->total - conv->position;
+    if (data > left)
+        data = left;
+    if (reserve + data > btl->btl_max_send_size)
+        data = btl->btl_max_send_size > reserve ? btl->btl_max_send_size - reserve : 0;
+    px_btl_descriptor_t *des = px_btl_shm_alloc(btl, endpoint, order, reserve + data, flags);
+    if (PX_UNLIKELY(!des))
+        return NULL;
+    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
+    size_t packed = px_btl_convertor_pack(conv, (char *)f->segment.seg_addr + reserve, data);
+    f->segment.seg_len = reserve + packed;
+    *size = packed;
+    return des;
+}
+
+static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
+                           px_btl_tag_t tag)
+{
+    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
+    size_t len = f->segment.seg_len;
+    if (len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0 &&
+        fbox_send2(ep, tag, f->segment.seg_addr, len, NULL, 0) == PX_SUCCESS) {
+        const uint32_t flags = des->des_flags;
+        if ((flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
+            des->des_cbfunc(btl, ep, des, PX_SUCCESS);
+        if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+            frag_return(f);
+        return 1;
+    }
+    frag_push(ep, f, tag);
+    return 0;
+}
+
+static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const void *header,
+                            size_t header_size, const void *payload, size_t payload_size,
+                            uint8_t order, uint32_t flags, px_btl_tag_t tag,
+                            px_btl_descriptor_t **descriptor)
+{
+    size_t len = header_size + payload_size;
+    if (descriptor)
+        *descriptor = NULL;
+    if (PX_LIKELY(len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0) &&
+        PX_LIKELY(fbox_send2(ep, tag, header, header_size, payload, payload_size) == PX_SUCCESS))
+        return PX_SUCCESS;
+    /* Through a fragment on the queue. */
+    px_btl_descriptor_t *des =
+        px_btl_shm_alloc(btl, ep, order, len, flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (!des)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
+    if (header_size)
+        memcpy(f->segment.seg_addr, header, header_size);
+    if (payload_size)
+        memcpy((char *)f->segment.seg_addr + header_size, payload, payload_size);
+    des->des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    frag_push(ep, f, tag);
+    return PX_SUCCESS;
+}
+
+/* ------------------------------------------------------------ single copy */
+
+static int px_btl_shm_get(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local_address,
+                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
+                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
+                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
+                          void *cbdata)
+{
+    (void)remote_handle;
+    (void)flags;
+    (void)order;
+    size_t done = 0;
+    while (done < size) {
+        struct iovec l = {(char *)local_address + done, size - done};
+        struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};
+        ssize_t n = process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            px_show_error("btl shm: process_vm_readv of %zu bytes from rank %d (pid %d) failed: "
+                          "%s",
+                          size - done, ep->rank, (int)ep->pid, n < 0 ? strerror(errno) : "EOF");
+            return PX_ERR_COMM;
+        }
+        done += (size_t)n;
+    }
+    if (cbfunc)
+        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+
+static int px_btl_shm_put(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local_address,
+                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
+                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
+                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
+                          void *cbdata)
+{
+    (void)remote_handle;
+    (void)flags;
+    (void)order;
+    size_t done = 0;
+    while (done < size) {
+        struct iovec l = {(char *)local_address + done, size - done};
+        struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};
+        ssize_t n = process_vm_writev(ep->pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            px_show_error("btl shm: process_vm_writev of %zu bytes to rank %d (pid %d) failed: "
+                          "%s",
+                          size - done, ep->rank, (int)ep->pid, n < 0 ? strerror(errno) : "EOF");
+            return PX_ERR_COMM;
+        }
+        done += (size_t)n;
+    }
+    if (cbfunc)
+        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+
+/* ------------------------------------------------------------ peers */
+
+static int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                                const char **reasons)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    bool probed = false;
+    for (size_t i = 0; i < nprocs; i++) {
+        px_proc_t *p = procs[i];
+        if (p->locality & PX_PROC_LOCAL_SELF) {
+            if (reasons)
+                reasons[i] = "self (the calling process is served by btl/self)";
+            continue;
+        }
+        if (!(p->locality & PX_PROC_LOCAL_HOST) || p->rank < 0 || p->rank >= px_boot->size ||
+            s->local_index[p->rank] < 0) {
+            if (reasons)
+                reasons[i] = "on another host";
+            continue;
+        }
+        int idx = s->local_index[p->rank];
+        if (s->by_idx[idx]) { /* already known */
+            endpoints[i] = s->by_idx[idx];
+            px_bitmap_set_bit(reachable, (int)i);
+            continue;
+        }
+        px_btl_shm_modex_t *mx = NULL;
+        size_t mlen = 0;
+        int rc = px_boot_modex_recv(&px_btl_shm_component.base, p->rank, (void **)&mx, &mlen);
+        if (rc != PX_SUCCESS || mlen != sizeof *mx || mx->local_index != idx) {
+            if (reasons)
+                reasons[i] = "its shm modex entry is missing or malformed";
+            free(mx);
+            continue;
+        }
+        mx->path[sizeof mx->path - 1] = '\0';
+        char *base;
+        rc = px_btl_shm_segment_attach(mx->path, mx->size, px_boot->jobid, mx->key, &base);
+        if (rc != PX_SUCCESS) {
+            if (reasons)
+                reasons[i] = "its segment could not be attached (see the error above)";
+            free(mx);
+            continue;
+        }
+        px_btl_endpoint_t *ep = calloc(1, sizeof *ep);
+        if (!ep) {
+            munmap(base, mx->size);
+            free(mx);
+            return PX_ERR_OUT_OF_RESOURCE;
+        }
+        ep->rank = p->rank;
+        ep->idx = idx;
+        ep->pid = mx->pid;
+        ep->seg = base;
+        ep->seg_size = mx->size;
+        ep->fb_out = base + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
+        ep->fb_out_ack = (_Atomic uint64_t *)(base + px_btl_shm_off_ack(s->my_idx));
+        ep->fifo = (px_btl_shm_fifo_t *)(base + px_btl_shm_off_fifo());
+        ep->fb_in = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, idx);
+        ep->fb_in_ack = (_Atomic uint64_t *)(s->seg + px_btl_shm_off_ack(idx));
+        s->bases[idx] = base;
+        s->by_idx[idx] = ep;
+        s->active[s->nactive++] = ep;
+        px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)base;
+        uint32_t n = atomic_fetch_add_explicit(&h->attached, 1, memory_order_acq_rel) + 1;
+        if (n == h->nlocal - 1) {
+            /* Every peer has it mapped: the name is no longer needed. */
+            unlink(mx->path);
+            char *slash = strrchr(mx->path, '/');
+            if (slash) {
+                *slash = '\0';
+                rmdir(mx->path); /* succeeds for the last segment of the job */
+            }
+        }
+        if (!probed && (btl->btl_flags & PX_BTL_FLAGS_GET)) {
+            probed = true;
+            uint64_t magic = 0;
+            struct iovec l = {&magic, sizeof magic}, r = {(void *)(uintptr_t)mx->vaddr, 8};
+            if (process_vm_readv(ep->pid, &l, 1, &r, 1, 0) != 8 || magic != PX_BTL_SHM_MAGIC) {
+                int e = errno;
+                btl->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
+                btl->btl_get = NULL;
+                btl->btl_put = NULL;
+                if (s->single_copy == PX_BTL_SHM_SC_CMA)
+                    px_show_warning("btl shm: btl_shm_single_copy=cma but process_vm_readv from "
+                                    "rank %d is refused (%s; ptrace rules or a container); "
+                                    "using pipelined copies",
+                                    p->rank, strerror(e));
+            }
+        }
+        free(mx);
+        endpoints[i] = ep;
+        px_bitmap_set_bit(reachable, (int)i);
+    }
+    return PX_SUCCESS;
+}
+
+static int px_btl_shm_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                px_btl_endpoint_t **endpoints)
+{
+    (void)btl;
+    (void)nprocs;
+    (void)procs;
+    (void)endpoints;
+    return PX_SUCCESS; /* endpoints go away in finalize */
+}
+
+static int px_btl_shm_flush(px_btl_module_t *btl, px_btl_endpoint_t *ep)
+{
+    (void)btl;
+    (void)ep;
+    return PX_SUCCESS; /* get/put complete before they return */
+}
+
+static int px_btl_shm_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc)
+{
+    ((px_btl_shm_module_t *)btl)->error_cb = cbfunc;
+    return PX_SUCCESS;
+}
+
+static int px_btl_shm_finalize(px_btl_module_t *btl)
+{
+    (void)btl;
+    px_btl_shm_module_cleanup();
+    return PX_SUCCESS;
+}
+
+void px_btl_shm_module_cleanup(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (s->by_idx) {
+        for (int i = 0; i < s->nlocal; i++)
+            if (s->by_idx[i]) {
+                munmap(s->by_idx[i]->seg, s->by_idx[i]->seg_size);
+                free(s->by_idx[i]);
+            }
+    }
+    free(s->by_idx);
+    free(s->active);
+    s->by_idx = s->active = NULL;
+    s->nactive = 0;
+    if (s->seg) {
+        if (s->lists_constructed && s->lists_initialized) {
+            /* Items point into the segment: destroy the lists before unmapping. */
+            PX_OBJ_DESTRUCT(&s->frags_send);
+            PX_OBJ_DESTRUCT(&s->frags_eager);
+            PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
+            PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
+            s->lists_initialized = false;
+        }
+        munmap(s->seg, s->seg_size);
+        s->seg = NULL;
+        unlink(s->path); /* when some peer never attached */
+        rmdir(s->dir);
+    }
+    free(s->bases);
+    s->bases = NULL;
+    free(s->local_index);
+    s->local_index = NULL;
+}
+
+int px_btl_shm_module_setup(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_module_t *m = &px_btl_shm_module.super;
+    s->cma_ok = s->single_copy != PX_BTL_SHM_SC_NONE;
+    if (!s->cma_ok) {
+        m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
+        m->btl_get = NULL;
+        m->btl_put = NULL;
+    } else {
+        m->btl_get = px_btl_shm_get;
+        m->btl_put = px_btl_shm_put;
+    }
+    px_btl_shm_module.error_cb = NULL;
+    return PX_SUCCESS;
+}
+
+px_btl_shm_module_t px_btl_shm_module = {
+    .super =
+        {
+            .btl_component = &px_btl_shm_component,
+            .btl_exclusivity = PX_BTL_EXCLUSIVITY_HIGH - 1,
+            .btl_latency = 100,
+            .btl_bandwidth = 20000,
+            .btl_eager_limit = 8192 + 64,
+            .btl_max_send_size = 64 * 1024,
+            .btl_put_limit = SIZE_MAX,
+            .btl_put_alignment = 0,
+            .btl_get_limit = SIZE_MAX,
+            .btl_get_alignment = 0,
+            .btl_rdma_pipeline_send_length = 0,
+            .btl_flags =
+                PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_SINGLE_COPY,
+            .btl_registration_handle_size = 0,
+            .btl_add_procs = px_btl_shm_add_procs,
+            .btl_del_procs = px_btl_shm_del_procs,
+            .btl_finalize = px_btl_shm_finalize,
+            .btl_alloc = px_btl_shm_alloc,
+            .btl_free = px_btl_shm_free,
+            .btl_prepare_src = px_btl_shm_prepare_src,
+            .btl_send = px_btl_shm_send,
+            .btl_sendi = px_btl_shm_sendi,
+            .btl_put = px_btl_shm_put,
+            .btl_get = px_btl_shm_get,
+            .btl_register_mem = NULL,
+            .btl_deregister_mem = NULL,
+            .btl_flush = px_btl_shm_flush,
+            .btl_progress = px_btl_shm_progress,
+            .btl_register_error = px_btl_shm_register_error,
+        },
+    .error_cb = NULL,
+};

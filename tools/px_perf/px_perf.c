@@ -1,0 +1,400 @@
+/*
+ * px_perf: point-to-point benchmarks over the Plexus messaging API between
+ * ranks 0 and 1 (other ranks wait): ping-pong latency, windowed streaming
+ * bandwidth (64 non-blocking sends then a zero-byte ack, as in
+ * ../shared/bench/mpi_pingpong.c), bidirectional bandwidth, message rate.
+ *
+ *   pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes LIST | --min B --max B]
+ *                      [--iters N] [--csv | --json] [--vs FILE]
+ *   px_perf --memcpy [BYTES]     memcpy bandwidth in one process (no launcher)
+ *   px_perf --empty              px_init + px_finalize only (startup timing)
+ *
+ * Iterations per size follow mpi_pingpong.c: latency 20000 (<= 4 KiB),
+ * 2000 (<= 256 KiB), 200 above, with a tenth more as warm-up; bandwidth 200
+ * windows (<= 32 KiB) or 20. --vs FILE reads a peer's results (lines
+ * "bytes lat_us bw_MBps", spaces or commas, as printed by mpi_pingpong_px
+ * --csv or mpi_pingpong.c) and adds ratio columns (Plexus / peer).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/runtime/plexus.h"
+
+#define WIN       64
+#define MAX_SIZES 64
+
+static const size_t default_sizes[] = {0,      1,      8,       64,      256,    512,   1024,
+                                       2048,   4096,   8192,    16384,   32768,  65536, 131072,
+                                       262144, 524288, 1 << 20, 2 << 20, 4 << 20};
+
+enum { T_LAT = 1, T_BW = 2, T_BIBW = 4, T_RATE = 8 };
+
+typedef struct result {
+    size_t bytes;
+    double lat, bw, bibw, rate;
+} result_t;
+
+typedef struct peer_row {
+    size_t bytes;
+    double lat, bw;
+} peer_row_t;
+
+static void die(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "px_perf: error: ");
+    fprintf(stderr, fmt, arg);
+    fputs("\n(px_perf --help lists the options)\n", stderr);
+    exit(2);
+}
+
+static int check(int rc, const char *what)
+{
+    if (rc != PX_SUCCESS) {
+        fprintf(stderr, "px_perf: %s failed: %s\n", what, px_strerror(rc));
+        px_abort(3, "px_perf: a messaging call failed");
+    }
+    return rc;
+}
+
+static size_t parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        die("'%s' is not a size (bytes, with an optional k/K, m/M or g/G suffix)", s);
+    switch (*end) {
+    case 'k':
+    case 'K':
+        v *= 1024;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v *= 1048576;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v *= 1073741824.0;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end)
+        die("'%s' is not a size (bytes, with an optional k/K, m/M or g/G suffix)", s);
+    return (size_t)v;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int memcpy_mode(size_t bytes)
+{
+    char *a = aligned_alloc(4096, bytes ? bytes : 4096),
+         *b = aligned_alloc(4096, bytes ? bytes : 4096);
+    memset(a, 1, bytes);
+    memset(b, 0, bytes);
+    int iters = bytes >= (1 << 20) ? 1000 : 100000;
+    for (int i = 0; i < iters / 10; i++)
+        memcpy(b, a, bytes);
+    double t0 = now();
+    for (int i = 0; i < iters; i++) {
+        memcpy(b, a, bytes);
+        __asm__ volatile("" ::"r"(b) : "memory");
+    }
+    double t = now() - t0;
+    printf("memcpy %zu bytes: %.1f MB/s\n", bytes, (double)bytes * iters / t / 1e6);
+    free(a);
+    free(b);
+    return 0;
+}
+
+static int load_peer(const char *path, peer_row_t *rows, int max)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("--vs: cannot open '%s'", path);
+    char line[512];
+    int n = 0;
+    while (n < max && fgets(line, sizeof line, f)) {
+        for (char *p = line; *p; p++)
+            if (*p == ',')
+                *p = ' ';
+        double b, l, w;
+        if (sscanf(line, "%lf %lf %lf", &b, &l, &w) == 3) {
+            rows[n].bytes = (size_t)b;
+            rows[n].lat = l;
+            rows[n].bw = w;
+            n++;
+        }
+    }
+    fclose(f);
+    if (n == 0)
+        die("--vs '%s': no lines of the form \"bytes lat_us bw_MBps\"", path);
+    return n;
+}
+
+static const peer_row_t *peer_find(const peer_row_t *rows, int n, size_t bytes)
+{
+    for (int i = 0; i < n; i++)
+        if (rows[i].bytes == bytes)
+            return &rows[i];
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int tests = T_LAT | T_BW;
+    size_t sizes[MAX_SIZES];
+    int nsizes = 0;
+    size_t minb = 0, maxb = 4 << 20;
+    long iters_override = 0;
+    int csv = 0, json = 0;
+    const char *vs = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            puts("Usage: pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes B,B,...]\n"
+                 "                          [--min BYTES] [--max BYTES] [--iters N]\n"
+                 "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
+                 "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
+                 "       px_perf --empty             px_init and px_finalize only\n"
+                 "Defaults: --test lat,bw, sizes 0 B to 4 MiB.");
+            return 0;
+        } else if (!strcmp(a, "--memcpy")) {
+            return memcpy_mode(v && v[0] != '-' ? parse_size(v) : (size_t)4 << 20);
+        } else if (!strcmp(a, "--empty")) {
+            check(px_init(&argc, &argv), "px_init");
+            return px_finalize() == PX_SUCCESS ? 0 : 1;
+        } else if (!strcmp(a, "--csv")) {
+            csv = 1;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--test") && v) {
+            tests = 0;
+            char *t = strdup(v), *save = NULL;
+            for (char *tok = strtok_r(t, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(tok, "lat"))
+                    tests |= T_LAT;
+                else if (!strcmp(tok, "bw"))
+                    tests |= T_BW;
+                else if (!strcmp(tok, "bibw"))
+                    tests |= T_BIBW;
+                else if (!strcmp(tok, "rate"))
+                    tests |= T_RATE;
+                else if (!strcmp(tok, "all"))
+                    tests |= T_LAT | T_BW | T_BIBW | T_RATE;
+                else
+                    die("--test: unknown test '%s' (lat, bw, bibw, rate, all)", tok);
+            }
+            free(t);
+            i++;
+        } else if (!strcmp(a, "--sizes") && v) {
+            char *t = strdup(v), *save = NULL;
+            for (char *tok = strtok_r(t, ",", &save); tok && nsizes < MAX_SIZES;
+                 tok = strtok_r(NULL, ",", &save))
+                sizes[nsizes++] = parse_size(tok);
+            free(t);
+            i++;
+        } else if (!strcmp(a, "--min") && v) {
+            minb = parse_size(v);
+            i++;
+        } else if (!strcmp(a, "--max") && v) {
+            maxb = parse_size(v);
+            i++;
+        } else if (!strcmp(a, "--iters") && v) {
+            iters_override = atol(v);
+            if (iters_override <= 0)
+                die("--iters '%s': expected a positive number", v);
+            i++;
+        } else if (!strcmp(a, "--vs") && v) {
+            vs = v;
+            i++;
+        } else {
+            die("unknown option or missing value: '%s'", a);
+        }
+    }
+    if (!nsizes)
+        for (size_t i = 0; i < sizeof default_sizes / sizeof default_sizes[0]; i++)
+            if (default_sizes[i] >= minb && default_sizes[i] <= maxb)
+                sizes[nsizes++] = default_sizes[i];
+    peer_row_t peer[MAX_SIZES * 2];
+    int npeer = vs ? load_peer(vs, peer, MAX_SIZES * 2) : 0;
+
+    check(px_init(&argc, &argv), "px_init");
+    int rank = px_rank(), size = px_size();
+    if (size < 2) {
+        if (rank == 0)
+            fprintf(stderr, "px_perf: needs 2 ranks (run it as: pxrun -n 2 px_perf)\n");
+        px_finalize();
+        return 2;
+    }
+    size_t maxs = 0;
+    for (int i = 0; i < nsizes; i++)
+        if (sizes[i] > maxs)
+            maxs = sizes[i];
+    size_t alloc = (maxs + 4095) & ~(size_t)4095;
+    if (!alloc)
+        alloc = 4096;
+    char *buf = aligned_alloc(4096, alloc), *rbuf = aligned_alloc(4096, alloc);
+    memset(buf, 1, alloc);
+    memset(rbuf, 0, alloc);
+    result_t res[MAX_SIZES];
+    int peer_rank = rank == 0 ? 1 : 0;
+    bool active = rank < 2;
+
+    for (int si = 0; si < nsizes; si++) {
+        size_t s = sizes[si];
+        result_t *r = &res[si];
+        memset(r, 0, sizeof *r);
+        r->bytes = s;
+        if (tests & T_LAT) {
+            long iters =
+                iters_override ? iters_override : (s <= 4096 ? 20000 : (s <= 262144 ? 2000 : 200));
+            long warm = iters / 10;
+            double t0 = 0;
+            check(px_barrier(), "px_barrier");
+            for (long i = 0; active && i < iters + warm; i++) {
+                if (i == warm)
+                    t0 = px_wtime();
+                if (rank == 0) {
+                    check(px_send(buf, s, 1, 1), "px_send");
+                    check(px_recv(rbuf, s, 1, 1, NULL), "px_recv");
+                } else {
+                    check(px_recv(rbuf, s, 0, 1, NULL), "px_recv");
+                    check(px_send(buf, s, 0, 1), "px_send");
+                }
+            }
+            r->lat = active ? (px_wtime() - t0) / (double)iters / 2 * 1e6 : 0;
+        }
+        if (tests & (T_BW | T_RATE)) {
+            int bit = iters_override ? (int)iters_override : (s <= 32768 ? 200 : 20);
+            px_request_t *req[WIN];
+            check(px_barrier(), "px_barrier");
+            double t1 = px_wtime();
+            for (int k = 0; active && k < bit; k++) {
+                for (int w = 0; w < WIN; w++) {
+                    if (rank == 0)
+                        check(px_isend(buf, s, 1, 2, &req[w]), "px_isend");
+                    else
+                        check(px_irecv(rbuf, s, 0, 2, &req[w]), "px_irecv");
+                }
+                check(px_waitall(WIN, req, NULL), "px_waitall");
+                if (rank == 0)
+                    check(px_recv(rbuf, 0, 1, 3, NULL), "px_recv");
+                else
+                    check(px_send(buf, 0, 0, 3), "px_send");
+            }
+            double t = px_wtime() - t1;
+            r->bw = (double)s * WIN * bit / t / 1e6;
+            r->rate = (double)WIN * bit / t / 1e6;
+        }
+        if (tests & T_BIBW) {
+            int bit = iters_override ? (int)iters_override : (s <= 32768 ? 200 : 20);
+            px_request_t *req[2 * WIN];
+            check(px_barrier(), "px_barrier");
+            double t1 = px_wtime();
+            for (int k = 0; active && k < bit; k++) {
+                for (int w = 0; w < WIN; w++)
+                    check(px_irecv(rbuf, s, peer_rank, 4, &req[w]), "px_irecv");
+                for (int w = 0; w < WIN; w++)
+                    check(px_isend(buf, s, peer_rank, 4, &req[WIN + w]), "px_isend");
+                check(px_waitall(2 * WIN, req, NULL), "px_waitall");
+            }
+            r->bibw = 2.0 * (double)s * WIN * bit / (px_wtime() - t1) / 1e6;
+        }
+    }
+
+    if (rank == 0) {
+        if (json) {
+            printf("{\n  \"ranks\": %d,\n  \"transports\": [", size);
+            for (int p = 0; p < size; p++)
+                printf("%s{\"from\": 0, \"to\": %d, \"transport\": \"%s\"}", p ? ", " : "", p,
+                       px_transport_name(p));
+            printf("],\n  \"results\": [\n");
+            for (int si = 0; si < nsizes; si++) {
+                result_t *r = &res[si];
+                const peer_row_t *pr = npeer ? peer_find(peer, npeer, r->bytes) : NULL;
+                printf("    {\"bytes\": %zu", r->bytes);
+                if (tests & T_LAT)
+                    printf(", \"lat_us\": %.4f", r->lat);
+                if (tests & T_BW)
+                    printf(", \"bw_MBps\": %.1f", r->bw);
+                if (tests & T_BIBW)
+                    printf(", \"bibw_MBps\": %.1f", r->bibw);
+                if (tests & T_RATE)
+                    printf(", \"rate_Mmsgps\": %.3f", r->rate);
+                if (pr && (tests & T_LAT) && pr->lat > 0)
+                    printf(", \"vs_lat\": %.3f", r->lat / pr->lat);
+                if (pr && (tests & T_BW) && pr->bw > 0)
+                    printf(", \"vs_bw\": %.3f", r->bw / pr->bw);
+                printf("}%s\n", si + 1 < nsizes ? "," : "");
+            }
+            printf("  ]\n}\n");
+        } else {
+            if (!csv) {
+                printf("# px_perf: ranks 0 and 1 of %d; transports from rank 0:", size);
+                for (int p = 0; p < size; p++)
+                    printf(" %d:%s", p, px_transport_name(p));
+                printf("\n");
+            }
+            const char *sep = csv ? "," : " ";
+            printf(csv ? "%s" : "%10s", "bytes");
+            if (tests & T_LAT)
+                printf(csv ? ",%s" : " %12s", "lat_us");
+            if (tests & T_BW)
+                printf(csv ? ",%s" : " %12s", "bw_MBps");
+            if (tests & T_BIBW)
+                printf(csv ? ",%s" : " %12s", "bibw_MBps");
+            if (tests & T_RATE)
+                printf(csv ? ",%s" : " %12s", "Mmsg_per_s");
+            if (npeer && (tests & T_LAT))
+                printf(csv ? ",%s" : " %10s", "vs_lat");
+            if (npeer && (tests & T_BW))
+                printf(csv ? ",%s" : " %10s", "vs_bw");
+            printf("\n");
+            for (int si = 0; si < nsizes; si++) {
+                result_t *r = &res[si];
+                const peer_row_t *pr = npeer ? peer_find(peer, npeer, r->bytes) : NULL;
+                printf(csv ? "%zu" : "%10zu", r->bytes);
+                if (tests & T_LAT)
+                    printf(csv ? "%s%.4f" : "%s%12.3f", sep, r->lat);
+                if (tests & T_BW)
+                    printf(csv ? "%s%.1f" : "%s%12.1f", sep, r->bw);
+                if (tests & T_BIBW)
+                    printf(csv ? "%s%.1f" : "%s%12.1f", sep, r->bibw);
+                if (tests & T_RATE)
+                    printf(csv ? "%s%.3f" : "%s%12.3f", sep, r->rate);
+                if (npeer && (tests & T_LAT)) {
+                    if (pr && pr->lat > 0)
+                        printf(csv ? "%s%.3f" : "%s%10.3f", sep, r->lat / pr->lat);
+                    else
+                        printf(csv ? "%s" : "%s%10s", sep, "-");
+                }
+                if (npeer && (tests & T_BW)) {
+                    if (pr && pr->bw > 0)
+                        printf(csv ? "%s%.3f" : "%s%10.3f", sep, r->bw / pr->bw);
+                    else
+                        printf(csv ? "%s" : "%s%10s", sep, "-");
+                }
+                printf("\n");
+            }
+        }
+        fflush(stdout);
+    }
+    free(buf);
+    free(rbuf);
+    check(px_finalize(), "px_finalize");
+    return 0;
+}
