@@ -17,10 +17,10 @@ typedef struct px_mca_version {
 } px_mca_version_t;
 
 typedef struct px_mca_component {
-    int mca_abi_version;               /* PX_MCA_ABI_VERSION_CURRENT */
-    const char *framework_name;        /* "btl" */
+    int mca_abi_version;                /* PX_MCA_ABI_VERSION_CURRENT */
+    const char *framework_name;         /* "btl" */
     px_mca_version_t framework_version; /* the framework API it was built for */
-    const char *component_name;        /* "self" */
+    const char *component_name;         /* "self" */
     px_mca_version_t component_version;
     /* Register variables; may be NULL. Called once, before open. */
     int (*register_params)(void);
@@ -31,7 +31,7 @@ typedef struct px_mca_component {
 } px_mca_component_t;
 
 /* Fill the px_mca_component_t header of a component struct. */
-#define PX_MCA_COMPONENT_HEADER(fw, fw_maj, fw_min, fw_rel, name, maj, min, rel, reg, opn, cls)     \
+#define PX_MCA_COMPONENT_HEADER(fw, fw_maj, fw_min, fw_rel, name, maj, min, rel, reg, opn, cls)    \
     {                                                                                              \
         .mca_abi_version = PX_MCA_ABI_VERSION_CURRENT, .framework_name = (fw),                     \
         .framework_version = {(fw_maj), (fw_min), (fw_rel)}, .component_name = (name),             \

@@ -230,8 +230,10 @@ static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, const px_mca_
 
 static void item_unload(px_mca_component_item_t *it)
 {
-    if (it->dl_handle)
+    if (it->dl_handle) {
+        px_mca_var_detach_component(it->component->framework_name, it->component->component_name);
         px_mca_repository_unload(it->dl_handle);
+    }
     free((char *)it->path);
     it->dl_handle = NULL;
     it->path = NULL;

@@ -27,19 +27,19 @@ typedef struct px_mca_component_item {
 PX_CLASS_DECLARATION(px_mca_component_item_t);
 
 typedef struct px_mca_framework {
-    const char *name;           /* "btl" */
-    const char *description;    /* one line, shown by px_info */
+    const char *name;             /* "btl" */
+    const char *description;      /* one line, shown by px_info */
     px_mca_version_t api_version; /* components must match major.minor */
-    int (*register_fn)(void);   /* the framework's own variables; may be NULL */
-    int (*open_fn)(void);       /* after components are opened; may be NULL */
-    int (*close_fn)(void);      /* before components are closed; may be NULL */
+    int (*register_fn)(void);     /* the framework's own variables; may be NULL */
+    int (*open_fn)(void);         /* after components are opened; may be NULL */
+    int (*close_fn)(void);        /* before components are closed; may be NULL */
     /* State, managed by the MCA layer: */
-    int refcount;               /* open count: tools may open without selecting */
+    int refcount; /* open count: tools may open without selecting */
     bool registered;
-    int output;                 /* stream for <fw>_base_verbose */
-    int verbose;                /* value of <fw>_base_verbose */
-    char *selection;            /* value of <fw> */
-    px_list_t components;       /* px_mca_component_item_t, opened, in priority order */
+    int output;           /* stream for <fw>_base_verbose */
+    int verbose;          /* value of <fw>_base_verbose */
+    char *selection;      /* value of <fw> */
+    px_list_t components; /* px_mca_component_item_t, opened, in priority order */
 } px_mca_framework_t;
 
 /* Register the framework's variables and every candidate component's

@@ -53,6 +53,11 @@ typedef struct var {
     int n_syns;
     const char **syn_names; /* NULL-terminated, for px_mca_var_get_info */
     bool warned_deprecated, warned_readonly;
+    /* After px_mca_var_detach_component: the value lives here, and the
+     * default and enum table are our own copies. */
+    value_t internal;
+    char *dflt_owned;
+    px_mca_var_enum_value_t *enum_owned;
 } var_t;
 
 typedef struct entry {
@@ -722,6 +727,12 @@ static void free_var(var_t *v)
     free(v->where);
     free(v->syns);
     free(v->syn_names);
+    free(v->dflt_owned);
+    if (v->enum_owned) {
+        for (size_t j = 0; v->enum_owned[j].name; j++)
+            free((char *)v->enum_owned[j].name);
+        free(v->enum_owned);
+    }
     free(v);
 }
 
@@ -862,6 +873,46 @@ int px_mca_var_register_synonym(int index, const char *framework, const char *co
     int rc = resolve(p);
     pthread_mutex_unlock(&lock);
     return rc == PX_SUCCESS ? sidx : rc;
+}
+
+int px_mca_var_detach_component(const char *framework, const char *component)
+{
+    if (!framework || !component)
+        return PX_ERR_BAD_PARAM;
+    pthread_mutex_lock(&lock);
+    int n = 0;
+    for (int i = 0; i < n_vars; i++) {
+        var_t *v = vars[i];
+        if (strcmp(v->framework, framework) != 0 || strcmp(v->component, component) != 0)
+            continue;
+        var_t *p = primary_of(i);
+        if (p->storage != &p->internal) {
+            read_storage(p, &p->internal);
+            p->storage = &p->internal;
+            if (p->type == PX_MCA_VAR_TYPE_STRING && p->dflt.s && !p->dflt_owned) {
+                p->dflt_owned = strdup(p->dflt.s);
+                p->dflt.s = p->dflt_owned;
+            }
+            if (p->enum_values && !p->enum_owned) {
+                size_t k = 0;
+                while (p->enum_values[k].name)
+                    k++;
+                p->enum_owned = calloc(k + 1, sizeof(*p->enum_owned));
+                for (size_t j = 0; p->enum_owned && j < k; j++) {
+                    p->enum_owned[j].value = p->enum_values[j].value;
+                    p->enum_owned[j].name = strdup(p->enum_values[j].name);
+                }
+                if (p->enum_owned)
+                    p->enum_values = p->enum_owned;
+            }
+        }
+        /* Synonyms share the primary's table. */
+        v->enum_values = p->enum_values;
+        v->storage = p->storage;
+        n++;
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
 }
 
 /* ------------------------------------------------------------- the sources */

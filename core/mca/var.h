@@ -129,6 +129,11 @@ char *px_mca_var_value_string(int index);
 char *px_mca_var_source_string(int index);
 const char *px_mca_var_type_name(px_mca_var_type_t type);
 
+/* Before a plugin is unloaded: every variable of framework/component moves
+ * its value, default and enum table into the variable system, so nothing
+ * points into the unloaded file. Returns how many variables were detached. */
+int px_mca_var_detach_component(const char *framework, const char *component);
+
 /* The default value as text (caller frees). */
 char *px_mca_var_default_string(int index);
 /* The accepted forms of a type, for messages ("1/0, true/false, ..."). For

@@ -1,0 +1,438 @@
+/*
+ * plugin_test.c: plugins of the test framework "ptest", built by the test
+ * suite in test/mca/.libs: a good one, and ones the repository must refuse
+ * (wrong MCA ABI, wrong framework API, struct names unlike the file name, an
+ * unresolved symbol, a world-writable file or folder), one whose open fails
+ * (closed and unloaded), and one shadowed by a built-in of the same name.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include "test/mca/mca_test_util.h"
+#include "core/mca/framework.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "test/mca/ptest.h"
+
+static px_mca_framework_t *const fw = &px_ptest_base_framework;
+
+static void setup(const char *selection)
+{
+    clean_env();
+    ptest_add_builtins();
+    ptest_log_clear();
+    setenv("PX_MCA_mca_component_path", PTEST_PLUGIN_DIR, 1);
+    if (selection)
+        setenv("PX_MCA_ptest", selection, 1);
+}
+
+static void teardown_fw(void)
+{
+    while (fw->refcount > 0)
+        px_mca_framework_close(fw);
+    px_mca_framework_close(fw);
+    px_mca_var_finalize();
+}
+
+static char *plugin_path(const char *name)
+{
+    char *p = NULL;
+    ck_assert_int_ge(asprintf(&p, "%s/plexus_ptest_%s.so", PTEST_PLUGIN_DIR, name), 0);
+    return p;
+}
+
+/* Whether the file is mapped in this process right now. */
+static bool is_loaded(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (h)
+        dlclose(h);
+    return h != NULL;
+}
+
+static px_mca_component_item_t *find_item(const char *name)
+{
+    px_mca_component_item_t *it;
+    PX_LIST_FOREACH(it, &fw->components, px_mca_component_item_t)
+    {
+        if (0 == strcmp(it->component->component_name, name))
+            return it;
+    }
+    return NULL;
+}
+
+static const char *failure_reason(const char *name)
+{
+    for (int i = px_mca_repository_failed_count() - 1; i >= 0; i--) {
+        const px_mca_failed_component_t *f = px_mca_repository_failed(i);
+        if (!strcmp(f->framework, "ptest") && !strcmp(f->component, name))
+            return f->reason;
+    }
+    return NULL;
+}
+
+static void copy_file(const char *from, const char *to, mode_t mode)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+        ck_assert_uint_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    ck_assert_int_eq(chmod(to, mode), 0);
+}
+
+START_TEST(test_good_plugin)
+{
+    setup("alpha,good");
+    setenv("PX_MCA_ptest_good_weight", "3", 1);
+    char *path = plugin_path("good");
+    /* Hold our own reference so the counters stay readable after close. */
+    void *own = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_ptr_nonnull(own);
+    const px_ptest_component_t *c = dlsym(own, "px_ptest_good_component");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    px_mca_component_item_t *it = find_item("good");
+    ck_assert_ptr_nonnull(it);
+    ck_assert_ptr_eq(it->component, &c->base);
+    ck_assert_ptr_nonnull(it->dl_handle);
+    ck_assert_str_eq(it->path, path);
+    ck_assert_int_eq(c->counters()[0], 1);
+    ck_assert_int_eq(c->counters()[1], 1);
+    int prio = 0;
+    c->query(&prio);
+    ck_assert_int_eq(prio, 3); /* its variable took the environment's value */
+    int wi = px_mca_var_find("ptest_good_weight");
+    ck_assert_int_ge(wi, 0);
+    /* px_info's listing: built-ins, then loaded plugins */
+    const px_mca_component_t *out[16];
+    int n = px_mca_repository_list("ptest", out, 16);
+    ck_assert_int_eq(n, 5);
+    ck_assert_str_eq(out[4]->component_name, "good");
+    ck_assert_int_eq(out[4]->component_version.major, 1);
+    ck_assert_int_eq(out[4]->component_version.minor, 2);
+    ck_assert_int_eq(out[4]->component_version.release, 3);
+    px_mca_framework_close(fw);
+    ck_assert_int_eq(c->counters()[2], 1);
+    /* The variable outlives the unloaded plugin and still reads right. */
+    char *v = px_mca_var_value_string(wi);
+    ck_assert_str_eq(v, "3");
+    free(v);
+    dlclose(own);
+    free(path);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_close_unloads)
+{
+    setup("good");
+    char *path = plugin_path("good");
+    ck_assert(!is_loaded(path));
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    ck_assert(is_loaded(path));
+    px_mca_framework_close(fw);
+    ck_assert(!is_loaded(path));
+    /* Plugin strings and enum tables were copied before the unload. */
+    char *v = px_mca_var_value_string(px_mca_var_find("ptest_good_label"));
+    ck_assert_str_eq(v, "plugin-default");
+    free(v);
+    v = px_mca_var_value_string(px_mca_var_find("ptest_good_mode"));
+    ck_assert_str_eq(v, "fast");
+    free(v);
+    v = px_mca_var_default_string(px_mca_var_find("ptest_good_label"));
+    ck_assert_str_eq(v, "plugin-default");
+    free(v);
+    free(path);
+    teardown_fw();
+}
+END_TEST
+
+static void assert_refused(const char *name, const char *reason_part)
+{
+    setup(name);
+    char *path = plugin_path(name);
+    capture_begin();
+    int rc = px_mca_framework_open(fw);
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_NOT_FOUND);
+    const char *reason = failure_reason(name);
+    ck_assert_msg(reason != NULL, "%s was not recorded as refused", name);
+    ck_assert_msg(strstr(reason, reason_part) != NULL, "reason \"%s\" lacks \"%s\"", reason,
+                  reason_part);
+    char *line = NULL;
+    ck_assert_int_ge(asprintf(&line, "  %s: refused: %s", name, reason_part), 0);
+    ck_assert_msg(strstr(err, line) != NULL, "error \"%s\" lacks \"%s\"", err, line);
+    ck_assert_msg(strstr(err, path) != NULL, "error \"%s\" lacks the path", err);
+    ck_assert(!is_loaded(path));
+    free(line);
+    free(path);
+    teardown_fw();
+}
+
+START_TEST(test_refuse_wrong_abi)
+{
+    assert_refused("badabi", "MCA ABI version mismatch: the plugin has 99, this library has 1");
+}
+END_TEST
+
+START_TEST(test_refuse_wrong_api)
+{
+    assert_refused("badapi", "framework API version mismatch: built for ptest API 2.0.0, this "
+                             "library has 1.0.0");
+}
+END_TEST
+
+START_TEST(test_refuse_mismatched_name)
+{
+    assert_refused("misnamed", "name mismatch: the struct says framework \"ptest\" component "
+                               "\"other\" but the file name says \"ptest\" \"misnamed\"");
+}
+END_TEST
+
+START_TEST(test_refuse_unresolved_symbol)
+{
+    assert_refused("unresolved", "unresolved symbol: ");
+    setup("unresolved");
+    capture_begin();
+    px_mca_framework_open(fw);
+    capture_end();
+    ck_assert_ptr_nonnull(
+        strstr(failure_reason("unresolved"), "px_ptest_function_that_exists_nowhere"));
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_refuse_world_writable_file)
+{
+    setup("good");
+    char *dir = make_tmpdir();
+    char *from = plugin_path("good");
+    char *to = NULL;
+    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
+    copy_file(from, to, 0757);
+    setenv("PX_MCA_mca_component_path", dir, 1);
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
+    const char *err = capture_end();
+    const char *reason = failure_reason("good");
+    ck_assert_ptr_nonnull(reason);
+    ck_assert_ptr_nonnull(strstr(reason, "file"));
+    ck_assert_ptr_nonnull(strstr(reason, to));
+    ck_assert_ptr_nonnull(strstr(reason, "is world-writable (mode 0757)"));
+    ck_assert_ptr_nonnull(strstr(err, "good: refused: file"));
+    ck_assert(!is_loaded(to));
+    free(to);
+    free(from);
+    free(dir);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_refuse_world_writable_folder)
+{
+    setup("good");
+    char *dir = make_tmpdir();
+    char *from = plugin_path("good");
+    char *to = NULL;
+    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
+    copy_file(from, to, 0755);
+    ck_assert_int_eq(chmod(dir, 01777), 0);
+    setenv("PX_MCA_mca_component_path", dir, 1);
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
+    capture_end();
+    const char *reason = failure_reason("good");
+    ck_assert_ptr_nonnull(reason);
+    ck_assert_ptr_nonnull(strstr(reason, "folder"));
+    ck_assert_ptr_nonnull(strstr(reason, "is world-writable"));
+    ck_assert(!is_loaded(to));
+    chmod(dir, 0700);
+    free(to);
+    free(from);
+    free(dir);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_failing_open_plugin_closed_and_unloaded)
+{
+    setup("good,failopen");
+    setenv("PX_MCA_ptest_base_verbose", "5", 1);
+    char *path = plugin_path("failopen");
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    const char *err = capture_end();
+    ck_assert_ptr_nonnull(find_item("good"));
+    ck_assert_ptr_null(find_item("failopen"));
+    ck_assert(!is_loaded(path));
+    ck_assert_ptr_nonnull(strstr(err, "component failopen: open failed: "));
+    ck_assert_ptr_nonnull(strstr(failure_reason("failopen"), "open failed"));
+    /* its variables are still safe to read */
+    char *v = px_mca_var_value_string(px_mca_var_find("ptest_failopen_label"));
+    ck_assert_str_eq(v, "plugin-default");
+    free(v);
+    free(path);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_failing_open_plugin_close_called)
+{
+    setup("failopen");
+    char *path = plugin_path("failopen");
+    void *own = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    ck_assert_ptr_nonnull(own);
+    const px_ptest_component_t *c = dlsym(own, "px_ptest_failopen_component");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    ck_assert_int_eq(c->counters()[1], 1); /* open */
+    ck_assert_int_eq(c->counters()[2], 1); /* close after the failed open */
+    dlclose(own);
+    free(path);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_builtin_wins)
+{
+    setup(NULL);
+    setenv("PX_MCA_ptest_base_verbose", "5", 1);
+    char *path = plugin_path("alpha");
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    const char *err = capture_end();
+    px_mca_component_item_t *it = find_item("alpha");
+    ck_assert_ptr_nonnull(it);
+    ck_assert_ptr_null(it->dl_handle);
+    ck_assert(!is_loaded(path));
+    char *msg = NULL;
+    ck_assert_int_eq(
+        asprintf(&msg, "plugin %s ignored: a built-in component alpha exists and wins", path) > 0,
+        1);
+    ck_assert_msg(strstr(err, msg) != NULL, "got %s", err);
+    /* every bad plugin of the folder was refused and recorded */
+    ck_assert_ptr_nonnull(failure_reason("badabi"));
+    ck_assert_ptr_nonnull(failure_reason("badapi"));
+    ck_assert_ptr_nonnull(failure_reason("misnamed"));
+    ck_assert_ptr_nonnull(failure_reason("unresolved"));
+    ck_assert_ptr_nonnull(
+        strstr(err, "plugin " PTEST_PLUGIN_DIR "/plexus_ptest_badabi.so refused"));
+    ck_assert_ptr_nonnull(find_item("good"));
+    free(msg);
+    free(path);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_unwanted_never_loaded_exclude)
+{
+    setup("^badabi,badapi,misnamed,unresolved,failopen");
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_repository_failed_count(), 1); /* only broken (built-in) */
+    ck_assert_str_eq(px_mca_repository_failed(0)->component, "broken");
+    ck_assert_ptr_nonnull(find_item("good"));
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_unwanted_never_loaded_include)
+{
+    setup("good");
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_repository_failed_count(), 0);
+    ck_assert_int_eq((int)px_list_get_size(&fw->components), 1);
+    char *p = plugin_path("failopen");
+    ck_assert(!is_loaded(p));
+    free(p);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_path_order_first_wins)
+{
+    setup("good");
+    char *d1 = make_tmpdir(), *d2 = make_tmpdir();
+    char *from = plugin_path("good");
+    char *t1 = NULL, *t2 = NULL, *list = NULL;
+    ck_assert_int_ge(asprintf(&t1, "%s/plexus_ptest_good.so", d1), 0);
+    ck_assert_int_ge(asprintf(&t2, "%s/plexus_ptest_good.so", d2), 0);
+    copy_file(from, t1, 0755);
+    copy_file(from, t2, 0755);
+    ck_assert_int_ge(asprintf(&list, "/nonexistent/dir:%s:%s", d2, d1), 0);
+    setenv("PX_MCA_mca_component_path", list, 1);
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    px_mca_component_item_t *it = find_item("good");
+    ck_assert_ptr_nonnull(it);
+    ck_assert_str_eq(it->path, t2);
+    free(t1);
+    free(t2);
+    free(list);
+    free(from);
+    free(d1);
+    free(d2);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_include_mixes_reasons)
+{
+    setup("good,badapi,godo,nosuchthing");
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
+    const char *err = capture_end();
+    ck_assert_int_eq(count_of(err, "plexus: error:"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "  badapi: refused: framework API version mismatch"));
+    ck_assert_ptr_nonnull(strstr(err, "  godo: probably a misspelling of \"good\""));
+    ck_assert_ptr_nonnull(strstr(err, "  nosuchthing: not built"));
+    ck_assert_ptr_null(strstr(err, "  good:"));
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_plugin_vars_not_unknown_when_excluded)
+{
+    setup("^good");
+    setenv("PX_MCA_ptest_good_weight", "3", 1);
+    setenv("PX_MCA_ptest_goood_weight", "3", 1);
+    px_mca_framework_open(fw);
+    capture_begin();
+    px_mca_var_check_unknown();
+    const char *err = capture_end();
+    ck_assert_int_eq(count_of(err, "unknown variable"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "\"ptest_goood_weight\""));
+    teardown_fw();
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mca_plugin");
+    TCase *tc = tcase_create("plugin");
+    tcase_add_checked_fixture(tc, NULL, remove_tmpdirs);
+    tcase_add_test(tc, test_good_plugin);
+    tcase_add_test(tc, test_close_unloads);
+    tcase_add_test(tc, test_refuse_wrong_abi);
+    tcase_add_test(tc, test_refuse_wrong_api);
+    tcase_add_test(tc, test_refuse_mismatched_name);
+    tcase_add_test(tc, test_refuse_unresolved_symbol);
+    tcase_add_test(tc, test_refuse_world_writable_file);
+    tcase_add_test(tc, test_refuse_world_writable_folder);
+    tcase_add_test(tc, test_failing_open_plugin_closed_and_unloaded);
+    tcase_add_test(tc, test_failing_open_plugin_close_called);
+    tcase_add_test(tc, test_builtin_wins);
+    tcase_add_test(tc, test_unwanted_never_loaded_exclude);
+    tcase_add_test(tc, test_unwanted_never_loaded_include);
+    tcase_add_test(tc, test_path_order_first_wins);
+    tcase_add_test(tc, test_include_mixes_reasons);
+    tcase_add_test(tc, test_plugin_vars_not_unknown_when_excluded);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

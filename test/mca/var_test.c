@@ -1,0 +1,821 @@
+/*
+ * var_test.c: MCA variables: every source and its precedence, file:line
+ * records, parse errors, synonyms and deprecation, read-only and override,
+ * the command-line hand-off, unknown names and strict mode.
+ */
+#define _GNU_SOURCE
+#include "test/mca/mca_test_util.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+
+static int reg_int(const char *name, int *storage)
+{
+    return px_mca_var_register("ptest", "alpha", name, "an int", PX_MCA_VAR_TYPE_INT, NULL, 1,
+                               PX_MCA_VAR_SCOPE_LOCAL, 0, storage);
+}
+
+static char *value_of(const char *full)
+{
+    int i = px_mca_var_find(full);
+    ck_assert_int_ge(i, 0);
+    return px_mca_var_value_string(i);
+}
+
+static void assert_source(const char *full, const char *expected)
+{
+    int i = px_mca_var_find(full);
+    ck_assert_int_ge(i, 0);
+    char *s = px_mca_var_source_string(i);
+    ck_assert_str_eq(s, expected);
+    free(s);
+}
+
+static void assert_source_prefix(const char *full, const char *prefix)
+{
+    int i = px_mca_var_find(full);
+    ck_assert_int_ge(i, 0);
+    char *s = px_mca_var_source_string(i);
+    ck_assert_msg(0 == strncmp(s, prefix, strlen(prefix)),
+                  "source \"%s\" does not start with \"%s\"", s, prefix);
+    free(s);
+}
+
+START_TEST(test_default)
+{
+    clean_env();
+    px_mca_var_init();
+    int x = 42;
+    int idx = reg_int("x", &x);
+    ck_assert_int_ge(idx, 0);
+    ck_assert_int_eq(x, 42);
+    assert_source("ptest_alpha_x", "default");
+    char *d = px_mca_var_default_string(idx);
+    ck_assert_str_eq(d, "42");
+    free(d);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_full_names)
+{
+    clean_env();
+    int a = 0, b = 0, c = 0;
+    ck_assert_int_ge(px_mca_var_register("ptest", NULL, NULL, "h", PX_MCA_VAR_TYPE_INT, NULL, 1,
+                                         PX_MCA_VAR_SCOPE_LOCAL, 0, &a),
+                     0);
+    ck_assert_int_ge(px_mca_var_register("ptest", "base", "verbose", "h", PX_MCA_VAR_TYPE_INT, NULL,
+                                         1, PX_MCA_VAR_SCOPE_LOCAL, 0, &b),
+                     0);
+    ck_assert_int_ge(px_mca_var_register("ptest", "", "lone", "h", PX_MCA_VAR_TYPE_INT, NULL, 1,
+                                         PX_MCA_VAR_SCOPE_LOCAL, 0, &c),
+                     0);
+    ck_assert_int_ge(px_mca_var_find("ptest"), 0);
+    ck_assert_int_ge(px_mca_var_find("ptest_base_verbose"), 0);
+    ck_assert_int_ge(px_mca_var_find("ptest_lone"), 0);
+    ck_assert_int_eq(px_mca_var_find("ptest_base"), PX_ERR_NOT_FOUND);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_int_forms)
+{
+    clean_env();
+    int x = 0;
+    reg_int("x", &x);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "0x10"), PX_SUCCESS);
+    ck_assert_int_eq(x, 16);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "-5"), PX_SUCCESS);
+    ck_assert_int_eq(x, -5);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", " 12 "), PX_SUCCESS);
+    ck_assert_int_eq(x, 12);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "abc"), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "12abc"), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "99999999999"), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", ""), PX_ERR_BAD_PARAM);
+    const char *err = capture_end();
+    ck_assert_int_eq(x, 12); /* unchanged by the bad values */
+    ck_assert_int_eq(count_of(err, "plexus: error: invalid value"), 4);
+    ck_assert_ptr_nonnull(strstr(err, "\"abc\""));
+    ck_assert_ptr_nonnull(strstr(err, "ptest_alpha_x (int)"));
+    ck_assert_ptr_nonnull(strstr(err, "from API"));
+    ck_assert_ptr_nonnull(strstr(err, "accepted: an integer"));
+    ck_assert_ptr_nonnull(strstr(err, "the current value \"12\" is kept"));
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_unsigned_forms)
+{
+    clean_env();
+    unsigned u = 3;
+    px_mca_var_register("ptest", "alpha", "u", "h", PX_MCA_VAR_TYPE_UNSIGNED, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &u);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_u", "4000000000"), PX_SUCCESS);
+    ck_assert_uint_eq(u, 4000000000u);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_u", "-1"), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_u", "5000000000"), PX_ERR_BAD_PARAM);
+    const char *err = capture_end();
+    ck_assert_ptr_nonnull(strstr(err, "a non-negative integer"));
+    ck_assert_uint_eq(u, 4000000000u);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_size_forms)
+{
+    clean_env();
+    size_t z = 4096;
+    px_mca_var_register("ptest", "alpha", "z", "h", PX_MCA_VAR_TYPE_SIZE, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &z);
+    static const struct {
+        const char *text;
+        size_t value;
+    } good[] = {{"4096", 4096},   {"64k", 65536},   {"64K", 65536},
+                {"2M", 2u << 20}, {"2m", 2u << 20}, {"1G", (size_t)1 << 30},
+                {"0", 0},         {" 8k ", 8192},   {"0x10", 16}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++) {
+        ck_assert_int_eq(px_mca_var_set("ptest_alpha_z", good[i].text), PX_SUCCESS);
+        ck_assert_msg(z == good[i].value, "%s gave %zu", good[i].text, z);
+    }
+    capture_begin();
+    const char *bad[] = {"1.5M", "12q", "-1", "k", "1kk", "99999999999999G", "2 M x"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        ck_assert_msg(px_mca_var_set("ptest_alpha_z", bad[i]) == PX_ERR_BAD_PARAM, "%s accepted",
+                      bad[i]);
+    const char *err = capture_end();
+    ck_assert_int_eq(count_of(err, "invalid value"), 7);
+    ck_assert_ptr_nonnull(strstr(err, "k, M or G suffix"));
+    ck_assert_uint_eq(z, 16);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_bool_forms)
+{
+    clean_env();
+    bool b = false;
+    px_mca_var_register("ptest", "alpha", "b", "h", PX_MCA_VAR_TYPE_BOOL, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &b);
+    const char *yes[] = {"1", "true", "TRUE", "yes", "on", "On"};
+    const char *no[] = {"0", "false", "no", "off", "OFF"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+        b = false;
+        ck_assert_int_eq(px_mca_var_set("ptest_alpha_b", yes[i]), PX_SUCCESS);
+        ck_assert_msg(b, "%s is not true", yes[i]);
+        ck_assert_int_eq(px_mca_var_set("ptest_alpha_b", no[i % 5]), PX_SUCCESS);
+        ck_assert_msg(!b, "%s is not false", no[i % 5]);
+    }
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_b", "2"), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_b", "maybe"), PX_ERR_BAD_PARAM);
+    const char *err = capture_end();
+    ck_assert_ptr_nonnull(strstr(err, "1/0, true/false, yes/no, on/off"));
+    char *v = value_of("ptest_alpha_b");
+    ck_assert_str_eq(v, "false");
+    free(v);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_double_and_string)
+{
+    clean_env();
+    double d = 0.5;
+    const char *s = "dflt";
+    px_mca_var_register("ptest", "alpha", "d", "h", PX_MCA_VAR_TYPE_DOUBLE, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &d);
+    px_mca_var_register("ptest", "alpha", "s", "h", PX_MCA_VAR_TYPE_STRING, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &s);
+    ck_assert_str_eq(s, "dflt");
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_d", "1e-3"), PX_SUCCESS);
+    ck_assert_double_eq_tol(d, 0.001, 1e-12);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_d", "fast"), PX_ERR_BAD_PARAM);
+    ck_assert_ptr_nonnull(strstr(capture_end(), "a number"));
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_s", "hello world"), PX_SUCCESS);
+    ck_assert_str_eq(s, "hello world");
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_s", ""), PX_SUCCESS);
+    ck_assert_str_eq(s, "");
+    px_mca_var_finalize();
+    ck_assert_str_eq(s, "dflt"); /* finalize gives the storage its default back */
+}
+END_TEST
+
+static const px_mca_var_enum_value_t levels[] = {{0, "none"}, {1, "low"}, {5, "high"}, {0, NULL}};
+
+START_TEST(test_enum_forms)
+{
+    clean_env();
+    int e = 0;
+    px_mca_var_register("ptest", "alpha", "e", "h", PX_MCA_VAR_TYPE_ENUM, levels, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &e);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_e", "high"), PX_SUCCESS);
+    ck_assert_int_eq(e, 5);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_e", "LOW"), PX_SUCCESS);
+    ck_assert_int_eq(e, 1);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_e", "5"), PX_SUCCESS);
+    ck_assert_int_eq(e, 5);
+    char *v = value_of("ptest_alpha_e");
+    ck_assert_str_eq(v, "high");
+    free(v);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_e", "3"), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_e", "medium"), PX_ERR_BAD_PARAM);
+    const char *err = capture_end();
+    ck_assert_int_eq(count_of(err, "one of none (0), low (1), high (5)"), 2);
+    ck_assert_int_eq(e, 5);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_env_source)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_alpha_x", "17", 1);
+    int x = 1;
+    reg_int("x", &x);
+    ck_assert_int_eq(x, 17);
+    assert_source("ptest_alpha_x", "environment PX_MCA_ptest_alpha_x");
+    px_mca_var_info_t info;
+    px_mca_var_get_info(px_mca_var_find("ptest_alpha_x"), &info);
+    ck_assert_int_eq(info.source, PX_MCA_VAR_SOURCE_ENV);
+    ck_assert_str_eq(info.source_where, "PX_MCA_ptest_alpha_x");
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_env_parse_error_keeps_default)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_alpha_limit", "abc", 1);
+    size_t z = 4096;
+    capture_begin();
+    int rc = px_mca_var_register("ptest", "alpha", "limit", "h", PX_MCA_VAR_TYPE_SIZE, NULL, 1,
+                                 PX_MCA_VAR_SCOPE_LOCAL, 0, &z);
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_uint_eq(z, 4096);
+    ck_assert_ptr_nonnull(strstr(err, "\"abc\""));
+    ck_assert_ptr_nonnull(strstr(err, "ptest_alpha_limit"));
+    ck_assert_ptr_nonnull(strstr(err, "environment variable PX_MCA_ptest_alpha_limit"));
+    ck_assert_ptr_nonnull(strstr(err, "64k"));
+    ck_assert_ptr_nonnull(strstr(err, "the default \"4096\" is kept"));
+    /* The variable exists and says where its value came from. */
+    assert_source("ptest_alpha_limit", "default");
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_file_source_and_line)
+{
+    clean_env();
+    char *dir = make_tmpdir();
+    char *p = NULL;
+    ck_assert_int_ge(asprintf(&p, "%s/.plexus", getenv("HOME")), 0);
+    mkdir(p, 0700);
+    char *f = write_file(p, "mca-params.conf",
+                         "# comment\n\n  ptest_alpha_x = 5\nptest_alpha_s = \"quoted value\"\n"
+                         "ptest_alpha_x=6\n");
+    int x = 0;
+    const char *s = NULL;
+    reg_int("x", &x);
+    px_mca_var_register("ptest", "alpha", "s", "h", PX_MCA_VAR_TYPE_STRING, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &s);
+    ck_assert_int_eq(x, 6); /* the last line of a file wins */
+    ck_assert_str_eq(s, "quoted value");
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want, "file %s:5", f), 0);
+    assert_source("ptest_alpha_x", want);
+    free(want);
+    ck_assert_int_ge(asprintf(&want, "file %s:4", f), 0);
+    assert_source("ptest_alpha_s", want);
+    free(want);
+    free(f);
+    free(p);
+    free(dir);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_file_parse_error_names_line)
+{
+    clean_env();
+    char *f = write_file(getenv("PX_SYSCONFDIR"), "plexus-mca-params.conf",
+                         "# system file\nptest_alpha_x = twelve\n");
+    int x = 3;
+    capture_begin();
+    ck_assert_int_eq(reg_int("x", &x), PX_ERR_BAD_PARAM);
+    const char *err = capture_end();
+    ck_assert_int_eq(x, 3);
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want, "from file %s:2", f), 0);
+    ck_assert_msg(strstr(err, want) != NULL, "missing \"%s\" in %s", want, err);
+    ck_assert_ptr_nonnull(strstr(err, "\"twelve\""));
+    free(want);
+    free(f);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_file_syntax_warnings)
+{
+    clean_env();
+    char *extra = make_tmpdir();
+    char *f = write_file(extra, "x.conf", "ptest_alpha_x 5\n= 7\nptest_alpha_x = 8\n");
+    setenv("PX_MCA_mca_param_files", f, 1);
+    int x = 0;
+    capture_begin();
+    reg_int("x", &x);
+    const char *err = capture_end();
+    ck_assert_int_eq(x, 8);
+    char *w1 = NULL, *w2 = NULL;
+    ck_assert_int_ge(asprintf(&w1, "%s:1: expected \"name = value\"", f), 0);
+    ck_assert_int_ge(asprintf(&w2, "%s:2: no variable name", f), 0);
+    ck_assert_msg(strstr(err, w1) && strstr(err, w2), "got: %s", err);
+    free(w1);
+    free(w2);
+    free(f);
+    free(extra);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_file_precedence)
+{
+    /* extra files (mca_param_files, in order) > ~/.plexus > system file */
+    clean_env();
+    char *home = NULL;
+    ck_assert_int_ge(asprintf(&home, "%s/.plexus", getenv("HOME")), 0);
+    mkdir(home, 0700);
+    free(
+        write_file(getenv("PX_SYSCONFDIR"), "plexus-mca-params.conf",
+                   "ptest_alpha_a = 1\nptest_alpha_b = 1\nptest_alpha_c = 1\nptest_alpha_d = 1\n"));
+    free(write_file(home, "mca-params.conf",
+                    "ptest_alpha_b = 2\nptest_alpha_c = 2\nptest_alpha_d = 2\n"));
+    char *dir = make_tmpdir();
+    char *e1 = write_file(dir, "e1.conf", "ptest_alpha_c = 3\n");
+    char *e2 = write_file(dir, "e2.conf", "ptest_alpha_c = 4\nptest_alpha_d = 4\n");
+    char *list = NULL;
+    ck_assert_int_ge(asprintf(&list, "%s:%s", e1, e2), 0);
+    setenv("PX_MCA_mca_param_files", list, 1);
+    int a = 0, b = 0, c = 0, d = 0;
+    reg_int("a", &a);
+    reg_int("b", &b);
+    reg_int("c", &c);
+    reg_int("d", &d);
+    ck_assert_int_eq(a, 1);
+    ck_assert_int_eq(b, 2);
+    ck_assert_int_eq(c, 3);
+    ck_assert_int_eq(d, 4);
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want, "file %s:1", e1), 0);
+    assert_source("ptest_alpha_c", want);
+    free(want);
+    ck_assert_int_ge(asprintf(&want, "file %s/plexus-mca-params.conf:1", getenv("PX_SYSCONFDIR")),
+                     0);
+    assert_source("ptest_alpha_a", want);
+    free(want);
+    free(list);
+    free(e1);
+    free(e2);
+    free(dir);
+    free(home);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_missing_listed_file_warns)
+{
+    clean_env();
+    setenv("PX_MCA_mca_param_files", "/nonexistent/px/params.conf", 1);
+    capture_begin();
+    px_mca_var_init();
+    const char *err = capture_end();
+    ck_assert_ptr_nonnull(strstr(err, "cannot read parameter file /nonexistent/px/params.conf"));
+    ck_assert_ptr_nonnull(strstr(err, "mca_param_files"));
+    px_mca_var_finalize();
+}
+END_TEST
+
+/* The full chain default < file < env < command line < API < override. */
+START_TEST(test_precedence_chain)
+{
+    clean_env();
+    char *home = NULL;
+    ck_assert_int_ge(asprintf(&home, "%s/.plexus", getenv("HOME")), 0);
+    mkdir(home, 0700);
+    free(write_file(home, "mca-params.conf",
+                    "ptest_alpha_f = 1\nptest_alpha_e = 1\n"
+                    "ptest_alpha_c = 1\nptest_alpha_a = 1\n"
+                    "ptest_alpha_o = 1\n"));
+    setenv("PX_MCA_ptest_alpha_e", "2", 1);
+    setenv("PX_MCA_ptest_alpha_c", "2", 1);
+    setenv("PX_MCA_ptest_alpha_a", "2", 1);
+    setenv("PX_MCA_ptest_alpha_o", "2", 1);
+    setenv("PX_CMDLINE_MCA_ptest_alpha_c", "3", 1);
+    setenv("PX_CMDLINE_MCA_ptest_alpha_a", "3", 1);
+    setenv("PX_CMDLINE_MCA_ptest_alpha_o", "3", 1);
+    char *ovr = write_file(getenv("PX_SYSCONFDIR"), "plexus-mca-params-override.conf",
+                           "ptest_alpha_o = 5\n");
+    int dflt = 0, f = 0, e = 0, c = 0, a = 0, o = 0;
+    reg_int("dflt", &dflt);
+    reg_int("f", &f);
+    reg_int("e", &e);
+    reg_int("c", &c);
+    reg_int("a", &a);
+    reg_int("o", &o);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_a", "4"), PX_SUCCESS);
+    capture_begin();
+    int orc = px_mca_var_set("ptest_alpha_o", "4");
+    const char *err = capture_end();
+    ck_assert_int_eq(orc, PX_ERR_NOT_SUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "override file"));
+    ck_assert_ptr_nonnull(strstr(err, ovr));
+    ck_assert_int_eq(dflt, 0);
+    ck_assert_int_eq(f, 1);
+    ck_assert_int_eq(e, 2);
+    ck_assert_int_eq(c, 3);
+    ck_assert_int_eq(a, 4);
+    ck_assert_int_eq(o, 5);
+    assert_source("ptest_alpha_dflt", "default");
+    assert_source_prefix("ptest_alpha_f", "file ");
+    assert_source("ptest_alpha_e", "environment PX_MCA_ptest_alpha_e");
+    assert_source("ptest_alpha_c", "command line");
+    assert_source("ptest_alpha_a", "API");
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want, "override file %s:1", ovr), 0);
+    assert_source("ptest_alpha_o", want);
+    free(want);
+    /* A lower source set later does not win over a higher one. */
+    ck_assert_int_eq(px_mca_var_set_source("ptest_alpha_e", "9", PX_MCA_VAR_SOURCE_FILE, "x:1"),
+                     PX_SUCCESS);
+    ck_assert_int_eq(e, 2);
+    ck_assert_int_eq(
+        px_mca_var_set_source("ptest_alpha_e", "9", PX_MCA_VAR_SOURCE_COMMAND_LINE, "--mca"),
+        PX_SUCCESS);
+    ck_assert_int_eq(e, 9);
+    free(ovr);
+    free(home);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_cmdline_handoff)
+{
+    clean_env();
+    int x = 0;
+    reg_int("x", &x);
+    ck_assert_int_eq(px_mca_var_set_cmdline("ptest_alpha_x", "21", true), PX_SUCCESS);
+    ck_assert_int_eq(x, 21);
+    assert_source("ptest_alpha_x", "command line");
+    ck_assert_str_eq(getenv("PX_CMDLINE_MCA_ptest_alpha_x"), "21");
+    /* Not exported: the environment is left alone. */
+    ck_assert_int_eq(px_mca_var_set_cmdline("ptest_alpha_x", "22", false), PX_SUCCESS);
+    ck_assert_int_eq(x, 22);
+    ck_assert_str_eq(getenv("PX_CMDLINE_MCA_ptest_alpha_x"), "21");
+    px_mca_var_finalize();
+    /* A "child" reads it back from the environment as command line, above
+     * the environment proper. */
+    setenv("PX_MCA_ptest_alpha_x", "5", 1);
+    ck_assert_int_eq(x, 0);
+    px_mca_var_init();
+    reg_int("x", &x);
+    ck_assert_int_eq(x, 21);
+    assert_source("ptest_alpha_x", "command line");
+    px_mca_var_info_t info;
+    px_mca_var_get_info(px_mca_var_find("ptest_alpha_x"), &info);
+    ck_assert_str_eq(info.source_where, "PX_CMDLINE_MCA_ptest_alpha_x");
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_cmdline_before_register)
+{
+    clean_env();
+    ck_assert_int_eq(px_mca_var_set_cmdline("ptest_alpha_late", "8", false), PX_SUCCESS);
+    int x = 0;
+    reg_int("late", &x);
+    ck_assert_int_eq(x, 8);
+    assert_source("ptest_alpha_late", "command line");
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set_cmdline("ptest_alpha_late", "x8", false), PX_ERR_BAD_PARAM);
+    const char *err = capture_end();
+    ck_assert_ptr_nonnull(strstr(err, "from command line (--mca)"));
+    ck_assert_int_eq(x, 8);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_api_unknown_name)
+{
+    clean_env();
+    int x = 0;
+    reg_int("priority", &x);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_priorty", "3"), PX_ERR_NOT_FOUND);
+    const char *err = capture_end();
+    ck_assert_ptr_nonnull(strstr(err, "unknown variable \"ptest_alpha_priorty\""));
+    ck_assert_ptr_nonnull(strstr(err, "ptest_alpha_priority"));
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_synonyms)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_old_x", "4", 1);
+    setenv("PX_MCA_ptest_alias_y", "6", 1);
+    int x = 0, y = 0;
+    int xi = reg_int("x", &x);
+    int yi = reg_int("y", &y);
+    capture_begin();
+    int sx = px_mca_var_register_synonym(xi, "ptest", "old", "x", PX_MCA_VAR_FLAG_DEPRECATED);
+    int sy = px_mca_var_register_synonym(yi, "ptest", "alias", "y", 0);
+    ck_assert_int_ge(sx, 0);
+    ck_assert_int_ge(sy, 0);
+    ck_assert_int_eq(x, 4);
+    ck_assert_int_eq(y, 6);
+    /* Resolving again (another source changes) does not warn again. */
+    setenv("PX_MCA_ptest_old_x", "5", 1);
+    ck_assert_int_eq(
+        px_mca_var_set_source("ptest_old_x", "7", PX_MCA_VAR_SOURCE_COMMAND_LINE, NULL),
+        PX_SUCCESS);
+    const char *err = capture_end();
+    ck_assert_int_eq(x, 7);
+    ck_assert_int_eq(count_of(err, "deprecated"), 1);
+    ck_assert_ptr_nonnull(strstr(err, "\"ptest_old_x\""));
+    ck_assert_ptr_nonnull(strstr(err, "use \"ptest_alpha_x\" instead"));
+    ck_assert_ptr_null(strstr(err, "ptest_alias_y"));
+    /* Info: the primary lists its synonyms; the synonym points back. */
+    px_mca_var_info_t info;
+    px_mca_var_get_info(xi, &info);
+    ck_assert_ptr_nonnull(info.synonyms);
+    ck_assert_str_eq(info.synonyms[0], "ptest_old_x");
+    ck_assert_ptr_null(info.synonyms[1]);
+    ck_assert(!info.is_synonym_of_other);
+    px_mca_var_get_info(sx, &info);
+    ck_assert(info.is_synonym_of_other);
+    ck_assert_int_eq(info.synonym_for, xi);
+    ck_assert_int_eq(px_mca_var_find("ptest_old_x"), sx);
+    /* Registering the same synonym again returns it; another variable's name is refused. */
+    ck_assert_int_eq(px_mca_var_register_synonym(xi, "ptest", "old", "x", 0), sx);
+    ck_assert_int_eq(px_mca_var_register_synonym(xi, "ptest", "alpha", "y", 0), PX_ERR_EXISTS);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_primary_beats_synonym)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_old_x", "4", 1);
+    setenv("PX_MCA_ptest_alpha_x", "9", 1);
+    int x = 0;
+    int xi = reg_int("x", &x);
+    px_mca_var_register_synonym(xi, "ptest", "old", "x", 0);
+    ck_assert_int_eq(x, 9);
+    /* A synonym at a higher source still wins over the primary at a lower one. */
+    setenv("PX_CMDLINE_MCA_ptest_old_x", "11", 1);
+    px_mca_var_finalize();
+    px_mca_var_init();
+    xi = reg_int("x", &x);
+    px_mca_var_register_synonym(xi, "ptest", "old", "x", 0);
+    ck_assert_int_eq(x, 11);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_deprecated_variable)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_alpha_gone", "1", 1);
+    int x = 0;
+    capture_begin();
+    px_mca_var_register("ptest", "alpha", "gone", "h", PX_MCA_VAR_TYPE_INT, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, PX_MCA_VAR_FLAG_DEPRECATED, &x);
+    const char *err = capture_end();
+    ck_assert_int_eq(x, 1);
+    ck_assert_ptr_nonnull(strstr(err, "\"ptest_alpha_gone\""));
+    ck_assert_ptr_nonnull(strstr(err, "deprecated and may be removed"));
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_readonly)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_alpha_ro", "3", 1);
+    int x = 1;
+    capture_begin();
+    px_mca_var_register("ptest", "alpha", "ro", "h", PX_MCA_VAR_TYPE_INT, NULL, 1,
+                        PX_MCA_VAR_SCOPE_CONSTANT, PX_MCA_VAR_FLAG_READONLY, &x);
+    int rc = px_mca_var_set("ptest_alpha_ro", "4");
+    const char *err = capture_end();
+    ck_assert_int_eq(x, 1);
+    ck_assert_int_eq(rc, PX_ERR_NOT_SUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "ptest_alpha_ro is read-only; the value \"3\" from "
+                                      "environment variable PX_MCA_ptest_alpha_ro is ignored"));
+    ck_assert_ptr_nonnull(strstr(err, "cannot set it to \"4\""));
+    assert_source("ptest_alpha_ro", "default");
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_override_makes_readonly)
+{
+    clean_env();
+    char *ovr = write_file(getenv("PX_SYSCONFDIR"), "plexus-mca-params-override.conf",
+                           "# site policy\nptest_alpha_s = site\n");
+    setenv("PX_MCA_ptest_alpha_s", "user", 1);
+    const char *s = "dflt";
+    px_mca_var_register("ptest", "alpha", "s", "h", PX_MCA_VAR_TYPE_STRING, NULL, 1,
+                        PX_MCA_VAR_SCOPE_LOCAL, 0, &s);
+    ck_assert_str_eq(s, "site");
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_s", "mine"), PX_ERR_NOT_SUPPORTED);
+    ck_assert_int_eq(px_mca_var_set_cmdline("ptest_alpha_s", "mine", false), PX_ERR_NOT_SUPPORTED);
+    const char *err = capture_end();
+    ck_assert_int_eq(count_of(err, "is fixed to \"site\" by the override file"), 2);
+    ck_assert_str_eq(s, "site");
+    px_mca_var_info_t info;
+    px_mca_var_get_info(px_mca_var_find("ptest_alpha_s"), &info);
+    ck_assert_int_eq(info.source, PX_MCA_VAR_SOURCE_OVERRIDE);
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want, "%s:2", ovr), 0);
+    ck_assert_str_eq(info.source_where, want);
+    free(want);
+    free(ovr);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_unknown_names_warn)
+{
+    clean_env();
+    char *home = NULL;
+    ck_assert_int_ge(asprintf(&home, "%s/.plexus", getenv("HOME")), 0);
+    mkdir(home, 0700);
+    char *f = write_file(home, "mca-params.conf", "ptest_alpha_x = 1\nptest_alpah_prio = 2\n");
+    setenv("PX_MCA_ptest_alpha_priorty", "3", 1);
+    setenv("PX_MCA_zzzzzzzzzzzzzzzzzzzz", "3", 1);
+    int x = 0, prio = 0;
+    reg_int("x", &x);
+    reg_int("priority", &prio);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_check_unknown(), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_check_unknown(), PX_SUCCESS); /* warns once */
+    const char *err = capture_end();
+    ck_assert_int_eq(count_of(err, "plexus: warning: unknown variable"), 3);
+    ck_assert_ptr_nonnull(strstr(err, "\"ptest_alpha_priorty\" in environment variable "
+                                      "PX_MCA_ptest_alpha_priorty; nearest registered names: "
+                                      "ptest_alpha_priority"));
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want, "\"ptest_alpah_prio\" in file %s:2", f), 0);
+    ck_assert_msg(strstr(err, want) != NULL, "got %s", err);
+    ck_assert_ptr_nonnull(strstr(err, "zzzzzzzzzzzzzzzzzzzz\" in environment variable "
+                                      "PX_MCA_zzzzzzzzzzzzzzzzzzzz; no registered variable has a "
+                                      "similar name"));
+    free(want);
+    free(f);
+    free(home);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_strict_makes_unknown_fatal)
+{
+    clean_env();
+    setenv("PX_MCA_mca_base_strict", "1", 1);
+    setenv("PX_MCA_ptest_alpha_priorty", "3", 1);
+    int prio = 0;
+    reg_int("priority", &prio);
+    capture_begin();
+    int rc = px_mca_var_check_unknown();
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(err, "plexus: error: unknown variable \"ptest_alpha_priorty\""));
+    ck_assert_ptr_nonnull(strstr(err, "mca_base_strict"));
+    px_mca_var_finalize();
+    /* Without strict, the same is a warning and not an error. */
+    unsetenv("PX_MCA_mca_base_strict");
+    px_mca_var_init();
+    reg_int("priority", &prio);
+    capture_begin();
+    rc = px_mca_var_check_unknown();
+    err = capture_end();
+    ck_assert_int_eq(rc, PX_SUCCESS);
+    ck_assert_ptr_nonnull(strstr(err, "plexus: warning: unknown variable"));
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_register_twice)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_alpha_s", "env", 1);
+    const char *s1 = "d", *s2 = "d";
+    int i1 = px_mca_var_register("ptest", "alpha", "s", "h", PX_MCA_VAR_TYPE_STRING, NULL, 1,
+                                 PX_MCA_VAR_SCOPE_LOCAL, 0, &s1);
+    int i2 = px_mca_var_register("ptest", "alpha", "s", "h", PX_MCA_VAR_TYPE_STRING, NULL, 1,
+                                 PX_MCA_VAR_SCOPE_LOCAL, 0, &s2);
+    ck_assert_int_eq(i1, i2);
+    ck_assert_str_eq(s2, "env");
+    ck_assert_str_eq(s1, "d"); /* the old storage got its default back */
+    int n = px_mca_var_count();
+    int x = 0;
+    ck_assert_int_eq(px_mca_var_register("ptest", "alpha", "s", "h", PX_MCA_VAR_TYPE_INT, NULL, 1,
+                                         PX_MCA_VAR_SCOPE_LOCAL, 0, &x),
+                     PX_ERR_EXISTS);
+    ck_assert_int_eq(px_mca_var_count(), n);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_info_and_nearest)
+{
+    clean_env();
+    int x = 0;
+    int idx = px_mca_var_register("ptest", "alpha", "eager_limit", "Largest eager message",
+                                  PX_MCA_VAR_TYPE_INT, NULL, 4, PX_MCA_VAR_SCOPE_ALL,
+                                  PX_MCA_VAR_FLAG_SETTABLE, &x);
+    int y = 0;
+    reg_int("eager_limit2", &y);
+    px_mca_var_info_t info;
+    ck_assert_int_eq(px_mca_var_get_info(idx, &info), PX_SUCCESS);
+    ck_assert_str_eq(info.full_name, "ptest_alpha_eager_limit");
+    ck_assert_str_eq(info.framework, "ptest");
+    ck_assert_str_eq(info.component, "alpha");
+    ck_assert_str_eq(info.name, "eager_limit");
+    ck_assert_str_eq(info.help, "Largest eager message");
+    ck_assert_int_eq(info.info_level, 4);
+    ck_assert_int_eq(info.scope, PX_MCA_VAR_SCOPE_ALL);
+    ck_assert_uint_eq(info.flags, PX_MCA_VAR_FLAG_SETTABLE);
+    ck_assert_str_eq(px_mca_var_type_name(info.type), "int");
+    ck_assert_int_eq(px_mca_var_get_info(10000, &info), PX_ERR_NOT_FOUND);
+    const char *near[3];
+    int n = px_mca_var_nearest("ptest_alpha_eagr_limit", near, 3);
+    ck_assert_int_eq(n, 2);
+    ck_assert_str_eq(near[0], "ptest_alpha_eager_limit");
+    ck_assert_str_eq(near[1], "ptest_alpha_eager_limit2");
+    ck_assert_int_eq(px_mca_var_nearest("eager_limit", near, 1), 1);
+    ck_assert_int_eq(px_mca_var_nearest("qqqqqqqqqqqqqqqqqq", near, 3), 0);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_init_refcount)
+{
+    clean_env();
+    int x = 0;
+    px_mca_var_init();
+    px_mca_var_init();
+    reg_int("x", &x);
+    px_mca_var_finalize();
+    ck_assert_int_ge(px_mca_var_find("ptest_alpha_x"), 0); /* still one init */
+    px_mca_var_finalize();
+    ck_assert_int_eq(px_mca_var_find("ptest_alpha_x"), PX_ERR_NOT_FOUND);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("mca_var");
+    TCase *tc = tcase_create("var");
+    tcase_add_checked_fixture(tc, NULL, remove_tmpdirs);
+    tcase_add_test(tc, test_default);
+    tcase_add_test(tc, test_full_names);
+    tcase_add_test(tc, test_int_forms);
+    tcase_add_test(tc, test_unsigned_forms);
+    tcase_add_test(tc, test_size_forms);
+    tcase_add_test(tc, test_bool_forms);
+    tcase_add_test(tc, test_double_and_string);
+    tcase_add_test(tc, test_enum_forms);
+    tcase_add_test(tc, test_env_source);
+    tcase_add_test(tc, test_env_parse_error_keeps_default);
+    tcase_add_test(tc, test_file_source_and_line);
+    tcase_add_test(tc, test_file_parse_error_names_line);
+    tcase_add_test(tc, test_file_syntax_warnings);
+    tcase_add_test(tc, test_file_precedence);
+    tcase_add_test(tc, test_missing_listed_file_warns);
+    tcase_add_test(tc, test_precedence_chain);
+    tcase_add_test(tc, test_cmdline_handoff);
+    tcase_add_test(tc, test_cmdline_before_register);
+    tcase_add_test(tc, test_api_unknown_name);
+    tcase_add_test(tc, test_synonyms);
+    tcase_add_test(tc, test_primary_beats_synonym);
+    tcase_add_test(tc, test_deprecated_variable);
+    tcase_add_test(tc, test_readonly);
+    tcase_add_test(tc, test_override_makes_readonly);
+    tcase_add_test(tc, test_unknown_names_warn);
+    tcase_add_test(tc, test_strict_makes_unknown_fatal);
+    tcase_add_test(tc, test_register_twice);
+    tcase_add_test(tc, test_info_and_nearest);
+    tcase_add_test(tc, test_init_refcount);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
