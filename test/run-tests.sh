@@ -65,7 +65,7 @@ echo "Plexus tests (build: $build)"
 while IFS= read -r prog; do
     [[ $prog =~ $filter ]] || continue
     run_check "$prog"
-done < <(find "$build/test" -type f -name '*_test' -perm -u+x 2>/dev/null | sort)
+done < <(find "$build/test" -type f -name '*_test' -perm -u+x -not -path '*/.libs/*' 2>/dev/null | sort)
 while IFS= read -r t; do
     [[ $t =~ $filter ]] || continue
     run_shell "$t"
