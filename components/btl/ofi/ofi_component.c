@@ -25,7 +25,8 @@
 
 char *px_btl_ofi_provider_include = NULL;
 char *px_btl_ofi_provider_exclude = NULL;
-char *px_btl_ofi_provider_order = NULL;
+char *px_btl_ofi_provider_order =
+    (char *)"cxi,efa,psm3,opx,verbs;ofi_rxm,psm2,tcp;ofi_rxm,tcp,sockets,shm";
 char *px_btl_ofi_domain = NULL;
 int px_btl_ofi_num_recvs = 32;
 size_t px_btl_ofi_rcache_max_entries = 1024;
@@ -33,11 +34,11 @@ size_t px_btl_ofi_rcache_max_bytes = 0;
 int px_btl_ofi_flush_timeout = 60;
 int px_btl_ofi_verbose = 0;
 int px_btl_ofi_output = -1;
+/* Storage of the informational variables (the variable system owns it). */
 static char *px_btl_ofi_providers_available = NULL;
 static char *px_btl_ofi_provider_selected = NULL;
-
-static const char px_btl_ofi_default_order[] =
-    "cxi,efa,psm3,opx,verbs;ofi_rxm,psm2,tcp;ofi_rxm,tcp,sockets,shm";
+/* What the last discovery found. */
+static char px_btl_ofi_avail_text[1024], px_btl_ofi_selected_text[512];
 
 static struct fi_info *px_btl_ofi_all_infos; /* from fi_getinfo */
 static struct fi_info *px_btl_ofi_chosen;    /* points into the list above */
@@ -161,9 +162,7 @@ static void px_btl_ofi_choose(void)
         px_btl_ofi_decline_is_error = true;
         return;
     }
-    const char *order = px_btl_ofi_is_set(inc)                         ? inc
-                        : px_btl_ofi_is_set(px_btl_ofi_provider_order) ? px_btl_ofi_provider_order
-                                                                       : px_btl_ofi_default_order;
+    const char *order = px_btl_ofi_is_set(inc) ? inc : px_btl_ofi_provider_order;
     int best_rank = 1 << 30;
     bool best_lo = true;
     for (struct fi_info *i = px_btl_ofi_all_infos; i; i = i->next) {
@@ -189,9 +188,7 @@ static void px_btl_ofi_choose(void)
     if (NULL == px_btl_ofi_chosen) {
         px_btl_ofi_decline_is_error =
             px_btl_ofi_is_set(inc) || px_btl_ofi_is_set(px_btl_ofi_domain);
-        const char *avail = px_btl_ofi_providers_available && px_btl_ofi_providers_available[0]
-                                ? px_btl_ofi_providers_available
-                                : "none";
+        const char *avail = px_btl_ofi_avail_text[0] ? px_btl_ofi_avail_text : "none";
         if (px_btl_ofi_is_set(inc))
             snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline),
                      "btl_ofi_provider_include=\"%s\"%s%s names no provider found here; "
@@ -223,16 +220,14 @@ static void px_btl_ofi_check_names(const char *var, const char *list)
         if (!found)
             px_show_warning("btl/ofi: %s names provider \"%s\", which libfabric does not offer "
                             "here for RDM endpoints (available: %s)",
-                            var, tok,
-                            px_btl_ofi_providers_available[0] ? px_btl_ofi_providers_available
-                                                              : "none");
+                            var, tok, px_btl_ofi_avail_text[0] ? px_btl_ofi_avail_text : "none");
     }
     free(copy);
 }
 
 static void px_btl_ofi_discover(void)
 {
-    static char avail[1024], selected[512];
+    char *avail = px_btl_ofi_avail_text, *selected = px_btl_ofi_selected_text;
     avail[0] = selected[0] = '\0';
     px_btl_ofi_decline[0] = '\0';
     px_btl_ofi_decline_is_error = false;
@@ -247,18 +242,16 @@ static void px_btl_ofi_discover(void)
                      px_btl_ofi_strerror(rc));
     }
     for (struct fi_info *i = px_btl_ofi_all_infos; i; i = i->next)
-        px_btl_ofi_append_unique(avail, sizeof(avail), i->fabric_attr->prov_name);
-    px_btl_ofi_providers_available = avail;
+        px_btl_ofi_append_unique(avail, sizeof(px_btl_ofi_avail_text), i->fabric_attr->prov_name);
     if (!px_btl_ofi_decline[0])
         px_btl_ofi_choose();
     if (px_btl_ofi_chosen)
-        snprintf(selected, sizeof(selected), "%s (fabric %s, domain %s)",
+        snprintf(selected, sizeof(px_btl_ofi_selected_text), "%s (fabric %s, domain %s)",
                  px_btl_ofi_chosen->fabric_attr->prov_name, px_btl_ofi_chosen->fabric_attr->name,
                  px_btl_ofi_chosen->domain_attr->name);
     else
-        snprintf(selected, sizeof(selected), "none: %s",
+        snprintf(selected, sizeof(px_btl_ofi_selected_text), "none: %s",
                  px_btl_ofi_decline[0] ? px_btl_ofi_decline : "no RDM provider found");
-    px_btl_ofi_provider_selected = selected;
 }
 
 static int px_btl_ofi_register(void)
@@ -275,7 +268,6 @@ static int px_btl_ofi_register(void)
                         "with btl_ofi_provider_include",
                         PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_ALL, 0,
                         &px_btl_ofi_provider_exclude);
-    px_btl_ofi_provider_order = (char *)px_btl_ofi_default_order;
     px_mca_var_register("btl", "ofi", "provider_order",
                         "Preference order of providers when btl_ofi_provider_include is not "
                         "set; providers found but not listed come after those listed",
@@ -314,6 +306,12 @@ static int px_btl_ofi_register(void)
         px_btl_ofi_all_infos = NULL;
     }
     px_btl_ofi_discover();
+    /* Registered once per load with what discovery found (read-only: a
+     * later discovery in the same process does not change them). */
+    if (NULL == px_btl_ofi_providers_available)
+        px_btl_ofi_providers_available = px_btl_ofi_avail_text;
+    if (NULL == px_btl_ofi_provider_selected)
+        px_btl_ofi_provider_selected = px_btl_ofi_selected_text;
     px_mca_var_register("btl", "ofi", "providers_available",
                         "libfabric providers offering RDM endpoints with messages and RMA here "
                         "(informational)",
@@ -379,7 +377,7 @@ static px_btl_module_t **px_btl_ofi_init(int *num_modules, bool enable_progress_
         free(m);
         return NULL;
     }
-    PX_OUTPUT_VERBOSE(10, px_btl_ofi_output, "btl/ofi: using %s", px_btl_ofi_provider_selected);
+    PX_OUTPUT_VERBOSE(10, px_btl_ofi_output, "btl/ofi: using %s", px_btl_ofi_selected_text);
     px_btl_ofi_the_module = m;
     mods[0] = &m->super;
     *num_modules = 1;
