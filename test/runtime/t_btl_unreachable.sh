@@ -23,6 +23,12 @@ if echo "$out" | grep -q "Modules tried"; then
 else
     check "no module at all is said so" contains "$out" "No BTL module was available"
 fi
+# Components that returned no module are named (shm is built in and has no
+# peer in a singleton), and so is the selection variable's value.
+if echo "$out" | grep -q "Components that offered no module"; then
+    check "components that declined in init are named (shm)" contains "$out" " shm"
+fi
+check "the selection variable's value is shown" contains "$out" "Selection variable btl = ^self."
 check "self is not among the modules tried" sh -c "! echo \"\$1\" | grep -q '^ *self (exclusivity'" _ "$out"
 check "px_init's failure code is printed" contains "$out" "px_init failed"
 

@@ -35,6 +35,9 @@ extern int px_btl_base_num_modules;
  * closed. Registers each module's progress function. The framework must be
  * open (px_mca_framework_open(&px_btl_base_framework)). */
 int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads);
+/* Components px_btl_base_select closed because their init returned no module. */
+int px_btl_base_declined_count(void);
+const char *px_btl_base_declined_name(int i);
 /* Call btl_modex_send of every component that returned modules. */
 int px_btl_base_modex_send(void);
 /* Install the runtime's error callback on every module. */
@@ -105,6 +108,10 @@ void px_btl_base_peer_free(px_btl_base_peer_t *peer);
 char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmodules,
                                       const px_proc_t *local, const px_proc_t *peer,
                                       size_t proc_index);
+
+/* Append the components that declined in init and the value of the "btl"
+ * selection variable to an unreachable message (takes msg, returns the new one). */
+char *px_btl_base_unreachable_add_context(char *msg);
 
 /* Call every module's add_procs over procs, then select per peer and set
  * procs[i]->btl_peer. modules must be sorted (px_btl_base_sort_modules). On

@@ -41,6 +41,20 @@ px_mca_framework_t px_btl_base_framework = {
     .close_fn = NULL,
 };
 
+/* Names of components whose init returned no module (for the unreachable
+ * message); copies, since a plugin's strings go away when it is unloaded. */
+static char **px_btl_base_declined = NULL;
+static int px_btl_base_num_declined = 0;
+
+int px_btl_base_declined_count(void)
+{
+    return px_btl_base_num_declined;
+}
+const char *px_btl_base_declined_name(int i)
+{
+    return (i >= 0 && i < px_btl_base_num_declined) ? px_btl_base_declined[i] : NULL;
+}
+
 /* Components whose init returned modules, in init order (for modex_send). */
 static const px_btl_component_t **px_btl_base_components = NULL;
 static int px_btl_base_num_components = 0;
@@ -181,6 +195,13 @@ int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads)
             PX_OUTPUT_VERBOSE(10, fw->output, "btl %s: init returned no module; closing it",
                               comp->base.component_name);
             free(mods);
+            char **d = realloc(px_btl_base_declined, (px_btl_base_num_declined + 1) * sizeof(*d));
+            if (d) {
+                px_btl_base_declined = d;
+                d[px_btl_base_num_declined] = strdup(comp->base.component_name);
+                if (d[px_btl_base_num_declined])
+                    px_btl_base_num_declined++;
+            }
             px_mca_framework_drop(fw, item);
             continue;
         }
@@ -270,6 +291,11 @@ int px_btl_base_finalize(void)
     px_btl_base_num_modules = 0;
     free(px_btl_base_components);
     px_btl_base_components = NULL;
+    for (int i = 0; i < px_btl_base_num_declined; ++i)
+        free(px_btl_base_declined[i]);
+    free(px_btl_base_declined);
+    px_btl_base_declined = NULL;
+    px_btl_base_num_declined = 0;
     px_btl_base_num_components = 0;
     for (int t = 0; t < 256; ++t)
         px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);

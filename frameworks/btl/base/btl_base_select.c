@@ -162,6 +162,23 @@ char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmod
                       why);
         }
     }
+    return b.s;
+}
+
+/* Append what the framework knows beyond the modules: components that
+ * declined in init, and the selection variable. Takes and returns msg. */
+char *px_btl_base_unreachable_add_context(char *msg)
+{
+    strbuf_t b = {msg, msg ? strlen(msg) : 0, msg ? strlen(msg) + 1 : 0};
+    int nd = px_btl_base_declined_count();
+    if (nd > 0) {
+        sb_printf(&b, "\n  Components that offered no module (their init declined; "
+                      "PX_MCA_btl_base_verbose=10 says why):");
+        for (int i = 0; i < nd; ++i)
+            sb_printf(&b, " %s", px_btl_base_declined_name(i));
+    }
+    const char *sel = px_btl_base_framework.selection;
+    sb_printf(&b, "\n  Selection variable btl = %s.", (sel && *sel) ? sel : "(unset: all)");
     sb_printf(&b, "\n  The transports come from the variable \"btl\" (e.g. PX_MCA_btl=self,shm); "
                   "px_info --param btl all lists them.");
     return b.s;
@@ -222,9 +239,9 @@ int px_btl_base_add_procs(px_btl_base_table_t *t, px_btl_module_t **modules, int
     for (size_t i = 0; i < nprocs; ++i) {
         px_btl_base_peer_t *peer = NULL;
         rc = px_btl_base_select_peer(t->reach, nmodules, i, procs[i]->rank, &peer);
-        if (PX_ERR_UNREACH == rc) {
-            if (error)
-                *error = px_btl_base_unreachable_message(t->reach, nmodules, local, procs[i], i);
+        if (PX_ERR_UNREACH == rc && error) {
+            char *msg = px_btl_base_unreachable_message(t->reach, nmodules, local, procs[i], i);
+            *error = px_btl_base_unreachable_add_context(msg);
         }
         if (rc != PX_SUCCESS) {
             px_btl_base_del_procs(t);
