@@ -1,0 +1,84 @@
+/*
+ * example.c: a minimal out-of-tree BTL component, built only against the
+ * installed Plexus headers and plexus.pc (see Makefile and
+ * docs/writing-a-component.md). It registers one variable, and its module
+ * reaches no peer, explaining why, so px_init names it among the modules tried.
+ *
+ * Build:  cc -shared -fPIC $(pkg-config --cflags plexus) -o plexus_btl_example.so example.c
+ * Use:    PX_MCA_mca_component_path=$PWD px_info --param btl example --level 9
+ */
+#include <stdlib.h>
+#include <core/mca/var.h>
+#include <core/util/error.h>
+#include <frameworks/btl/btl.h>
+
+static char *px_btl_example_greeting;
+static px_btl_module_t px_btl_example_module;
+
+static int px_btl_example_register(void)
+{
+    px_btl_example_greeting = "hello from an out-of-tree component";
+    int idx = px_mca_var_register("btl", "example", "greeting",
+                                  "A string this example component registers", PX_MCA_VAR_TYPE_STRING,
+                                  NULL, 9, PX_MCA_VAR_SCOPE_LOCAL, 0, &px_btl_example_greeting);
+    return idx < 0 ? idx : PX_SUCCESS;
+}
+
+static int px_btl_example_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                    px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                                    const char **reasons)
+{
+    (void)btl;
+    (void)procs;
+    (void)reachable;
+    for (size_t i = 0; i < nprocs; i++) {
+        endpoints[i] = NULL;
+        reasons[i] = "the example component reaches no peer: it only shows how to build one";
+    }
+    return PX_SUCCESS;
+}
+
+static int px_btl_example_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                                    px_btl_endpoint_t **endpoints)
+{
+    (void)btl;
+    (void)nprocs;
+    (void)procs;
+    (void)endpoints;
+    return PX_SUCCESS;
+}
+
+static int px_btl_example_finalize(px_btl_module_t *btl)
+{
+    (void)btl;
+    return PX_SUCCESS;
+}
+
+static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_threads,
+                                             bool mpi_threads)
+{
+    (void)progress_threads;
+    (void)mpi_threads;
+    px_btl_module_t **modules = malloc(sizeof(*modules));
+    if (NULL == modules) {
+        *num_modules = 0;
+        return NULL;
+    }
+    px_btl_example_module.btl_exclusivity = PX_BTL_EXCLUSIVITY_LOW;
+    px_btl_example_module.btl_latency = 1000000;
+    px_btl_example_module.btl_bandwidth = 1;
+    px_btl_example_module.btl_flags = PX_BTL_FLAGS_SEND;
+    px_btl_example_module.btl_add_procs = px_btl_example_add_procs;
+    px_btl_example_module.btl_del_procs = px_btl_example_del_procs;
+    px_btl_example_module.btl_finalize = px_btl_example_finalize;
+    modules[0] = &px_btl_example_module;
+    *num_modules = 1;
+    return modules;
+}
+
+/* The one symbol the repository looks for: px_<framework>_<component>_component. */
+const px_btl_component_t px_btl_example_component = {
+    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
+                                    "example", 1, 2, 3, px_btl_example_register, NULL, NULL),
+    .btl_init = px_btl_example_init,
+};
