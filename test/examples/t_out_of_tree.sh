@@ -26,6 +26,26 @@ while IFS= read -r h; do
 done < <(find "$dest" -path '*include/plexus/*' -name '*.h')
 check "every installed header compiles alone (failed:${bad:- none})" test -z "$bad"
 
+# An application builds and links against the install with pkg-config alone.
+cat >"$tmp/app.c" <<'APP'
+#include <plexus.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    if (px_init(&argc, &argv) != PX_SUCCESS) return 1;
+    int v = 42, r = 0;
+    px_send(&v, sizeof v, px_rank(), 7);
+    px_recv(&r, sizeof r, PX_ANY_SOURCE, 7, NULL);
+    printf("rank %d of %d got %d\n", px_rank(), px_size(), r);
+    return px_finalize() != PX_SUCCESS;
+}
+APP
+cc -std=gnu11 -Wall -Werror -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs plexus) 2>"$tmp/app.log"
+check "an application compiles and links with pkg-config --cflags --libs plexus" test -x "$tmp/app"
+libdir=$(pkg-config --variable=libdir plexus)
+out=$(LD_LIBRARY_PATH=$dest$libdir "$tmp/app" 2>&1)
+check "the installed library runs it: a message to itself arrives" contains "$out" "rank 0 of 1 got 42"
+
 cp -r "$PX_SRC/examples/btl_example" "$tmp/src"
 make -C "$tmp/src" CFLAGS="-O2 -g -Wall -Wextra -Werror" >"$tmp/build.log" 2>&1
 check "the example component builds out of tree against plexus.pc" test -f "$tmp/src/plexus_btl_example.so"
