@@ -40,7 +40,10 @@ int main(int argc, char **argv)
     return px_finalize() != PX_SUCCESS;
 }
 APP
-cc -std=gnu11 -Wall -Werror -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs plexus) 2>"$tmp/app.log"
+# In the sanitizer build the library needs the sanitizer runtime linked first.
+san=""
+[ -n "${PX_TEST_SANITIZER:-}" ] && san="-fsanitize=address,undefined"
+cc -std=gnu11 -Wall -Werror $san -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs plexus) 2>"$tmp/app.log"
 check "an application compiles and links with pkg-config --cflags --libs plexus" test -x "$tmp/app"
 libdir=$(pkg-config --variable=libdir plexus)
 out=$(LD_LIBRARY_PATH=$dest$libdir "$tmp/app" 2>&1)
