@@ -1093,6 +1093,9 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 
+    /* A shell starts background jobs with SIGINT ignored; pxrun still wants
+     * it (blocked below, read from the signalfd) to end the job cleanly. */
+    signal(SIGINT, SIG_DFL);
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);

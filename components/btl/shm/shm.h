@@ -36,6 +36,7 @@
 #define PX_BTL_SHM_EMPTY    (~(uint64_t)0)
 #define PX_BTL_SHM_FRAG_HDR 64 /* bytes before a fragment's data */
 
+enum { PX_BTL_SHM_YIELD_NEVER = 0, PX_BTL_SHM_YIELD_ALWAYS = 1, PX_BTL_SHM_YIELD_AUTO = 2 };
 enum { PX_BTL_SHM_SC_NONE = 0, PX_BTL_SHM_SC_CMA = 1, PX_BTL_SHM_SC_AUTO = 2 };
 
 /* First two cache lines of a segment. */
@@ -127,7 +128,10 @@ typedef struct px_btl_shm_state {
     int single_copy;      /* PX_BTL_SHM_SC_* */
     int free_list_eager_max, free_list_send_max;
     int poll_batch;
+    int yield_mode; /* PX_BTL_SHM_YIELD_* */
     /* runtime */
+    bool yield_when_idle;
+    unsigned idle_polls;
     int my_idx, nlocal, my_rank;
     int *local_index; /* [size]: local index of each rank, -1 when remote */
     char dir[200], path[240];

@@ -27,6 +27,14 @@ px_btl_shm_state_t px_btl_shm_state = {
     .free_list_eager_max = 128,
     .free_list_send_max = 16,
     .poll_batch = 64,
+    .yield_mode = PX_BTL_SHM_YIELD_AUTO,
+};
+
+static const px_mca_var_enum_value_t px_btl_shm_yield_values[] = {
+    {PX_BTL_SHM_YIELD_NEVER, "never"},
+    {PX_BTL_SHM_YIELD_ALWAYS, "always"},
+    {PX_BTL_SHM_YIELD_AUTO, "auto"},
+    {0, NULL},
 };
 
 static const px_mca_var_enum_value_t px_btl_shm_sc_values[] = {
@@ -85,6 +93,14 @@ static int px_btl_shm_register(void)
                              "Most messages taken from one peer's fast box per progress call",
                              PX_MCA_VAR_TYPE_INT, NULL, 7, PX_MCA_VAR_SCOPE_LOCAL, 0,
                              &s->poll_batch);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "yield_when_idle",
+                             "sched_yield after 32 progress calls that found nothing: never, "
+                             "always, or auto (when this host runs more ranks of the job than "
+                             "it has online cores)",
+                             PX_MCA_VAR_TYPE_ENUM, px_btl_shm_yield_values, 5,
+                             PX_MCA_VAR_SCOPE_LOCAL, 0, &s->yield_mode);
     if (rc < 0)
         return rc;
     return px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super);
@@ -233,6 +249,11 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         s->local_index = NULL;
         return NULL; /* no local peer */
     }
+
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    s->yield_when_idle = s->yield_mode == PX_BTL_SHM_YIELD_ALWAYS ||
+                         (s->yield_mode == PX_BTL_SHM_YIELD_AUTO && ncpu > 0 && s->nlocal > ncpu);
+    s->idle_polls = 0;
 
     /* Segment: header/fifo/acks, rings, heap. */
     s->heap_off = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->nlocal);

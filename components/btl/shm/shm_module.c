@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
@@ -240,6 +241,15 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
         n += fbox_poll(s->active[i], s->poll_batch);
     if (atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
         n += fifo_poll();
+    if (PX_UNLIKELY(s->yield_when_idle)) {
+        /* More local ranks than cores: let the peer we wait for run. */
+        if (n)
+            s->idle_polls = 0;
+        else if (++s->idle_polls >= 32) {
+            s->idle_polls = 0;
+            sched_yield();
+        }
+    }
     return n;
 }
 

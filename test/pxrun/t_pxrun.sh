@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# pxrun: exit codes and signals, timeout, ending a job, stdin, tagged output,
+# bad input, -x/--mca hand-off, the modex service (with fuzzing), cleanup.
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+PXRUN=$B/tools/pxrun/pxrun
+CLIENT=$B/test/pxrun/pxrun_client
+ENVP=$B/test/pxrun/pxrun_env
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+uid=$(id -u)
+sess=${TMPDIR:-/tmp}/plexus-$uid
+# run CMD...: stdout in $T/out, stderr in $T/err, status in $rc (bounded: 20 s)
+run() { timeout -s KILL 20 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+
+run "$PXRUN" -n 2 true
+check "pxrun -n 2 true exits 0" [ "$rc" -eq 0 ]
+
+run "$PXRUN" -n 3 sh -c 'exit $((PX_RANK == 1 ? 3 : 0))'
+check "a rank's exit code 3 becomes pxrun's" [ "$rc" -eq 3 ]
+check "the report names the rank and its status" contains "$(cat "$T/err")" "rank 1 (pid"
+check "the report says how it ended" contains "$(cat "$T/err")" "exited with status 3"
+
+run "$PXRUN" -n 3 sh -c 'if [ $PX_RANK = 2 ]; then kill -9 $$; fi; sleep 30'
+check "a rank killed by SIGKILL: pxrun exits 128+9" [ "$rc" -eq 137 ]
+check "the report names rank 2 and signal 9" contains "$(cat "$T/err")" "rank 2 (pid"
+check "the report names the signal" contains "$(cat "$T/err")" "killed by signal 9"
+
+run "$PXRUN" -n 2 --timeout 0.5 sleep 30
+check "--timeout ends the job with status 124" [ "$rc" -eq 124 ]
+check "--timeout is reported" contains "$(cat "$T/err")" "timeout"
+
+# Ranks that ignore SIGTERM are killed after the grace period.
+run env PX_PXRUN_GRACE=0.3 "$PXRUN" -n 2 --timeout 0.3 sh -c 'trap "" TERM; while :; do sleep 0.1; done'
+check "ranks ignoring SIGTERM get SIGKILL" [ "$rc" -eq 124 ]
+check "the SIGKILL escalation is reported" contains "$(cat "$T/err")" "sending SIGKILL"
+
+for sig in TERM INT; do
+    "$PXRUN" -n 2 sh -c 'echo $$ > '"$T"'/pid.$PX_RANK; echo $PX_JOBID > '"$T"'/job; sleep 30' \
+        </dev/null >"$T/out" 2>"$T/err" &
+    p=$!
+    for _ in $(seq 100); do [ -s "$T/pid.1" ] && [ -s "$T/pid.0" ] && break; sleep 0.05; done
+    kill -$sig $p
+    wait $p
+    rc=$?
+    num=$(kill -l $sig)
+    check "SIG$sig to pxrun: exit 128+$num" [ "$rc" -eq $((128 + num)) ]
+    check "SIG$sig to pxrun: reported" contains "$(cat "$T/err")" "received signal $num"
+    alive=0
+    for f in "$T"/pid.*; do kill -0 "$(cat "$f")" 2>/dev/null && alive=1; done
+    check "SIG$sig to pxrun: no rank survives" [ "$alive" -eq 0 ]
+    job=$(cat "$T/job")
+    check "SIG$sig to pxrun: session folder removed" [ ! -e "$sess/job-$job" ]
+    check "SIG$sig to pxrun: shm folder removed" [ ! -e "/dev/shm/plexus-$uid-$job" ]
+    rm -f "$T"/pid.* "$T/job"
+done
+
+out=$(echo "line for rank 0" | timeout -s KILL 20 "$PXRUN" -n 3 sh -c 'cat; echo done $PX_RANK')
+check "stdin reaches rank 0 only" [ "$(echo "$out" | grep -c 'line for rank 0')" -eq 1 ]
+check "every rank ran" [ "$(echo "$out" | grep -c '^done')" -eq 3 ]
+
+run "$PXRUN" -n 2 --tag-output sh -c 'echo out$PX_RANK; printf "part"; printf "ial\n"; echo err$PX_RANK >&2'
+check "--tag-output tags stdout" contains "$(cat "$T/out")" "[1] out1"
+check "--tag-output keeps partial writes on one line" [ "$(grep -c '^\[[01]\] partial$' "$T/out")" -eq 2 ]
+check "--tag-output tags stderr" contains "$(cat "$T/err")" "[0] err0"
+run "$PXRUN" -n 2 sh -c 'echo plain$PX_RANK'
+check "untagged output passes through" [ "$(grep -c '^plain[01]$' "$T/out")" -eq 2 ]
+
+# Bad input: a clear message and a non-zero exit.
+bad() { # description expected-text args...
+    local d=$1 want=$2
+    shift 2
+    run "$PXRUN" "$@"
+    if [ "$rc" -ne 0 ] && contains "$(cat "$T/err")" "$want"; then ok "bad input: $d"; else not_ok "bad input: $d (exit $rc)"; fi
+}
+bad "-n 0" "expected a number of ranks" -n 0 true
+bad "-n abc" "expected a number of ranks" -n abc true
+bad "no -n" "missing -n" true
+bad "missing program" "missing the program" -n 2
+bad "unknown option" "unknown option '--bogus'" -n 2 --bogus true
+bad "--mca without a value" "--mca needs a name and a value" -n 2 --mca btl_shm_fbox_size
+bad "--mca name=value" "malformed" -n 2 --mca btl=self x true
+bad "--mca bad name" "malformed variable name" -n 2 --mca 'a-b' 1 true
+bad "program not found" "cannot run the program" -n 2 /no/such/program
+bad "-x of an unset variable" "is not set" -n 2 -x PX_SURELY_UNSET_VAR true
+bad "--timeout garbage" "positive number of seconds" -n 2 --timeout soon true
+run "$PXRUN" -n 2 /no/such/program
+check "a program that cannot run: exit 127" [ "$rc" -eq 127 ]
+
+# -x and --mca reach the ranks; --mca with source "command line".
+run env PX_T_INHERIT=yes "$PXRUN" -n 2 -x PX_T_FOO=bar -x PX_T_INHERIT --mca btl_shm_poll_batch 17 \
+    "$ENVP" btl_shm_poll_batch env:PX_T_FOO env:PX_T_INHERIT
+check "pxrun_env ran on 2 ranks" [ "$rc" -eq 0 ] && [ "$(grep -c '^rank' "$T/out")" -eq 2 ]
+check "--mca reaches every rank with source command line" \
+    [ "$(grep -c '^var btl_shm_poll_batch=17 source=command line$' "$T/out")" -eq 2 ]
+check "-x VAR=VALUE reaches every rank" [ "$(grep -c '^env PX_T_FOO=bar$' "$T/out")" -eq 2 ]
+check "-x VAR passes pxrun's value" [ "$(grep -c '^env PX_T_INHERIT=yes$' "$T/out")" -eq 2 ]
+check "boot/pxrun gives rank and size" contains "$(cat "$T/out")" "rank 1 size 2"
+
+# The modex service, with and without fuzzing first.
+for n in 2 4 8; do
+    run "$PXRUN" -n $n "$CLIENT" modex
+    check "modex put/fence/get on $n ranks" [ "$rc" -eq 0 ] && [ "$(grep -c '^modex ok' "$T/out")" -eq $n ]
+done
+run "$PXRUN" -n 4 "$CLIENT" fuzz 48
+check "pxrun survives malformed frames and still serves the modex" \
+    [ "$rc" -eq 0 ] && [ "$(grep -c '^modex ok' "$T/out")" -eq 4 ]
+check "malformed frames are reported" contains "$(cat "$T/err")" "closing a connection"
+
+# A fence that a rank which already exited can never join ends the job.
+run "$PXRUN" -n 2 sh -c 'if [ $PX_RANK = 0 ]; then exec '"$CLIENT"' modex; fi; exit 0'
+check "a fence orphaned by an exited rank fails the job" [ "$rc" -ne 0 ]
+check "the orphaned fence is reported" contains "$(cat "$T/err")" "waited for it in a fence"
+
+# Cleanup after a normal run and after a rank dies holding a file in the shm folder.
+run "$PXRUN" -n 2 sh -c 'echo $PX_JOBID'
+job=$(head -1 "$T/out")
+check "session folder removed after a normal run" [ -n "$job" ] && [ ! -e "$sess/job-$job" ]
+run "$PXRUN" -n 2 sh -c 'd=/dev/shm/plexus-$(id -u)-$PX_JOBID; touch $d/seg-$PX_RANK; echo $PX_JOBID; if [ $PX_RANK = 1 ]; then kill -9 $$; fi; sleep 30'
+job=$(head -1 "$T/out")
+check "a SIGKILLed rank: pxrun fails" [ "$rc" -eq 137 ]
+check "a SIGKILLed rank: its shm files are removed" [ -n "$job" ] && [ ! -e "/dev/shm/plexus-$uid-$job" ]
+check "a SIGKILLed rank: session folder removed" [ ! -e "$sess/job-$job" ]
+
+run "$PXRUN" -n 64 sh -c 'echo r$PX_RANK'
+check "pxrun -n 64 runs 64 ranks" [ "$rc" -eq 0 ] && [ "$(grep -c '^r' "$T/out")" -eq 64 ]
+tap_done

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# btl/shm under pxrun: all-to-all of random sizes (0 B..8 MiB, checksummed,
+# ordered per pair) on 2, 4 and 8 ranks, through each path (fast box,
+# fragment queue, pipelined and single-copy large messages); a rank
+# SIGKILLed mid-exchange; nothing of a job left in /dev/shm.
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+PXRUN=$B/tools/pxrun/pxrun
+A2A=$B/test/shm/shm_alltoall
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+uid=$(id -u)
+sess=${TMPDIR:-/tmp}/plexus-$uid
+run() { timeout -s KILL 120 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+leftovers() { # jobid: 0 when nothing of the job remains
+    [ ! -e "/dev/shm/plexus-$uid-$1" ] && [ ! -e "$sess/job-$1" ]
+}
+
+for n in 2 4 8; do
+    run "$PXRUN" -n $n "$A2A" --rounds 2 --msgs 3 --max 8388608 --seed $((n * 101))
+    job=$(sed -n 's/^jobid=//p' "$T/out")
+    check "all-to-all 0 B..8 MiB on $n ranks: no loss, corruption or reordering" \
+        contains "$(cat "$T/out")" "alltoall ok"
+    [ "$rc" -eq 0 ] || cat "$T/err" | head -5 | sed 's/^/# /'
+    check "rank 0 reaches rank 1 over shm ($n ranks)" contains "$(cat "$T/out")" "transport 0->1: shm"
+    check "nothing of the job left in /dev/shm or the session folder ($n ranks)" leftovers "$job"
+done
+
+# Force each path: every message through the queue (tiny fast box), CMA single copy.
+run "$PXRUN" -n 4 --mca btl_shm_fbox_size 4096 --mca btl_shm_fbox_max_send 64 "$A2A" --rounds 2 --msgs 4 --max 65536
+check "all-to-all with the fragment queue carrying nearly everything" contains "$(cat "$T/out")" "alltoall ok"
+run "$PXRUN" -n 3 --mca btl_shm_single_copy cma "$A2A" --rounds 2 --msgs 3 --max 8388608
+check "all-to-all with single copy (process_vm_readv)" contains "$(cat "$T/out")" "alltoall ok"
+run "$PXRUN" -n 3 --mca btl_shm_free_list_send_max 2 --mca btl_shm_free_list_eager_max 8 "$A2A" --rounds 2 --msgs 6 --max 1048576
+check "all-to-all with the fragment lists at their minimum" contains "$(cat "$T/out")" "alltoall ok"
+run "$PXRUN" -n 2 --mca btl_shm_fbox_size 1000 "$A2A" --rounds 1 --msgs 1 --max 8
+check "a bad btl_shm_fbox_size is an error naming it" contains "$(cat "$T/err")" "btl_shm_fbox_size 1000"
+
+# A rank SIGKILLed mid-exchange.
+run "$PXRUN" -n 4 "$A2A" --rounds 100 --msgs 4 --max 1048576 --kill-rank 2 --kill-after 20
+job=$(sed -n 's/^jobid=//p' "$T/out")
+check "SIGKILL mid-exchange: pxrun exits non-zero" [ "$rc" -ne 0 ]
+check "SIGKILL mid-exchange: pxrun (not the test's watchdog) ended the job" [ "$rc" -ne 137 ] || contains "$(cat "$T/err")" "ending the other"
+check "SIGKILL mid-exchange: the report names rank 2 and signal 9" \
+    contains "$(cat "$T/err")" "rank 2 (pid"
+check "SIGKILL mid-exchange: ... killed by signal 9" contains "$(cat "$T/err")" "killed by signal 9"
+check "SIGKILL mid-exchange: nothing of the job in /dev/shm or the session folder" \
+    [ -n "$job" ] && leftovers "$job"
+tap_done
