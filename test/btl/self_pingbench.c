@@ -28,9 +28,18 @@ int main(int argc, char **argv)
     check(px_init(&argc, &argv), "px_init");
     char *sbuf = calloc(1, size ? size : 1), *rbuf = calloc(1, size ? size : 1);
     double best[3] = {1e30, 1e30, 1e30};
+    /* A blocking send to self completes only when buffered (tiny/eager); a
+     * rendezvous one would wait for a receive nobody can post. */
+    px_request_t *probe;
+    int eager = 0;
+    check(px_isend(sbuf, size, 0, 2, &probe), "px_isend");
+    check(px_test(&probe, &eager, NULL), "px_test");
+    check(px_recv(rbuf, size, 0, 2, NULL), "px_recv");
+    if (!eager)
+        check(px_wait(&probe, NULL), "px_wait");
     for (int rep = 0; rep < 5; ++rep) {
         double t0 = px_wtime();
-        for (long i = 0; i < iters; ++i) {
+        for (long i = 0; eager && i < iters; ++i) {
             check(px_send(sbuf, size, 0, 1), "px_send");
             check(px_recv(rbuf, size, 0, 1, NULL), "px_recv");
         }
@@ -56,7 +65,11 @@ int main(int argc, char **argv)
     }
     printf("# self_pingbench: %zu-byte messages to self via %s, %ld per run, best of 5\n", size,
            px_transport_name(0), iters);
-    printf("px_send + px_recv (unexpected):   %7.1f ns/message\n", best[0] * 1e9 / iters);
+    if (eager)
+        printf("px_send + px_recv (unexpected):   %7.1f ns/message\n", best[0] * 1e9 / iters);
+    else
+        printf("px_send + px_recv (unexpected):   n/a (rendezvous size: a blocking send waits "
+               "for a posted receive)\n");
     printf("px_irecv + px_send + px_wait:     %7.1f ns/message\n", best[1] * 1e9 / iters);
     printf("px_isend + px_irecv + px_waitall: %7.1f ns/message\n", best[2] * 1e9 / iters);
     free(sbuf);
