@@ -90,7 +90,7 @@ check "a program that cannot run: exit 127" [ "$rc" -eq 127 ]
 # -x and --mca reach the ranks; --mca with source "command line".
 run env PX_T_INHERIT=yes "$PXRUN" -n 2 -x PX_T_FOO=bar -x PX_T_INHERIT --mca btl_shm_poll_batch 17 \
     "$ENVP" btl_shm_poll_batch env:PX_T_FOO env:PX_T_INHERIT
-check "pxrun_env ran on 2 ranks" [ "$rc" -eq 0 ] && [ "$(grep -c '^rank' "$T/out")" -eq 2 ]
+check "pxrun_env ran on 2 ranks" [ "$rc" -eq 0 -a "$(grep -c '^rank' "$T/out")" -eq 2 ]
 check "--mca reaches every rank with source command line" \
     [ "$(grep -c '^var btl_shm_poll_batch=17 source=command line$' "$T/out")" -eq 2 ]
 check "-x VAR=VALUE reaches every rank" [ "$(grep -c '^env PX_T_FOO=bar$' "$T/out")" -eq 2 ]
@@ -100,11 +100,11 @@ check "boot/pxrun gives rank and size" contains "$(cat "$T/out")" "rank 1 size 2
 # The modex service, with and without fuzzing first.
 for n in 2 4 8; do
     run "$PXRUN" -n $n "$CLIENT" modex
-    check "modex put/fence/get on $n ranks" [ "$rc" -eq 0 ] && [ "$(grep -c '^modex ok' "$T/out")" -eq $n ]
+    check "modex put/fence/get on $n ranks" [ "$rc" -eq 0 -a "$(grep -c '^modex ok' "$T/out")" -eq $n ]
 done
 run "$PXRUN" -n 4 "$CLIENT" fuzz 48
 check "pxrun survives malformed frames and still serves the modex" \
-    [ "$rc" -eq 0 ] && [ "$(grep -c '^modex ok' "$T/out")" -eq 4 ]
+    [ "$rc" -eq 0 -a "$(grep -c '^modex ok' "$T/out")" -eq 4 ]
 check "malformed frames are reported" contains "$(cat "$T/err")" "closing a connection"
 
 # A fence that a rank which already exited can never join ends the job.
@@ -115,13 +115,13 @@ check "the orphaned fence is reported" contains "$(cat "$T/err")" "waited for it
 # Cleanup after a normal run and after a rank dies holding a file in the shm folder.
 run "$PXRUN" -n 2 sh -c 'echo $PX_JOBID'
 job=$(head -1 "$T/out")
-check "session folder removed after a normal run" [ -n "$job" ] && [ ! -e "$sess/job-$job" ]
+check "session folder removed after a normal run" [ -n "$job" -a ! -e "$sess/job-$job" ]
 run "$PXRUN" -n 2 sh -c 'd=/dev/shm/plexus-$(id -u)-$PX_JOBID; touch $d/seg-$PX_RANK; echo $PX_JOBID; if [ $PX_RANK = 1 ]; then kill -9 $$; fi; sleep 30'
 job=$(head -1 "$T/out")
 check "a SIGKILLed rank: pxrun fails" [ "$rc" -eq 137 ]
-check "a SIGKILLed rank: its shm files are removed" [ -n "$job" ] && [ ! -e "/dev/shm/plexus-$uid-$job" ]
+check "a SIGKILLed rank: its shm files are removed" [ -n "$job" -a ! -e "/dev/shm/plexus-$uid-$job" ]
 check "a SIGKILLed rank: session folder removed" [ ! -e "$sess/job-$job" ]
 
 run "$PXRUN" -n 64 sh -c 'echo r$PX_RANK'
-check "pxrun -n 64 runs 64 ranks" [ "$rc" -eq 0 ] && [ "$(grep -c '^r' "$T/out")" -eq 64 ]
+check "pxrun -n 64 runs 64 ranks" [ "$rc" -eq 0 -a "$(grep -c '^r' "$T/out")" -eq 64 ]
 tap_done

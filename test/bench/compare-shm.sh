@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# compare-shm.sh: px_perf over btl/shm (under pxrun) against the project's MPI
+# ping-pong (mpi_pingpong_px, same method) over Open MPI vader with and
+# without single copy, and UCX when Open MPI has it; memcpy of 4 MiB; startup
+# of pxrun against mpirun. Prints every figure, then the ratios against the
+# targets of docs/shm.md (../shared/design/targets.md).
+#
+# Usage: test/bench/compare-shm.sh [BUILD_DIR]    (default: $PX_BUILD or ./build)
+# Env:   SIZES (comma list, default the mpi_pingpong.c sizes), REPS_STARTUP (default 5)
+set -u
+src=$(cd "$(dirname "$0")/../.." && pwd)
+B=$(cd "${1:-${PX_BUILD:-$src/build}}" && pwd) || exit 2
+SIZES=${SIZES:-0,8,64,512,4096,32768,262144,1048576,4194304}
+REPS=${REPS_STARTUP:-5}
+PXRUN=$B/tools/pxrun/pxrun
+# Run the real binaries, not libtool's wrapper scripts (a shell per rank).
+if [ -x "$B/tools/px_perf/.libs/px_perf" ]; then
+    PXPERF=$B/tools/px_perf/.libs/px_perf
+    export LD_LIBRARY_PATH=$B/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+else
+    PXPERF=$B/tools/px_perf/px_perf
+fi
+MPIPP=$B/test/bench/mpi_pingpong_px
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+for f in "$PXRUN" "$PXPERF"; do
+    [ -x "$f" ] || { echo "compare-shm: $f is not built (make -C $B)" >&2; exit 2; }
+done
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none"
+have_mpi=0
+[ -x "$MPIPP" ] && command -v mpirun >/dev/null && have_mpi=1
+
+echo "== compare-shm $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== Plexus px_perf (pxrun -n 2, btl/shm)"
+"$PXRUN" -n 2 "$PXPERF" --sizes "$SIZES" --csv </dev/null >"$T/px.csv" || { echo "px_perf failed"; exit 1; }
+"$PXRUN" -n 2 "$PXPERF" --sizes 8 </dev/null | sed -n 's/^# //p'
+cat "$T/px.csv"
+peers=""
+if [ $have_mpi = 1 ]; then
+    for sc in cma none; do
+        echo "== Open MPI ob1 + vader, single copy $sc"
+        $MPIRUN --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism $sc \
+            "$MPIPP" --csv --sizes "$SIZES" </dev/null >"$T/vader_$sc.csv" 2>"$T/err" &&
+            peers="$peers vader_$sc" && cat "$T/vader_$sc.csv" || { echo "(failed)"; head -3 "$T/err"; }
+    done
+    if ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then
+        echo "== Open MPI pml ucx"
+        $MPIRUN --mca pml ucx -x UCX_TLS=sm,self "$MPIPP" --csv --sizes "$SIZES" </dev/null \
+            >"$T/ucx.csv" 2>"$T/err" && peers="$peers ucx" && cat "$T/ucx.csv" ||
+            { echo "(failed)"; head -3 "$T/err"; }
+    else
+        echo "== UCX: Open MPI has no pml ucx here; skipped"
+    fi
+else
+    echo "== Open MPI peers skipped: mpi_pingpong_px not built or mpirun missing"
+fi
+echo "== memcpy"
+"$PXPERF" --memcpy 4194304 | tee "$T/memcpy.txt"
+memcpy=$(sed -n 's/.*: \([0-9.]*\) MB\/s/\1/p' "$T/memcpy.txt")
+
+wall() { # average wall seconds of REPS runs of a command
+    local n=$1 s e
+    shift
+    s=$(date +%s.%N)
+    for _ in $(seq "$n"); do "$@" </dev/null >/dev/null 2>&1; done
+    e=$(date +%s.%N)
+    echo "$s $e $n" | awk '{printf "%.4f", ($2 - $1) / $3}'
+}
+echo "== startup (average wall time)"
+px2=$(wall "$REPS" "$PXRUN" -n 2 "$PXPERF" --empty)
+px64=$(wall 1 "$PXRUN" -n 64 "$PXPERF" --empty)
+echo "pxrun -n 2 px_perf --empty:   $px2 s"
+echo "pxrun -n 64 px_perf --empty:  $px64 s"
+if [ $have_mpi = 1 ]; then
+    mpi2=$(wall "$REPS" $MPIRUN "$MPIPP" --empty)
+    echo "mpirun -np 2 mpi_pingpong_px --empty: $mpi2 s"
+fi
+
+# field FILE BYTES COLUMN(2 lat, 3 bw)
+field() { awk -F, -v b="$2" -v c="$3" '$1 == b { print $c; exit }' "$1" 2>/dev/null; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print "n/a"; else printf "%.3f", a / b }'; }
+verdict() { # value op target
+    awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN { if (v == "n/a") print "n/a"; else if ((op == "<=" && v <= t) || (op == ">=" && v >= t) || (op == "<" && v < t)) print "met"; else print "MISSED" }'
+}
+best() { # bytes column min|max: best peer value and its name
+    local bytes=$1 col=$2 how=$3 bestv="" bestn="" v p
+    for p in $peers; do
+        v=$(field "$T/$p.csv" "$bytes" "$col")
+        [ -z "$v" ] && continue
+        if [ -z "$bestv" ] || awk -v a="$v" -v b="$bestv" -v h="$how" 'BEGIN { exit !((h == "min" && a < b) || (h == "max" && a > b)) }'; then
+            bestv=$v bestn=$p
+        fi
+    done
+    echo "$bestv $bestn"
+}
+echo
+echo "== side by side (lat_us / bw_MBps)"
+printf "%10s %10s" bytes plexus
+for p in $peers; do printf " %10s" "$p"; done
+printf " |%10s" plexus
+for p in $peers; do printf " %10s" "$p"; done
+echo
+for b in $(echo "$SIZES" | tr , ' '); do
+    printf "%10s %10s" "$b" "$(field "$T/px.csv" "$b" 2)"
+    for p in $peers; do printf " %10s" "$(field "$T/$p.csv" "$b" 2)"; done
+    printf " |%10s" "$(field "$T/px.csv" "$b" 3)"
+    for p in $peers; do printf " %10s" "$(field "$T/$p.csv" "$b" 3)"; done
+    echo
+done
+echo
+echo "== ratios against the targets"
+l8=$(field "$T/px.csv" 8 2)
+r=$(ratio "$l8" "$(field "$T/vader_cma.csv" 8 2)")
+printf "%-58s %8s  (target <= 0.8)  %s\n" "8 B latency: plexus / vader (cma)" "$r" "$(verdict "$r" "<=" 0.8)"
+r=$(ratio "$l8" "$(field "$T/vader_none.csv" 8 2)")
+printf "%-58s %8s  (for information)\n" "8 B latency: plexus / vader (no single copy)" "$r"
+read -r bv bn <<<"$(best 4096 2 min)"
+r=$(ratio "$(field "$T/px.csv" 4096 2)" "$bv")
+printf "%-58s %8s  (target <= 0.8)  %s\n" "4 KiB latency: plexus / best peer (${bn:-none})" "$r" "$(verdict "$r" "<=" 0.8)"
+read -r bv bn <<<"$(best 4194304 3 max)"
+bw4=$(field "$T/px.csv" 4194304 3)
+r=$(ratio "$bw4" "$bv")
+printf "%-58s %8s  (target >= 1.1)  %s\n" "4 MiB bandwidth: plexus / best peer (${bn:-none})" "$r" "$(verdict "$r" ">=" 1.1)"
+r=$(ratio "$bw4" "$memcpy")
+printf "%-58s %8s  (target >= 0.9)  %s\n" "4 MiB bandwidth: plexus / memcpy of 4 MiB" "$r" "$(verdict "$r" ">=" 0.9)"
+if [ $have_mpi = 1 ]; then
+    r=$(ratio "$px2" "$mpi2")
+    printf "%-58s %8s  (target <= 0.2)  %s\n" "startup: pxrun -n 2 / mpirun -np 2" "$r" "$(verdict "$r" "<=" 0.2)"
+fi
+printf "%-58s %8s  (target < 1 s)   %s\n" "startup: pxrun -n 64 (seconds)" "$px64" "$(verdict "$px64" "<" 1)"
