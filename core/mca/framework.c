@@ -602,6 +602,17 @@ static bool unregistered_component_var(const char *name)
         if (strncmp(name, fwn, l) != 0 || name[l] != '_')
             continue;
         const char *rest = name + l + 1;
+        /* A registered component's variables are all registered: a name
+         * under it that no variable has is really unknown. */
+        if (states[i].list_constructed) {
+            px_mca_component_item_t *it;
+            PX_LIST_FOREACH(it, &states[i].fw->components, px_mca_component_item_t)
+            {
+                size_t cl = strlen(it->component->component_name);
+                if (0 == strncmp(rest, it->component->component_name, cl) && rest[cl] == '_')
+                    return false;
+            }
+        }
         const px_mca_component_t *b[128];
         int nb = px_mca_repository_static_for(fwn, b, 128);
         for (int k = 0; k < nb && k < 128; k++) {

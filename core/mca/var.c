@@ -53,6 +53,7 @@ typedef struct var {
     int n_syns;
     const char **syn_names; /* NULL-terminated, for px_mca_var_get_info */
     bool warned_deprecated, warned_readonly;
+    px_mca_var_probe_fn probe; /* computes the value on first read */
     /* After px_mca_var_detach_component: the value lives here, and the
      * default and enum table are our own copies. */
     value_t internal;
@@ -888,6 +889,13 @@ int px_mca_var_detach_component(const char *framework, const char *component)
         var_t *p = primary_of(i);
         if (p->storage != &p->internal) {
             read_storage(p, &p->internal);
+            if (p->type == PX_MCA_VAR_TYPE_STRING && p->internal.s != p->owned) {
+                /* The plugin put its own string there (e.g. a probe). */
+                char *copy = p->internal.s ? strdup(p->internal.s) : NULL;
+                free(p->owned);
+                p->owned = copy;
+                p->internal.s = copy;
+            }
             p->storage = &p->internal;
             if (p->type == PX_MCA_VAR_TYPE_STRING && p->dflt.s && !p->dflt_owned) {
                 p->dflt_owned = strdup(p->dflt.s);
@@ -906,6 +914,7 @@ int px_mca_var_detach_component(const char *framework, const char *component)
                     p->enum_values = p->enum_owned;
             }
         }
+        p->probe = NULL; /* its code is about to go away */
         /* Synonyms share the primary's table. */
         v->enum_values = p->enum_values;
         v->storage = p->storage;
@@ -1300,8 +1309,36 @@ int px_mca_var_get_info(int index, px_mca_var_info_t *info)
     info->synonyms = (const char *const *)v->syn_names;
     info->is_synonym_of_other = v->synonym_for >= 0;
     info->synonym_for = v->synonym_for;
+    info->probe_pending = p->probe != NULL;
     pthread_mutex_unlock(&lock);
     return PX_SUCCESS;
+}
+
+int px_mca_var_set_probe(int index, px_mca_var_probe_fn probe)
+{
+    pthread_mutex_lock(&lock);
+    if (index < 0 || index >= n_vars) {
+        pthread_mutex_unlock(&lock);
+        return PX_ERR_NOT_FOUND;
+    }
+    primary_of(index)->probe = probe;
+    pthread_mutex_unlock(&lock);
+    return PX_SUCCESS;
+}
+
+int px_mca_var_probe(int index)
+{
+    pthread_mutex_lock(&lock);
+    if (index < 0 || index >= n_vars) {
+        pthread_mutex_unlock(&lock);
+        return PX_ERR_NOT_FOUND;
+    }
+    var_t *p = primary_of(index);
+    px_mca_var_probe_fn probe = p->probe;
+    p->probe = NULL; /* once, even if it fails */
+    int rc = probe ? probe() : PX_SUCCESS;
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 char *px_mca_var_value_string(int index)
@@ -1309,6 +1346,7 @@ char *px_mca_var_value_string(int index)
     pthread_mutex_lock(&lock);
     char *s = NULL;
     if (index >= 0 && index < n_vars) {
+        px_mca_var_probe(index);
         var_t *p = primary_of(index);
         value_t val;
         read_storage(p, &val);

@@ -117,7 +117,8 @@ typedef struct px_mca_var_info {
     const char *source_where;    /* "file:line", "PX_MCA_x", ... or NULL */
     const char *const *synonyms; /* NULL-terminated */
     bool is_synonym_of_other;
-    int synonym_for; /* index of the variable this one names, or -1 */
+    int synonym_for;    /* index of the variable this one names, or -1 */
+    bool probe_pending; /* a probe will compute the value when it is first read */
 } px_mca_var_info_t;
 
 int px_mca_var_count(void);
@@ -133,6 +134,18 @@ const char *px_mca_var_type_name(px_mca_var_type_t type);
  * its value, default and enum table into the variable system, so nothing
  * points into the unloaded file. Returns how many variables were detached. */
 int px_mca_var_detach_component(const char *framework, const char *component);
+
+/* Informational variables whose value costs real time to compute (hardware
+ * or network discovery): instead of computing it in register_params, give a
+ * probe. It runs once, the first time the value is read through
+ * px_mca_var_value_string (or px_mca_var_probe), and writes the variable's
+ * storage. px_info runs probes only for what it is asked about by name
+ * (--param FW COMP, --var NAME), so a full listing stays fast. A probe of a
+ * plugin is dropped when the plugin is unloaded. */
+typedef int (*px_mca_var_probe_fn)(void);
+int px_mca_var_set_probe(int index, px_mca_var_probe_fn probe);
+/* Run the variable's probe now if it has not run (no-op otherwise). */
+int px_mca_var_probe(int index);
 
 /* The default value as text (caller frees). */
 char *px_mca_var_default_string(int index);

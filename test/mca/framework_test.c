@@ -396,14 +396,16 @@ START_TEST(test_excluded_component_vars_not_unknown)
 {
     setup();
     setenv("PX_MCA_ptest", "^alpha", 1);
-    setenv("PX_MCA_ptest_alpha_priority", "5", 1);
-    setenv("PX_MCA_ptest_alpah_priority", "5", 1);
+    setenv("PX_MCA_ptest_alpha_priority", "5", 1); /* excluded component: fine */
+    setenv("PX_MCA_ptest_alpah_priority", "5", 1); /* no such component */
+    setenv("PX_MCA_ptest_beta_prio", "5", 1);      /* registered component, no such var */
     px_mca_framework_open(fw);
     capture_begin();
     px_mca_var_check_unknown();
     const char *err = capture_end();
-    ck_assert_int_eq(count_of(err, "unknown variable"), 1);
+    ck_assert_int_eq(count_of(err, "unknown variable"), 2);
     ck_assert_ptr_nonnull(strstr(err, "\"ptest_alpah_priority\""));
+    ck_assert_ptr_nonnull(strstr(err, "\"ptest_beta_prio\""));
     teardown_fw();
 }
 END_TEST

@@ -134,7 +134,14 @@ START_TEST(test_close_unloads)
     ck_assert(!is_loaded(path));
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
     ck_assert(is_loaded(path));
+    /* a probed value written by the plugin survives the unload (copied) */
+    char *found = px_mca_var_value_string(px_mca_var_find("ptest_good_found"));
+    ck_assert_str_eq(found, "probed:good");
+    free(found);
     px_mca_framework_close(fw);
+    found = px_mca_var_value_string(px_mca_var_find("ptest_good_found"));
+    ck_assert_str_eq(found, "probed:good");
+    free(found);
     ck_assert(!is_loaded(path));
     /* Plugin strings and enum tables were copied before the unload. */
     char *v = px_mca_var_value_string(px_mca_var_find("ptest_good_label"));
@@ -276,6 +283,24 @@ START_TEST(test_failing_open_plugin_closed_and_unloaded)
     ck_assert_str_eq(v, "plugin-default");
     free(v);
     free(path);
+    teardown_fw();
+}
+END_TEST
+
+START_TEST(test_probe_dropped_at_unload)
+{
+    setup("failopen");
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    /* failopen was unloaded before anyone read its probed variable: the
+     * probe is gone, and reading shows the default instead of crashing */
+    int idx = px_mca_var_find("ptest_failopen_found");
+    ck_assert_int_ge(idx, 0);
+    px_mca_var_info_t info;
+    px_mca_var_get_info(idx, &info);
+    ck_assert(!info.probe_pending);
+    char *v = px_mca_var_value_string(idx);
+    ck_assert_str_eq(v, "not probed");
+    free(v);
     teardown_fw();
 }
 END_TEST
@@ -423,6 +448,7 @@ int main(void)
     tcase_add_test(tc, test_refuse_world_writable_folder);
     tcase_add_test(tc, test_failing_open_plugin_closed_and_unloaded);
     tcase_add_test(tc, test_failing_open_plugin_close_called);
+    tcase_add_test(tc, test_probe_dropped_at_unload);
     tcase_add_test(tc, test_builtin_wins);
     tcase_add_test(tc, test_unwanted_never_loaded_exclude);
     tcase_add_test(tc, test_unwanted_never_loaded_include);

@@ -8,6 +8,7 @@
  *   PTEST_UNRESOLVED  call a function that exists nowhere
  *   PTEST_OPEN_RC     what open returns (default PX_SUCCESS)
  */
+#include <stdio.h>
 #include "core/mca/var.h"
 #include "core/util/error.h"
 #include "test/mca/ptest.h"
@@ -41,6 +42,17 @@ static const int *plugin_counters(void)
     return counters;
 }
 
+static const char *found = "not probed";
+static char found_buf[64];
+
+/* An informational variable computed on first read (like a discovery). */
+static int plugin_probe(void)
+{
+    snprintf(found_buf, sizeof(found_buf), "probed:%s", STR(PTEST_NAME));
+    found = found_buf;
+    return PX_SUCCESS;
+}
+
 static int plugin_register(void)
 {
     counters[0]++;
@@ -50,6 +62,12 @@ static int plugin_register(void)
                         PX_MCA_VAR_TYPE_STRING, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, &label);
     px_mca_var_register("ptest", STR(PTEST_NAME), "mode", "Mode of a ptest plugin",
                         PX_MCA_VAR_TYPE_ENUM, modes, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, &mode);
+    int idx = px_mca_var_register("ptest", STR(PTEST_NAME), "found",
+                                  "What a ptest plugin found (probed on first read)",
+                                  PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                                  PX_MCA_VAR_FLAG_READONLY, &found);
+    if (idx >= 0)
+        px_mca_var_set_probe(idx, plugin_probe);
     return PX_SUCCESS;
 }
 

@@ -764,6 +764,42 @@ START_TEST(test_info_and_nearest)
 }
 END_TEST
 
+static int probe_calls;
+static const char *probed_text = "not probed";
+static int probe_fn(void)
+{
+    probe_calls++;
+    probed_text = "found: tcp, shm";
+    return PX_SUCCESS;
+}
+
+START_TEST(test_probe_runs_once_on_first_read)
+{
+    clean_env();
+    probe_calls = 0;
+    int idx = px_mca_var_register("ptest", "alpha", "found", "What discovery found",
+                                  PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                                  PX_MCA_VAR_FLAG_READONLY, &probed_text);
+    ck_assert_int_ge(idx, 0);
+    ck_assert_int_eq(px_mca_var_set_probe(idx, probe_fn), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_set_probe(99999, probe_fn), PX_ERR_NOT_FOUND);
+    px_mca_var_info_t info;
+    px_mca_var_get_info(idx, &info);
+    ck_assert(info.probe_pending);
+    ck_assert_int_eq(probe_calls, 0); /* registration does not run it */
+    char *v = px_mca_var_value_string(idx);
+    ck_assert_str_eq(v, "found: tcp, shm");
+    free(v);
+    v = px_mca_var_value_string(idx);
+    free(v);
+    ck_assert_int_eq(px_mca_var_probe(idx), PX_SUCCESS);
+    ck_assert_int_eq(probe_calls, 1);
+    px_mca_var_get_info(idx, &info);
+    ck_assert(!info.probe_pending);
+    px_mca_var_finalize();
+}
+END_TEST
+
 START_TEST(test_init_refcount)
 {
     clean_env();
@@ -811,6 +847,7 @@ int main(void)
     tcase_add_test(tc, test_strict_makes_unknown_fatal);
     tcase_add_test(tc, test_register_twice);
     tcase_add_test(tc, test_info_and_nearest);
+    tcase_add_test(tc, test_probe_runs_once_on_first_read);
     tcase_add_test(tc, test_init_refcount);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
