@@ -73,23 +73,25 @@ static int grow_locked(px_free_list_t *fl, size_t count);
 static int grow_if_empty(px_free_list_t *fl);
 
 /* ---- get/put paths, chosen once in px_free_list_init ---- */
+px_free_list_item_t *px_free_list_get_st_slow(px_free_list_t *fl)
+{
+    if (PX_SUCCESS != px_free_list_grow(fl, fl->params.num_per_grow))
+        return NULL;
+    return (px_free_list_item_t *)px_lifo_pop_st_inline(&fl->super);
+}
+
 static px_free_list_item_t *get_st(px_free_list_t *fl)
 {
-    px_list_item_t *it = px_lifo_pop_st_inline(&fl->super);
-    if (PX_UNLIKELY(NULL == it)) {
-        if (PX_SUCCESS != px_free_list_grow(fl, fl->params.num_per_grow))
-            return NULL;
-        it = px_lifo_pop_st_inline(&fl->super);
-    }
-    return (px_free_list_item_t *)it;
+    return px_free_list_get_st(fl);
 }
 
 static void put_st(px_free_list_t *fl, px_free_list_item_t *item)
 {
-    px_lifo_push_st_inline(&fl->super, &item->super);
+    px_free_list_return_st(fl, item);
 }
 
-static px_free_list_item_t *get_mt(px_free_list_t *fl)
+/* Thread-safe get from the shared LIFO, growing when it is empty. */
+static px_free_list_item_t *get_shared(px_free_list_t *fl)
 {
     px_list_item_t *it = px_lifo_pop_atomic_inline(&fl->super);
     while (PX_UNLIKELY(NULL == it)) {
@@ -104,9 +106,65 @@ static px_free_list_item_t *get_mt(px_free_list_t *fl)
     return (px_free_list_item_t *)it;
 }
 
+px_free_list_item_t *px_free_list_get_mt_slow(px_free_list_t *fl)
+{
+    px_tcache_t *c = px_tcache_bind(&fl->tc);
+    if (NULL == c)
+        return get_shared(fl); /* no cache for this list */
+    /* Refill half the cache from the shared LIFO (this thread's cache is
+     * empty here), then hand out one item. */
+    while (c->count < PX_TCACHE_CAP / 2) {
+        px_list_item_t *it = px_lifo_pop_atomic_inline(&fl->super);
+        if (NULL == it)
+            break;
+        c->items[c->count++] = it;
+    }
+    if (c->count > 0)
+        return (px_free_list_item_t *)c->items[--c->count];
+    return get_shared(fl);
+}
+
+/* Push n cached items to the shared LIFO with one CAS. */
+static void push_items(px_free_list_t *fl, void **items, uint32_t n)
+{
+    if (0 == n)
+        return;
+    for (uint32_t i = 0; i + 1 < n; i++)
+        ((px_list_item_t *)items[i])->px_list_next = (px_list_item_t *)items[i + 1];
+    px_lifo_push_chain_atomic_inline(&fl->super, items[0], items[n - 1]);
+}
+
+void px_free_list_return_mt_slow(px_free_list_t *fl, px_free_list_item_t *item)
+{
+    px_tcache_t *c = px_tcache_bind(&fl->tc);
+    if (NULL == c) {
+        px_lifo_push_atomic_inline(&fl->super, &item->super);
+        return;
+    }
+    if (c->count == PX_TCACHE_CAP) {
+        /* Full: give the older half back to the shared LIFO. */
+        uint32_t half = PX_TCACHE_CAP / 2;
+        push_items(fl, c->items, half);
+        memmove(c->items, c->items + half, sizeof(void *) * (PX_TCACHE_CAP - half));
+        c->count -= half;
+    }
+    c->items[c->count++] = item;
+}
+
+static px_free_list_item_t *get_mt(px_free_list_t *fl)
+{
+    return px_free_list_get_mt(fl);
+}
+
 static void put_mt(px_free_list_t *fl, px_free_list_item_t *item)
 {
-    px_lifo_push_atomic_inline(&fl->super, &item->super);
+    px_free_list_return_mt(fl, item);
+}
+
+/* tcache flush callback: a thread's cache comes back (thread exit, destruct). */
+static void tcache_flush(px_tcache_owner_t *owner, void **items, uint32_t n)
+{
+    push_items(px_container_of(owner, px_free_list_t, tc), items, n);
 }
 
 /* ---- class ---- */
@@ -118,6 +176,10 @@ static void free_list_construct(px_free_list_t *fl)
     fl->put = put_st;
     fl->num_allocated = 0;
     fl->grow_lock = NULL;
+    fl->tc.slot = 0; /* no per-thread cache until init asks for one */
+    fl->tc.gen = 0;
+    fl->tc.kind = PX_TCACHE_KIND_ITEMS;
+    fl->tc.flush = tcache_flush;
 }
 
 static void chunk_release(px_free_list_t *fl, px_free_list_chunk_t *chunk)
@@ -136,6 +198,8 @@ static void chunk_release(px_free_list_t *fl, px_free_list_chunk_t *chunk)
 
 static void free_list_destruct(px_free_list_t *fl)
 {
+    /* First, so no exiting thread flushes its cache into a dying list. */
+    px_tcache_owner_unregister(&fl->tc);
     px_list_item_t *it;
     while (NULL != (it = px_list_remove_first(&fl->chunks)))
         chunk_release(fl, (px_free_list_chunk_t *)it);
@@ -212,6 +276,8 @@ int px_free_list_init(px_free_list_t *fl, const px_free_list_params_t *params)
         fl->grow_lock = m;
         fl->get = get_mt;
         fl->put = put_mt;
+        if (0 == p.num_max) /* caches only where stranded items cannot starve a get */
+            px_tcache_owner_register(&fl->tc);
     } else {
         fl->get = get_st;
         fl->put = put_st;
@@ -279,11 +345,20 @@ static int grow_locked(px_free_list_t *fl, size_t count)
     }
     px_list_append(&fl->chunks, &chunk->super);
     fl->num_allocated += count;
-    /* Publish the items only when the whole chunk is ready. Push in reverse so
-     * the first get returns the chunk's first item. */
+    /* Publish the items only when the whole chunk is ready, straight onto the
+     * shared LIFO (not this thread's cache), first item on top. */
+    px_list_item_t *first = NULL;
     for (size_t i = count; i-- > 0;) {
-        px_free_list_item_t *item = (px_free_list_item_t *)((char *)chunk->items + i * stride);
-        fl->put(fl, item);
+        px_list_item_t *item = (px_list_item_t *)((char *)chunk->items + i * stride);
+        item->px_list_next = first;
+        first = item;
+    }
+    px_list_item_t *last = (px_list_item_t *)((char *)chunk->items + (count - 1) * stride);
+    if (fl->grow_lock) {
+        px_lifo_push_chain_atomic_inline(&fl->super, first, last);
+    } else {
+        last->px_list_next = fl->super.px_lifo_head.data.item;
+        fl->super.px_lifo_head.data.item = first;
     }
     return PX_SUCCESS;
 }

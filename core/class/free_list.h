@@ -8,8 +8,20 @@
  * constructed exactly once, when its chunk is allocated, and destructed when
  * the free list is destructed; get/return never run constructors.
  *
- * The thread-safe (lock-free LIFO) or single-thread path is chosen once at
- * px_free_list_init and stored as function pointers; get/return do not test it.
+ * The thread-safe or single-thread path is chosen once at px_free_list_init
+ * and stored as function pointers; px_free_list_get/return do not test it.
+ * A caller that knows which kind of list it made may call the inline
+ * px_free_list_get_st/return_st (single-thread lists only: a plain pointer
+ * pop/push) or px_free_list_get_mt/return_mt (thread-safe lists only)
+ * directly and skip the indirect call.
+ *
+ * Thread-safe path: a lock-free ABA-safe LIFO shared by all threads. When the
+ * list has no maximum (num_max 0) each thread also keeps a small cache of up
+ * to PX_TCACHE_CAP items (core/class/tcache.h), so a get/return pair on one
+ * thread usually touches no atomic at all; caches exchange items with the
+ * shared LIFO in batches of half their size. A list with a maximum uses no
+ * caches, so a free item is always visible to every thread and get returns
+ * NULL only when all num_max items are out.
  */
 #ifndef PX_CLASS_FREE_LIST_H
 #define PX_CLASS_FREE_LIST_H
@@ -18,14 +30,15 @@
 #include <stddef.h>
 #include "core/class/lifo.h"
 #include "core/class/list.h"
+#include "core/class/tcache.h"
 
 typedef struct px_free_list px_free_list_t;
 
 typedef struct px_free_list_item {
     px_list_item_t super;
-    void *payload;                /* the item's payload buffer, or NULL */
-    px_free_list_t *owner;        /* the free list the item belongs to */
-    void *registration;           /* allocator cookie for the payload (e.g. an MR) */
+    void *payload;         /* the item's payload buffer, or NULL */
+    px_free_list_t *owner; /* the free list the item belongs to */
+    void *registration;    /* allocator cookie for the payload (e.g. an MR) */
 } px_free_list_item_t;
 PX_CLASS_DECLARATION(px_free_list_item_t);
 
@@ -43,14 +56,14 @@ typedef struct px_free_list_allocator {
 typedef int (*px_free_list_item_init_fn)(px_free_list_item_t *item, void *ctx);
 
 typedef struct px_free_list_params {
-    px_class_t *item_class;   /* derives from px_free_list_item_t */
-    size_t item_size;         /* 0: item_class->cls_sizeof */
-    size_t item_alignment;    /* 0: 64 */
-    size_t payload_size;      /* 0: no payload */
-    size_t payload_alignment; /* 0: 64 */
-    size_t num_initial;       /* allocated by init */
-    size_t num_max;           /* 0: unlimited */
-    size_t num_per_grow;      /* 0: 32 */
+    px_class_t *item_class;                            /* derives from px_free_list_item_t */
+    size_t item_size;                                  /* 0: item_class->cls_sizeof */
+    size_t item_alignment;                             /* 0: 64 */
+    size_t payload_size;                               /* 0: no payload */
+    size_t payload_alignment;                          /* 0: 64 */
+    size_t num_initial;                                /* allocated by init */
+    size_t num_max;                                    /* 0: unlimited */
+    size_t num_per_grow;                               /* 0: 32 */
     const px_free_list_allocator_t *item_allocator;    /* NULL: heap */
     const px_free_list_allocator_t *payload_allocator; /* NULL: heap */
     px_free_list_item_init_fn item_init;
@@ -65,7 +78,8 @@ struct px_free_list {
     px_free_list_params_t params;
     size_t num_allocated;
     px_list_t chunks;
-    void *grow_lock; /* pthread_mutex_t, opaque here */
+    void *grow_lock;      /* pthread_mutex_t, opaque here */
+    px_tcache_owner_t tc; /* per-thread caches (thread-safe, unlimited lists) */
 };
 PX_CLASS_DECLARATION(px_free_list_t);
 
@@ -75,11 +89,50 @@ int px_free_list_init(px_free_list_t *fl, const px_free_list_params_t *params);
 int px_free_list_grow(px_free_list_t *fl, size_t count);
 
 /* An item, growing when empty; NULL at the maximum or out of memory. */
-static inline px_free_list_item_t *px_free_list_get(px_free_list_t *fl) { return fl->get(fl); }
+static inline px_free_list_item_t *px_free_list_get(px_free_list_t *fl)
+{
+    return fl->get(fl);
+}
 /* Give an item back. */
 static inline void px_free_list_return(px_free_list_t *fl, px_free_list_item_t *item)
 {
     fl->put(fl, item);
+}
+
+/* Slow paths of the inline functions below. */
+px_free_list_item_t *px_free_list_get_st_slow(px_free_list_t *fl);
+px_free_list_item_t *px_free_list_get_mt_slow(px_free_list_t *fl);
+void px_free_list_return_mt_slow(px_free_list_t *fl, px_free_list_item_t *item);
+
+/* Single-thread list (thread_safe false) only. */
+static inline px_free_list_item_t *px_free_list_get_st(px_free_list_t *fl)
+{
+    px_list_item_t *it = px_lifo_pop_st_inline(&fl->super);
+    return PX_LIKELY(NULL != it) ? (px_free_list_item_t *)it : px_free_list_get_st_slow(fl);
+}
+
+static inline void px_free_list_return_st(px_free_list_t *fl, px_free_list_item_t *item)
+{
+    px_lifo_push_st_inline(&fl->super, &item->super);
+}
+
+/* Thread-safe list (thread_safe true) only. */
+static inline px_free_list_item_t *px_free_list_get_mt(px_free_list_t *fl)
+{
+    px_tcache_t *c = px_tcache_current(fl->tc.slot, fl->tc.gen);
+    if (PX_LIKELY(c != NULL && c->count > 0))
+        return (px_free_list_item_t *)c->items[--c->count];
+    return px_free_list_get_mt_slow(fl);
+}
+
+static inline void px_free_list_return_mt(px_free_list_t *fl, px_free_list_item_t *item)
+{
+    px_tcache_t *c = px_tcache_current(fl->tc.slot, fl->tc.gen);
+    if (PX_LIKELY(c != NULL && c->count < PX_TCACHE_CAP)) {
+        c->items[c->count++] = item;
+        return;
+    }
+    px_free_list_return_mt_slow(fl, item);
 }
 
 #endif

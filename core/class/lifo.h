@@ -79,6 +79,17 @@ static inline void px_lifo_push_atomic_inline(px_lifo_t *lifo, px_list_item_t *i
                                           __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
+/* Push a chain first..last (already linked through px_list_next) at once. */
+static inline void px_lifo_push_chain_atomic_inline(px_lifo_t *lifo, px_list_item_t *first,
+                                                    px_list_item_t *last)
+{
+    px_list_item_t *next = __atomic_load_n(&lifo->px_lifo_head.data.item, __ATOMIC_RELAXED);
+    do {
+        __atomic_store_n(&last->px_list_next, next, __ATOMIC_RELAXED);
+    } while (!__atomic_compare_exchange_n(&lifo->px_lifo_head.data.item, &next, first, true,
+                                          __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
 static inline px_list_item_t *px_lifo_pop_atomic_inline(px_lifo_t *lifo)
 {
     px_counted_pointer_t old;

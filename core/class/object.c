@@ -8,8 +8,29 @@
 #include "core/class/object.h"
 #include "core/util/error.h"
 
-px_class_t px_object_t_class = {"px_object_t", NULL, NULL, NULL, sizeof(px_object_t),
-                                0, 0, NULL, NULL, NULL};
+px_class_t px_object_t_class = {
+    "px_object_t", NULL, NULL, NULL, sizeof(px_object_t), 0, 0, NULL, NULL, NULL, {NULL, 0, 0, 0}};
+
+px_object_t *px_obj_alloc_slow(px_class_t *cls)
+{
+    /* Bind this thread's cache so that the release of this object fills it. */
+    (void)px_tcache_bind(&cls->cls_cache);
+    return (px_object_t *)malloc(cls->cls_sizeof);
+}
+
+void px_obj_free_slow(px_object_t *obj)
+{
+    px_tcache_t *c = px_tcache_bind(&obj->obj_class->cls_cache);
+    if (c && c->count < PX_TCACHE_CAP)
+        c->items[c->count++] = obj;
+    else
+        free(obj);
+}
+
+static void cache_flush_unused(px_tcache_owner_t *owner, void **items, uint32_t n)
+{
+    (void)owner, (void)items, (void)n; /* PX_TCACHE_KIND_MALLOC: tcache frees them */
+}
 
 static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
 static px_class_t *initialized_classes; /* guarded by class_lock */
@@ -28,8 +49,8 @@ int px_class_initialize(px_class_t *cls)
         ndtor += (c->cls_destruct != NULL);
     }
     /* One allocation holds both NULL-terminated arrays. */
-    px_construct_t *ctors = malloc(sizeof(px_construct_t) * (nctor + 1) +
-                                   sizeof(px_destruct_t) * (ndtor + 1));
+    px_construct_t *ctors =
+        malloc(sizeof(px_construct_t) * (nctor + 1) + sizeof(px_destruct_t) * (ndtor + 1));
     if (NULL == ctors) {
         pthread_mutex_unlock(&class_lock);
         return PX_ERR_OUT_OF_RESOURCE;
@@ -49,6 +70,13 @@ int px_class_initialize(px_class_t *cls)
     cls->cls_destruct_array = dtors;
     cls->cls_next_initialized = initialized_classes;
     initialized_classes = cls;
+    cls->cls_cache.kind = PX_TCACHE_KIND_MALLOC;
+    cls->cls_cache.flush = cache_flush_unused;
+#if PX_OBJ_CACHE
+    px_tcache_owner_register(&cls->cls_cache);
+#else
+    cls->cls_cache.slot = 0;
+#endif
     atomic_store_explicit(&cls->cls_initialized, 1, memory_order_release);
     pthread_mutex_unlock(&class_lock);
     return PX_SUCCESS;
@@ -150,6 +178,7 @@ int px_class_finalize(void)
     px_class_t *c = initialized_classes;
     while (c) {
         px_class_t *next = c->cls_next_initialized;
+        px_tcache_owner_unregister(&c->cls_cache); /* frees this thread's cached objects */
         free(c->cls_construct_array);
         c->cls_construct_array = NULL;
         c->cls_destruct_array = NULL;

@@ -17,9 +17,11 @@
  *   PX_OBJ_RETAIN(f);                         // refcount 2
  *   PX_OBJ_RELEASE(f);                        // refcount 1, f set to NULL
  *
- * Costs: PX_OBJ_NEW is one malloc plus one call per class in the chain that
+ * Costs: PX_OBJ_NEW is one malloc (usually a pop from a per-thread cache of
+ * freed objects of the class) plus one call per class in the chain that
  * has a constructor; PX_OBJ_RELEASE is one atomic decrement (skipped when the
- * caller holds the only reference) and, at zero, the destructors and a free.
+ * caller holds the only reference) and, at zero, the destructors and a free
+ * (usually a push to that cache).
  * Classes initialise lazily and thread-safely on first use; depth is unbounded.
  *
  * Debug builds (configure --enable-debug) add a magic number and the file:line
@@ -35,7 +37,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "core/px_config.h"
+#include "core/class/tcache.h"
 #include "core/util/compiler.h"
+
+/* Freed heap objects are kept in a small per-thread, per-class cache
+ * (core/class/tcache.h) and reused by the next PX_OBJ_NEW of that class on
+ * that thread, instead of going through free/malloc. Off in debug builds
+ * (which quarantine freed objects instead), under AddressSanitizer (so it sees
+ * every use after free), and with -DPX_OBJ_NO_CACHE. */
+#if !PX_ENABLE_DEBUG && !defined(__SANITIZE_ADDRESS__) && !defined(PX_OBJ_NO_CACHE)
+#define PX_OBJ_CACHE 1
+#else
+#define PX_OBJ_CACHE 0
+#endif
 
 typedef struct px_object px_object_t;
 typedef struct px_class px_class_t;
@@ -54,14 +68,15 @@ struct px_class {
     px_construct_t *cls_construct_array; /* parent first, NULL-terminated */
     px_destruct_t *cls_destruct_array;   /* child first, NULL-terminated */
     px_class_t *cls_next_initialized;    /* registry, for px_class_finalize */
+    px_tcache_owner_t cls_cache;         /* per-thread cache of freed objects */
 };
 
 struct px_object {
 #if PX_ENABLE_DEBUG
-    uint64_t obj_magic;      /* PX_OBJ_MAGIC_ALIVE while constructed */
-    const char *obj_file;    /* where it was made */
+    uint64_t obj_magic;   /* PX_OBJ_MAGIC_ALIVE while constructed */
+    const char *obj_file; /* where it was made */
     int obj_line;
-    int obj_heap;            /* 1 for PX_OBJ_NEW, 0 for PX_OBJ_CONSTRUCT */
+    int obj_heap;                             /* 1 for PX_OBJ_NEW, 0 for PX_OBJ_CONSTRUCT */
     px_object_t *obj_dbg_prev, *obj_dbg_next; /* live-object registry */
 #endif
     px_class_t *obj_class;
@@ -87,7 +102,8 @@ struct px_object {
                                0,                                                                  \
                                NULL,                                                               \
                                NULL,                                                               \
-                               NULL}
+                               NULL,                                                               \
+                               {NULL, 0, 0, 0}}
 
 PX_CLASS_DECLARATION(px_object_t);
 
@@ -107,6 +123,10 @@ void px_obj_debug_check(px_object_t *obj, const char *what, const char *file, in
 void px_obj_debug_on_destruct(px_object_t *obj, const char *file, int line);
 int px_obj_debug_free(px_object_t *obj); /* returns 1 when it kept the memory */
 #endif
+/* Slow paths of the per-thread object cache: allocate (binding this thread's
+ * cache for the class) / cache or free a dead object. */
+px_object_t *px_obj_alloc_slow(px_class_t *cls);
+void px_obj_free_slow(px_object_t *obj);
 
 static inline void px_obj_run_constructors(px_object_t *obj, const px_class_t *cls)
 {
@@ -129,7 +149,16 @@ static inline void px_class_ensure(px_class_t *cls)
 static inline px_object_t *px_obj_new_(px_class_t *cls, const char *file, int line)
 {
     px_class_ensure(cls);
+#if PX_OBJ_CACHE
+    px_object_t *obj;
+    px_tcache_t *c = px_tcache_current(cls->cls_cache.slot, cls->cls_cache.gen);
+    if (PX_LIKELY(c != NULL && c->count > 0))
+        obj = (px_object_t *)c->items[--c->count];
+    else
+        obj = px_obj_alloc_slow(cls);
+#else
     px_object_t *obj = (px_object_t *)malloc(cls->cls_sizeof);
+#endif
     if (PX_UNLIKELY(NULL == obj))
         return NULL;
     obj->obj_class = cls;
@@ -203,7 +232,17 @@ static inline void px_obj_release_(px_object_t *obj, const char *file, int line)
     if (px_obj_debug_free(obj))
         return;
 #endif
+#if PX_OBJ_CACHE
+    px_class_t *cls = obj->obj_class;
+    px_tcache_t *c = px_tcache_current(cls->cls_cache.slot, cls->cls_cache.gen);
+    if (PX_LIKELY(c != NULL && c->count < PX_TCACHE_CAP)) {
+        c->items[c->count++] = obj;
+        return;
+    }
+    px_obj_free_slow(obj);
+#else
     free(obj);
+#endif
 }
 
 /* Allocate and construct an object of `type`; NULL when out of memory. */

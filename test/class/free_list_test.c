@@ -366,6 +366,10 @@ static void *worker(void *arg)
 START_TEST(threads_get_return_no_item_held_twice)
 {
     reset_counts();
+    atomic_store(&go, 0);
+    atomic_store(&done, 0);
+    atomic_store(&violations, 0);
+    atomic_store(&nulls, 0);
     PX_OBJ_CONSTRUCT(&shared_fl, px_free_list_t);
     /* Few items and growth under contention: 4 threads hold at most 4, so
      * get never has to fail, and a grow happens while others pop. */
@@ -386,6 +390,7 @@ START_TEST(threads_get_return_no_item_held_twice)
     ck_assert_msg(v == 0, "%d times an item was held by two threads at once", v);
     ck_assert_msg(n0 == 0, "get returned NULL %d times below the maximum", n0);
     ck_assert_uint_le(shared_fl.num_allocated, 6);
+    ck_assert_uint_eq(shared_fl.tc.slot, 0); /* a list with a maximum has no caches */
     ck_assert_int_eq(atomic_load(&ctor_calls), (int)shared_fl.num_allocated);
     /* every allocated item is on the list exactly once */
     frag_t *all[6];
@@ -398,6 +403,137 @@ START_TEST(threads_get_return_no_item_held_twice)
             ck_assert_ptr_ne(all[i], all[j]);
     PX_OBJ_DESTRUCT(&shared_fl);
     ck_assert_int_eq(atomic_load(&dtor_calls), atomic_load(&ctor_calls));
+}
+END_TEST
+
+/* Unlimited thread-safe list: each thread keeps a per-thread cache. The same
+ * owner-mark check, and after the threads exit every item has come back to
+ * the shared LIFO (their caches are flushed at thread exit). */
+static void *worker_inline(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    while (!atomic_load(&go))
+        ;
+    for (int i = 0; i < 20 * ITERS; i++) {
+        if (i == ITERS)
+            atomic_fetch_add(&done, 1);
+        if (i >= ITERS && atomic_load_explicit(&done, memory_order_relaxed) == 4)
+            break;
+        /* hold up to 3 items at once so caches fill and spill */
+        frag_t *f[3];
+        int k = 1 + i % 3;
+        for (int j = 0; j < k; j++) {
+            f[j] =
+                (frag_t *)(i % 2 ? px_free_list_get_mt(&shared_fl) : px_free_list_get(&shared_fl));
+            if (NULL == f[j] || 0 != atomic_exchange(&f[j]->owner, me))
+                atomic_fetch_add(&violations, 1);
+        }
+        for (int j = 0; j < k; j++) {
+            if (f[j] && me != atomic_exchange(&f[j]->owner, 0))
+                atomic_fetch_add(&violations, 1);
+            if (f[j])
+                px_free_list_return_mt(&shared_fl, &f[j]->super);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(threads_cached_path_no_item_held_twice)
+{
+    reset_counts();
+    atomic_store(&go, 0);
+    atomic_store(&done, 0);
+    atomic_store(&violations, 0);
+    PX_OBJ_CONSTRUCT(&shared_fl, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t),
+                               .num_initial = 8,
+                               .num_per_grow = 8,
+                               .thread_safe = true}; /* no maximum: cached */
+    ck_assert_int_eq(px_free_list_init(&shared_fl, &p), PX_SUCCESS);
+    ck_assert_uint_ne(shared_fl.tc.slot, 0);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, worker_inline, (void *)(intptr_t)(i + 1)), 0);
+    atomic_store(&go, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    int v = atomic_load(&violations);
+    ck_assert_msg(v == 0, "%d times an item was held twice (or get failed)", v);
+    ck_assert_int_eq(atomic_load(&ctor_calls), (int)shared_fl.num_allocated);
+    /* every item is back on the shared LIFO exactly once */
+    size_t n = 0;
+    px_list_item_t *it;
+    while (NULL != (it = px_lifo_pop_atomic(&shared_fl.super))) {
+        ck_assert_int_eq(atomic_exchange(&((frag_t *)it)->owner, -1), 0);
+        n++;
+    }
+    ck_assert_uint_eq(n, shared_fl.num_allocated);
+    PX_OBJ_DESTRUCT(&shared_fl);
+    ck_assert_int_eq(atomic_load(&dtor_calls), atomic_load(&ctor_calls));
+}
+END_TEST
+
+/* A thread that outlives a list must not hand out the dead list's items from
+ * its cache when a new list takes the same cache slot. */
+static pthread_barrier_t bar;
+static px_free_list_t fl_a, fl_b;
+static void *long_lived(void *arg)
+{
+    (void)arg;
+    px_free_list_item_t *x = px_free_list_get(&fl_a);
+    px_free_list_return(&fl_a, x); /* now in this thread's cache for fl_a */
+    pthread_barrier_wait(&bar);    /* main destroys fl_a, makes fl_b */
+    pthread_barrier_wait(&bar);
+    intptr_t bad = 0;
+    for (int i = 0; i < 40; i++) {
+        px_free_list_item_t *y = px_free_list_get(&fl_b);
+        bad += (NULL == y || y->owner != &fl_b);
+    }
+    return (void *)bad;
+}
+
+START_TEST(stale_thread_cache_not_reused)
+{
+    px_free_list_params_t p = {
+        .item_class = PX_CLASS(frag_t), .num_initial = 4, .num_per_grow = 4, .thread_safe = true};
+    PX_OBJ_CONSTRUCT(&fl_a, px_free_list_t);
+    ck_assert_int_eq(px_free_list_init(&fl_a, &p), PX_SUCCESS);
+    pthread_barrier_init(&bar, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, long_lived, NULL);
+    pthread_barrier_wait(&bar);
+    uint32_t slot = fl_a.tc.slot;
+    PX_OBJ_DESTRUCT(&fl_a);
+    PX_OBJ_CONSTRUCT(&fl_b, px_free_list_t);
+    ck_assert_int_eq(px_free_list_init(&fl_b, &p), PX_SUCCESS);
+    ck_assert_uint_eq(fl_b.tc.slot, slot); /* the slot was reused */
+    pthread_barrier_wait(&bar);
+    void *bad;
+    pthread_join(t, &bad);
+    ck_assert_ptr_null(bad);
+    pthread_barrier_destroy(&bar);
+    PX_OBJ_DESTRUCT(&fl_b);
+}
+END_TEST
+
+START_TEST(inline_st_api)
+{
+    px_free_list_t fl;
+    PX_OBJ_CONSTRUCT(&fl, px_free_list_t);
+    px_free_list_params_t p = {.item_class = PX_CLASS(frag_t), .num_per_grow = 2, .num_max = 3};
+    ck_assert_int_eq(px_free_list_init(&fl, &p), PX_SUCCESS);
+    px_free_list_item_t *a = px_free_list_get_st(&fl), *b = px_free_list_get_st(&fl);
+    px_free_list_item_t *c = px_free_list_get_st(&fl);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_ptr_null(px_free_list_get_st(&fl));
+    px_free_list_return_st(&fl, b);
+    ck_assert_ptr_eq(px_free_list_get(&fl), b); /* same list, generic API */
+    px_free_list_return(&fl, a);
+    px_free_list_return_st(&fl, b);
+    px_free_list_return_st(&fl, c);
+    PX_OBJ_DESTRUCT(&fl);
 }
 END_TEST
 
@@ -414,6 +550,9 @@ int main(void)
     tcase_add_test(tc, allocator_failure_is_reported);
     tcase_add_test(tc, bad_params_rejected);
     tcase_add_test(tc, threads_get_return_no_item_held_twice);
+    tcase_add_test(tc, threads_cached_path_no_item_held_twice);
+    tcase_add_test(tc, stale_thread_cache_not_reused);
+    tcase_add_test(tc, inline_st_api);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

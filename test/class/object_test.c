@@ -8,6 +8,7 @@
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include "core/class/object.h"
 
@@ -286,16 +287,11 @@ static void deep_dtor(px_object_t *o)
 START_TEST(deep_hierarchy_no_limit)
 {
     for (int i = 0; i < DEEP; i++) {
-        deep[i] = (px_class_t){"deep",
-                               i ? &deep[i - 1] : PX_CLASS(px_object_t),
-                               deep_ctor,
-                               deep_dtor,
-                               sizeof(px_object_t),
-                               0,
-                               0,
-                               NULL,
-                               NULL,
-                               NULL};
+        deep[i] = (px_class_t){.cls_name = "deep",
+                               .cls_parent = i ? &deep[i - 1] : PX_CLASS(px_object_t),
+                               .cls_construct = deep_ctor,
+                               .cls_destruct = deep_dtor,
+                               .cls_sizeof = sizeof(px_object_t)};
     }
     ndeep = 0;
     px_object_t *o = px_obj_new_(&deep[DEEP - 1], __FILE__, __LINE__);
@@ -323,6 +319,80 @@ START_TEST(finalize_resets_classes)
 }
 END_TEST
 
+/* Freed objects may be reused from the per-thread cache: constructors run
+ * again on reused memory, and objects made on one thread can die on another. */
+typedef struct {
+    px_object_t super;
+    int state;
+} cached_t;
+static void cached_construct(cached_t *o)
+{
+    o->state = 1;
+}
+static void cached_destruct(cached_t *o)
+{
+    o->state = -1;
+}
+PX_CLASS_DECLARATION(cached_t);
+PX_CLASS_INSTANCE(cached_t, px_object_t, cached_construct, cached_destruct);
+
+START_TEST(reuse_reconstructs)
+{
+    cached_t *a = PX_OBJ_NEW(cached_t);
+    a->state = 42;
+    cached_t *old = a;
+    PX_OBJ_RELEASE(a);
+    cached_t *b = PX_OBJ_NEW(cached_t);
+    ck_assert_int_eq(b->state, 1); /* constructed afresh */
+    ck_assert_int_eq(PX_OBJ_REFCOUNT(b), 1);
+#if PX_OBJ_CACHE
+    ck_assert_ptr_eq(b, old); /* the cache handed the same memory back */
+#else
+    (void)old;
+#endif
+    PX_OBJ_RELEASE(b);
+    /* More objects than a cache holds, in and out twice. */
+    enum { N = 3 * PX_TCACHE_CAP };
+    cached_t *objs[N];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            objs[i] = PX_OBJ_NEW(cached_t);
+            ck_assert_int_eq(objs[i]->state, 1);
+            for (int j = 0; j < i; j++)
+                ck_assert_ptr_ne(objs[i], objs[j]);
+        }
+        for (int i = 0; i < N; i++)
+            PX_OBJ_RELEASE(objs[i]);
+    }
+}
+END_TEST
+
+static cached_t *handoff[64];
+static void *release_all(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 64; i++)
+        PX_OBJ_RELEASE(handoff[i]); /* fills this thread's cache, freed at exit */
+    cached_t *mine = PX_OBJ_NEW(cached_t);
+    void *ok = (void *)(intptr_t)(mine->state == 1);
+    PX_OBJ_RELEASE(mine);
+    return ok;
+}
+
+START_TEST(objects_die_on_other_threads)
+{
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 64; i++)
+            handoff[i] = PX_OBJ_NEW(cached_t);
+        pthread_t t;
+        void *ok = NULL;
+        ck_assert_int_eq(pthread_create(&t, NULL, release_all, NULL), 0);
+        pthread_join(t, &ok);
+        ck_assert_ptr_eq(ok, (void *)1);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("object");
@@ -336,6 +406,8 @@ int main(void)
     tcase_add_test(tc, lazy_class_init_threads);
     tcase_add_test(tc, deep_hierarchy_no_limit);
     tcase_add_test(tc, finalize_resets_classes);
+    tcase_add_test(tc, reuse_reconstructs);
+    tcase_add_test(tc, objects_die_on_other_threads);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
