@@ -54,6 +54,10 @@ struct px_btl_endpoint {
     const char *hostname;
     size_t outstanding; /* sends and RDMA operations not yet completed */
     bool failed;        /* a connection-level error was reported */
+    /* Sends libfabric refused with EAGAIN, retried in order from progress. */
+    struct px_btl_ofi_frag *pending_head, *pending_tail;
+    struct px_btl_endpoint *next_blocked; /* on the module's list while pending */
+    double stuck_since;                   /* when libfabric began refusing (0: it is not) */
 };
 
 /* Memory registration: key and base travel to the peer (16 bytes). */
@@ -116,7 +120,7 @@ struct px_btl_ofi_module {
     int num_posted;
     px_rcache_t *rcache;
     px_btl_error_fn error_cb;
-    px_btl_ofi_frag_t *pending_head, *pending_tail; /* sends refused with EAGAIN */
+    px_btl_endpoint_t *blocked; /* endpoints with pending sends */
     size_t outstanding;
     px_btl_endpoint_t **peers; /* by rank */
     size_t num_peers;
@@ -139,6 +143,7 @@ extern int px_btl_ofi_num_recvs;
 extern size_t px_btl_ofi_rcache_max_entries;
 extern size_t px_btl_ofi_rcache_max_bytes;
 extern int px_btl_ofi_flush_timeout;
+extern int px_btl_ofi_connect_timeout;
 extern int px_btl_ofi_verbose;
 extern int px_btl_ofi_output;
 

@@ -32,6 +32,7 @@ int px_btl_ofi_num_recvs = 32;
 size_t px_btl_ofi_rcache_max_entries = 1024;
 size_t px_btl_ofi_rcache_max_bytes = 0;
 int px_btl_ofi_flush_timeout = 60;
+int px_btl_ofi_connect_timeout = 30;
 int px_btl_ofi_verbose = 0;
 int px_btl_ofi_output = -1;
 /* Storage of the informational variables (the variable system owns it). */
@@ -205,26 +206,6 @@ static void px_btl_ofi_choose(void)
     }
 }
 
-/* Check list names against what libfabric knows; warn about unknown ones. */
-static void px_btl_ofi_check_names(const char *var, const char *list)
-{
-    if (!px_btl_ofi_is_set(list))
-        return;
-    char *copy = strdup(list), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (' ' == *tok)
-            ++tok;
-        bool found = false;
-        for (struct fi_info *i = px_btl_ofi_all_infos; i && !found; i = i->next)
-            found = px_btl_ofi_name_matches(tok, strlen(tok), i->fabric_attr->prov_name);
-        if (!found)
-            px_show_warning("btl/ofi: %s names provider \"%s\", which libfabric does not offer "
-                            "here for RDM endpoints (available: %s)",
-                            var, tok, px_btl_ofi_avail_text[0] ? px_btl_ofi_avail_text : "none");
-    }
-    free(copy);
-}
-
 static void px_btl_ofi_discover(void)
 {
     char *avail = px_btl_ofi_avail_text, *selected = px_btl_ofi_selected_text;
@@ -296,6 +277,12 @@ static int px_btl_ofi_register(void)
                         "Seconds btl_flush waits for outstanding operations before failing",
                         PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
                         &px_btl_ofi_flush_timeout);
+    px_mca_var_register("btl", "ofi", "connect_timeout",
+                        "Seconds libfabric may refuse every operation to a peer (EAGAIN, as "
+                        "tcp;ofi_rxm does while it cannot connect) before the peer is declared "
+                        "unreachable and its pending requests fail",
+                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_ofi_connect_timeout);
     px_mca_var_register("btl", "ofi", "verbose", "Verbosity of btl/ofi (0-100)",
                         PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
                         &px_btl_ofi_verbose);
@@ -361,7 +348,6 @@ static px_btl_module_t **px_btl_ofi_init(int *num_modules, bool enable_progress_
             PX_OUTPUT_VERBOSE(1, px_btl_ofi_output, "btl/ofi declines: %s", px_btl_ofi_decline);
         return NULL;
     }
-    px_btl_ofi_check_names("btl_ofi_provider_exclude", px_btl_ofi_provider_exclude);
     px_btl_ofi_module_t *m = malloc(sizeof(*m));
     px_btl_module_t **mods = malloc(sizeof(*mods));
     struct fi_info *info = fi_dupinfo(px_btl_ofi_chosen);

@@ -245,6 +245,7 @@ static ssize_t px_btl_ofi_post_send(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f
         fi_send(m->ep, f->base.super.payload, f->size, desc, f->endpoint->addr, &f->ctx.fi);
     if (PX_LIKELY(0 == rc)) {
         f->endpoint->outstanding++;
+        f->endpoint->stuck_since = 0;
         m->outstanding++;
     }
     return rc;
@@ -269,6 +270,38 @@ static void px_btl_ofi_report(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int
         px_show_error("%s", text);
 }
 
+static double px_btl_ofi_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* libfabric refused an operation to `ep` with EAGAIN: start or check the
+ * clock; true when it has refused for longer than btl_ofi_connect_timeout. */
+static bool px_btl_ofi_stuck_too_long(px_btl_endpoint_t *ep)
+{
+    double t = px_btl_ofi_now();
+    if (0 == ep->stuck_since)
+        ep->stuck_since = t;
+    return px_btl_ofi_connect_timeout > 0 && t - ep->stuck_since > px_btl_ofi_connect_timeout;
+}
+
+static int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep);
+
+static void px_btl_ofi_queue(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, px_btl_ofi_frag_t *f)
+{
+    f->next_pending = NULL;
+    if (ep->pending_tail) {
+        ep->pending_tail->next_pending = f;
+    } else {
+        ep->pending_head = f;
+        ep->next_blocked = m->blocked;
+        m->blocked = ep;
+    }
+    ep->pending_tail = f;
+}
+
 static int px_btl_ofi_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
                            px_btl_descriptor_t *des, px_btl_tag_t tag)
 {
@@ -282,7 +315,7 @@ static int px_btl_ofi_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
     f->endpoint = endpoint;
     f->size = PX_BTL_OFI_HDR + f->segment.seg_len;
     f->ctx.type = PX_BTL_OFI_OP_SEND;
-    if (PX_LIKELY(NULL == m->pending_head)) {
+    if (PX_LIKELY(NULL == endpoint->pending_head)) {
         ssize_t rc = px_btl_ofi_post_send(m, f);
         if (PX_LIKELY(0 == rc))
             return 0;
@@ -290,13 +323,10 @@ static int px_btl_ofi_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
             px_btl_ofi_report(m, endpoint, PX_ERR_COMM, "fi_send to", px_btl_ofi_strerror((int)rc));
             return PX_ERR_COMM;
         }
+        px_btl_ofi_stuck_too_long(endpoint); /* starts the clock */
     }
     /* Queue behind earlier refused sends, keeping the pair's order. */
-    if (m->pending_tail)
-        m->pending_tail->next_pending = f;
-    else
-        m->pending_head = f;
-    m->pending_tail = f;
+    px_btl_ofi_queue(m, endpoint, f);
     return 0;
 }
 
@@ -311,7 +341,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         *descriptor = NULL;
     if (PX_UNLIKELY(endpoint->failed))
         return PX_ERR_UNREACH;
-    if (PX_UNLIKELY(NULL != m->pending_head))
+    if (PX_UNLIKELY(NULL != endpoint->pending_head))
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     size_t total = PX_BTL_OFI_HDR + header_size + payload_size;
     if (total <= m->inject_size) {
@@ -323,10 +353,15 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         if (payload_size)
             memcpy(buf + PX_BTL_OFI_HDR + header_size, payload, payload_size);
         ssize_t rc = fi_inject(m->ep, buf, total, endpoint->addr);
-        if (PX_LIKELY(0 == rc))
+        if (PX_LIKELY(0 == rc)) {
+            endpoint->stuck_since = 0;
             return PX_SUCCESS;
-        if (-FI_EAGAIN == rc)
+        }
+        if (-FI_EAGAIN == rc) {
+            if (px_btl_ofi_stuck_too_long(endpoint))
+                return px_btl_ofi_give_up(m, endpoint);
             return PX_ERR_TEMP_OUT_OF_RESOURCE;
+        }
         px_btl_ofi_report(m, endpoint, PX_ERR_COMM, "fi_inject to", px_btl_ofi_strerror((int)rc));
         return PX_ERR_COMM;
     }
@@ -346,26 +381,66 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
     return rc < 0 ? rc : PX_SUCCESS;
 }
 
-/* Retry sends refused with EAGAIN, in order. */
+/* Fail every pending send of an endpoint (its peer is lost). */
+static void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int status)
+{
+    while (ep->pending_head) {
+        px_btl_ofi_frag_t *f = ep->pending_head;
+        ep->pending_head = f->next_pending;
+        f->next_pending = NULL;
+        px_btl_ofi_send_done(m, f, status);
+    }
+    ep->pending_tail = NULL;
+}
+
+/* libfabric refused everything to `ep` for btl_ofi_connect_timeout seconds:
+ * declare the peer unreachable (pending sends are failed by the caller's
+ * progress pass). */
+static int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
+{
+    if (!ep->failed) {
+        char detail[300];
+        snprintf(detail, sizeof(detail),
+                 "libfabric refused every operation for %d s (btl_ofi_connect_timeout) with %s; "
+                 "the peer is not reachable at the address it published or does not respond",
+                 px_btl_ofi_connect_timeout, px_btl_ofi_strerror(-FI_EAGAIN));
+        ep->failed = true;
+        px_btl_ofi_report(m, ep, PX_ERR_UNREACH, "connecting to", detail);
+    }
+    return PX_ERR_UNREACH;
+}
+
+/* Retry sends refused with EAGAIN, in order per endpoint. */
 static int px_btl_ofi_retry_pending(px_btl_ofi_module_t *m)
 {
     int n = 0;
-    while (m->pending_head) {
-        px_btl_ofi_frag_t *f = m->pending_head;
-        ssize_t rc = f->endpoint->failed ? -FI_EHOSTUNREACH : px_btl_ofi_post_send(m, f);
-        if (-FI_EAGAIN == rc)
-            break;
-        m->pending_head = f->next_pending;
-        if (NULL == m->pending_head)
-            m->pending_tail = NULL;
-        f->next_pending = NULL;
-        ++n;
-        if (0 != rc) {
-            if (!f->endpoint->failed)
-                px_btl_ofi_report(m, f->endpoint, PX_ERR_COMM, "fi_send to",
-                                  px_btl_ofi_strerror((int)rc));
-            px_btl_ofi_send_done(m, f, PX_ERR_UNREACH);
+    px_btl_endpoint_t **link = &m->blocked;
+    while (*link) {
+        px_btl_endpoint_t *ep = *link;
+        while (ep->pending_head && !ep->failed) {
+            px_btl_ofi_frag_t *f = ep->pending_head;
+            ssize_t rc = px_btl_ofi_post_send(m, f);
+            if (-FI_EAGAIN == rc) {
+                if (px_btl_ofi_stuck_too_long(ep))
+                    px_btl_ofi_give_up(m, ep);
+                break;
+            }
+            ep->pending_head = f->next_pending;
+            if (NULL == ep->pending_head)
+                ep->pending_tail = NULL;
+            f->next_pending = NULL;
+            ++n;
+            if (0 != rc) {
+                px_btl_ofi_report(m, ep, PX_ERR_COMM, "fi_send to", px_btl_ofi_strerror((int)rc));
+                px_btl_ofi_send_done(m, f, PX_ERR_COMM);
+            }
         }
+        if (ep->failed)
+            px_btl_ofi_fail_pending(m, ep, PX_ERR_UNREACH);
+        if (NULL == ep->pending_head)
+            *link = ep->next_blocked; /* off the list */
+        else
+            link = &ep->next_blocked;
     }
     return n;
 }
@@ -405,12 +480,28 @@ static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, 
         desc = ((px_btl_ofi_reg_t *)op->temp_reg)->handle.desc;
     }
     uint64_t raddr = m->mr_virt_addr ? remote_address : remote_address - remote_handle->base;
-    ssize_t rc = write ? fi_write(m->ep, local_address, size, desc, endpoint->addr, raddr,
-                                  remote_handle->key, &op->ctx.fi)
-                       : fi_read(m->ep, local_address, size, desc, endpoint->addr, raddr,
-                                 remote_handle->key, &op->ctx.fi);
+    ssize_t rc;
+    if (write) {
+        /* A put completes when the data is at the target (delivery
+         * complete), so a message sent after the completion cannot
+         * overtake it; the runtime relies on that for its FIN. */
+        struct iovec iov = {.iov_base = local_address, .iov_len = size};
+        struct fi_rma_iov riov = {.addr = raddr, .len = size, .key = remote_handle->key};
+        struct fi_msg_rma msg = {.msg_iov = &iov,
+                                 .desc = &desc,
+                                 .iov_count = 1,
+                                 .addr = endpoint->addr,
+                                 .rma_iov = &riov,
+                                 .rma_iov_count = 1,
+                                 .context = &op->ctx.fi};
+        rc = fi_writemsg(m->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+    } else {
+        rc = fi_read(m->ep, local_address, size, desc, endpoint->addr, raddr, remote_handle->key,
+                     &op->ctx.fi);
+    }
     if (PX_LIKELY(0 == rc)) {
         endpoint->outstanding++;
+        endpoint->stuck_since = 0;
         m->outstanding++;
         return PX_SUCCESS;
     }
@@ -418,7 +509,8 @@ static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, 
         px_rcache_release(op->temp_reg);
     px_free_list_return(&m->rdma_ops, &op->super);
     if (-FI_EAGAIN == rc)
-        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+        return px_btl_ofi_stuck_too_long(endpoint) ? px_btl_ofi_give_up(m, endpoint)
+                                                   : PX_ERR_TEMP_OUT_OF_RESOURCE;
     px_btl_ofi_report(m, endpoint, PX_ERR_COMM, write ? "fi_write to" : "fi_read from",
                       px_btl_ofi_strerror((int)rc));
     return PX_ERR_COMM;
@@ -571,7 +663,7 @@ static int px_btl_ofi_progress(px_btl_module_t *btl)
         px_btl_ofi_handle_error(m);
         ++handled;
     }
-    if (PX_UNLIKELY(NULL != m->pending_head))
+    if (PX_UNLIKELY(NULL != m->blocked))
         handled += px_btl_ofi_retry_pending(m);
     return handled;
 }
@@ -583,7 +675,7 @@ static int px_btl_ofi_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         size_t left = endpoint ? endpoint->outstanding : m->outstanding;
-        if (0 == left && (NULL == m->pending_head))
+        if (0 == left && (endpoint ? NULL == endpoint->pending_head : NULL == m->blocked))
             return PX_SUCCESS;
         px_btl_ofi_progress(btl);
         clock_gettime(CLOCK_MONOTONIC, &t);
@@ -717,8 +809,16 @@ static int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
             ep = m->peers[procs[i]->rank];
         if (NULL == ep)
             continue;
-        if (ep->outstanding)
+        if (ep->outstanding || ep->pending_head)
             px_btl_ofi_flush(btl, ep);
+        if (ep->pending_head) { /* flush gave up: fail them, forget the endpoint */
+            px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
+            for (px_btl_endpoint_t **l = &m->blocked; *l; l = &(*l)->next_blocked)
+                if (*l == ep) {
+                    *l = ep->next_blocked;
+                    break;
+                }
+        }
         fi_av_remove(m->av, &ep->addr, 1, 0);
         if ((size_t)ep->rank < m->num_peers && m->peers[ep->rank] == ep)
             m->peers[ep->rank] = NULL;
@@ -757,7 +857,7 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     m->num_posted = 0;
     m->rcache = NULL;
     m->error_cb = NULL;
-    m->pending_head = m->pending_tail = NULL;
+    m->blocked = NULL;
     m->outstanding = 0;
     m->peers = NULL;
     m->num_peers = 0;
@@ -901,12 +1001,9 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
 static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
 {
     /* Fail what is still queued, so no request waits for it forever. */
-    while (m->pending_head) {
-        px_btl_ofi_frag_t *f = m->pending_head;
-        m->pending_head = f->next_pending;
-        px_btl_ofi_send_done(m, f, PX_ERR_COMM);
-    }
-    m->pending_tail = NULL;
+    for (px_btl_endpoint_t *ep = m->blocked; ep; ep = ep->next_blocked)
+        px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
+    m->blocked = NULL;
     if (m->ep)
         fi_close(&m->ep->fid);
     m->ep = NULL;

@@ -1,0 +1,162 @@
+/*
+ * verbs_component.c: btl/verbs component: variables, device discovery with
+ * ibv_get_device_list / ibv_query_port, and init, which declines with the
+ * reason (see verbs.h for the state of the data path).
+ */
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "components/btl/verbs/verbs.h"
+#include "core/mca/framework.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/btl/base/base.h"
+
+char *px_btl_verbs_device_include = NULL;
+int px_btl_verbs_verbose = 0;
+char px_btl_verbs_decline_reason[1400];
+static char *px_btl_verbs_devices_found = NULL;
+static char px_btl_verbs_found_text[1024];
+static int px_btl_verbs_output = -1;
+
+static bool px_btl_verbs_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t m = end ? (size_t)(end - p) : strlen(p);
+        if (m == n && 0 == strncmp(p, name, n))
+            return true;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return false;
+}
+
+int px_btl_verbs_discover(char *out, size_t len)
+{
+    int num = 0, usable = 0;
+    out[0] = '\0';
+    struct ibv_device **list = ibv_get_device_list(&num);
+    if (NULL == list || 0 == num) {
+        snprintf(out, len, "none");
+        if (list)
+            ibv_free_device_list(list);
+        return 0;
+    }
+    for (int i = 0; i < num; ++i) {
+        const char *name = ibv_get_device_name(list[i]);
+        size_t used = strlen(out);
+        if (px_btl_verbs_device_include && px_btl_verbs_device_include[0] &&
+            !px_btl_verbs_listed(px_btl_verbs_device_include, name)) {
+            snprintf(out + used, len - used, "%s%s (not in btl_verbs_device_include)",
+                     used ? ", " : "", name);
+            continue;
+        }
+        struct ibv_context *ctx = ibv_open_device(list[i]);
+        if (NULL == ctx) {
+            snprintf(out + used, len - used, "%s%s (cannot open)", used ? ", " : "", name);
+            continue;
+        }
+        struct ibv_device_attr attr;
+        int active = 0;
+        if (0 == ibv_query_device(ctx, &attr)) {
+            for (int port = 1; port <= attr.phys_port_cnt; ++port) {
+                struct ibv_port_attr pa;
+                if (0 == ibv_query_port(ctx, (uint8_t)port, &pa) && IBV_PORT_ACTIVE == pa.state) {
+                    used = strlen(out);
+                    snprintf(out + used, len - used, "%s%s port %d active (%s)", used ? ", " : "",
+                             name, port,
+                             IBV_LINK_LAYER_ETHERNET == pa.link_layer ? "RoCE" : "InfiniBand");
+                    active++;
+                }
+            }
+        }
+        if (0 == active) {
+            used = strlen(out);
+            snprintf(out + used, len - used, "%s%s (no active port)", used ? ", " : "", name);
+        } else {
+            usable++;
+        }
+        ibv_close_device(ctx);
+    }
+    ibv_free_device_list(list);
+    return usable;
+}
+
+static int px_btl_verbs_register(void)
+{
+    px_mca_var_register("btl", "verbs", "device_include",
+                        "Comma-separated RDMA devices btl/verbs may use (e.g. \"mlx5_0\"); "
+                        "empty: all with an active port",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 3, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_verbs_device_include);
+    px_mca_var_register("btl", "verbs", "verbose", "Verbosity of btl/verbs (0-100)",
+                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_verbs_verbose);
+    px_btl_base_register_module_params(&px_btl_verbs_component, &px_btl_verbs_module_template);
+    px_btl_verbs_discover(px_btl_verbs_found_text, sizeof(px_btl_verbs_found_text));
+    if (NULL == px_btl_verbs_devices_found)
+        px_btl_verbs_devices_found = px_btl_verbs_found_text;
+    px_mca_var_register("btl", "verbs", "devices_found",
+                        "RDMA devices and active ports found by ibv_get_device_list "
+                        "(informational)",
+                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                        PX_MCA_VAR_FLAG_READONLY, &px_btl_verbs_devices_found);
+    return PX_SUCCESS;
+}
+
+static int px_btl_verbs_open(void)
+{
+    px_btl_verbs_output = px_output_open("btl:verbs", px_btl_verbs_verbose);
+    return PX_SUCCESS;
+}
+
+static int px_btl_verbs_close(void)
+{
+    if (px_btl_verbs_output > 0)
+        px_output_close(px_btl_verbs_output);
+    px_btl_verbs_output = -1;
+    return PX_SUCCESS;
+}
+
+static px_btl_module_t **px_btl_verbs_init(int *num_modules, bool enable_progress_threads,
+                                           bool enable_mpi_threads)
+{
+    (void)enable_progress_threads;
+    (void)enable_mpi_threads;
+    *num_modules = 0;
+    char found[1024];
+    int usable = px_btl_verbs_discover(found, sizeof(found));
+    if (0 == strcmp(found, "none"))
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
+                 "no RDMA device found (ibv_get_device_list lists none)");
+    else if (0 == usable)
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
+                 "no usable RDMA device: %.1000s", found);
+    else
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
+                 "found %.1000s, but this btl/verbs has no data path yet (RC queue pairs are not "
+                 "implemented); btl/ofi reaches these devices through libfabric's "
+                 "verbs;ofi_rxm provider",
+                 found);
+    /* Someone who named verbs in the btl list wants to know; others do not. */
+    const char *sel = px_btl_base_framework.selection;
+    if (sel && sel[0] != '^' && strstr(sel, "verbs"))
+        px_show_warning("btl/verbs declines: %s", px_btl_verbs_decline_reason);
+    else
+        PX_OUTPUT_VERBOSE(1, px_btl_verbs_output, "btl/verbs declines: %s",
+                          px_btl_verbs_decline_reason);
+    return NULL;
+}
+
+const px_btl_component_t px_btl_verbs_component = {
+    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
+                                    "verbs", 0, 1, 0, px_btl_verbs_register, px_btl_verbs_open,
+                                    px_btl_verbs_close),
+    .btl_init = px_btl_verbs_init,
+    .btl_modex_send = NULL,
+};

@@ -1,0 +1,508 @@
+/*
+ * ofi_module_test.c: btl/ofi inside one process: two modules (ranks 0 and 1)
+ * on the same provider exchange active messages (fi_inject sendi, eager
+ * fragments, prepare_src) and RDMA (put/get through registrations), over
+ * tcp;ofi_rxm, sockets and shm; provider include/exclude/domain settings
+ * that cannot be honoured make init decline with an error; a peer whose
+ * address nobody listens on turns into an error on the send concerned,
+ * through the error callback, with libfabric's text; a peer on another
+ * provider is unreachable with a reason. The boot modex is a fake here.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "components/btl/ofi/ofi.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "frameworks/boot/boot.h"
+#include "frameworks/btl/base/base.h"
+
+/* ---- a fake boot module: the modex is an array ---- */
+#define NRANKS 4
+static void *blob[NRANKS];
+static size_t blob_len[NRANKS];
+static px_boot_module_t fake_boot;
+
+static int fake_put(const char *key, const void *data, size_t len)
+{
+    (void)key;
+    free(blob[fake_boot.rank]);
+    blob[fake_boot.rank] = malloc(len);
+    memcpy(blob[fake_boot.rank], data, len);
+    blob_len[fake_boot.rank] = len;
+    return PX_SUCCESS;
+}
+
+static int fake_get(int rank, const char *key, void **data, size_t *len)
+{
+    (void)key;
+    if (rank < 0 || rank >= NRANKS || NULL == blob[rank])
+        return PX_ERR_NOT_FOUND;
+    *data = malloc(blob_len[rank]);
+    memcpy(*data, blob[rank], blob_len[rank]);
+    *len = blob_len[rank];
+    return PX_SUCCESS;
+}
+
+static px_boot_module_t fake_boot = {
+    .name = "fake", .rank = 0, .size = NRANKS, .jobid = "test", .put = fake_put, .get = fake_get};
+
+/* ---- helpers ---- */
+static void use_provider(const char *include, const char *exclude, const char *domain)
+{
+    px_boot = &fake_boot;
+    ck_assert_int_eq(px_btl_ofi_component.base.register_params(), PX_SUCCESS);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_provider_include", include ? include : ""), 0);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_provider_exclude", exclude ? exclude : ""), 0);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_domain", domain ? domain : ""), 0);
+    /* register again: discovery runs with the new settings */
+    ck_assert_int_eq(px_btl_ofi_component.base.register_params(), PX_SUCCESS);
+}
+
+static px_btl_module_t *make_module(int rank)
+{
+    fake_boot.rank = rank;
+    int n = -1;
+    px_btl_module_t **mods = px_btl_ofi_component.btl_init(&n, false, false);
+    if (NULL == mods)
+        return NULL;
+    ck_assert_int_eq(n, 1);
+    px_btl_module_t *m = mods[0];
+    free(mods);
+    ck_assert_int_eq(px_btl_ofi_component.btl_modex_send(), PX_SUCCESS);
+    return m;
+}
+
+static px_proc_t procs[NRANKS];
+static px_proc_t *proc_ptrs[NRANKS];
+
+static void add_peers(px_btl_module_t *m, int first, int count, px_btl_endpoint_t **eps,
+                      const char **reasons, px_bitmap_t *bm)
+{
+    for (int i = 0; i < NRANKS; ++i) {
+        procs[i].rank = i;
+        procs[i].hostname = "testhost";
+        procs[i].locality = PX_PROC_LOCAL_HOST;
+        proc_ptrs[i] = &procs[i];
+        reasons[i] = NULL;
+    }
+    PX_OBJ_CONSTRUCT(bm, px_bitmap_t);
+    px_bitmap_init(bm, NRANKS);
+    ck_assert_int_eq(m->btl_add_procs(m, (size_t)count, &proc_ptrs[first], eps, bm, reasons),
+                     PX_SUCCESS);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Progress both modules until *flag reaches want (10 s at most). */
+static void progress_until(px_btl_module_t *a, px_btl_module_t *b, volatile int *flag, int want)
+{
+    double t0 = now();
+    while (*flag < want && now() - t0 < 10) {
+        a->btl_progress(a);
+        if (b)
+            b->btl_progress(b);
+    }
+    ck_assert_msg(*flag >= want, "timed out waiting: %d of %d events", *flag, want);
+}
+
+/* Retry an operation while the transport says "again" (connecting), with
+ * progress, for 10 s at most. */
+#define RETRY(a, b, expr)                                                                          \
+    ({                                                                                             \
+        int rc_;                                                                                   \
+        double t0_ = now();                                                                        \
+        while (PX_ERR_TEMP_OUT_OF_RESOURCE == (rc_ = (expr)) && now() - t0_ < 10) {                \
+            (a)->btl_progress(a);                                                                  \
+            if (b)                                                                                 \
+                (b)->btl_progress(b);                                                              \
+        }                                                                                          \
+        rc_;                                                                                       \
+    })
+
+/* Messages received on tag 200. */
+static volatile int n_recv;
+static char recv_data[8][70000];
+static size_t recv_len[8];
+static int recv_src[8];
+
+static void am_cb(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    ck_assert_uint_eq(d->des_segment_count, 1);
+    int i = n_recv % 8;
+    recv_len[i] = d->des_segments[0].seg_len;
+    memcpy(recv_data[i], d->des_segments[0].seg_addr, recv_len[i]);
+    recv_src[i] = d->src_rank;
+    n_recv++;
+}
+
+static volatile int n_send_done, last_send_status;
+static void send_cb(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
+                    int status)
+{
+    (void)btl;
+    (void)ep;
+    (void)des;
+    last_send_status = status;
+    n_send_done++;
+}
+
+static void exchange(const char *provider)
+{
+    use_provider(provider, NULL, NULL);
+    px_btl_module_t *a = make_module(0), *b = make_module(1);
+    ck_assert_msg(a && b, "btl/ofi declined on provider %s", provider);
+    px_btl_endpoint_t *ea[NRANKS], *eb[NRANKS];
+    const char *ra[NRANKS], *rb[NRANKS];
+    px_bitmap_t bma, bmb;
+    add_peers(a, 0, 2, ea, ra, &bma);
+    add_peers(b, 0, 2, eb, rb, &bmb);
+    ck_assert(px_bitmap_is_set_bit(&bma, 1));
+    ck_assert(px_bitmap_is_set_bit(&bmb, 0));
+    px_btl_base_register_am(200, am_cb, NULL);
+    n_recv = 0;
+
+    /* 1: sendi of a tiny message (fi_inject) */
+    const char hdr[8] = "HEADER!", pay[] = "tiny payload";
+    int rc =
+        RETRY(a, b, a->btl_sendi(a, ea[1], hdr, sizeof(hdr), pay, sizeof(pay), 0, 0, 200, NULL));
+    ck_assert_int_eq(rc, PX_SUCCESS);
+    /* 2: an eager fragment from btl_alloc, the caller keeping it */
+    px_btl_descriptor_t *d = a->btl_alloc(a, ea[1], 0, 1000, 0);
+    ck_assert_ptr_nonnull(d);
+    ck_assert_uint_eq(d->des_segments[0].seg_len, 1000);
+    memset(d->des_segments[0].seg_addr, 'x', 1000);
+    d->des_cbfunc = send_cb;
+    n_send_done = 0;
+    ck_assert_int_ge(a->btl_send(a, ea[1], d, 200), 0);
+    /* 3: the largest fragment from prepare_src, the BTL owning it */
+    static char big[70000];
+    for (size_t i = 0; i < sizeof(big); ++i)
+        big[i] = (char)(i * 7);
+    px_btl_convertor_t conv;
+    px_btl_convertor_init_contig(&conv, big, sizeof(big));
+    size_t size = sizeof(big);
+    px_btl_descriptor_t *d3 =
+        a->btl_prepare_src(a, ea[1], &conv, 0, 16, &size, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    ck_assert_ptr_nonnull(d3);
+    ck_assert_uint_eq(size, a->btl_max_send_size - 16);
+    memset(d3->des_segments[0].seg_addr, 'h', 16);
+    ck_assert_int_ge(a->btl_send(a, ea[1], d3, 200), 0);
+    progress_until(a, b, &n_recv, 3);
+    progress_until(a, b, &n_send_done, 1);
+    ck_assert_int_eq(last_send_status, PX_SUCCESS);
+    a->btl_free(a, d);
+    /* in order, from rank 0, intact */
+    ck_assert_int_eq(recv_src[0], 0);
+    ck_assert_uint_eq(recv_len[0], sizeof(hdr) + sizeof(pay));
+    ck_assert_mem_eq(recv_data[0], hdr, sizeof(hdr));
+    ck_assert_str_eq(recv_data[0] + sizeof(hdr), pay);
+    ck_assert_uint_eq(recv_len[1], 1000);
+    ck_assert_int_eq(recv_data[1][999], 'x');
+    ck_assert_uint_eq(recv_len[2], 16 + size);
+    ck_assert_mem_eq(recv_data[2] + 16, big, size);
+    /* and back from 1 to 0 */
+    rc = RETRY(a, b, b->btl_sendi(b, eb[0], hdr, sizeof(hdr), NULL, 0, 0, 0, 200, NULL));
+    ck_assert_int_eq(rc, PX_SUCCESS);
+    progress_until(a, b, &n_recv, 4);
+    ck_assert_int_eq(recv_src[3], 1);
+
+    b->btl_del_procs(b, 2, proc_ptrs, eb);
+    a->btl_del_procs(a, 2, proc_ptrs, ea);
+    b->btl_finalize(b);
+    a->btl_finalize(a);
+    PX_OBJ_DESTRUCT(&bma);
+    PX_OBJ_DESTRUCT(&bmb);
+}
+
+static volatile int n_rdma, last_rdma_status;
+static void rdma_cb(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                    px_btl_registration_handle_t *lh, void *ctx, void *data, int status)
+{
+    (void)btl;
+    (void)ep;
+    (void)local;
+    (void)lh;
+    (void)data;
+    ck_assert_ptr_eq(ctx, (void *)0x1234);
+    last_rdma_status = status;
+    n_rdma++;
+}
+
+static void rdma(const char *provider)
+{
+    use_provider(provider, NULL, NULL);
+    px_btl_module_t *a = make_module(0), *b = make_module(1);
+    ck_assert(a && b);
+    ck_assert(a->btl_flags & PX_BTL_FLAGS_PUT);
+    px_btl_endpoint_t *ea[NRANKS], *eb[NRANKS];
+    const char *ra[NRANKS], *rb[NRANKS];
+    px_bitmap_t bma, bmb;
+    add_peers(a, 0, 2, ea, ra, &bma);
+    add_peers(b, 0, 2, eb, rb, &bmb);
+    size_t len = 1 << 20;
+    char *remote = malloc(len), *local = malloc(len);
+    memset(remote, 0, len);
+    for (size_t i = 0; i < len; ++i)
+        local[i] = (char)(i * 13 + 1);
+    px_btl_registration_handle_t *rh = b->btl_register_mem(b, NULL, remote, len, 0);
+    px_btl_registration_handle_t *lh = a->btl_register_mem(a, NULL, local, len, 0);
+    ck_assert(rh && lh);
+    /* the peer sees only the wire bytes of the handle */
+    char wire[64];
+    ck_assert_uint_le(a->btl_registration_handle_size, sizeof(wire));
+    memset(wire, 0, sizeof(wire));
+    memcpy(wire, rh, b->btl_registration_handle_size);
+    n_rdma = 0;
+    ck_assert_int_eq(RETRY(a, b,
+                           a->btl_put(a, ea[1], local + 100, (uint64_t)(uintptr_t)(remote + 4096),
+                                      lh, (px_btl_registration_handle_t *)wire, 300000, 0, 0,
+                                      rdma_cb, (void *)0x1234, NULL)),
+                     PX_SUCCESS);
+    progress_until(a, b, &n_rdma, 1);
+    ck_assert_int_eq(last_rdma_status, PX_SUCCESS);
+    ck_assert_mem_eq(remote + 4096, local + 100, 300000);
+    ck_assert_int_eq(remote[4095], 0);
+    /* get back into a fresh buffer, unregistered on our side */
+    char *back = calloc(1, 300000);
+    ck_assert_int_eq(RETRY(a, b,
+                           a->btl_get(a, ea[1], back, (uint64_t)(uintptr_t)(remote + 4096), NULL,
+                                      (px_btl_registration_handle_t *)wire, 300000, 0, 0, rdma_cb,
+                                      (void *)0x1234, NULL)),
+                     PX_SUCCESS);
+    progress_until(a, b, &n_rdma, 2);
+    ck_assert_int_eq(last_rdma_status, PX_SUCCESS);
+    ck_assert_mem_eq(back, local + 100, 300000);
+    /* registering the same buffer again is a cache hit: the same handle */
+    px_btl_registration_handle_t *lh2 = a->btl_register_mem(a, NULL, local + 10, 100, 0);
+    ck_assert_ptr_eq(lh2, lh);
+    ck_assert_int_eq(a->btl_deregister_mem(a, lh2), PX_SUCCESS);
+    ck_assert_int_eq(a->btl_deregister_mem(a, lh), PX_SUCCESS);
+    ck_assert_int_eq(b->btl_deregister_mem(b, rh), PX_SUCCESS);
+    ck_assert_int_eq(a->btl_flush(a, NULL), PX_SUCCESS);
+    b->btl_del_procs(b, 2, proc_ptrs, eb);
+    a->btl_del_procs(a, 2, proc_ptrs, ea);
+    b->btl_finalize(b);
+    a->btl_finalize(a);
+    PX_OBJ_DESTRUCT(&bma);
+    PX_OBJ_DESTRUCT(&bmb);
+    free(remote);
+    free(local);
+    free(back);
+}
+
+START_TEST(exchange_tcp)
+{
+    exchange("tcp;ofi_rxm");
+}
+END_TEST
+START_TEST(exchange_sockets)
+{
+    exchange("sockets");
+}
+END_TEST
+START_TEST(exchange_shm)
+{
+    exchange("shm");
+}
+END_TEST
+START_TEST(rdma_tcp)
+{
+    rdma("tcp;ofi_rxm");
+}
+END_TEST
+START_TEST(rdma_sockets)
+{
+    rdma("sockets");
+}
+END_TEST
+START_TEST(rdma_shm)
+{
+    rdma("shm");
+}
+END_TEST
+
+static char *selected_text(void)
+{
+    int idx = px_mca_var_find("btl_ofi_provider_selected");
+    ck_assert_int_ge(idx, 0);
+    return px_mca_var_value_string(idx);
+}
+
+START_TEST(provider_choice)
+{
+    /* default: something is chosen, and it is listed as available */
+    use_provider(NULL, NULL, NULL);
+    char *sel = selected_text();
+    int idx = px_mca_var_find("btl_ofi_providers_available");
+    ck_assert_int_ge(idx, 0);
+    char *avail = px_mca_var_value_string(idx);
+    ck_assert_ptr_nonnull(strstr(avail, "tcp;ofi_rxm"));
+    ck_assert_ptr_nonnull(strstr(avail, "sockets"));
+    ck_assert_ptr_null(strstr(sel, "none"));
+    /* the informational variables cannot be set */
+    ck_assert_int_lt(px_mca_var_set("btl_ofi_provider_selected", "x"), 0);
+    free(sel);
+    free(avail);
+    /* a core name picks its utility stack, and include order is preference */
+    use_provider("tcp", NULL, NULL);
+    px_btl_module_t *m = make_module(0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(((px_btl_ofi_module_t *)m)->info->fabric_attr->prov_name, "tcp;ofi_rxm");
+    m->btl_finalize(m);
+    use_provider("nosuch,sockets,tcp", NULL, NULL);
+    m = make_module(0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(((px_btl_ofi_module_t *)m)->info->fabric_attr->prov_name, "sockets");
+    m->btl_finalize(m);
+    /* exclude removes providers from the default order */
+    use_provider(NULL, "cxi,efa,psm3,opx,verbs,psm2,tcp,net,udp", NULL);
+    m = make_module(0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(((px_btl_ofi_module_t *)m)->info->fabric_attr->prov_name, "sockets");
+    m->btl_finalize(m);
+    /* a domain by name */
+    use_provider("tcp", NULL, "lo");
+    m = make_module(0);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(((px_btl_ofi_module_t *)m)->info->domain_attr->name, "lo");
+    m->btl_finalize(m);
+}
+END_TEST
+
+START_TEST(provider_errors)
+{
+    int n = -1;
+    /* a provider that does not exist: init declines */
+    use_provider("nosuch", NULL, NULL);
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+    ck_assert_int_eq(n, 0);
+    /* both lists set */
+    use_provider("tcp", "sockets", NULL);
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+    /* everything excluded */
+    use_provider(NULL, "cxi,efa,psm3,opx,verbs,psm2,tcp,net,udp,sockets,shm,psm,ofi_rxd", NULL);
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+    /* a domain that does not exist */
+    use_provider("tcp", NULL, "nosuch0");
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+}
+END_TEST
+
+static volatile int n_err, err_rank, err_code;
+static char err_text[600];
+static void error_cb(px_btl_module_t *btl, px_btl_endpoint_t *ep, int rank, int error,
+                     const char *description)
+{
+    (void)btl;
+    (void)ep;
+    err_rank = rank;
+    err_code = error;
+    snprintf(err_text, sizeof(err_text), "%s", description);
+    n_err++;
+}
+
+START_TEST(unreachable_peer)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    /* tcp;ofi_rxm retries a refused connection forever, answering EAGAIN:
+     * the connect timeout turns that into an error */
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_timeout", "2"), 0);
+    px_btl_module_t *a = make_module(0);
+    ck_assert_ptr_nonnull(a);
+    /* rank 2 "published" a tcp address on a port nobody listens on */
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = 0};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(s, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    socklen_t sl = sizeof(sin);
+    getsockname(s, (struct sockaddr *)&sin, &sl);
+    close(s);
+    size_t len = sizeof(px_btl_ofi_modex_t) + sizeof(sin);
+    px_btl_ofi_modex_t *b = calloc(1, len);
+    strcpy(b->prov, "tcp;ofi_rxm");
+    b->addr_format = ((px_btl_ofi_module_t *)a)->info->addr_format;
+    b->addrlen = sizeof(sin);
+    memcpy(b->addr, &sin, sizeof(sin));
+    blob[2] = b;
+    blob_len[2] = len;
+    /* rank 3 uses another provider */
+    px_btl_ofi_modex_t *c = calloc(1, len);
+    memcpy(c, b, len);
+    strcpy(c->prov, "verbs;ofi_rxm");
+    blob[3] = c;
+    blob_len[3] = len;
+
+    px_btl_endpoint_t *ep[NRANKS];
+    const char *reasons[NRANKS];
+    px_bitmap_t bm;
+    add_peers(a, 2, 2, ep, reasons, &bm);
+    ck_assert(px_bitmap_is_set_bit(&bm, 0));
+    ck_assert(!px_bitmap_is_set_bit(&bm, 1));
+    ck_assert_ptr_nonnull(reasons[1]);
+    ck_assert_msg(strstr(reasons[1], "verbs;ofi_rxm"), "reason: %s", reasons[1]);
+    a->btl_register_error(a, error_cb);
+    n_err = 0;
+    n_send_done = 0;
+    px_btl_descriptor_t *d = a->btl_alloc(a, ep[0], 0, 100, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    ck_assert_ptr_nonnull(d);
+    d->des_cbfunc = send_cb;
+    ck_assert_int_ge(a->btl_send(a, ep[0], d, 200), 0);
+    progress_until(a, NULL, &n_err, 1);
+    progress_until(a, NULL, &n_send_done, 1);
+    ck_assert_int_lt(last_send_status, 0);
+    ck_assert_int_eq(err_rank, 2);
+    ck_assert_int_lt(err_code, 0);
+    ck_assert_msg(strstr(err_text, "rank 2") && strstr(err_text, "tcp;ofi_rxm"), "text: %s",
+                  err_text);
+    fprintf(stderr, "error callback text: %s\n", err_text);
+    ck_assert_int_eq(err_code, PX_ERR_UNREACH);
+    /* the peer is now known to be lost: new operations fail at once */
+    const char h[8] = "x";
+    ck_assert_int_eq(a->btl_sendi(a, ep[0], h, 8, NULL, 0, 0, 0, 200, NULL), PX_ERR_UNREACH);
+    d = a->btl_alloc(a, ep[0], 0, 100, 0);
+    ck_assert_int_eq(a->btl_send(a, ep[0], d, 200), PX_ERR_UNREACH);
+    a->btl_free(a, d);
+    a->btl_del_procs(a, 2, &proc_ptrs[2], ep);
+    a->btl_finalize(a);
+    PX_OBJ_DESTRUCT(&bm);
+}
+END_TEST
+
+int main(void)
+{
+    /* keep the tcp and sockets providers on loopback */
+    setenv("FI_TCP_IFACE", "lo", 0);
+    setenv("FI_SOCKETS_IFACE", "lo", 0);
+    Suite *s = suite_create("btl_ofi");
+    TCase *tc = tcase_create("ofi");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, exchange_tcp);
+    tcase_add_test(tc, exchange_sockets);
+    tcase_add_test(tc, exchange_shm);
+    tcase_add_test(tc, rdma_tcp);
+    tcase_add_test(tc, rdma_sockets);
+    tcase_add_test(tc, rdma_shm);
+    tcase_add_test(tc, provider_choice);
+    tcase_add_test(tc, provider_errors);
+    tcase_add_test(tc, unreachable_peer);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
