@@ -46,6 +46,7 @@ static const px_mca_var_enum_value_t rndv_values[] = {
     {PX_RT_RNDV_AUTO, "auto"},
     {PX_RT_RNDV_GET, "get"},
     {PX_RT_RNDV_PIPELINE, "pipeline"},
+    {PX_RT_RNDV_PUT, "put"},
     {0, NULL},
 };
 
@@ -72,8 +73,9 @@ int px_rt_pml_register_params(void)
     if (rc < 0)
         return rc;
     rc = px_mca_var_register("runtime", NULL, "rndv_protocol",
-                             "How rendezvous data moves: auto (RDMA get when the transport "
-                             "offers it, pipelined fragments otherwise), get (same as auto), "
+                             "How rendezvous data moves: auto (RDMA get when the peer's "
+                             "heaviest RDMA transport offers it, else RDMA put, else pipelined "
+                             "fragments), get (get or fragments), put (put or fragments), "
                              "pipeline (always fragments of btl_<name>_max_send_size)",
                              PX_MCA_VAR_TYPE_ENUM, rndv_values, 5, PX_MCA_VAR_SCOPE_ALL, 0,
                              &px_rt.rndv_protocol);
@@ -103,6 +105,8 @@ static inline px_request_t *req_alloc(int type)
     r->outstanding = 0;
     r->reg = NULL;
     r->rdma = NULL;
+    r->rdma_mode = PX_RT_RDMA_NONE;
+    r->rndv_prepared = false;
     r->status.error = PX_SUCCESS;
     return r;
 }
@@ -232,29 +236,27 @@ static uint32_t rdma_id_of(const px_btl_module_t *m)
     return h ? h : 1;
 }
 
-/* A small control message (ACK or FIN) to `rank`. */
-static int send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
+/* A small control message (ACK, FIN, PUT-ACK, PUT-FIN) to `rank`. */
+static int send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
 {
     px_rt_peer_t *peer = &px_rt.peers[rank];
     if (peer->failed)
         return peer->failed;
     px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
     px_btl_module_t *m = pm->module;
-    px_rt_ctl_hdr_t h = {sreq, rreq};
     if (m->btl_sendi) {
-        int rc =
-            m->btl_sendi(m, pm->endpoint, &h, sizeof(h), NULL, 0, PX_BTL_NO_ORDER, 0, am, NULL);
+        int rc = m->btl_sendi(m, pm->endpoint, buf, len, NULL, 0, PX_BTL_NO_ORDER, 0, am, NULL);
         if (PX_SUCCESS == rc)
             return rc;
         if (rc != PX_ERR_TEMP_OUT_OF_RESOURCE)
             return rc;
     }
     px_btl_descriptor_t *des =
-        m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, sizeof(h), PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, len, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == des)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    memcpy(des->des_segments[0].seg_addr, &h, sizeof(h));
-    des->des_segments[0].seg_len = sizeof(h);
+    memcpy(des->des_segments[0].seg_addr, buf, len);
+    des->des_segments[0].seg_len = len;
     des->des_cbfunc = NULL;
     int rc = m->btl_send(m, pm->endpoint, des, am);
     if (rc < 0) {
@@ -263,6 +265,14 @@ static int send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
     }
     return PX_SUCCESS;
 }
+
+static int send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
+{
+    px_rt_ctl_hdr_t h = {sreq, rreq};
+    return send_ctl_buf(rank, am, &h, sizeof(h));
+}
+
+static void recv_send_putack(px_request_t *r);
 
 /* ------------------------------------------------------------------ receive side */
 
@@ -364,6 +374,52 @@ static void recv_schedule_gets(px_request_t *r)
     recv_get_check(r);
 }
 
+/* Tell the sender where to put the data (RDMA put). */
+static void recv_send_putack(px_request_t *r)
+{
+    px_btl_module_t *m = r->rdma->module;
+    struct {
+        px_rt_putack_hdr_t h;
+        unsigned char handle[PX_RT_MAX_HANDLE];
+    } msg;
+    size_t hs = r->reg ? m->btl_registration_handle_size : 0;
+    msg.h =
+        (px_rt_putack_hdr_t){r->remote,        (uint64_t)(uintptr_t)r, (uint64_t)(uintptr_t)r->buf,
+                             r->status.length, rdma_id_of(m),          (uint32_t)hs};
+    if (hs)
+        memcpy(msg.handle, r->reg, hs);
+    int rc = send_ctl_buf(r->status.source, PX_RT_AM_PUTACK, &msg, sizeof(msg.h) + hs);
+    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+        pending_add(r, PX_RT_PEND_PUTACK);
+        return;
+    }
+    pending_remove(r);
+    if (rc != PX_SUCCESS)
+        req_fail(r, rc);
+}
+
+/* AM callback (receiver): the sender has put everything. */
+static void am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_rt_ctl_hdr_t h;
+    if (d->des_segments[0].seg_len < sizeof(h))
+        return;
+    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
+    px_request_t *r = active_find(h.rreq, PX_RT_REQ_RECV);
+    if (NULL == r) {
+        px_show_error("runtime: a PUT-FIN arrived for an unknown receive; dropped");
+        return;
+    }
+    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+    if (h.sreq != 0 && PX_SUCCESS == r->status.error)
+        r->status.error = PX_ERR_COMM; /* the sender's puts failed */
+    active_remove(r);
+    req_complete(r);
+}
+
 /* A rendezvous matched by receive `r`. */
 static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const void *handle)
 {
@@ -383,11 +439,16 @@ static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const vo
     active_add(r);
     px_rt_peer_t *peer = &px_rt.peers[h->m.src];
     px_btl_base_peer_module_t *pm = NULL;
-    if (h->rdma_id && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl) {
+    const uint32_t want = (h->m.flags & PX_RT_RNDV_FLAG_GET)   ? PX_BTL_FLAGS_GET
+                          : (h->m.flags & PX_RT_RNDV_FLAG_PUT) ? PX_BTL_FLAGS_PUT
+                                                               : 0;
+    if (want && h->rdma_id && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl) {
         for (int i = 0; i < peer->btl->num_rdma; ++i) {
             px_btl_module_t *m = peer->btl->rdma[i].module;
-            if ((m->btl_flags & PX_BTL_FLAGS_GET) && m->btl_get && rdma_id_of(m) == h->rdma_id &&
-                m->btl_registration_handle_size == h->hsize && h->hsize <= PX_RT_MAX_HANDLE) {
+            bool has_op = PX_BTL_FLAGS_GET == want ? m->btl_get != NULL : m->btl_put != NULL;
+            if ((m->btl_flags & want) && has_op && rdma_id_of(m) == h->rdma_id &&
+                (PX_BTL_FLAGS_PUT == want || m->btl_registration_handle_size == h->hsize) &&
+                h->hsize <= PX_RT_MAX_HANDLE) {
                 pm = &peer->btl->rdma[i];
                 break;
             }
@@ -398,6 +459,7 @@ static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const vo
         r->rdma = pm;
         r->raddr = h->addr;
         r->hsize = h->hsize;
+        r->rdma_mode = PX_BTL_FLAGS_GET == want ? PX_RT_RDMA_GET : PX_RT_RDMA_PUT;
         if (h->hsize)
             memcpy(r->rhandle, handle, h->hsize);
         if (r->status.length && m->btl_register_mem) {
@@ -406,10 +468,13 @@ static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const vo
                 pm = NULL; /* cannot register: fragments instead */
         }
     }
-    if (pm) {
+    if (pm && PX_RT_RDMA_GET == r->rdma_mode) {
         recv_schedule_gets(r);
+    } else if (pm) {
+        recv_send_putack(r);
     } else {
         r->rdma = NULL;
+        r->rdma_mode = PX_RT_RDMA_NONE;
         recv_send_ack(r);
     }
 }
@@ -632,6 +697,9 @@ static void am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     r->done += len;
     if (r->done >= r->total) {
+        if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
+            r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+        r->reg = NULL;
         active_remove(r);
         req_complete(r);
     }
@@ -756,6 +824,162 @@ static void am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     req_complete(r);
 }
 
+/* ---- RDMA put (sender side) ---- */
+
+static void send_put_finish(px_request_t *r)
+{
+    uint64_t failed = PX_SUCCESS != r->status.error ? 1 : 0;
+    int rc = send_ctl(r->peer, PX_RT_AM_PUTFIN, failed, r->remote);
+    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+        pending_add(r, PX_RT_PEND_PUTFIN);
+        return;
+    }
+    pending_remove(r);
+    active_remove(r);
+    if (rc != PX_SUCCESS && PX_SUCCESS == r->status.error)
+        r->status.error = rc;
+    req_complete(r);
+}
+
+static void send_put_check(px_request_t *r)
+{
+    if (r->finishing || r->complete || r->outstanding || r->done < r->rlen ||
+        r->scheduled < r->rlen)
+        return;
+    r->finishing = true;
+    if (r->reg && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+    send_put_finish(r);
+}
+
+static void send_put_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                          px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
+{
+    (void)btl;
+    (void)ep;
+    (void)local;
+    (void)lh;
+    px_request_t *r = context;
+    if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
+        r->status.error = PX_ERR_COMM;
+    r->done += (size_t)(uintptr_t)cbdata;
+    r->outstanding--;
+    send_put_check(r);
+}
+
+static void send_schedule_frags(px_request_t *r);
+
+static void send_schedule_puts(px_request_t *r)
+{
+    px_btl_module_t *m = r->rdma->module;
+    while (r->scheduled < r->rlen) {
+        size_t chunk = r->rlen - r->scheduled;
+        if (m->btl_put_limit && chunk > m->btl_put_limit)
+            chunk = m->btl_put_limit;
+        size_t off = r->scheduled;
+        r->scheduled += chunk;
+        r->outstanding++;
+        int rc = m->btl_put(m, r->rdma->endpoint, (char *)r->buf + off, r->raddr + off, r->reg,
+                            (px_btl_registration_handle_t *)r->rhandle, chunk, 0, PX_BTL_NO_ORDER,
+                            send_put_done, r, (void *)(uintptr_t)chunk);
+        if (PX_SUCCESS == rc)
+            continue;
+        r->scheduled -= chunk;
+        r->outstanding--;
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+            pending_add(r, PX_RT_PEND_PUT);
+            return;
+        }
+        if (0 == r->scheduled && 0 == r->outstanding) {
+            /* RDMA refused before anything moved: send fragments instead;
+             * the receiver takes them as for an ACK. */
+            if (r->reg && m->btl_deregister_mem)
+                m->btl_deregister_mem(m, r->reg);
+            r->reg = NULL;
+            r->rdma_mode = PX_RT_RDMA_NONE;
+            r->done = 0;
+            pending_remove(r);
+            px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
+            send_schedule_frags(r);
+            return;
+        }
+        r->status.error = PX_ERR_COMM;
+        r->scheduled = r->rlen;
+        break;
+    }
+    if (PX_RT_PEND_PUT == r->pending)
+        pending_remove(r);
+    send_put_check(r);
+}
+
+/* AM callback (sender): where to put the data. */
+static void am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_rt_putack_hdr_t h;
+    size_t total = seg_data_len(d->des_segments, d->des_segment_count, 0);
+    if (total < sizeof(h))
+        return;
+    seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
+    px_request_t *r = active_find(h.sreq, PX_RT_REQ_SEND);
+    if (NULL == r || PX_RT_RDMA_PUT != r->rdma_mode || h.hsize > PX_RT_MAX_HANDLE ||
+        total < sizeof(h) + h.hsize || h.len > r->total) {
+        px_show_error("runtime: a malformed PUT-ACK or one for an unknown send; dropped");
+        return;
+    }
+    px_btl_module_t *m = r->rdma->module;
+    r->remote = h.rreq;
+    r->raddr = h.addr;
+    r->rlen = h.len;
+    r->hsize = h.hsize;
+    if (h.hsize)
+        seg_copy(r->rhandle, h.hsize, d->des_segments, d->des_segment_count, sizeof(h));
+    r->scheduled = 0;
+    r->done = 0;
+    r->outstanding = 0;
+    r->finishing = false;
+    if (r->rlen && m->btl_register_mem) {
+        r->reg = m->btl_register_mem(m, r->rdma->endpoint, r->buf, r->rlen, 0);
+        if (NULL == r->reg) { /* fragments instead */
+            r->rdma_mode = PX_RT_RDMA_NONE;
+            px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
+            send_schedule_frags(r);
+            return;
+        }
+    }
+    send_schedule_puts(r);
+}
+
+/* How a rendezvous moves its data: the peer's heaviest RDMA module, by get
+ * when it offers GET (the sender's buffer is registered and its handle sent
+ * along), else by put; nothing (pipelined fragments) otherwise. */
+static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
+{
+    r->rdma_mode = PX_RT_RDMA_NONE;
+    r->rdma = NULL;
+    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol || 0 == peer->btl->num_rdma)
+        return;
+    px_btl_base_peer_module_t *rp = &peer->btl->rdma[0];
+    px_btl_module_t *rm = rp->module;
+    if (rm->btl_registration_handle_size > PX_RT_MAX_HANDLE)
+        return;
+    bool can_get = (rm->btl_flags & PX_BTL_FLAGS_GET) && rm->btl_get;
+    bool can_put = (rm->btl_flags & PX_BTL_FLAGS_PUT) && rm->btl_put;
+    if (can_get && px_rt.rndv_protocol != PX_RT_RNDV_PUT) {
+        if (rm->btl_register_mem) {
+            r->reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
+            if (NULL == r->reg)
+                return;
+        }
+        r->rdma = rp;
+        r->rdma_mode = PX_RT_RDMA_GET;
+    } else if (can_put && px_rt.rndv_protocol != PX_RT_RNDV_GET) {
+        r->rdma = rp; /* registered when the receiver answers */
+        r->rdma_mode = PX_RT_RDMA_PUT;
+    }
+}
+
 /* Start a send request's first message: eager data or the RNDV header. */
 static void send_start(px_request_t *r)
 {
@@ -805,30 +1029,19 @@ static void send_start(px_request_t *r)
         msg.h.len = r->len;
         msg.h.sreq = (uint64_t)(uintptr_t)r;
         msg.h.addr = (uint64_t)(uintptr_t)r->buf;
-        if (px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl->num_rdma > 0 && !r->rdma) {
-            px_btl_base_peer_module_t *rp = &peer->btl->rdma[0];
-            px_btl_module_t *rm = rp->module;
-            size_t hs = rm->btl_registration_handle_size;
-            if ((rm->btl_flags & PX_BTL_FLAGS_GET) && rm->btl_get && hs <= PX_RT_MAX_HANDLE) {
-                bool ok = true;
-                if (rm->btl_register_mem) {
-                    r->reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
-                    ok = r->reg != NULL;
-                    if (ok && hs)
-                        memcpy(msg.handle, r->reg, hs);
-                }
-                if (ok) {
-                    r->rdma = rp;
-                    msg.h.rdma_id = rdma_id_of(rm);
-                    msg.h.hsize = (uint32_t)hs;
-                }
-            }
-        } else if (r->rdma && r->reg) {
+        if (!r->rndv_prepared) {
+            rndv_choose_rdma(r, peer);
+            r->rndv_prepared = true;
+        }
+        if (PX_RT_RDMA_GET == r->rdma_mode) {
             size_t hs = r->rdma->module->btl_registration_handle_size;
-            memcpy(msg.handle, r->reg, hs);
+            if (r->reg && hs)
+                memcpy(msg.handle, r->reg, hs);
+            msg.h.m.flags |= PX_RT_RNDV_FLAG_GET;
             msg.h.rdma_id = rdma_id_of(r->rdma->module);
             msg.h.hsize = (uint32_t)hs;
-        } else if (r->rdma) {
+        } else if (PX_RT_RDMA_PUT == r->rdma_mode) {
+            msg.h.m.flags |= PX_RT_RNDV_FLAG_PUT;
             msg.h.rdma_id = rdma_id_of(r->rdma->module);
         }
         size_t bytes = sizeof(msg.h) + msg.h.hsize;
@@ -888,6 +1101,15 @@ static int pending_progress(void)
             break;
         case PX_RT_PEND_FIN:
             recv_send_fin(r);
+            break;
+        case PX_RT_PEND_PUTACK:
+            recv_send_putack(r);
+            break;
+        case PX_RT_PEND_PUT:
+            send_schedule_puts(r);
+            break;
+        case PX_RT_PEND_PUTFIN:
+            send_put_finish(r);
             break;
         default:
             break;
@@ -1330,6 +1552,8 @@ int px_rt_pml_init(void)
     px_btl_base_register_am(PX_RT_AM_ACK, am_ack, NULL);
     px_btl_base_register_am(PX_RT_AM_FRAG, am_frag, NULL);
     px_btl_base_register_am(PX_RT_AM_FIN, am_fin, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTACK, am_putack, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTFIN, am_putfin, NULL);
     return PX_SUCCESS;
 }
 
@@ -1355,7 +1579,7 @@ int px_rt_pml_finalize(void)
         ;
     while ((it = px_list_remove_first(&px_rt.active)))
         ;
-    for (int t = PX_RT_AM_MATCH; t <= PX_RT_AM_FIN; ++t)
+    for (int t = PX_RT_AM_MATCH; t <= PX_RT_AM_PUTFIN; ++t)
         px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
     PX_OBJ_DESTRUCT(&px_rt.ux_items);
     PX_OBJ_DESTRUCT(&px_rt.requests);

@@ -15,11 +15,13 @@
 #include "frameworks/btl/base/base.h"
 
 /* Active-message tags the runtime uses (runtime range 0..127). */
-#define PX_RT_AM_MATCH 1 /* tiny and eager: match header + data */
-#define PX_RT_AM_RNDV  2 /* rendezvous request */
-#define PX_RT_AM_ACK   3 /* receiver -> sender: send the data as fragments */
-#define PX_RT_AM_FRAG  4 /* sender -> receiver: one pipelined fragment */
-#define PX_RT_AM_FIN   5 /* receiver -> sender: RDMA get done */
+#define PX_RT_AM_MATCH  1 /* tiny and eager: match header + data */
+#define PX_RT_AM_RNDV   2 /* rendezvous request */
+#define PX_RT_AM_ACK    3 /* receiver -> sender: send the data as fragments */
+#define PX_RT_AM_FRAG   4 /* sender -> receiver: one pipelined fragment */
+#define PX_RT_AM_FIN    5 /* receiver -> sender: RDMA get done */
+#define PX_RT_AM_PUTACK 6 /* receiver -> sender: put the data here */
+#define PX_RT_AM_PUTFIN 7 /* sender -> receiver: RDMA put done */
 
 /* Runtime-internal message tags (below every user tag). */
 #define PX_RT_TAG_BARRIER (-16)
@@ -55,16 +57,33 @@ typedef struct px_rt_frag_hdr {
     uint64_t offset;
 } px_rt_frag_hdr_t;
 
+/* Receiver -> sender for RDMA put; `hsize` handle bytes follow. */
+typedef struct px_rt_putack_hdr {
+    uint64_t sreq;
+    uint64_t rreq;
+    uint64_t addr; /* the receiver's buffer */
+    uint64_t len;  /* bytes it takes (less than the message when truncated) */
+    uint32_t rdma_id;
+    uint32_t hsize;
+} px_rt_putack_hdr_t;
+
+/* px_rt_match_hdr_t.flags of an RNDV header */
+#define PX_RT_RNDV_FLAG_GET 0x1u /* the sender's buffer may be read (addr, handle) */
+#define PX_RT_RNDV_FLAG_PUT 0x2u /* the sender can write into the receiver's buffer */
+
 enum { PX_RT_REQ_SEND = 1, PX_RT_REQ_RECV = 2 };
 enum { PX_RT_KIND_EAGER = 1, PX_RT_KIND_RNDV = 2 };
 /* What a request on the pending list still has to do. */
 enum {
     PX_RT_PEND_NONE = 0,
-    PX_RT_PEND_START, /* send: its first message */
-    PX_RT_PEND_FRAGS, /* send: more fragments */
-    PX_RT_PEND_ACK,   /* recv: the ACK */
-    PX_RT_PEND_GET,   /* recv: more RDMA gets */
-    PX_RT_PEND_FIN,   /* recv: the FIN */
+    PX_RT_PEND_START,  /* send: its first message */
+    PX_RT_PEND_FRAGS,  /* send: more fragments */
+    PX_RT_PEND_ACK,    /* recv: the ACK */
+    PX_RT_PEND_GET,    /* recv: more RDMA gets */
+    PX_RT_PEND_FIN,    /* recv: the FIN */
+    PX_RT_PEND_PUTACK, /* recv: the PUT-ACK */
+    PX_RT_PEND_PUT,    /* send: more RDMA puts */
+    PX_RT_PEND_PUTFIN, /* send: the PUT-FIN */
 };
 
 struct px_request {
@@ -72,12 +91,14 @@ struct px_request {
     uint8_t type;
     uint8_t pending; /* PX_RT_PEND_* */
     bool complete;
-    bool on_active; /* on px_rt.active (can be failed by a peer error) */
-    bool on_posted; /* on px_rt.posted */
-    bool finishing; /* recv: the RDMA part is done, FIN under way */
-    uint32_t seq;   /* send: its sequence number */
-    int peer;       /* dest, or requested source (may be PX_ANY_SOURCE) */
-    int tag;        /* tag, or requested tag (may be PX_ANY_TAG) */
+    bool on_active;     /* on px_rt.active (can be failed by a peer error) */
+    bool on_posted;     /* on px_rt.posted */
+    bool finishing;     /* recv: the RDMA part is done, FIN under way */
+    uint32_t seq;       /* send: its sequence number */
+    uint8_t rdma_mode;  /* PX_RT_RDMA_*: how the rendezvous data moves */
+    bool rndv_prepared; /* send: RDMA chosen (and memory registered) */
+    int peer;           /* dest, or requested source (may be PX_ANY_SOURCE) */
+    int tag;            /* tag, or requested tag (may be PX_ANY_TAG) */
     void *buf;
     size_t len; /* buffer length */
     px_status_t status;
@@ -87,7 +108,8 @@ struct px_request {
     size_t scheduled; /* bytes handed to the BTL (send frags / recv gets) */
     int outstanding;  /* BTL operations not yet completed */
     uint64_t remote;  /* the peer's request */
-    uint64_t raddr;   /* recv: the sender's buffer */
+    size_t rlen;      /* send by put: bytes the receiver takes */
+    uint64_t raddr;   /* the peer's buffer (get: the sender's, put: the receiver's) */
     px_btl_base_peer_module_t *rdma;
     px_btl_registration_handle_t *reg;
     px_btl_convertor_t conv;
@@ -146,7 +168,8 @@ typedef struct px_runtime {
 
 extern px_runtime_t px_rt;
 
-enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2 };
+enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
+enum { PX_RT_RDMA_NONE = 0, PX_RT_RDMA_GET = 1, PX_RT_RDMA_PUT = 2 };
 
 /* pml.c */
 int px_rt_pml_register_params(void);

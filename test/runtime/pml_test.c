@@ -113,6 +113,16 @@ START_TEST(sizes_pipelined)
 }
 END_TEST
 
+START_TEST(sizes_rdma_put)
+{
+    setenv("PX_MCA_runtime_rndv_protocol", "put", 1);
+    init();
+    ck_assert_int_eq(px_rt.rndv_protocol, PX_RT_RNDV_PUT);
+    run_sizes();
+    fin();
+}
+END_TEST
+
 START_TEST(sizes_no_sendi_small_eager)
 {
     /* No immediate path, a tiny eager limit and small fragments. */
@@ -294,6 +304,15 @@ START_TEST(truncation_pipelined)
 }
 END_TEST
 
+START_TEST(truncation_put)
+{
+    setenv("PX_MCA_runtime_rndv_protocol", "put", 1);
+    init();
+    truncation_sizes();
+    fin();
+}
+END_TEST
+
 START_TEST(many_outstanding)
 {
     init();
@@ -438,12 +457,14 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, sizes_rdma_get);
     tcase_add_test(tc, sizes_pipelined);
+    tcase_add_test(tc, sizes_rdma_put);
     tcase_add_test(tc, sizes_no_sendi_small_eager);
     tcase_add_test(tc, wildcards);
     tcase_add_test(tc, ordering);
     tcase_add_test(tc, unexpected_queue);
     tcase_add_test(tc, truncation_get);
     tcase_add_test(tc, truncation_pipelined);
+    tcase_add_test(tc, truncation_put);
     tcase_add_test(tc, many_outstanding);
     tcase_add_test(tc, test_incomplete);
     tcase_add_test(tc, never_completes);

@@ -12,7 +12,7 @@ check "singleton: the wildcard receive reports source, tag and length" contains 
 check "singleton: truncation is reported and keeps 4 bytes" contains "$out" "truncated receive: message truncated: receive buffer too small, 4 bytes kept"
 
 if [ -x "$pxrun" ]; then
-    out=$(timeout 60 "$pxrun" -n 3 "$ex" 2>&1); rc=$?
+    out=$(timeout 60 "$pxrun" -n 3 "$ex" </dev/null 2>&1); rc=$?
     check "pxrun -n 3: exits 0" test "$rc" -eq 0
     check "pxrun -n 3: rank 1 gets rank 0's token over shm" contains "$out" "rank 1 got token 0 from rank 0 (via shm)"
     check "pxrun -n 3: rank 0 gets rank 2's token" contains "$out" "rank 0 got token 2 from rank 2"
