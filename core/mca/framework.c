@@ -135,6 +135,12 @@ static bool allows(fw_state_t *st, const char *name)
     }
 }
 
+const char *px_mca_framework_selection_error(px_mca_framework_t *fw)
+{
+    fw_state_t *st = state_of(fw, false);
+    return st ? st->include_error : NULL;
+}
+
 bool px_mca_framework_allows(px_mca_framework_t *fw, const char *component_name)
 {
     fw_state_t *st = state_of(fw, false);
@@ -377,7 +383,9 @@ int px_mca_framework_register(px_mca_framework_t *fw)
         if (!c->register_params)
             continue;
         int crc = c->register_params();
-        if (crc != PX_SUCCESS) {
+        /* PX_ERR_BAD_PARAM: a value did not parse; that was reported and the
+         * default kept, so the component stays. */
+        if (crc != PX_SUCCESS && crc != PX_ERR_BAD_PARAM) {
             char reason[256];
             snprintf(reason, sizeof(reason), "register_params failed: %s", px_strerror(crc));
             px_mca_repository_record_failure(fw->name, c->component_name, it->path, reason);

@@ -60,6 +60,11 @@ typedef int (*px_mca_query_fn)(const px_mca_component_t *component, int *priorit
 int px_mca_select_highest(px_mca_framework_t *fw, px_mca_query_fn query,
                           const px_mca_component_t **best, void **module);
 
+/* After register: the error an open would report for an include list that
+ * names unusable components (every name with its reason), or NULL. For tools
+ * that register without opening (px_info). */
+const char *px_mca_framework_selection_error(px_mca_framework_t *fw);
+
 /* Whether the framework's selection list allows `component_name`. */
 bool px_mca_framework_allows(px_mca_framework_t *fw, const char *component_name);
 

@@ -52,7 +52,7 @@ typedef struct var {
     int *syns;       /* synonym indices */
     int n_syns;
     const char **syn_names; /* NULL-terminated, for px_mca_var_get_info */
-    bool warned_deprecated, warned_readonly;
+    bool warned_deprecated, warned_readonly, warned_override;
     px_mca_var_probe_fn probe; /* computes the value on first read */
     /* After px_mca_var_detach_component: the value lives here, and the
      * default and enum table are our own copies. */
@@ -76,6 +76,7 @@ static entry_t *entries;
 static int n_entries, cap_entries;
 static bool loaded;
 static int init_count;
+static int n_value_errors;      /* values that did not parse, reported */
 static char *param_files_value; /* storage of mca_param_files */
 static bool strict_value;       /* storage of mca_base_strict */
 
@@ -597,6 +598,7 @@ static char *describe_source(px_mca_var_source_t s, const char *where)
 static void report_bad_value(const var_t *v, const char *name, const char *text,
                              px_mca_var_source_t s, const char *where, const char *keeping)
 {
+    n_value_errors++;
     char *src = describe_source(s, where);
     char *forms = px_mca_var_accepted_forms(v->type, v->enum_values);
     char *kept;
@@ -657,6 +659,28 @@ static void warn_deprecated(var_t *v, const char *via, const entry_t *e)
     free(src);
 }
 
+/* The override file fixed `v`: say once which user setting lost. */
+static void warn_overridden(var_t *v, const entry_t *ovr)
+{
+    if (v->warned_override)
+        return;
+    for (int s = PX_MCA_VAR_SOURCE_API; s > PX_MCA_VAR_SOURCE_DEFAULT; s--) {
+        entry_t *e = find_entry(v->full_name, (px_mca_var_source_t)s);
+        for (int k = 0; !e && k < v->n_syns; k++)
+            e = find_entry(vars[v->syns[k]]->full_name, (px_mca_var_source_t)s);
+        if (!e)
+            continue;
+        v->warned_override = true;
+        char *src = describe_source(e->source, e->where);
+        px_show_warning("variable %s is fixed to \"%s\" by the override file %s; the value \"%s\" "
+                        "from %s is ignored",
+                        v->full_name, ovr->value, ovr->where ? ovr->where : "?", e->value,
+                        src ? src : "?");
+        free(src);
+        return;
+    }
+}
+
 /* Recompute the value of primary `v` from its entries. Returns PX_SUCCESS or
  * PX_ERR_BAD_PARAM when the winning value did not parse (the default is then
  * used and the entry marked bad). */
@@ -687,6 +711,8 @@ static int resolve(var_t *v)
             return PX_ERR_BAD_PARAM;
         }
         warn_deprecated(v, via, e);
+        if (e->source == PX_MCA_VAR_SOURCE_OVERRIDE)
+            warn_overridden(v, e);
         write_storage(v, &val);
         if (v->type == PX_MCA_VAR_TYPE_STRING)
             free(val.s);
@@ -1101,6 +1127,7 @@ int px_mca_var_finalize(void)
     n_entries = cap_entries = 0;
     loaded = false;
     init_count = 0;
+    n_value_errors = 0;
     px_mca_repository_finalize();
     pthread_mutex_unlock(&lock);
     return PX_SUCCESS;
@@ -1274,6 +1301,11 @@ int px_mca_var_check_unknown(void)
 }
 
 /* --------------------------------------------------------------- read view */
+
+int px_mca_var_error_count(void)
+{
+    return n_value_errors;
+}
 
 int px_mca_var_count(void)
 {

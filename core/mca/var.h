@@ -122,6 +122,9 @@ typedef struct px_mca_var_info {
 } px_mca_var_info_t;
 
 int px_mca_var_count(void);
+/* How many values that did not parse were reported since init (tools use it
+ * for their exit status). */
+int px_mca_var_error_count(void);
 int px_mca_var_get_info(int index, px_mca_var_info_t *info);
 /* Value as text, in a buffer the caller frees. */
 char *px_mca_var_value_string(int index);

@@ -256,6 +256,7 @@ START_TEST(test_env_parse_error_keeps_default)
                                  PX_MCA_VAR_SCOPE_LOCAL, 0, &z);
     const char *err = capture_end();
     ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_error_count(), 1);
     ck_assert_uint_eq(z, 4096);
     ck_assert_ptr_nonnull(strstr(err, "\"abc\""));
     ck_assert_ptr_nonnull(strstr(err, "ptest_alpha_limit"));
@@ -629,9 +630,20 @@ START_TEST(test_override_makes_readonly)
                            "# site policy\nptest_alpha_s = site\n");
     setenv("PX_MCA_ptest_alpha_s", "user", 1);
     const char *s = "dflt";
+    capture_begin();
     px_mca_var_register("ptest", "alpha", "s", "h", PX_MCA_VAR_TYPE_STRING, NULL, 1,
                         PX_MCA_VAR_SCOPE_LOCAL, 0, &s);
+    const char *warn = capture_end();
     ck_assert_str_eq(s, "site");
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want,
+                              "variable ptest_alpha_s is fixed to \"site\" by the override file "
+                              "%s:2; the value \"user\" from environment variable "
+                              "PX_MCA_ptest_alpha_s is ignored",
+                              ovr),
+                     0);
+    ck_assert_msg(strstr(warn, want) != NULL, "got %s", warn);
+    free(want);
     capture_begin();
     ck_assert_int_eq(px_mca_var_set("ptest_alpha_s", "mine"), PX_ERR_NOT_SUPPORTED);
     ck_assert_int_eq(px_mca_var_set_cmdline("ptest_alpha_s", "mine", false), PX_ERR_NOT_SUPPORTED);
@@ -641,7 +653,6 @@ START_TEST(test_override_makes_readonly)
     px_mca_var_info_t info;
     px_mca_var_get_info(px_mca_var_find("ptest_alpha_s"), &info);
     ck_assert_int_eq(info.source, PX_MCA_VAR_SOURCE_OVERRIDE);
-    char *want = NULL;
     ck_assert_int_ge(asprintf(&want, "%s:2", ovr), 0);
     ck_assert_str_eq(info.source_where, want);
     free(want);

@@ -156,6 +156,11 @@ static void gather(px_info_t *info)
         f->fw = fw;
         if (px_mca_framework_register(fw) != PX_SUCCESS)
             exit_code = 1; /* the reason was printed */
+        const char *selerr = px_mca_framework_selection_error(fw);
+        if (selerr) {
+            fprintf(stderr, "plexus: error: %s\n", selerr);
+            exit_code = 1;
+        }
         const px_mca_component_t *builtin[128];
         int nb = px_mca_repository_static_for(fw->name, builtin, 128);
         for (int k = 0; k < nb && k < 128; k++) {
@@ -490,7 +495,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    if (px_mca_var_check_unknown() != PX_SUCCESS)
+    if (px_mca_var_check_unknown() != PX_SUCCESS || px_mca_var_error_count() > 0)
         exit_code = 1;
     if (info.param_fw)
         check_param_names(&info);

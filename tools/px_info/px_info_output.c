@@ -54,8 +54,14 @@ static void wrap(const char *label, const char *text)
             putchar(' ');
             col++;
         }
-        while (wl > width - col) { /* a word longer than a line: split it */
+        while (wl > width - col) { /* a word longer than a line: split it, */
             int take = width - col;
+            /* after a '/' when there is one (paths), else anywhere */
+            int slash = take;
+            while (slash > take / 2 && p[slash - 1] != '/')
+                slash--;
+            if (slash > take / 2)
+                take = slash;
             fwrite(p, 1, (size_t)take, stdout);
             p += take;
             wl -= take;

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# t_px_info.sh: px_info with good and bad input: output, exit codes, sources
+# of values, the 80-column limit, --parsable, --json, refused plugins.
+# Environment from test/run-tests.sh: PX_BUILD (build tree), PX_SRC (source tree).
+set -u
+. "${PX_SRC:?}/test/lib/tap.sh"
+PX_INFO=$PX_BUILD/tools/px_info/px_info
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp"; rm -rf "$tmp"' EXIT
+# Only what a test sets: no user files, no system files, an empty plugin path.
+export HOME=$tmp/home PX_SYSCONFDIR=$tmp/etc PX_MCA_mca_component_path=$tmp/noplugins
+mkdir -p "$HOME" "$PX_SYSCONFDIR" "$tmp/noplugins"
+while IFS= read -r v; do unset "$v"; done < <(env | sed -n 's/^\(PX_MCA_[^=]*\)=.*/\1/p' |
+    grep -v '^PX_MCA_mca_component_path$')
+
+# run ARGS...: sets $out (stdout), $err (stderr), $rc
+run() {
+    "$PX_INFO" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    out=$(cat "$tmp/out")
+    err=$(cat "$tmp/err")
+    # the text with wrapped lines joined, to look for phrases a wrap may cut
+    flat=$(tr -s ' \n' '  ' <"$tmp/out")
+    dense=$(tr -d ' \n' <"$tmp/out")
+}
+# has_dense NEEDLE: NEEDLE is in the output, ignoring every blank and line break
+# (a long path may be split anywhere by the 80-column wrap)
+has_dense() { contains "$dense" "$(printf '%s' "$1" | tr -d ' ')"; }
+width_ok() { ! awk 'length > 80 { print "# too wide (" length "): " $0; bad = 1 } END { exit !bad }' "$tmp/out" >&2; }
+eq() { [ "$1" = "$2" ] || { echo "# expected \"$2\", got \"$1\"" >&2; return 1; }; }
+
+version=$(sed -n 's/.*AC_INIT(\[plexus\], \[\([^]]*\)\].*/\1/p' "$PX_SRC/configure.ac")
+
+# --- default listing
+run
+check "no option: exit 0" eq "$rc" 0
+check "no option: version" contains "$out" "Plexus: $version"
+check "no option: configure line" contains "$out" "Configure command line:"
+check "no option: btl/self listed with versions" contains "$out" "MCA btl: self (MCA ABI 1, API 1.0.0, component"
+check "no option: boot/singleton listed" contains "$out" "MCA boot: singleton (MCA ABI 1"
+check "no option: paths" contains "$out" "Override file: $tmp/etc/plexus-mca-params-override.conf"
+check "no option: fits 80 columns" width_ok
+check "no option: nothing on stderr" eq "$err" ""
+
+run --version
+check "--version: one line" eq "$out" "px_info (Plexus) $version"
+run -h
+check "-h: exit 0" eq "$rc" 0
+check "-h: usage" contains "$out" "Usage: px_info [options]"
+check "-h: documents --json" contains "$out" "--json"
+
+# --- variables
+run --param btl self --level 9
+check "--param btl self: exit 0" eq "$rc" 0
+check "--param btl self: eager limit shown" contains "$out" 'parameter "btl_self_eager_limit"'
+check "--param btl self: source default" contains "$out" "source: default"
+check "--param btl self: level and type" contains "$out" "level: 4 tuner/basic"
+check "--param btl self: no boot variables" bash -c '! grep -q boot_ "$0"' "$tmp/out"
+check "--param btl self: fits 80 columns" width_ok
+n9=$(wc -l <"$tmp/out")
+run --param btl self --level 1
+check "--level 1 shows fewer lines than --level 9" test "$(wc -l <"$tmp/out")" -lt "$n9"
+
+run --mca btl_self_eager_limit 8k --var btl_self_eager_limit
+check "--mca: value applied" contains "$out" 'current value: "8192"'
+check "--mca: source command line" contains "$out" "source: command line (--mca)"
+
+PX_MCA_btl_self_eager_limit=2048 run --var btl_self_eager_limit
+check "environment: value" contains "$out" 'current value: "2048"'
+check "environment: source names the variable" contains "$flat" "environment (PX_MCA_btl_self_eager_limit)"
+
+mkdir -p "$HOME/.plexus"
+printf '# mine\nbtl_self_eager_limit = 1k\n' >"$HOME/.plexus/mca-params.conf"
+run --var btl_self_eager_limit
+check "file: value" contains "$out" 'current value: "1024"'
+check "file: source file:line" has_dense "file ($HOME/.plexus/mca-params.conf:2)"
+PX_MCA_btl_self_eager_limit=2048 run --var btl_self_eager_limit
+check "environment beats file" contains "$out" 'current value: "2048"'
+rm "$HOME/.plexus/mca-params.conf"
+
+printf 'btl_self_eager_limit = 3k\n' >"$PX_SYSCONFDIR/plexus-mca-params-override.conf"
+run --mca btl_self_eager_limit 8k --var btl_self_eager_limit
+check "override: wins over --mca" contains "$out" 'current value: "3072"'
+check "override: source names the file" has_dense "override file ($PX_SYSCONFDIR/plexus-mca-params-override.conf:1)"
+check "override: the ignored --mca is reported" contains "$err" "btl_self_eager_limit is fixed to \"3k\" by the override file $PX_SYSCONFDIR/plexus-mca-params-override.conf:1; the value \"8k\" from command line (--mca) is ignored"
+rm "$PX_SYSCONFDIR/plexus-mca-params-override.conf"
+
+run --mca btl_self_eager_limit lots --var btl_self_eager_limit
+check "bad value: exit 1" eq "$rc" 1
+check "bad value: error names value, variable, source and forms" contains "$err" 'invalid value "lots" for variable btl_self_eager_limit (size) from command line (--mca); accepted: a byte count'
+check "bad value: default kept" contains "$out" 'source: default'
+
+# --- unknown names
+run --param btx all
+check "unknown framework: exit 1" eq "$rc" 1
+check "unknown framework: nearest" contains "$err" 'unknown framework "btx"; nearest: btl'
+run --param btl slef
+check "unknown component: exit 1" eq "$rc" 1
+check "unknown component: nearest" contains "$err" 'unknown btl component "slef"; nearest: self'
+run --mca btl_self_eagr_limit 4
+check "unknown --mca variable: exit 1" eq "$rc" 1
+check "unknown --mca variable: nearest" contains "$err" 'unknown variable "btl_self_eagr_limit" given with --mca; nearest: btl_self_eager_limit'
+run --var btl_slef_eager_limit
+check "unknown --var: exit 1" eq "$rc" 1
+check "unknown --var: nearest" contains "$err" "nearest: btl_self_eager_limit"
+run --path lbdir
+check "unknown path: exit 1" eq "$rc" 1
+check "unknown path: nearest" contains "$err" 'unknown path "lbdir"; nearest: libdir'
+PX_MCA_btl_self_eagr_limit=4 run
+check "unknown environment name: warning with nearest" contains "$err" 'unknown variable "btl_self_eagr_limit" in environment variable PX_MCA_btl_self_eagr_limit; nearest registered names: btl_self_eager_limit'
+check "unknown environment name: still exit 0" eq "$rc" 0
+PX_MCA_mca_base_strict=1 PX_MCA_btl_self_eagr_limit=4 run
+check "strict: unknown name is an error" contains "$err" "plexus: error: unknown variable"
+check "strict: exit 1" eq "$rc" 1
+
+# --- usage errors
+run --level 10
+check "--level 10: exit 2" eq "$rc" 2
+check "--level 10: says what is accepted" contains "$err" "from 1 to 9"
+run --param btl
+check "--param with one argument: exit 2" eq "$rc" 2
+run --mca btl
+check "--mca with one argument: exit 2" eq "$rc" 2
+run --bogus
+check "unknown option: exit 2" eq "$rc" 2
+check "unknown option: named" contains "$err" 'unknown option "--bogus"'
+
+# --- selection lists
+run --mca btl selff
+check "include list misspelling: exit 1" eq "$rc" 1
+check "include list misspelling: reason" contains "$err" 'selff: probably a misspelling of "self"'
+run --mca btl 'self,^shm'
+check "mixed selection list: exit 1" eq "$rc" 1
+check "mixed selection list: error" contains "$err" "mixes including and excluding"
+run --mca btl self
+check "include list: shm shown as excluded" contains "$out" "shm (MCA ABI 1, API 1.0.0, component"
+check "include list: shm marked excluded" contains "$flat" "built-in, excluded)"
+run --mca btl self --selected-only
+check "--selected-only: shm hidden" bash -c '! grep -q "MCA btl: shm" "$0"' "$tmp/out"
+check "--selected-only: self shown" contains "$out" "MCA btl: self"
+
+# --- plugins: refused ones are reported by --show-failed
+plug=$PX_BUILD/test/mca/.libs/plexus_ptest_good.so
+mkdir -p "$tmp/plugins"
+cp "$plug" "$tmp/plugins/plexus_btl_fake.so"
+cp "$plug" "$tmp/plugins/plexus_btl_open.so"
+chmod 0755 "$tmp/plugins"/*.so
+chmod o+w "$tmp/plugins/plexus_btl_open.so"
+export PX_MCA_mca_component_path=$tmp/plugins
+run --show-failed
+check "--show-failed: exit 0" eq "$rc" 0
+check "--show-failed: wrong symbol" contains "$out" "does not export the symbol px_btl_fake_component"
+check "--show-failed: world-writable file" contains "$flat" "is world-writable (mode 0757)"
+check "--show-failed: names the file" contains "$out" "file: $tmp/plugins/plexus_btl_open.so"
+check "--show-failed: fits 80 columns" width_ok
+run --mca btl fake
+check "include list naming a refused plugin: exit 1" eq "$rc" 1
+check "include list naming a refused plugin: reason" contains "$err" "fake: refused: does not export the symbol"
+run --mca btl '^fake,open' --show-failed
+check "excluded plugins are not loaded (nothing failed)" contains "$out" "Failed components: none"
+run --mca btl '^fake,open'
+check "excluded plugin listed as not loaded" contains "$flat" 'fake (plugin, not loaded: excluded by btl="^fake,open")'
+export PX_MCA_mca_component_path=$tmp/noplugins
+
+# --- everything
+run --all
+check "--all: exit 0" eq "$rc" 0
+check "--all: variables of every framework" contains "$out" 'parameter "boot_singleton_priority"'
+check "--all: runtime variables" contains "$out" 'parameter "runtime_eager_limit"'
+check "--all: failed section" contains "$out" "Failed components:"
+check "--all: fits 80 columns" width_ok
+
+run --path libdir
+check "--path libdir: one line" eq "$(wc -l <"$tmp/out")" 1
+check "--path libdir: label" contains "$out" "Libdir: "
+run --config
+check "--config: compiler" contains "$out" "C compiler: "
+check "--config: no components" bash -c '! grep -q "MCA btl" "$0"' "$tmp/out"
+
+# --- machine-readable forms
+run --parsable --param btl self --level 9
+check "--parsable: value line" contains "$out" "mca:btl:self:param:btl_self_eager_limit:value:"
+check "--parsable: source line" contains "$out" "mca:btl:self:param:btl_self_eager_limit:source:default"
+check "--parsable: every line is key:value" bash -c '! grep -vE "^[a-z_]+:[^:]*:" "$0"' "$tmp/out"
+run --parsable
+check "--parsable default: component versions" contains "$out" "mca:btl:self:version:api:1.0.0"
+check "--parsable default: package" contains "$out" "package:Plexus $version"
+
+run --json --all
+check "--json: exit 0" eq "$rc" 0
+check "--json: valid JSON with the documented keys" perl -MJSON::PP -e '
+    local $/; open my $f, "<", $ARGV[0] or die; my $d = decode_json(<$f>);
+    die "schema" unless $d->{schema} eq "plexus.px_info/1";
+    for my $k (qw(version mca_abi_version config paths frameworks variables failed)) { die "no $k" unless exists $d->{$k} }
+    my ($v) = grep { $_->{name} eq "btl_self_eager_limit" } @{$d->{variables}};
+    die "no variable" unless $v;
+    for my $k (qw(name framework component value default source source_where probe_pending level type scope flags enum_values synonyms help)) { die "no var key $k" unless exists $v->{$k} }
+    my ($btl) = grep { $_->{name} eq "btl" } @{$d->{frameworks}};
+    die "no btl" unless $btl && grep { $_->{name} eq "self" && $_->{origin} eq "built-in" } @{$btl->{components}};
+' "$tmp/out"
+PX_MCA_btl_self_eager_limit=2k run --json --var btl_self_eager_limit
+check "--json: environment source recorded" perl -MJSON::PP -e '
+    local $/; open my $f, "<", $ARGV[0] or die; my $d = decode_json(<$f>);
+    my $v = $d->{variables}[0];
+    die "value $v->{value}" unless $v->{value} eq "2048" && $v->{source} eq "environment" && $v->{source_where} eq "PX_MCA_btl_self_eager_limit";
+' "$tmp/out"
+
+tap_done
