@@ -242,12 +242,12 @@ static int px_btl_ofi_register(void)
                         "preference (e.g. \"tcp;ofi_rxm\", \"verbs\", \"sockets\", \"shm\"); a "
                         "core name also matches its utility stack (\"tcp\" = \"tcp;ofi_rxm\"). "
                         "Exclusive with btl_ofi_provider_exclude",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_ALL, 0,
+                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_ALL, 0,
                         &px_btl_ofi_provider_include);
     px_mca_var_register("btl", "ofi", "provider_exclude",
                         "Comma-separated libfabric providers btl/ofi must not use. Exclusive "
                         "with btl_ofi_provider_include",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_ALL, 0,
+                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_ALL, 0,
                         &px_btl_ofi_provider_exclude);
     px_mca_var_register("btl", "ofi", "provider_order",
                         "Preference order of providers when btl_ofi_provider_include is not "
@@ -302,11 +302,11 @@ static int px_btl_ofi_register(void)
     px_mca_var_register("btl", "ofi", "providers_available",
                         "libfabric providers offering RDM endpoints with messages and RMA here "
                         "(informational)",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
                         PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_providers_available);
     px_mca_var_register("btl", "ofi", "provider_selected",
                         "The provider and domain btl/ofi will use, or why none (informational)",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
                         PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_provider_selected);
     return PX_SUCCESS;
 }

@@ -104,7 +104,7 @@ static int px_btl_verbs_register(void)
     px_mca_var_register("btl", "verbs", "devices_found",
                         "RDMA devices and active ports found by ibv_get_device_list "
                         "(informational)",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 2, PX_MCA_VAR_SCOPE_CONSTANT,
+                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
                         PX_MCA_VAR_FLAG_READONLY, &px_btl_verbs_devices_found);
     return PX_SUCCESS;
 }
