@@ -44,11 +44,22 @@ int px_boot_base_select(void)
     void *module = NULL;
     rc = px_mca_select_highest(&px_boot_base_framework, px_boot_base_query, &best, &module);
     if (rc != PX_SUCCESS || NULL == module) {
+        char known[512] = "";
+        const px_mca_component_t *list[32];
+        int n = px_mca_repository_list("boot", list, 32);
+        for (int i = 0; i < n && i < 32; ++i) {
+            size_t used = strlen(known);
+            snprintf(known + used, sizeof(known) - used, "%s%s", i ? ", " : "",
+                     list[i]->component_name);
+        }
         px_show_error("no boot component can start this process (selection variable \"boot\" "
-                      "= %s): %s. Built-in components: singleton, pxrun; set "
-                      "PX_MCA_boot_base_verbose=10 to see each one's answer",
-                      px_boot_base_framework.selection ? px_boot_base_framework.selection : "(all)",
-                      px_strerror(rc != PX_SUCCESS ? rc : PX_ERR_NOT_FOUND));
+                      "= %s): each one declined. Components known: %s. A launcher's component "
+                      "serves only processes its launcher started, singleton serves a process "
+                      "started alone; set PX_MCA_boot_base_verbose=10 to see each one's answer",
+                      px_boot_base_framework.selection && *px_boot_base_framework.selection
+                          ? px_boot_base_framework.selection
+                          : "(all)",
+                      n > 0 ? known : "none");
         px_mca_framework_close(&px_boot_base_framework);
         return rc != PX_SUCCESS ? rc : PX_ERR_NOT_FOUND;
     }
