@@ -203,6 +203,26 @@ static void gather(px_info_t *info)
     }
 }
 
+/* Release what gather() made and what registration loaded. */
+static void finish(px_info_t *info)
+{
+    for (int i = 0; i < info->nframeworks; i++) {
+        px_info_framework_t *f = &info->frameworks[i];
+        for (int k = 0; k < f->ncomponents; k++) {
+            if (0 == strcmp(f->components[k].origin, "plugin")) {
+                free((char *)f->components[k].name);
+                free((char *)f->components[k].path);
+            }
+        }
+        free(f->components);
+        px_mca_framework_close(f->fw);
+    }
+    free(info->frameworks);
+    info->frameworks = NULL;
+    info->nframeworks = 0;
+    px_mca_var_finalize();
+}
+
 /* ------------------------------------------------------------- filtering */
 
 bool px_info_var_selected(const px_info_t *info, const px_mca_var_info_t *vi)
@@ -241,8 +261,8 @@ static const px_info_framework_t *find_framework(const px_info_t *info, const ch
     return NULL;
 }
 
-/* Check --param FW COMP; exits 1 with suggestions when unknown. */
-static void check_param_names(const px_info_t *info)
+/* Check --param FW COMP; false (after suggestions) when unknown. */
+static bool check_param_names(const px_info_t *info)
 {
     const char *fwname = info->param_fw, *comp = info->param_comp;
     const char **fws = NULL;
@@ -260,11 +280,12 @@ static void check_param_names(const px_info_t *info)
         for (int i = 0; i < nfw; i++)
             fprintf(stderr, " %s", fws[i]);
         fprintf(stderr, " (or all)\n");
-        exit(1);
+        free(fws);
+        return false;
     }
     if (0 == strcmp(comp, "all") || 0 == strcmp(comp, "base")) {
         free(fws);
-        return;
+        return true;
     }
     /* Components: those of the framework(s), plus variable component parts. */
     const char **comps = NULL;
@@ -299,7 +320,9 @@ static void check_param_names(const px_info_t *info)
         for (int i = 0; i < nc; i++)
             fprintf(stderr, " %s", comps[i]);
         fprintf(stderr, " (or all, base)\n");
-        exit(1);
+        free(comps);
+        free(fws);
+        return false;
     }
     /* Known, but excluded: say why nothing shows. */
     const px_info_framework_t *f = fw_all ? NULL : find_framework(info, fwname);
@@ -314,6 +337,7 @@ static void check_param_names(const px_info_t *info)
     }
     free(comps);
     free(fws);
+    return true;
 }
 
 static void unknown_variable(const char *name, const char *how)
@@ -395,6 +419,7 @@ int main(int argc, char **argv)
             snprintf(opt, sizeof(opt), "%s", a);
         if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
             usage(stdout);
+            free(mca);
             return 0;
         } else if (!strcmp(opt, "-V") || !strcmp(opt, "--version")) {
             info.show_version_only = true;
@@ -455,6 +480,7 @@ int main(int argc, char **argv)
                 n++;
             suggest(opt, option_names, n);
             fprintf(stderr, "Run px_info --help for the options.\n");
+            free(mca);
             return 2;
         }
     }
@@ -476,6 +502,7 @@ int main(int argc, char **argv)
     if (info.show_version_only && info.format == PX_INFO_PRETTY && !info.show_header &&
         !info.show_params && !info.path_what && !info.show_config && !info.show_failed) {
         printf("px_info (Plexus) %s\n", PX_VERSION_STRING);
+        free(mca);
         return 0;
     }
 
@@ -492,16 +519,20 @@ int main(int argc, char **argv)
         if (px_mca_var_find(mca[i].name) < 0 &&
             !px_mca_var_unregistered_component_filter(mca[i].name)) {
             unknown_variable(mca[i].name, " given with --mca");
-            return 1;
+            exit_code = 1;
+            goto out;
         }
     }
     if (px_mca_var_check_unknown() != PX_SUCCESS || px_mca_var_error_count() > 0)
         exit_code = 1;
-    if (info.param_fw)
-        check_param_names(&info);
+    if (info.param_fw && !check_param_names(&info)) {
+        exit_code = 1;
+        goto out;
+    }
     if (info.one_var && px_mca_var_find(info.one_var) < 0) {
         unknown_variable(info.one_var, "");
-        return 1;
+        exit_code = 1;
+        goto out;
     }
     if (info.path_what) {
         bool ok = 0 == strcmp(info.path_what, "all");
@@ -520,7 +551,8 @@ int main(int argc, char **argv)
             for (int k = 0; k < n; k++)
                 fprintf(stderr, " %s", names[k]);
             fprintf(stderr, " (or all)\n");
-            return 1;
+            exit_code = 1;
+            goto out;
         }
     }
 
@@ -547,6 +579,8 @@ int main(int argc, char **argv)
             px_info_print_failed(&info);
     }
     free(vars);
+out:
+    finish(&info);
     free(mca);
     fflush(stdout);
     return exit_code;
