@@ -590,6 +590,7 @@ static void am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     if (PX_UNLIKELY(h->seq != peer->recv_seq)) {
         px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
                                 d->des_segment_count, sizeof(*h), len);
+        px_rt.ooo_arrivals++;
         if (u)
             px_list_append(&peer->ooo, &u->super.super);
         else
@@ -667,6 +668,7 @@ static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         u->len = h.len;
         u->rndv = h;
         px_list_append(&peer->ooo, &u->super.super);
+        px_rt.ooo_arrivals++;
         return;
     }
     peer->recv_seq++;

@@ -159,6 +159,7 @@ typedef struct px_runtime {
     px_list_t active;     /* requests in a rendezvous */
     px_free_list_t requests;
     px_free_list_t ux_items;
+    size_t ooo_arrivals; /* messages that arrived ahead of their turn (stats, tests) */
     /* variables */
     size_t tiny_limit;
     size_t eager_limit;

@@ -1,0 +1,284 @@
+/*
+ * rails_test.c: the messaging layer over two test rails defined here (a BTL
+ * component "rail" whose init returns two modules of equal exclusivity and
+ * latency: one delivers at once, the other from its progress function in
+ * reverse order). Messages of every protocol then arrive out of order, and
+ * must still be received in send order; a transport error reported from
+ * progress fails the requests of that peer.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/class/list.h"
+#include "core/mca/framework.h"
+#include "core/runtime/plexus.h"
+#include "core/runtime/runtime.h"
+#include "frameworks/btl/base/base.h"
+
+typedef struct rail_frag {
+    px_btl_descriptor_t base;
+    px_btl_segment_t seg;
+    px_btl_endpoint_t *ep;
+    px_btl_tag_t tag;
+    struct rail_frag *next;
+    unsigned char data[];
+} rail_frag_t;
+
+typedef struct rail_module {
+    px_btl_module_t super;
+    int delayed;
+    int rank;
+    int fail_next_progress;
+    px_btl_error_fn err;
+    rail_frag_t *queue; /* delivered by progress, newest first */
+    int sent;
+} rail_module_t;
+
+static rail_module_t rails[2];
+static const px_btl_component_t px_btl_rail_component;
+
+static int rail_add_procs(px_btl_module_t *btl, size_t n, px_proc_t **procs,
+                          px_btl_endpoint_t **eps, px_bitmap_t *reach, const char **reasons)
+{
+    for (size_t i = 0; i < n; ++i) {
+        if (procs[i]->locality & PX_PROC_LOCAL_SELF) {
+            px_bitmap_set_bit(reach, (int)i);
+            eps[i] = (px_btl_endpoint_t *)btl;
+            ((rail_module_t *)btl)->rank = procs[i]->rank;
+        } else {
+            reasons[i] = "rail reaches only the calling process";
+        }
+    }
+    return PX_SUCCESS;
+}
+static int rail_del_procs(px_btl_module_t *b, size_t n, px_proc_t **p, px_btl_endpoint_t **e)
+{
+    (void)b;
+    (void)n;
+    (void)p;
+    (void)e;
+    return PX_SUCCESS;
+}
+static int rail_finalize(px_btl_module_t *btl)
+{
+    rail_module_t *m = (rail_module_t *)btl;
+    while (m->queue) {
+        rail_frag_t *f = m->queue;
+        m->queue = f->next;
+        free(f);
+    }
+    return PX_SUCCESS;
+}
+static px_btl_descriptor_t *rail_alloc(px_btl_module_t *btl, px_btl_endpoint_t *ep, uint8_t order,
+                                       size_t size, uint32_t flags)
+{
+    (void)btl;
+    (void)ep;
+    (void)order;
+    rail_frag_t *f = calloc(1, sizeof(*f) + size);
+    f->seg.seg_addr = f->data;
+    f->seg.seg_len = size;
+    f->base.des_segments = &f->seg;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    return &f->base;
+}
+static int rail_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
+{
+    (void)btl;
+    free(des);
+    return PX_SUCCESS;
+}
+static px_btl_descriptor_t *rail_prepare_src(px_btl_module_t *btl, px_btl_endpoint_t *ep,
+                                             px_btl_convertor_t *conv, uint8_t order,
+                                             size_t reserve, size_t *size, uint32_t flags)
+{
+    if (reserve + *size > btl->btl_max_send_size)
+        *size = btl->btl_max_send_size - reserve;
+    px_btl_descriptor_t *d = rail_alloc(btl, ep, order, reserve + *size, flags);
+    rail_frag_t *f = (rail_frag_t *)d;
+    *size = px_btl_convertor_pack(conv, f->data + reserve, *size);
+    f->seg.seg_len = reserve + *size;
+    return d;
+}
+static void rail_deliver(rail_module_t *m, rail_frag_t *f)
+{
+    const px_btl_active_message_callback_t *reg = &px_btl_base_active_message_trigger[f->tag];
+    px_btl_receive_descriptor_t rd = {f->ep, m->rank, &f->seg, 1, f->tag, reg->cbdata};
+    reg->cbfunc(&m->super, &rd);
+}
+static int rail_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
+                     px_btl_tag_t tag)
+{
+    rail_module_t *m = (rail_module_t *)btl;
+    rail_frag_t *f = (rail_frag_t *)des;
+    f->ep = ep;
+    f->tag = tag;
+    m->sent++;
+    if (m->delayed) {
+        f->next = m->queue;
+        m->queue = f;
+        return 0;
+    }
+    rail_deliver(m, f);
+    if ((des->des_flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
+        des->des_cbfunc(btl, ep, des, PX_SUCCESS);
+    if (des->des_flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+        free(f);
+    return 1;
+}
+static int rail_progress(px_btl_module_t *btl)
+{
+    rail_module_t *m = (rail_module_t *)btl;
+    if (m->fail_next_progress) {
+        m->fail_next_progress = 0;
+        m->err(btl, NULL, m->rank, PX_ERR_PEER_FAILED, "rail test: link down");
+        return 1;
+    }
+    int n = 0;
+    rail_frag_t *q = m->queue; /* newest first: delivered in reverse send order */
+    m->queue = NULL;
+    while (q) {
+        rail_frag_t *f = q;
+        q = q->next;
+        rail_deliver(m, f);
+        if (f->base.des_cbfunc)
+            f->base.des_cbfunc(btl, f->ep, &f->base, PX_SUCCESS);
+        if (f->base.des_flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+            free(f);
+        n++;
+    }
+    return n;
+}
+static int rail_register_error(px_btl_module_t *btl, px_btl_error_fn fn)
+{
+    ((rail_module_t *)btl)->err = fn;
+    return PX_SUCCESS;
+}
+
+static px_btl_module_t **rail_init(int *n, bool a, bool b)
+{
+    (void)a;
+    (void)b;
+    px_btl_module_t **mods = malloc(2 * sizeof(*mods));
+    for (int i = 0; i < 2; ++i) {
+        memset(&rails[i], 0, sizeof(rails[i]));
+        px_btl_module_t *m = &rails[i].super;
+        m->btl_component = &px_btl_rail_component;
+        m->btl_exclusivity = 2 * PX_BTL_EXCLUSIVITY_HIGH;
+        m->btl_latency = 1;
+        m->btl_bandwidth = 1000;
+        m->btl_eager_limit = 1024;
+        m->btl_max_send_size = 3000;
+        m->btl_flags = PX_BTL_FLAGS_SEND;
+        m->btl_add_procs = rail_add_procs;
+        m->btl_del_procs = rail_del_procs;
+        m->btl_finalize = rail_finalize;
+        m->btl_alloc = rail_alloc;
+        m->btl_free = rail_free;
+        m->btl_prepare_src = rail_prepare_src;
+        m->btl_send = rail_send;
+        m->btl_progress = rail_progress;
+        m->btl_register_error = rail_register_error;
+        rails[i].delayed = i;
+        mods[i] = m;
+    }
+    *n = 2;
+    return mods;
+}
+
+static const px_btl_component_t px_btl_rail_component = {
+    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
+                                    "rail", 1, 0, 0, NULL, NULL, NULL),
+    .btl_init = rail_init,
+};
+
+static void init_rails(void)
+{
+    setenv("PX_MCA_btl", "self,rail", 1);
+    ck_assert_int_eq(px_mca_repository_add_static(&px_btl_rail_component.base), PX_SUCCESS);
+    ck_assert_int_eq(px_init(NULL, NULL), PX_SUCCESS);
+    ck_assert_str_eq(px_transport_name(0), "rail");
+    ck_assert_int_eq(px_rt.peers[0].btl->num_eager, 2);
+    ck_assert_int_eq(px_rt.peers[0].btl->num_send, 2);
+}
+
+static void fill(unsigned char *b, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; ++i)
+        b[i] = (unsigned char)(seed * 131 + i * 7);
+}
+
+enum { N = 120 };
+static const size_t choices[] = {0, 10, 700, 1008, 1009, 5000, 20000};
+
+START_TEST(ordering_across_rails)
+{
+    init_rails();
+    for (int posted_first = 0; posted_first < 2; ++posted_first) {
+        unsigned char *s[N], *r[N];
+        size_t len[N];
+        px_request_t *sr[N], *rr[N];
+        px_status_t st[N];
+        for (int i = 0; i < N; ++i) {
+            len[i] = choices[(i * 3 + posted_first) % 7];
+            s[i] = malloc(len[i] + 1);
+            r[i] = malloc(20001);
+            fill(s[i], len[i], (unsigned)i);
+        }
+        if (posted_first)
+            for (int i = 0; i < N; ++i)
+                ck_assert_int_eq(px_irecv(r[i], 20001, 0, 4, &rr[i]), PX_SUCCESS);
+        for (int i = 0; i < N; ++i)
+            ck_assert_int_eq(px_isend(s[i], len[i], 0, 4, &sr[i]), PX_SUCCESS);
+        if (!posted_first)
+            for (int i = 0; i < N; ++i)
+                ck_assert_int_eq(px_irecv(r[i], 20001, 0, PX_ANY_TAG, &rr[i]), PX_SUCCESS);
+        ck_assert_int_eq(px_waitall(N, rr, st), PX_SUCCESS);
+        ck_assert_int_eq(px_waitall(N, sr, NULL), PX_SUCCESS);
+        for (int i = 0; i < N; ++i) {
+            ck_assert_msg(st[i].length == len[i], "message %d: %zu bytes, sent %zu", i,
+                          st[i].length, len[i]);
+            ck_assert_msg(0 == memcmp(r[i], s[i], len[i]), "message %d: wrong data", i);
+            free(s[i]);
+            free(r[i]);
+        }
+    }
+    /* both rails carried traffic, so arrival order really differed */
+    ck_assert_int_gt(rails[0].sent, 10);
+    ck_assert_int_gt(rails[1].sent, 10);
+    ck_assert_uint_gt(px_rt.ooo_arrivals, 10);
+    ck_assert_uint_eq(px_list_get_size(&px_rt.peers[0].ooo), 0);
+    ck_assert_int_eq(px_finalize(), PX_SUCCESS);
+}
+END_TEST
+
+START_TEST(error_from_progress)
+{
+    init_rails();
+    int v = 0;
+    px_request_t *r;
+    ck_assert_int_eq(px_irecv(&v, sizeof(v), 0, 1, &r), PX_SUCCESS);
+    rails[1].fail_next_progress = 1;
+    px_status_t st;
+    ck_assert_int_eq(px_wait(&r, &st), PX_ERR_PEER_FAILED);
+    ck_assert_int_eq(st.error, PX_ERR_PEER_FAILED);
+    ck_assert_int_eq(px_send(&v, sizeof(v), 0, 1), PX_ERR_PEER_FAILED);
+    ck_assert_int_eq(px_finalize(), PX_SUCCESS);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("rails");
+    TCase *tc = tcase_create("rails");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, ordering_across_rails);
+    tcase_add_test(tc, error_from_progress);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
