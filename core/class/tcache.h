@@ -18,6 +18,7 @@
 #ifndef PX_CLASS_TCACHE_H
 #define PX_CLASS_TCACHE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define PX_TCACHE_SLOTS 128
