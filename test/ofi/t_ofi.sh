@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# btl/ofi end to end under pxrun: an all-to-all with checksums (0 B..4 MiB)
+# with btl=self,ofi over the tcp;ofi_rxm and shm providers (ofi serving
+# same-host peers); with the default btl list shm wins on one host; px_info
+# shows the providers found and the one chosen; provider settings that
+# cannot be honoured, and ranks on different providers, are errors that say
+# why. (The sockets provider is exercised by ofi_module_test.)
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+PXRUN=$B/tools/pxrun/pxrun
+A2A=$B/test/ofi/ofi_alltoall
+check "plugin plexus_btl_ofi.so is built" test -e "$B/.libs/plexus_btl_ofi.so"
+[ -x "$A2A" ] && [ -x "$PXRUN" ] || { not_ok "pxrun and $A2A are built (make check)"; tap_done; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
+run() { timeout -s KILL 120 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+
+for prov in "tcp;ofi_rxm" shm; do
+    run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include="$prov" "$PXRUN" -n 3 "$A2A"
+    out=$(cat "$T/out")
+    check "btl=self,ofi over $prov: pxrun -n 3 exits 0" test $rc -eq 0
+    [ $rc -eq 0 ] || head -10 "$T/err" | sed 's/^/# /'
+    check "btl=self,ofi over $prov: all-to-all 0 B..4 MiB with checksums on 3 ranks" \
+        test "$(grep -c '^alltoall ok' "$T/out")" -eq 3
+    check "btl=self,ofi over $prov: ofi serves same-host peers" contains "$out" "transport 0 1 $(hostname) ofi"
+    check "btl=self,ofi over $prov: self serves the rank itself" contains "$out" "transport 2 2 $(hostname) self"
+done
+
+run "$PXRUN" -n 2 "$A2A" 65536
+check "default btl list, one host: exit 0" test $rc -eq 0
+check "default btl list, one host: shm wins over ofi (exclusivity)" \
+    contains "$(cat "$T/out")" "transport 0 1 $(hostname) shm"
+
+run "$B/tools/px_info/px_info" --param btl ofi
+out=$(cat "$T/out")
+check "px_info --param btl ofi lists the providers found" contains "$out" "btl_ofi_providers_available"
+check "... tcp;ofi_rxm among them" contains "$out" "tcp;ofi_rxm"
+check "... and the one chosen" contains "$out" "btl_ofi_provider_selected"
+run env PX_MCA_btl_ofi_provider_include=shm "$B/tools/px_info/px_info" --param btl ofi
+check "px_info: btl_ofi_provider_include=shm chooses shm" contains "$(tr -s ' \n' ' ' <"$T/out")" 'value: "shm (fabric'
+
+# Settings that cannot be honoured.
+run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include=nosuchprov "$PXRUN" -n 2 "$A2A" 1
+err=$(cat "$T/err")
+check "provider_include=nosuchprov: the job fails" test $rc -ne 0 -a $rc -ne 137
+check "... saying which setting names no provider" contains "$err" 'btl_ofi_provider_include="nosuchprov" names no provider found here'
+check "... and which providers are available" contains "$err" "available RDM providers: tcp;ofi_rxm"
+run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include=tcp PX_MCA_btl_ofi_provider_exclude=shm \
+    "$PXRUN" -n 2 "$A2A" 1
+check "include and exclude both set: the job fails saying so" \
+    contains "$(cat "$T/err")" "are both set; set only one of them"
+# Ranks that chose different providers cannot talk: rank 1 on sockets, rank 0 on tcp.
+cat >"$T/wrap.sh" <<'W'
+#!/bin/sh
+if [ "$PX_RANK" = 1 ]; then export PX_MCA_btl_ofi_provider_include=sockets; fi
+exec "$@"
+W
+chmod +x "$T/wrap.sh"
+run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include=tcp "$PXRUN" -n 2 "$T/wrap.sh" "$A2A" 1
+err=$(cat "$T/err")
+check "ranks on different providers: the job fails" test $rc -ne 0 -a $rc -ne 137
+check "... the reason names both providers" contains "$err" "uses libfabric provider sockets, this process tcp;ofi_rxm"
+tap_done
