@@ -2,8 +2,13 @@
  * init_probe.c: px_init, print "rank R size S" and each peer's transport,
  * exchange one message with itself, px_finalize. Exit status 0 on success,
  * 2 when px_init fails (its error is on stderr). Driven by test/runtime/t_*.sh.
+ *   init_probe abort R     rank R calls px_abort(3, "probe abort from rank R")
+ *   init_probe wait        rank 0 waits for a message rank 1 never sends
+ *                          (prints the return code's text), then all finalize
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "core/runtime/plexus.h"
 
 int main(int argc, char **argv)
@@ -16,6 +21,20 @@ int main(int argc, char **argv)
     printf("rank %d size %d\n", px_rank(), px_size());
     for (int p = 0; p < px_size(); ++p)
         printf("transport to %d: %s\n", p, px_transport_name(p));
+    if (argc > 2 && 0 == strcmp(argv[1], "abort")) {
+        char msg[64];
+        snprintf(msg, sizeof(msg), "probe abort from rank %d", px_rank());
+        if (px_rank() == atoi(argv[2]))
+            px_abort(3, msg);
+    }
+    if (argc > 1 && 0 == strcmp(argv[1], "wait")) {
+        if (px_rank() == 0) {
+            int x;
+            double t0 = px_wtime();
+            rc = px_recv(&x, sizeof(x), px_size() - 1, 99, NULL);
+            printf("wait: %s after %.1f s\n", px_strerror(rc), px_wtime() - t0);
+        }
+    }
     int v = 42, w = 0;
     if (px_send(&v, sizeof(v), px_rank(), 0) != PX_SUCCESS ||
         px_recv(&w, sizeof(w), px_rank(), 0, NULL) != PX_SUCCESS || w != 42) {
