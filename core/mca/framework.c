@@ -15,8 +15,8 @@
 PX_CLASS_INSTANCE(px_mca_component_item_t, px_list_item_t, NULL, NULL);
 
 /* Verbosity levels of this file's messages on <fw>_base_verbose. */
-#define VERB_PROBLEM 5  /* refused, failed open, dropped, built-in wins */
-#define VERB_ROUTINE 10 /* found, opened, closed, priorities */
+#define VERB_PROBLEM 1  /* refused, failed open, dropped */
+#define VERB_ROUTINE 10 /* found, opened, closed, priorities, built-in wins */
 
 #define MAX_FRAMEWORKS 64
 
@@ -273,7 +273,7 @@ static int register_vars(px_mca_framework_t *fw)
         return rc;
     fw->verbose = 0;
     snprintf(help, sizeof(help),
-             "Verbosity of the %s framework's messages: 0 quiet, 5 problems with components "
+             "Verbosity of the %s framework's messages: 0 quiet, 1 problems with components "
              "(refused, failed open), 10 every step, 100 everything",
              fw->name);
     rc = px_mca_var_register(fw->name, "base", "verbose", help, PX_MCA_VAR_TYPE_INT, NULL, 8,
@@ -347,7 +347,7 @@ int px_mca_framework_register(px_mca_framework_t *fw)
     for (int i = 0; i < pnames.n; i++) {
         const char *name = pnames.v[i], *path = ppaths.v[i];
         if (in_list(&known, name)) {
-            PX_OUTPUT_VERBOSE(VERB_PROBLEM, fw->output,
+            PX_OUTPUT_VERBOSE(VERB_ROUTINE, fw->output,
                               "plugin %s ignored: a built-in component %s exists and wins", path,
                               name);
             continue;

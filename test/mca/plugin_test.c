@@ -268,7 +268,7 @@ END_TEST
 START_TEST(test_failing_open_plugin_closed_and_unloaded)
 {
     setup("good,failopen");
-    setenv("PX_MCA_ptest_base_verbose", "5", 1);
+    setenv("PX_MCA_ptest_base_verbose", "1", 1);
     char *path = plugin_path("failopen");
     capture_begin();
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
@@ -325,7 +325,7 @@ END_TEST
 START_TEST(test_builtin_wins)
 {
     setup(NULL);
-    setenv("PX_MCA_ptest_base_verbose", "5", 1);
+    setenv("PX_MCA_ptest_base_verbose", "10", 1);
     char *path = plugin_path("alpha");
     capture_begin();
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
