@@ -26,7 +26,7 @@ trap 'rm -rf "$T"' EXIT
 for f in "$PXRUN" "$PXPERF"; do
     [ -x "$f" ] || { echo "compare-shm: $f is not built (make -C $B)" >&2; exit 2; }
 done
-MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to none"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core"
 have_mpi=0
 [ -x "$MPIPP" ] && command -v mpirun >/dev/null && have_mpi=1
 

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <spawn.h>
@@ -91,6 +92,7 @@ static struct {
     int n;
     char **argv;
     bool tag;
+    int bind; /* -1 auto, 0 none, 1 core */
     double timeout;
     double grace;
     char **mca_names, **mca_values;
@@ -156,6 +158,8 @@ static void usage(void)
          "  -x VAR[=VALUE]         export VAR (from pxrun's environment, or VALUE) to the ranks\n"
          "  --tag-output           prefix every output line with \"[rank] \"\n"
          "  --timeout SECONDS      end the job after SECONDS (exit status 124)\n"
+         "  --bind-to core|none    pin rank i to the i-th allowed core (default: core when\n"
+         "                         N <= allowed cores, else none)\n"
          "  -h, --help             this text\n"
          "  --version              print the version\n\n"
          "Exit status: 0 when every rank exits 0; else the first failing rank's code, or\n"
@@ -188,6 +192,7 @@ static double parse_seconds(const char *opt, const char *v)
 static void parse_args(int argc, char **argv)
 {
     px.n = -1;
+    px.bind = -1;
     px.timeout = 0;
     px.mca_names = calloc((size_t)argc, sizeof(char *));
     px.mca_values = calloc((size_t)argc, sizeof(char *));
@@ -250,6 +255,16 @@ static void parse_args(int argc, char **argv)
             if (!eq && !getenv(name))
                 die_usage("-x %s: %s is not set in pxrun's environment; use -x %s=VALUE", v, v, v);
             px.xvars[px.nx++] = (char *)v;
+        } else if (!strcmp(a, "--bind-to")) {
+            if (i + 1 >= argc)
+                die_usage("--bind-to needs core or none");
+            const char *v = argv[++i];
+            if (!strcmp(v, "core"))
+                px.bind = 1;
+            else if (!strcmp(v, "none"))
+                px.bind = 0;
+            else
+                die_usage("--bind-to '%s': expected core or none", v);
         } else if (!strcmp(a, "--tag-output")) {
             px.tag = true;
         } else if (!strcmp(a, "--timeout")) {
@@ -1003,6 +1018,17 @@ static void spawn_all(void)
     posix_spawnattr_setsigdefault(&attr, &def);
     posix_spawnattr_setpgroup(&attr, 0);
 
+    /* Binding: pxrun pins itself to a core before each spawn (children inherit
+     * the mask) and restores its own mask at the end. */
+    cpu_set_t allowed, one;
+    int cpus[CPU_SETSIZE], ncpus = 0;
+    bool bind = false;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &allowed))
+                cpus[ncpus++] = c;
+        bind = px.bind == 1 || (px.bind == -1 && px.n <= ncpus);
+    }
     int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (int i = 0; i < px.n; i++) {
         rank_t *r = &px.ranks[i];
@@ -1020,6 +1046,11 @@ static void spawn_all(void)
         posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
         snprintf(rankvar, sizeof rankvar, "PX_RANK=%d", i);
         snprintf(lrankvar, sizeof lrankvar, "PX_LOCAL_RANK=%d", i);
+        if (bind && ncpus > 0) {
+            CPU_ZERO(&one);
+            CPU_SET(cpus[i % ncpus], &one);
+            sched_setaffinity(0, sizeof one, &one);
+        }
         pid_t pid;
         int rc = posix_spawnp(&pid, px.argv[0], &fa, &attr, px.argv, env);
         posix_spawn_file_actions_destroy(&fa);
@@ -1050,6 +1081,8 @@ static void spawn_all(void)
             fcntl(pi[1], F_SETFL, O_NONBLOCK);
         }
     }
+    if (bind && ncpus > 0)
+        sched_setaffinity(0, sizeof allowed, &allowed);
     if (devnull >= 0)
         close(devnull);
     posix_spawnattr_destroy(&attr);

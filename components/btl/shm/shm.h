@@ -97,6 +97,7 @@ struct px_btl_endpoint {
     uint64_t fb_wpos, fb_rpos_cache;
     px_btl_shm_fifo_t *fifo; /* the peer's receive queue */
     uint32_t inflight;       /* fragments sent, not yet returned */
+    bool fb_reserved;        /* a descriptor holds fast box space (in-place send) */
     /* receive side: its fast box in our segment */
     char *fb_in;
     _Atomic uint64_t *fb_in_ack;
@@ -111,6 +112,7 @@ typedef struct px_btl_shm_frag {
     struct px_btl_endpoint *ep;
     px_free_list_t *list;
     size_t capacity;
+    size_t fb_off, fb_esz; /* in-place fast box descriptor: its entry (fb_esz 0: none) */
 } px_btl_shm_frag_t;
 PX_CLASS_DECLARATION(px_btl_shm_frag_t);
 
@@ -146,7 +148,7 @@ typedef struct px_btl_shm_state {
     struct px_btl_endpoint **by_idx; /* [nlocal] */
     struct px_btl_endpoint **active; /* endpoints to poll */
     int nactive;
-    px_free_list_t frags_eager, frags_send;
+    px_free_list_t frags_eager, frags_send, frags_fbox;
     bool lists_constructed, lists_initialized;
 } px_btl_shm_state_t;
 

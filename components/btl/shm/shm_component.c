@@ -111,6 +111,7 @@ static int px_btl_shm_open(void)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
     PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&s->frags_fbox, px_free_list_t);
     s->lists_constructed = true;
     return PX_SUCCESS;
 }
@@ -120,6 +121,7 @@ static int px_btl_shm_close(void)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_shm_module_cleanup();
     if (s->lists_constructed) {
+        PX_OBJ_DESTRUCT(&s->frags_fbox);
         PX_OBJ_DESTRUCT(&s->frags_send);
         PX_OBJ_DESTRUCT(&s->frags_eager);
         s->lists_constructed = false;
@@ -155,6 +157,14 @@ static int px_btl_shm_frag_init(px_free_list_item_t *item, void *ctx)
     px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)item;
     px_btl_shm_state_t *s = &px_btl_shm_state;
     f->list = ctx;
+    f->fb_esz = 0;
+    if (ctx == &s->frags_fbox) { /* data lives in a fast box entry */
+        f->hdr = NULL;
+        f->capacity = 0;
+        f->base.des_segments = &f->segment;
+        f->base.des_segment_count = 1;
+        return PX_SUCCESS;
+    }
     f->capacity = (ctx == &s->frags_eager) ? px_btl_shm_module.super.btl_eager_limit
                                            : px_btl_shm_module.super.btl_max_send_size;
     f->hdr = item->payload;
@@ -197,6 +207,18 @@ static int px_btl_shm_lists_init(void)
         if (rc != PX_SUCCESS)
             return rc;
     }
+    px_free_list_params_t p = {
+        .item_class = PX_CLASS(px_btl_shm_frag_t),
+        .num_initial = 4,
+        .num_max = 0,
+        .num_per_grow = 16,
+        .item_init = px_btl_shm_frag_init,
+        .item_init_ctx = &s->frags_fbox,
+        .thread_safe = false,
+    };
+    int rc = px_free_list_init(&s->frags_fbox, &p);
+    if (rc != PX_SUCCESS)
+        return rc;
     s->lists_initialized = true;
     return PX_SUCCESS;
 }

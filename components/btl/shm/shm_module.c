@@ -4,7 +4,8 @@
  * and receive paths, progress, and single-copy get/put.
  *
  * Fast box entry (64-byte aligned in the ring): an 8-byte header
- *   bit 63 valid, bit 62 skip-to-ring-start, bits 24..31 tag, 0..23 length
+ *   bit 63 valid, 62 skip to the ring's start, 61 pad (step over),
+ *   bits 32..47 entry size / 64, 24..31 tag, 0..23 data length
  * then the data. The sender writes the data, zeroes the header slot after
  * the entry (so the receiver never mistakes stale bytes for a header), and
  * stores the header last with release order. The receiver publishes how far
@@ -26,7 +27,8 @@
 #include "frameworks/btl/base/base.h"
 
 #define FB_VALID (1ULL << 63)
-#define FB_SKIP  (1ULL << 62)
+#define FB_SKIP  (1ULL << 62) /* go to the ring's start */
+#define FB_PAD   (1ULL << 61) /* an entry to step over (a descriptor freed unsent) */
 
 PX_CLASS_INSTANCE(px_btl_shm_frag_t, px_btl_descriptor_t, NULL, NULL);
 
@@ -120,7 +122,9 @@ static inline void fbox_publish(px_btl_endpoint_t *ep, size_t off, size_t esz, p
     const size_t fbs = px_btl_shm_state.fbox_size;
     *(volatile uint64_t *)(ep->fb_out + ((off + esz) & (fbs - 1))) = 0;
     atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off),
-                          FB_VALID | ((uint64_t)tag << 24) | (uint64_t)len, memory_order_release);
+                          FB_VALID | ((uint64_t)(esz >> 6) << 32) | ((uint64_t)tag << 24) |
+                              (uint64_t)len,
+                          memory_order_release);
     ep->fb_wpos += esz;
 }
 
@@ -158,8 +162,9 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
             continue;
         }
         size_t len = h & 0xffffff;
-        deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8, len);
-        ep->fb_rpos += (8 + len + 63) & ~(size_t)63;
+        if (PX_LIKELY(!(h & FB_PAD)))
+            deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8, len);
+        ep->fb_rpos += ((h >> 32) & 0xffff) << 6;
         atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
         n++;
     }
@@ -255,12 +260,44 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
 
 /* ------------------------------------------------------------ send */
 
+/* A descriptor whose data is a reserved fast box entry of `size` bytes, or
+ * NULL when the fast box cannot take it now. */
+static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, uint8_t order,
+                                           uint32_t flags)
+{
+    if (!ep || size + 8 > px_btl_shm_state.fbox_max_send || ep->inflight || ep->fb_reserved)
+        return NULL;
+    size_t esz = (8 + size + 63) & ~(size_t)63;
+    long off = fbox_reserve(ep, esz);
+    if (off < 0)
+        return NULL;
+    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)px_free_list_get(&px_btl_shm_state.frags_fbox);
+    if (PX_UNLIKELY(!f))
+        return NULL; /* the reservation is only counted once published */
+    ep->fb_reserved = true;
+    f->fb_off = (size_t)off;
+    f->fb_esz = esz;
+    f->ep = ep;
+    f->segment.seg_addr = ep->fb_out + off + 8;
+    f->segment.seg_len = size;
+    f->base.des_segments = &f->segment;
+    f->base.des_segment_count = 1;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.order = order;
+    return f;
+}
+
 static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
                                              uint8_t order, size_t size, uint32_t flags)
 {
     (void)btl;
-    (void)endpoint;
-    px_btl_shm_frag_t *f = frag_get(size);
+    px_btl_shm_frag_t *f = fbox_desc(endpoint, size, order, flags);
+    if (f)
+        return &f->base;
+    f = frag_get(size);
     if (PX_UNLIKELY(!f))
         return NULL;
     f->segment.seg_len = size;
@@ -278,7 +315,19 @@ static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoi
 static int px_btl_shm_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
 {
     (void)btl;
-    frag_return((px_btl_shm_frag_t *)des);
+    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
+    if (f->fb_esz) { /* never sent: the receiver steps over the entry */
+        px_btl_endpoint_t *ep = f->ep;
+        const size_t fbs = px_btl_shm_state.fbox_size;
+        *(volatile uint64_t *)(ep->fb_out + ((f->fb_off + f->fb_esz) & (fbs - 1))) = 0;
+        atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + f->fb_off),
+                              FB_VALID | FB_PAD | ((uint64_t)(f->fb_esz >> 6) << 32),
+                              memory_order_release);
+        ep->fb_wpos += f->fb_esz;
+        ep->fb_reserved = false;
+        f->fb_esz = 0;
+    }
+    frag_return(f);
     return PX_SUCCESS;
 }
 
@@ -292,6 +341,13 @@ static px_btl_descriptor_t *px_btl_shm_prepare_src(px_btl_module_t *btl,
         data = left;
     if (reserve + data > btl->btl_max_send_size)
         data = btl->btl_max_send_size > reserve ? btl->btl_max_send_size - reserve : 0;
+    px_btl_shm_frag_t *fb = fbox_desc(endpoint, reserve + data, order, flags);
+    if (fb) { /* pack straight into the peer's fast box */
+        size_t packed = px_btl_convertor_pack(conv, (char *)fb->segment.seg_addr + reserve, data);
+        fb->segment.seg_len = reserve + packed;
+        *size = packed;
+        return &fb->base;
+    }
     px_btl_descriptor_t *des = px_btl_shm_alloc(btl, endpoint, order, reserve + data, flags);
     if (PX_UNLIKELY(!des))
         return NULL;
@@ -307,7 +363,18 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
 {
     px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
     size_t len = f->segment.seg_len;
-    if (len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0 &&
+    if (f->fb_esz) { /* in place: the data is already in the fast box */
+        fbox_publish(ep, f->fb_off, f->fb_esz, tag, len);
+        ep->fb_reserved = false;
+        f->fb_esz = 0;
+        const uint32_t flags = des->des_flags;
+        if ((flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
+            des->des_cbfunc(btl, ep, des, PX_SUCCESS);
+        if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+            frag_return(f);
+        return 1;
+    }
+    if (len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0 && !ep->fb_reserved &&
         fbox_send2(ep, tag, f->segment.seg_addr, len, NULL, 0) == PX_SUCCESS) {
         const uint32_t flags = des->des_flags;
         if ((flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
@@ -328,7 +395,8 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
     size_t len = header_size + payload_size;
     if (descriptor)
         *descriptor = NULL;
-    if (PX_LIKELY(len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0) &&
+    if (PX_LIKELY(len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0 &&
+                  !ep->fb_reserved) &&
         PX_LIKELY(fbox_send2(ep, tag, header, header_size, payload, payload_size) == PX_SUCCESS))
         return PX_SUCCESS;
     /* Through a fragment on the queue. */
@@ -547,10 +615,12 @@ void px_btl_shm_module_cleanup(void)
     if (s->seg) {
         if (s->lists_constructed && s->lists_initialized) {
             /* Items point into the segment: destroy the lists before unmapping. */
+            PX_OBJ_DESTRUCT(&s->frags_fbox);
             PX_OBJ_DESTRUCT(&s->frags_send);
             PX_OBJ_DESTRUCT(&s->frags_eager);
             PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
             PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
+            PX_OBJ_CONSTRUCT(&s->frags_fbox, px_free_list_t);
             s->lists_initialized = false;
         }
         munmap(s->seg, s->seg_size);
