@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_TCACHE_SLOTS 128
+#define PX_TCACHE_SLOTS 64 /* 512 bytes of static TLS per thread */
 #define PX_TCACHE_CAP   32
 
 enum { PX_TCACHE_KIND_ITEMS = 0, PX_TCACHE_KIND_MALLOC = 1 };
