@@ -372,7 +372,9 @@ static char *valid_values(const px_mca_var_info_t *vi)
         }
         return out;
     }
-    if (vi->type == PX_MCA_VAR_TYPE_BOOL || vi->type == PX_MCA_VAR_TYPE_SIZE)
+    /* Sizes take k, M and G suffixes (docs/parameters.md); not repeated
+     * under every size variable. */
+    if (vi->type == PX_MCA_VAR_TYPE_BOOL)
         return px_mca_var_accepted_forms(vi->type, NULL);
     return NULL;
 }
