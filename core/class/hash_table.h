@@ -1,7 +1,7 @@
 /*
  * hash_table.h: a hash table mapping uint64 keys or string keys to pointers.
- * Used by the MCA variable registry (names), the runtime's process table
- * (ranks, job ids) and components' endpoint caches. Not thread-safe: callers
+ * For lookups by id or by name (ranks, job ids, variable names, endpoint
+ * caches); any layer above core/class may use it. Not thread-safe: callers
  * lock around it when several threads use one table.
  *
  *   px_hash_table_t h; PX_OBJ_CONSTRUCT(&h, px_hash_table_t);

@@ -1,8 +1,9 @@
 /*
  * pointer_array.h: an index table of pointers that reuses freed slots.
- * Used wherever an object must be named by a small integer (request handles,
- * endpoint indices, output-style ids): add() returns the lowest free index,
- * remove() frees it for the next add(). Thread-safe (one mutex per table).
+ * For naming objects by a small integer (request handles, endpoint indices);
+ * any layer above core/class may use it: add() returns the lowest free
+ * index, remove() frees it for the next add(). Thread-safe (one mutex per
+ * table).
  *
  *   px_pointer_array_t t; PX_OBJ_CONSTRUCT(&t, px_pointer_array_t);
  *   px_pointer_array_init(&t, 16, 1024, 16);   // initial, max, growth step

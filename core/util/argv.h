@@ -1,7 +1,7 @@
 /*
  * argv.h: helpers for NULL-terminated string vectors (argv-style).
- * Used by the launcher (building child command lines), the MCA variable
- * system (splitting comma lists such as "shm,self") and tools.
+ * For building command lines (launchers) and splitting comma lists such as
+ * "shm,self" (selection lists, variable values); any layer may use it.
  *
  *   char **v = px_argv_split("shm,,self", ',');   // {"shm", "self", NULL}
  *   px_argv_append_nosize(&v, "ofi");              // {"shm", "self", "ofi", NULL}

@@ -1,7 +1,7 @@
 /*
  * atomic.h: thin inline wrappers over C11 <stdatomic.h> for counters, flags
- * and pointers shared between threads. Used by the object system, the free
- * list, progress engines and BTL components (shm ring indices). Header only.
+ * and pointers shared between threads, for any layer (progress engines,
+ * transport ring indices, statistics). Header only.
  *
  * Types: px_atomic_int32_t, px_atomic_int64_t, px_atomic_ptr_t (_Atomic).
  *
