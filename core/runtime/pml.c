@@ -1263,10 +1263,11 @@ static PX_NOINLINE int wait_slow(px_request_t *r, const char *who)
             if (0 == start)
                 start = t;
             else if (t - start > px_rt.wait_timeout) {
-                px_show_error("%s: the %s of %zu bytes %s rank %d with tag %d did not complete "
+                px_show_error("%s: the %s of %zu bytes %s rank %d with %s %d did not complete "
                               "within runtime_wait_timeout = %g s",
                               who, PX_RT_REQ_SEND == r->type ? "send" : "receive", r->len,
-                              PX_RT_REQ_SEND == r->type ? "to" : "from", r->peer, r->tag,
+                              PX_RT_REQ_SEND == r->type ? "to" : "from", r->peer,
+                              r->tag < 0 ? "runtime-internal tag (px_barrier)" : "tag", r->tag,
                               px_rt.wait_timeout);
                 req_cancel(r);
                 return PX_ERR_TIMEOUT;
