@@ -182,6 +182,37 @@ START_TEST(lifo_st_order)
 }
 END_TEST
 
+/* The ABA case, interleaved by hand: a pop reads head X and next Y, then
+ * "another thread" pops X and Y and pushes X back. The first pop's
+ * compare-and-swap must now fail (the counter moved), or Y, which is taken,
+ * would become the head. */
+START_TEST(lifo_aba_detected)
+{
+    px_lifo_t s;
+    PX_OBJ_CONSTRUCT(&s, px_lifo_t);
+    px_list_item_t *x = &nodes[0].super, *y = &nodes[1].super, *z = &nodes[2].super;
+    px_lifo_push_atomic(&s, z);
+    px_lifo_push_atomic(&s, y);
+    px_lifo_push_atomic(&s, x); /* stack: x y z */
+    px_counted_pointer_t seen = s.px_lifo_head;
+    ck_assert_ptr_eq(seen.data.item, x);
+    px_list_item_t *seen_next = x->px_list_next;
+    ck_assert_ptr_eq(seen_next, y);
+    ck_assert_ptr_eq(px_lifo_pop_atomic(&s), x); /* the other thread */
+    ck_assert_ptr_eq(px_lifo_pop_atomic(&s), y);
+    px_lifo_push_atomic(&s, x); /* stack: x z; head pointer is x again */
+    ck_assert_ptr_eq(s.px_lifo_head.data.item, seen.data.item);
+    ck_assert(!px_lifo_cas_head(&s.px_lifo_head, &seen, seen_next, seen.data.counter + 1));
+    ck_assert_ptr_eq(seen.data.item, x); /* failure reloads the current head */
+    ck_assert_uint_eq(seen.data.counter, s.px_lifo_head.data.counter);
+    /* and the stack is intact: x then z */
+    ck_assert_ptr_eq(px_lifo_pop_atomic(&s), x);
+    ck_assert_ptr_eq(px_lifo_pop_atomic(&s), z);
+    ck_assert_ptr_null(px_lifo_pop_atomic(&s));
+    PX_OBJ_DESTRUCT(&s);
+}
+END_TEST
+
 /* 4 threads pop/push a small set of items 1M times each; an item popped by
  * two threads at once would be caught by its owner mark. */
 #define NITEMS 6
@@ -254,6 +285,7 @@ int main(void)
     tcase_add_test(tl, list_splice);
     tcase_add_test(tl, list_foreach_safe_removal);
     tcase_add_test(tl, lifo_st_order);
+    tcase_add_test(tl, lifo_aba_detected);
     suite_add_tcase(s, tl);
     TCase *tt = tcase_create("lifo_threads");
     tcase_set_timeout(tt, 60);
