@@ -45,8 +45,10 @@ san=""
 [ -n "${PX_TEST_SANITIZER:-}" ] && san="-fsanitize=address,undefined"
 cc -std=gnu11 -Wall -Werror $san -o "$tmp/app" "$tmp/app.c" $(pkg-config --cflags --libs plexus) 2>"$tmp/app.log"
 check "an application compiles and links with pkg-config --cflags --libs plexus" test -x "$tmp/app"
-libdir=$(pkg-config --variable=libdir plexus)
-out=$(LD_LIBRARY_PATH=$dest$libdir "$tmp/app" 2>&1)
+# plexus.pc sits in <libdir>/pkgconfig (pkgconf prefixes the sysroot to
+# --variable values, so derive the staged libdir from the file instead).
+libdir=$(cd "$(dirname "$pc")/.." && pwd)
+out=$(LD_LIBRARY_PATH=$libdir "$tmp/app" 2>&1)
 check "the installed library runs it: a message to itself arrives" contains "$out" "rank 0 of 1 got 42"
 
 cp -r "$PX_SRC/examples/btl_example" "$tmp/src"
