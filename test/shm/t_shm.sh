@@ -21,6 +21,7 @@ for n in 2 4 8; do
     job=$(sed -n 's/^jobid=//p' "$T/out")
     check "all-to-all 0 B..8 MiB on $n ranks: no loss, corruption or reordering" \
         contains "$(cat "$T/out")" "alltoall ok"
+    check "all-to-all on $n ranks: every rank exits 0" [ "$rc" -eq 0 ]
     [ "$rc" -eq 0 ] || cat "$T/err" | head -5 | sed 's/^/# /'
     check "rank 0 reaches rank 1 over shm ($n ranks)" contains "$(cat "$T/out")" "transport 0->1: shm"
     check "nothing of the job left in /dev/shm or the session folder ($n ranks)" leftovers "$job"
@@ -29,10 +30,13 @@ done
 # Force each path: every message through the queue (tiny fast box), CMA single copy.
 run "$PXRUN" -n 4 --mca btl_shm_fbox_size 4096 --mca btl_shm_fbox_max_send 64 "$A2A" --rounds 2 --msgs 4 --max 65536
 check "all-to-all with the fragment queue carrying nearly everything" contains "$(cat "$T/out")" "alltoall ok"
+check "all-to-all with the fragment queue carrying nearly everything: exit 0" [ "$rc" -eq 0 ]
 run "$PXRUN" -n 3 --mca btl_shm_single_copy cma "$A2A" --rounds 2 --msgs 3 --max 8388608
 check "all-to-all with single copy (process_vm_readv)" contains "$(cat "$T/out")" "alltoall ok"
+check "all-to-all with single copy (process_vm_readv): exit 0" [ "$rc" -eq 0 ]
 run "$PXRUN" -n 3 --mca btl_shm_free_list_send_max 2 --mca btl_shm_free_list_eager_max 8 "$A2A" --rounds 2 --msgs 6 --max 1048576
 check "all-to-all with the fragment lists at their minimum" contains "$(cat "$T/out")" "alltoall ok"
+check "all-to-all with the fragment lists at their minimum: exit 0" [ "$rc" -eq 0 ]
 run "$PXRUN" -n 2 --mca btl_shm_fbox_size 1000 "$A2A" --rounds 1 --msgs 1 --max 8
 check "a bad btl_shm_fbox_size is an error naming it" contains "$(cat "$T/err")" "btl_shm_fbox_size 1000"
 

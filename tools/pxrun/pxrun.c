@@ -983,6 +983,7 @@ static void spawn_all(void)
     for (int x = 0; x < px.nx; x++)
         if (strchr(px.xvars[x], '='))
             env[k++] = px.xvars[x];
+    size_t first_pair = k;
     for (int m = 0; m < px.nmca; m++) {
         char name[300];
         snprintf(name, sizeof name, "PX_CMDLINE_MCA_%s", px.mca_names[m]);
@@ -1086,7 +1087,10 @@ static void spawn_all(void)
     if (devnull >= 0)
         close(devnull);
     posix_spawnattr_destroy(&attr);
-    free(env); /* the PX_ pairs it points to live until exit */
+    for (size_t i = first_pair; i < k; i++)
+        if (env[i] != rankvar && env[i] != lrankvar)
+            free(env[i]);
+    free(env);
 }
 
 /* ------------------------------------------------------------ main loop */
@@ -1307,5 +1311,29 @@ int main(int argc, char **argv)
             if (px.ranks[i].pid > 0)
                 kill(-px.ranks[i].pid, SIGKILL);
     cleanup_files();
+    for (int i = 0; i < px.n; i++) {
+        rank_t *r = &px.ranks[i];
+        for (size_t k = 0; k < r->nkv; k++) {
+            free(r->kv[k].key);
+            free(r->kv[k].val);
+        }
+        free(r->kv);
+        free(r->out.data);
+        free(r->err.data);
+        if (r->out.fd >= 0)
+            close(r->out.fd);
+        if (r->err.fd >= 0)
+            close(r->err.fd);
+    }
+    for (int i = 0; i < px.nconns; i++)
+        conn_close(i);
+    free(px.conns);
+    free(px.ranks);
+    free(pf);
+    free(who);
+    px_pxrun_buf_free(&px.round);
+    free(px.mca_names);
+    free(px.mca_values);
+    free(px.xvars);
     return px.have_failure ? px.exit_code : 0;
 }
