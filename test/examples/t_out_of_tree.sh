@@ -58,7 +58,9 @@ check "the example component builds out of tree against plexus.pc" test -f "$tmp
 
 out=$(PX_MCA_mca_component_path=$tmp/src "$PX_BUILD/tools/px_info/px_info" --param btl example --level 9 2>&1)
 check "px_info lists the plugin's variable" contains "$out" "btl_example_greeting"
-check "px_info shows the variable's default value" contains "$out" "hello from an out-of-tree component"
+out=$(PX_MCA_mca_component_path=$tmp/src "$PX_BUILD/tools/px_info/px_info" --param btl example --level 9 --parsable 2>&1)
+check "px_info shows the variable's default value" \
+    contains "$out" "mca:btl:example:param:btl_example_greeting:value:hello from an out-of-tree component"
 out=$(PX_MCA_mca_component_path=$tmp/src "$PX_BUILD/tools/px_info/px_info" 2>&1)
 check "px_info lists the plugin with its version" contains "$out" "1.2.3"
 
