@@ -3,7 +3,8 @@
  * ranks 0 and 1 through the public API, the same method as the Open MPI peer
  * (shared/bench/mpi_pingpong.c) so test/bench/compare-ofi.sh can set them
  * side by side. Prints "bytes lat_us bw_MBps" rows from rank 0.
- * Usage: ofi_pingpong [max_bytes] [iteration scale, default 1.0]
+ * Usage: ofi_pingpong [--sizes B,B,...] [--scale X]   (X scales the iteration
+ * counts; default sizes 0 B..4 MiB as in mpi_pingpong.c, X = 1)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,15 +16,36 @@ int main(int argc, char **argv)
     if (PX_SUCCESS != px_init(&argc, &argv))
         return 2;
     int rank = px_rank();
-    size_t maxs = argc > 1 ? strtoull(argv[1], NULL, 0) : (size_t)4 << 20;
-    double scale = argc > 2 ? atof(argv[2]) : 1.0;
+    size_t sizes[64] = {0, 8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20};
+    size_t nsizes = 9, maxs = 0;
+    double scale = 1.0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (0 == strcmp(argv[i], "--scale")) {
+            scale = atof(argv[i + 1]);
+        } else if (0 == strcmp(argv[i], "--sizes")) {
+            nsizes = 0;
+            for (char *p = argv[i + 1]; *p && nsizes < 64;) {
+                sizes[nsizes++] = strtoull(p, &p, 0);
+                if (',' == *p)
+                    ++p;
+                else
+                    break;
+            }
+        } else {
+            if (0 == rank)
+                fprintf(stderr, "usage: ofi_pingpong [--sizes B,B,...] [--scale X]\n");
+            px_finalize();
+            return 2;
+        }
+    }
+    for (size_t i = 0; i < nsizes; ++i)
+        maxs = sizes[i] > maxs ? sizes[i] : maxs;
     char *buf = aligned_alloc(4096, maxs + 4096), *rbuf = aligned_alloc(4096, maxs + 4096);
     memset(buf, 1, maxs);
     memset(rbuf, 0, maxs);
-    const size_t sizes[] = {0, 8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20};
     if (0 == rank)
         printf("%10s %12s %12s\n", "bytes", "lat_us", "bw_MBps");
-    for (size_t si = 0; si < sizeof(sizes) / sizeof(sizes[0]) && sizes[si] <= maxs; ++si) {
+    for (size_t si = 0; si < nsizes; ++si) {
         size_t s = sizes[si];
         int iters = (int)((s <= 4096 ? 20000 : s <= 262144 ? 2000 : 200) * scale);
         if (iters < 10)
