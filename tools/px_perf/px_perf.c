@@ -8,6 +8,8 @@
  *                      [--iters N] [--csv | --json] [--vs FILE]
  *   px_perf --memcpy [BYTES]     memcpy bandwidth in one process (no launcher)
  *   px_perf --empty              px_init + px_finalize only (startup timing)
+ *   px_perf --floor              one cache line passed between two processes (the
+ *                                hardware's floor for a one-way message)
  *
  * Iterations per size follow mpi_pingpong.c: latency 20000 (<= 4 KiB),
  * 2000 (<= 256 KiB), 200 above, with a tenth more as warm-up; bandwidth 200
@@ -21,7 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #include "core/runtime/plexus.h"
 
 #define WIN       64
@@ -119,6 +126,54 @@ static int memcpy_mode(size_t bytes)
     return 0;
 }
 
+/* The hardware floor: two processes (on two cores when the mask allows)
+ * passing a counter through one shared cache line, no library involved. */
+static int floor_mode(void)
+{
+    volatile uint64_t *line =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (line == MAP_FAILED)
+        return 1;
+    cpu_set_t set;
+    int cpus[2] = {-1, -1}, n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
+            if (CPU_ISSET(c, &set))
+                cpus[n++] = c;
+    const long iters = 1000000;
+    line[0] = 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (cpus[1] >= 0) {
+            CPU_ZERO(&set);
+            CPU_SET(cpus[1], &set);
+            sched_setaffinity(0, sizeof set, &set);
+        }
+        for (uint64_t v = 1; v < 2 * (uint64_t)iters; v += 2) {
+            while (__atomic_load_n(&line[0], __ATOMIC_ACQUIRE) != v)
+                __builtin_ia32_pause();
+            __atomic_store_n(&line[0], v + 1, __ATOMIC_RELEASE);
+        }
+        _exit(0);
+    }
+    if (cpus[0] >= 0) {
+        CPU_ZERO(&set);
+        CPU_SET(cpus[0], &set);
+        sched_setaffinity(0, sizeof set, &set);
+    }
+    double t0 = now();
+    for (uint64_t v = 0; v < 2 * (uint64_t)iters; v += 2) {
+        __atomic_store_n(&line[0], v + 1, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&line[0], __ATOMIC_ACQUIRE) != v + 2)
+            __builtin_ia32_pause();
+    }
+    double t = now() - t0;
+    waitpid(pid, NULL, 0);
+    printf("cache-line ping-pong between two processes: %.1f ns one-way\n", t / iters / 2 * 1e9);
+    munmap((void *)line, 4096);
+    return 0;
+}
+
 static int load_peer(const char *path, peer_row_t *rows, int max)
 {
     FILE *f = fopen(path, "r");
@@ -170,10 +225,13 @@ int main(int argc, char **argv)
                  "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
                  "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
                  "       px_perf --empty             px_init and px_finalize only\n"
+                 "       px_perf --floor             cache-line ping-pong between two processes\n"
                  "Defaults: --test lat,bw, sizes 0 B to 4 MiB.");
             return 0;
         } else if (!strcmp(a, "--memcpy")) {
             return memcpy_mode(v && v[0] != '-' ? parse_size(v) : (size_t)4 << 20);
+        } else if (!strcmp(a, "--floor")) {
+            return floor_mode();
         } else if (!strcmp(a, "--empty")) {
             check(px_init(&argc, &argv), "px_init");
             return px_finalize() == PX_SUCCESS ? 0 : 1;
