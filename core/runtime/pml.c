@@ -105,6 +105,7 @@ static inline px_request_t *req_alloc(int type)
     r->outstanding = 0;
     r->reg = NULL;
     r->rdma = NULL;
+    r->nrails = 0;
     r->rdma_mode = PX_RT_RDMA_NONE;
     r->rndv_prepared = false;
     r->status.error = PX_SUCCESS;
@@ -211,6 +212,21 @@ static void pending_remove(px_request_t *r)
     }
 }
 
+/* Drop every memory registration the request holds (put's, and each get rail's). */
+static void req_release_regs(px_request_t *r)
+{
+    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
+        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
+    r->reg = NULL;
+    for (int k = 0; k < r->nrails; ++k) {
+        px_btl_module_t *m = r->rails[k].pm->module;
+        if (r->rails[k].reg && m->btl_deregister_mem)
+            m->btl_deregister_mem(m, r->rails[k].reg);
+        r->rails[k].reg = NULL;
+    }
+    r->nrails = 0;
+}
+
 static void req_fail(px_request_t *r, int error)
 {
     pending_remove(r);
@@ -219,9 +235,7 @@ static void req_fail(px_request_t *r, int error)
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
     }
-    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
+    req_release_regs(r);
     if (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error)
         r->status.error = error;
     req_complete(r);
@@ -296,9 +310,7 @@ static void recv_get_check(px_request_t *r)
     if (r->finishing || r->complete || r->outstanding || r->done < want || r->scheduled < want)
         return;
     r->finishing = true;
-    if (r->reg && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
+    req_release_regs(r);
     recv_send_fin(r);
 }
 
@@ -332,46 +344,117 @@ static void recv_send_ack(px_request_t *r)
 
 static void recv_schedule_gets(px_request_t *r)
 {
-    px_btl_module_t *m = r->rdma->module;
     size_t want = r->status.length;
-    while (r->scheduled < want) {
-        size_t chunk = want - r->scheduled;
-        if (m->btl_get_limit && chunk > m->btl_get_limit)
-            chunk = m->btl_get_limit;
-        size_t off = r->scheduled;
-        r->scheduled += chunk;
-        r->outstanding++;
-        int rc = m->btl_get(m, r->rdma->endpoint, (char *)r->buf + off, r->raddr + off, r->reg,
-                            (px_btl_registration_handle_t *)r->rhandle, chunk, 0, PX_BTL_NO_ORDER,
-                            recv_get_done, r, (void *)(uintptr_t)chunk);
-        if (PX_SUCCESS == rc)
-            continue;
-        r->scheduled -= chunk;
-        r->outstanding--;
-        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-            pending_add(r, PX_RT_PEND_GET);
-            return;
+    for (int k = 0; k < r->nrails; ++k) {
+        px_rt_rail_t *rl = &r->rails[k];
+        px_btl_module_t *m = rl->pm->module;
+        while (rl->cursor < rl->end) {
+            size_t chunk = rl->end - rl->cursor;
+            if (m->btl_get_limit && chunk > m->btl_get_limit)
+                chunk = m->btl_get_limit;
+            size_t off = rl->cursor;
+            rl->cursor += chunk;
+            r->scheduled += chunk;
+            r->outstanding++;
+            int rc = m->btl_get(m, rl->pm->endpoint, (char *)r->buf + off, r->raddr + off, rl->reg,
+                                (px_btl_registration_handle_t *)rl->rhandle, chunk, 0,
+                                PX_BTL_NO_ORDER, recv_get_done, r, (void *)(uintptr_t)chunk);
+            if (PX_SUCCESS == rc)
+                continue;
+            rl->cursor -= chunk;
+            r->scheduled -= chunk;
+            r->outstanding--;
+            if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+                pending_add(r, PX_RT_PEND_GET);
+                return;
+            }
+            if (0 == r->scheduled && 0 == r->outstanding) {
+                /* RDMA refused before anything moved: fall back to fragments. */
+                PX_OUTPUT_VERBOSE(10, 0, "runtime: btl %s get failed (%s); using fragments",
+                                  m->btl_component->base.component_name, px_strerror(rc));
+                req_release_regs(r);
+                r->rdma_mode = PX_RT_RDMA_NONE;
+                r->done = 0;
+                pending_remove(r);
+                recv_send_ack(r);
+                return;
+            }
+            /* Give up on the rest: count it as done so the FIN still goes
+             * once the reads in flight finish. */
+            r->status.error = PX_ERR_COMM;
+            r->done += want - r->scheduled;
+            r->scheduled = want;
+            for (int j = 0; j < r->nrails; ++j)
+                r->rails[j].cursor = r->rails[j].end;
+            break;
         }
-        if (0 == r->scheduled && 0 == r->outstanding) {
-            /* RDMA refused before anything moved: fall back to fragments. */
-            PX_OUTPUT_VERBOSE(10, 0, "runtime: btl %s get failed (%s); using fragments",
-                              m->btl_component->base.component_name, px_strerror(rc));
-            if (r->reg && m->btl_deregister_mem)
-                m->btl_deregister_mem(m, r->reg);
-            r->reg = NULL;
-            r->rdma = NULL;
-            r->done = 0;
-            pending_remove(r);
-            recv_send_ack(r);
-            return;
-        }
-        r->status.error = PX_ERR_COMM;
-        r->scheduled = want; /* stop; FIN once the outstanding ones finish */
-        break;
     }
     if (PX_RT_PEND_GET == r->pending)
         pending_remove(r);
     recv_get_check(r);
+}
+
+/* Match the rails the sender offered with this process's RDMA modules for
+ * the peer, split the receive by their weights, register each range.
+ * Returns the number of rails (0: use fragments). */
+static int recv_setup_get_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt_rndv_hdr_t *h,
+                                const unsigned char *blob)
+{
+    r->nrails = 0;
+    size_t pos = 0;
+    double wsum = 0;
+    for (uint32_t e = 0; e < h->nrails && r->nrails < PX_RT_MAX_RAILS; ++e) {
+        px_rt_rail_wire_t w;
+        if (pos + sizeof(w) > h->blob)
+            break;
+        memcpy(&w, blob + pos, sizeof(w));
+        pos += sizeof(w);
+        if (w.hsize > PX_RT_MAX_HANDLE || pos + w.hsize > h->blob)
+            break;
+        for (int i = 0; i < peer->btl->num_rdma; ++i) {
+            px_btl_base_peer_module_t *pm = &peer->btl->rdma[i];
+            px_btl_module_t *m = pm->module;
+            size_t hs = m->btl_register_mem ? m->btl_registration_handle_size : 0;
+            bool used = false;
+            for (int k = 0; k < r->nrails; ++k)
+                used |= r->rails[k].pm == pm;
+            if (used || !(m->btl_flags & PX_BTL_FLAGS_GET) || NULL == m->btl_get ||
+                rdma_id_of(m) != w.rdma_id || hs != w.hsize)
+                continue;
+            px_rt_rail_t *rl = &r->rails[r->nrails++];
+            rl->pm = pm;
+            rl->reg = NULL;
+            rl->hsize = w.hsize;
+            memcpy(rl->rhandle, blob + pos, w.hsize);
+            wsum += pm->weight;
+            break;
+        }
+        pos += w.hsize;
+    }
+    /* Split [0, want) by weight; the last rail takes the remainder. */
+    size_t want = r->status.length, start = 0;
+    for (int k = 0; k < r->nrails; ++k) {
+        px_rt_rail_t *rl = &r->rails[k];
+        size_t n = want - start;
+        if (k + 1 < r->nrails) {
+            double share = wsum > 0 ? rl->pm->weight / wsum : 1.0 / r->nrails;
+            n = (size_t)((double)want * share);
+            if (n > want - start)
+                n = want - start;
+        }
+        rl->cursor = start;
+        rl->end = start + n;
+        start += n;
+        px_btl_module_t *m = rl->pm->module;
+        if (n && m->btl_register_mem) {
+            rl->reg = m->btl_register_mem(m, rl->pm->endpoint, (char *)r->buf + rl->cursor, n, 0);
+            if (NULL == rl->reg) {
+                req_release_regs(r);
+                return 0;
+            }
+        }
+    }
+    return r->nrails;
 }
 
 /* Tell the sender where to put the data (RDMA put). */
@@ -411,9 +494,7 @@ static void am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
         px_show_error("runtime: a PUT-FIN arrived for an unknown receive; dropped");
         return;
     }
-    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
+    req_release_regs(r);
     if (h.sreq != 0 && PX_SUCCESS == r->status.error)
         r->status.error = PX_ERR_COMM; /* the sender's puts failed */
     active_remove(r);
@@ -421,7 +502,7 @@ static void am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
 }
 
 /* A rendezvous matched by receive `r`. */
-static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const void *handle)
+static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 {
     r->status.source = h->m.src;
     r->status.tag = h->m.tag;
@@ -438,45 +519,39 @@ static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const vo
     }
     active_add(r);
     px_rt_peer_t *peer = &px_rt.peers[h->m.src];
-    px_btl_base_peer_module_t *pm = NULL;
-    const uint32_t want = (h->m.flags & PX_RT_RNDV_FLAG_GET)   ? PX_BTL_FLAGS_GET
-                          : (h->m.flags & PX_RT_RNDV_FLAG_PUT) ? PX_BTL_FLAGS_PUT
-                                                               : 0;
-    if (want && h->rdma_id && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl) {
+    const bool rdma_ok = h->nrails && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl;
+    if (rdma_ok && (h->m.flags & PX_RT_RNDV_FLAG_GET)) {
+        if (recv_setup_get_rails(r, peer, h, blob) > 0) {
+            r->rdma_mode = PX_RT_RDMA_GET;
+            r->raddr = h->addr;
+            recv_schedule_gets(r);
+            return;
+        }
+    } else if (rdma_ok && (h->m.flags & PX_RT_RNDV_FLAG_PUT) &&
+               h->blob >= sizeof(px_rt_rail_wire_t)) {
+        px_rt_rail_wire_t w;
+        memcpy(&w, blob, sizeof(w));
         for (int i = 0; i < peer->btl->num_rdma; ++i) {
-            px_btl_module_t *m = peer->btl->rdma[i].module;
-            bool has_op = PX_BTL_FLAGS_GET == want ? m->btl_get != NULL : m->btl_put != NULL;
-            if ((m->btl_flags & want) && has_op && rdma_id_of(m) == h->rdma_id &&
-                (PX_BTL_FLAGS_PUT == want || m->btl_registration_handle_size == h->hsize) &&
-                h->hsize <= PX_RT_MAX_HANDLE) {
-                pm = &peer->btl->rdma[i];
-                break;
+            px_btl_base_peer_module_t *pm = &peer->btl->rdma[i];
+            px_btl_module_t *m = pm->module;
+            if (!(m->btl_flags & PX_BTL_FLAGS_PUT) || NULL == m->btl_put ||
+                rdma_id_of(m) != w.rdma_id)
+                continue;
+            if (r->status.length && m->btl_register_mem) {
+                r->reg = m->btl_register_mem(m, pm->endpoint, r->buf, r->status.length, 0);
+                if (NULL == r->reg)
+                    break; /* cannot register: fragments instead */
             }
+            r->rdma = pm;
+            r->rdma_mode = PX_RT_RDMA_PUT;
+            recv_send_putack(r);
+            return;
         }
     }
-    if (pm) {
-        px_btl_module_t *m = pm->module;
-        r->rdma = pm;
-        r->raddr = h->addr;
-        r->hsize = h->hsize;
-        r->rdma_mode = PX_BTL_FLAGS_GET == want ? PX_RT_RDMA_GET : PX_RT_RDMA_PUT;
-        if (h->hsize)
-            memcpy(r->rhandle, handle, h->hsize);
-        if (r->status.length && m->btl_register_mem) {
-            r->reg = m->btl_register_mem(m, pm->endpoint, r->buf, r->status.length, 0);
-            if (NULL == r->reg)
-                pm = NULL; /* cannot register: fragments instead */
-        }
-    }
-    if (pm && PX_RT_RDMA_GET == r->rdma_mode) {
-        recv_schedule_gets(r);
-    } else if (pm) {
-        recv_send_putack(r);
-    } else {
-        r->rdma = NULL;
-        r->rdma_mode = PX_RT_RDMA_NONE;
-        recv_send_ack(r);
-    }
+    req_release_regs(r);
+    r->rdma = NULL;
+    r->rdma_mode = PX_RT_RDMA_NONE;
+    recv_send_ack(r);
 }
 
 /* Deliver an eager message to the first matching posted receive, or queue it. */
@@ -531,7 +606,7 @@ static px_rt_ux_t *ux_make(int src, int tag, uint32_t seq, int kind, const px_bt
     return u;
 }
 
-static void deliver_rndv(const px_rt_rndv_hdr_t *h, const void *handle);
+static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob);
 
 static void ooo_drain(px_rt_peer_t *peer)
 {
@@ -559,7 +634,7 @@ static void ooo_drain(px_rt_peer_t *peer)
             }
         } else {
             if (r) {
-                recv_start_rndv(r, &found->rndv, found->inline_buf);
+                recv_start_rndv(r, &found->rndv, found->data);
                 ux_free(found);
             } else {
                 px_list_append(&px_rt.unexpected, &found->super.super);
@@ -613,26 +688,22 @@ static void am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         ooo_drain(peer);
 }
 
-static void deliver_rndv(const px_rt_rndv_hdr_t *h, const void *handle)
+static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 {
     px_request_t *r = posted_match(h->m.src, h->m.tag);
     if (r) {
-        recv_start_rndv(r, h, handle);
+        recv_start_rndv(r, h, blob);
         return;
     }
-    px_btl_segment_t s = {(void *)handle, h->hsize};
-    px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h->hsize);
+    /* Queue the header; the rail entries go in the item's data. */
+    px_btl_segment_t s = {(void *)blob, h->blob};
+    px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h->blob);
     if (NULL == u) {
         out_of_memory("a rendezvous request", h->m.src);
         return;
     }
     u->len = h->len;
     u->rndv = *h;
-    /* ux_make put the handle in data; keep it in inline_buf for recv_start_rndv. */
-    if (u->data != u->inline_buf) {
-        free(u->data);
-        u->data = u->inline_buf;
-    }
     px_list_append(&px_rt.unexpected, &u->super.super);
 }
 
@@ -641,26 +712,27 @@ static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_rndv_hdr_t h;
-    unsigned char handle[PX_RT_MAX_HANDLE];
+    unsigned char blob[PX_RT_MAX_BLOB];
     size_t total = seg_data_len(d->des_segments, d->des_segment_count, 0);
     if (total < sizeof(h)) {
         px_show_error("runtime: dropped a malformed rendezvous header (%zu bytes)", total);
         return;
     }
     seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
-    if (h.m.src < 0 || h.m.src >= px_rt.size || h.hsize > PX_RT_MAX_HANDLE ||
-        total < sizeof(h) + h.hsize) {
-        px_show_error("runtime: dropped a malformed rendezvous header (source %d, handle %u "
-                      "bytes)",
-                      h.m.src, h.hsize);
+    if (h.m.src < 0 || h.m.src >= px_rt.size || h.blob > PX_RT_MAX_BLOB ||
+        h.nrails > PX_RT_MAX_RAILS || total < sizeof(h) + h.blob) {
+        px_show_error("runtime: dropped a malformed rendezvous header (source %d, %u rails in "
+                      "%u bytes, %zu bytes received)",
+                      h.m.src, h.nrails, h.blob, total);
         return;
     }
-    if (h.hsize)
-        seg_copy(handle, h.hsize, d->des_segments, d->des_segment_count, sizeof(h));
+    if (h.blob)
+        seg_copy(blob, h.blob, d->des_segments, d->des_segment_count, sizeof(h));
     px_rt_peer_t *peer = &px_rt.peers[h.m.src];
     if (h.m.seq != peer->recv_seq) {
-        px_btl_segment_t s = {handle, h.hsize};
-        px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h.hsize);
+        px_btl_segment_t s = {blob, h.blob};
+        px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h.blob);
+        px_rt.ooo_arrivals++;
         if (NULL == u) {
             out_of_memory("an out-of-order rendezvous request", h.m.src);
             return;
@@ -668,11 +740,10 @@ static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         u->len = h.len;
         u->rndv = h;
         px_list_append(&peer->ooo, &u->super.super);
-        px_rt.ooo_arrivals++;
         return;
     }
     peer->recv_seq++;
-    deliver_rndv(&h, handle);
+    deliver_rndv(&h, blob);
     if (!px_list_is_empty(&peer->ooo))
         ooo_drain(peer);
 }
@@ -699,9 +770,7 @@ static void am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     r->done += len;
     if (r->done >= r->total) {
-        if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
-            r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-        r->reg = NULL;
+        req_release_regs(r);
         active_remove(r);
         req_complete(r);
     }
@@ -795,9 +864,7 @@ static void am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         px_show_error("runtime: an ACK arrived for an unknown send; dropped");
         return;
     }
-    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
+    req_release_regs(r);
     r->remote = h.rreq;
     r->scheduled = 0;
     r->done = 0;
@@ -819,9 +886,7 @@ static void am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         px_show_error("runtime: a FIN arrived for an unknown send; dropped");
         return;
     }
-    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
+    req_release_regs(r);
     active_remove(r);
     req_complete(r);
 }
@@ -849,9 +914,7 @@ static void send_put_check(px_request_t *r)
         r->scheduled < r->rlen)
         return;
     r->finishing = true;
-    if (r->reg && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
+    req_release_regs(r);
     send_put_finish(r);
 }
 
@@ -953,32 +1016,50 @@ static void am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
     send_schedule_puts(r);
 }
 
-/* How a rendezvous moves its data: the peer's heaviest RDMA module, by get
- * when it offers GET (the sender's buffer is registered and its handle sent
- * along), else by put; nothing (pipelined fragments) otherwise. */
+/* How a rendezvous moves its data: by get over every RDMA module of the peer
+ * that offers GET (up to PX_RT_MAX_RAILS, the sender's buffer registered with
+ * each; the receiver splits the read by bandwidth weight), else by put over
+ * the heaviest module offering PUT, else by pipelined fragments. */
 static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
 {
     r->rdma_mode = PX_RT_RDMA_NONE;
     r->rdma = NULL;
-    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol || 0 == peer->btl->num_rdma)
+    r->nrails = 0;
+    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol)
         return;
-    px_btl_base_peer_module_t *rp = &peer->btl->rdma[0];
-    px_btl_module_t *rm = rp->module;
-    if (rm->btl_registration_handle_size > PX_RT_MAX_HANDLE)
-        return;
-    bool can_get = (rm->btl_flags & PX_BTL_FLAGS_GET) && rm->btl_get;
-    bool can_put = (rm->btl_flags & PX_BTL_FLAGS_PUT) && rm->btl_put;
-    if (can_get && px_rt.rndv_protocol != PX_RT_RNDV_PUT) {
-        if (rm->btl_register_mem) {
-            r->reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
-            if (NULL == r->reg)
-                return;
+    if (px_rt.rndv_protocol != PX_RT_RNDV_PUT) {
+        for (int i = 0; i < peer->btl->num_rdma && r->nrails < PX_RT_MAX_RAILS; ++i) {
+            px_btl_base_peer_module_t *rp = &peer->btl->rdma[i];
+            px_btl_module_t *rm = rp->module;
+            if (!(rm->btl_flags & PX_BTL_FLAGS_GET) || NULL == rm->btl_get ||
+                rm->btl_registration_handle_size > PX_RT_MAX_HANDLE)
+                continue;
+            px_btl_registration_handle_t *reg = NULL;
+            if (rm->btl_register_mem) {
+                reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
+                if (NULL == reg)
+                    continue;
+            }
+            px_rt_rail_t *rl = &r->rails[r->nrails++];
+            rl->pm = rp;
+            rl->reg = reg;
+            rl->hsize = reg ? (uint32_t)rm->btl_registration_handle_size : 0;
         }
-        r->rdma = rp;
-        r->rdma_mode = PX_RT_RDMA_GET;
-    } else if (can_put && px_rt.rndv_protocol != PX_RT_RNDV_GET) {
-        r->rdma = rp; /* registered when the receiver answers */
-        r->rdma_mode = PX_RT_RDMA_PUT;
+        if (r->nrails) {
+            r->rdma_mode = PX_RT_RDMA_GET;
+            return;
+        }
+    }
+    if (px_rt.rndv_protocol == PX_RT_RNDV_GET)
+        return;
+    for (int i = 0; i < peer->btl->num_rdma; ++i) {
+        px_btl_module_t *rm = peer->btl->rdma[i].module;
+        if ((rm->btl_flags & PX_BTL_FLAGS_PUT) && rm->btl_put &&
+            rm->btl_registration_handle_size <= PX_RT_MAX_HANDLE) {
+            r->rdma = &peer->btl->rdma[i]; /* registered when the receiver answers */
+            r->rdma_mode = PX_RT_RDMA_PUT;
+            return;
+        }
     }
 }
 
@@ -1021,10 +1102,10 @@ static void send_start(px_request_t *r)
             return;
         m->btl_free(m, des);
     } else {
-        /* Rendezvous: offer RDMA get when the peer has an RDMA module. */
+        /* Rendezvous: the header, then the RDMA rails offered. */
         struct {
             px_rt_rndv_hdr_t h;
-            unsigned char handle[PX_RT_MAX_HANDLE];
+            unsigned char blob[PX_RT_MAX_BLOB];
         } msg;
         memset(&msg.h, 0, sizeof(msg.h));
         msg.h.m = mh;
@@ -1035,18 +1116,27 @@ static void send_start(px_request_t *r)
             rndv_choose_rdma(r, peer);
             r->rndv_prepared = true;
         }
+        size_t pos = 0;
         if (PX_RT_RDMA_GET == r->rdma_mode) {
-            size_t hs = r->rdma->module->btl_registration_handle_size;
-            if (r->reg && hs)
-                memcpy(msg.handle, r->reg, hs);
             msg.h.m.flags |= PX_RT_RNDV_FLAG_GET;
-            msg.h.rdma_id = rdma_id_of(r->rdma->module);
-            msg.h.hsize = (uint32_t)hs;
+            for (int k = 0; k < r->nrails; ++k) {
+                px_rt_rail_wire_t w = {rdma_id_of(r->rails[k].pm->module), r->rails[k].hsize};
+                memcpy(msg.blob + pos, &w, sizeof(w));
+                pos += sizeof(w);
+                if (w.hsize)
+                    memcpy(msg.blob + pos, r->rails[k].reg, w.hsize);
+                pos += w.hsize;
+            }
+            msg.h.nrails = (uint32_t)r->nrails;
         } else if (PX_RT_RDMA_PUT == r->rdma_mode) {
             msg.h.m.flags |= PX_RT_RNDV_FLAG_PUT;
-            msg.h.rdma_id = rdma_id_of(r->rdma->module);
+            px_rt_rail_wire_t w = {rdma_id_of(r->rdma->module), 0};
+            memcpy(msg.blob, &w, sizeof(w));
+            pos = sizeof(w);
+            msg.h.nrails = 1;
         }
-        size_t bytes = sizeof(msg.h) + msg.h.hsize;
+        msg.h.blob = (uint32_t)pos;
+        size_t bytes = sizeof(msg.h) + msg.h.blob;
         px_btl_descriptor_t *des =
             m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, bytes, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
         if (NULL == des) {
@@ -1190,7 +1280,7 @@ int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **reque
             px_btl_segment_t s = {u->data, u->len};
             recv_eager_into(r, u->src, u->tag, &s, 1, 0, u->len);
         } else {
-            recv_start_rndv(r, &u->rndv, u->inline_buf);
+            recv_start_rndv(r, &u->rndv, u->data);
         }
         ux_free(u);
         return PX_SUCCESS;
@@ -1226,9 +1316,7 @@ static void req_cancel(px_request_t *r)
             }
         }
     }
-    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
+    req_release_regs(r);
 }
 
 static double now(void)

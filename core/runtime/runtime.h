@@ -40,12 +40,31 @@ typedef struct px_rt_match_hdr {
 
 typedef struct px_rt_rndv_hdr {
     px_rt_match_hdr_t m;
-    uint64_t len;     /* message length */
-    uint64_t sreq;    /* the sender's request */
-    uint64_t addr;    /* the sender's buffer, for RDMA get */
-    uint32_t rdma_id; /* hash of the RDMA module's component name; 0: no get */
-    uint32_t hsize;   /* registration handle bytes following this header */
+    uint64_t len;    /* message length */
+    uint64_t sreq;   /* the sender's request */
+    uint64_t addr;   /* the sender's buffer, for RDMA get */
+    uint32_t nrails; /* RDMA rails offered: px_rt_rail_wire_t + handle each, following */
+    uint32_t blob;   /* bytes of those entries */
 } px_rt_rndv_hdr_t;
+
+/* One RDMA rail offered in an RNDV header, followed by `hsize` handle bytes. */
+typedef struct px_rt_rail_wire {
+    uint32_t rdma_id; /* hash of the module's component name */
+    uint32_t hsize;   /* registration handle bytes (0: none needed) */
+} px_rt_rail_wire_t;
+
+/* Most rails one rendezvous stripes over, and the largest rail area. */
+#define PX_RT_MAX_RAILS 4
+#define PX_RT_MAX_BLOB  (PX_RT_MAX_RAILS * (sizeof(px_rt_rail_wire_t) + PX_RT_MAX_HANDLE))
+
+/* A rail of a striped RDMA get. */
+typedef struct px_rt_rail {
+    px_btl_base_peer_module_t *pm;
+    px_btl_registration_handle_t *reg; /* local registration */
+    size_t cursor, end;                /* recv: the byte range still to read */
+    uint32_t hsize;
+    unsigned char rhandle[PX_RT_MAX_HANDLE]; /* recv: the sender's handle */
+} px_rt_rail_t;
 
 typedef struct px_rt_ctl_hdr {
     uint64_t sreq;
@@ -113,8 +132,10 @@ struct px_request {
     px_btl_base_peer_module_t *rdma;
     px_btl_registration_handle_t *reg;
     px_btl_convertor_t conv;
-    uint32_t hsize;
+    uint32_t hsize; /* put: the receiver's handle */
     unsigned char rhandle[PX_RT_MAX_HANDLE];
+    int nrails; /* get: rails in use */
+    px_rt_rail_t rails[PX_RT_MAX_RAILS];
     px_list_item_t pend_link; /* on px_rt.pending */
 };
 PX_CLASS_DECLARATION(px_request_t);

@@ -32,7 +32,12 @@ typedef struct rail_module {
     px_btl_error_fn err;
     rail_frag_t *queue; /* delivered by progress, newest first */
     int sent;
+    size_t got_bytes; /* read by btl_get */
+    int gets;
 } rail_module_t;
+
+/* Set before px_init: the rails offer RDMA get, with bandwidths 3000 and 1000. */
+static int rails_with_get;
 
 static rail_module_t rails[2];
 static const px_btl_component_t px_btl_rail_component;
@@ -150,6 +155,21 @@ static int rail_progress(px_btl_module_t *btl)
     }
     return n;
 }
+static int rail_get(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local, uint64_t remote,
+                    px_btl_registration_handle_t *lh, px_btl_registration_handle_t *rh, size_t size,
+                    int flags, int order, px_btl_rdma_completion_fn cb, void *ctx, void *cbdata)
+{
+    (void)rh;
+    (void)flags;
+    (void)order;
+    rail_module_t *m = (rail_module_t *)btl;
+    memcpy(local, (void *)(uintptr_t)remote, size);
+    m->got_bytes += size;
+    m->gets++;
+    cb(btl, ep, local, lh, ctx, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+
 static int rail_register_error(px_btl_module_t *btl, px_btl_error_fn fn)
 {
     ((rail_module_t *)btl)->err = fn;
@@ -180,6 +200,12 @@ static px_btl_module_t **rail_init(int *n, bool a, bool b)
         m->btl_send = rail_send;
         m->btl_progress = rail_progress;
         m->btl_register_error = rail_register_error;
+        if (rails_with_get) {
+            m->btl_flags |= PX_BTL_FLAGS_GET;
+            m->btl_get = rail_get;
+            m->btl_get_limit = 100000; /* several reads per rail */
+            m->btl_bandwidth = i ? 1000 : 3000;
+        }
         rails[i].delayed = i;
         mods[i] = m;
     }
@@ -253,6 +279,52 @@ START_TEST(ordering_across_rails)
 }
 END_TEST
 
+START_TEST(striped_get)
+{
+    rails_with_get = 1;
+    init_rails();
+    px_btl_base_peer_t *p = px_rt.peers[0].btl;
+    ck_assert_int_eq(p->num_rdma, 2);
+    ck_assert_ptr_eq(p->rdma[0].module, &rails[0].super); /* heaviest first */
+    ck_assert_double_eq_tol(p->rdma[0].weight, 0.75, 1e-12);
+    size_t n = 1u << 20;
+    unsigned char *s = malloc(n), *r = malloc(n);
+    fill(s, n, 5);
+    for (int posted_first = 0; posted_first < 2; ++posted_first) {
+        memset(r, 0, n);
+        rails[0].got_bytes = rails[1].got_bytes = 0;
+        px_request_t *sr, *rr;
+        px_status_t st;
+        if (posted_first)
+            ck_assert_int_eq(px_irecv(r, n, 0, 8, &rr), PX_SUCCESS);
+        ck_assert_int_eq(px_isend(s, n, 0, 8, &sr), PX_SUCCESS);
+        if (!posted_first)
+            ck_assert_int_eq(px_irecv(r, n, 0, 8, &rr), PX_SUCCESS);
+        ck_assert_int_eq(px_wait(&rr, &st), PX_SUCCESS);
+        ck_assert_int_eq(px_wait(&sr, NULL), PX_SUCCESS);
+        ck_assert_uint_eq(st.length, n);
+        ck_assert(0 == memcmp(r, s, n));
+        /* the read was striped 3:1 by bandwidth */
+        ck_assert_uint_eq(rails[0].got_bytes, 3 * n / 4);
+        ck_assert_uint_eq(rails[1].got_bytes, n / 4);
+    }
+    ck_assert_int_ge(rails[0].gets, 2 * 8); /* get_limit splits each rail's range */
+    /* a truncated receive reads only what fits, still striped */
+    rails[0].got_bytes = rails[1].got_bytes = 0;
+    px_request_t *sr;
+    ck_assert_int_eq(px_isend(s, n, 0, 9, &sr), PX_SUCCESS);
+    px_status_t st;
+    ck_assert_int_eq(px_recv(r, 4000, 0, 9, &st), PX_ERR_TRUNCATE);
+    ck_assert_int_eq(px_wait(&sr, NULL), PX_SUCCESS);
+    ck_assert_uint_eq(st.length, 4000);
+    ck_assert_uint_eq(rails[0].got_bytes + rails[1].got_bytes, 4000);
+    ck_assert_uint_eq(rails[0].got_bytes, 3000);
+    free(s);
+    free(r);
+    ck_assert_int_eq(px_finalize(), PX_SUCCESS);
+}
+END_TEST
+
 START_TEST(error_from_progress)
 {
     init_rails();
@@ -274,6 +346,7 @@ int main(void)
     TCase *tc = tcase_create("rails");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, ordering_across_rails);
+    tcase_add_test(tc, striped_get);
     tcase_add_test(tc, error_from_progress);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
