@@ -126,12 +126,8 @@ struct px_btl_ofi_module {
     size_t num_peers;
     char **reasons; /* strings handed out by add_procs */
     size_t num_reasons;
-    int in_progress;
 };
 
-typedef struct px_btl_ofi_component_t {
-    px_btl_component_t super;
-} px_btl_ofi_component_t;
 extern const px_btl_component_t px_btl_ofi_component;
 
 /* Variables. */

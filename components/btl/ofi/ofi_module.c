@@ -126,10 +126,14 @@ static int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_h
 static int px_btl_ofi_post_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
 {
     void *desc = f->base.super.registration ? fi_mr_desc(f->base.super.registration) : NULL;
-    ssize_t rc;
-    do {
+    ssize_t rc = -FI_EAGAIN;
+    /* A receive queue that is full for a moment drains with progress. */
+    for (int tries = 0; tries < 100000; ++tries) {
         rc = fi_recv(m->ep, f->base.super.payload, m->frag_size, desc, FI_ADDR_UNSPEC, &f->ctx.fi);
-    } while (-FI_EAGAIN == rc && fi_cq_read(m->cq, NULL, 0) >= -FI_EAGAIN);
+        if (-FI_EAGAIN != rc)
+            break;
+        (void)fi_cq_read(m->cq, NULL, 0);
+    }
     if (0 != rc) {
         px_show_error("btl/ofi (%s): fi_recv failed: %s", px_btl_ofi_prov(m),
                       px_btl_ofi_strerror((int)rc));
@@ -863,7 +867,6 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     m->num_peers = 0;
     m->reasons = NULL;
     m->num_reasons = 0;
-    m->in_progress = 0;
     m->next_key = 1;
     m->my_rank = px_boot ? px_boot->rank : 0;
     uint64_t mr_mode = info->domain_attr->mr_mode;
