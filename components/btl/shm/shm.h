@@ -133,6 +133,7 @@ typedef struct px_btl_shm_state {
     int yield_mode; /* PX_BTL_SHM_YIELD_* */
     /* runtime */
     bool yield_when_idle;
+    bool in_progress;
     unsigned idle_polls;
     int my_idx, nlocal, my_rank;
     int *local_index; /* [size]: local index of each rank, -1 when remote */

@@ -241,6 +241,9 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
 {
     (void)btl;
     px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (PX_UNLIKELY(s->in_progress))
+        return 0; /* called again from a callback: the outer call delivers the rest */
+    s->in_progress = true;
     int n = 0;
     for (int i = 0; i < s->nactive; i++)
         n += fbox_poll(s->active[i], s->poll_batch);
@@ -255,6 +258,7 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
             sched_yield();
         }
     }
+    s->in_progress = false;
     return n;
 }
 
