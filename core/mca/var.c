@@ -287,6 +287,16 @@ static entry_t *add_entry(const char *name, const char *value, px_mca_var_source
     return e;
 }
 
+static void remove_entry(entry_t *e)
+{
+    free(e->name);
+    free(e->value);
+    free(e->where);
+    size_t i = (size_t)(e - entries);
+    memmove(e, e + 1, (size_t)(n_entries - (int)i - 1) * sizeof(*e));
+    n_entries--;
+}
+
 /* --------------------------------------------------------- types and text */
 
 const char *px_mca_var_type_name(px_mca_var_type_t type)
@@ -1145,6 +1155,18 @@ int px_mca_var_find(const char *full_name)
     return i;
 }
 
+static void drop_other_names(var_t *v, const char *keep, px_mca_var_source_t source)
+{
+    entry_t *e;
+    if (strcmp(v->full_name, keep) != 0 && (e = find_entry(v->full_name, source)))
+        remove_entry(e);
+    for (int k = 0; k < v->n_syns; k++) {
+        const char *n = vars[v->syns[k]]->full_name;
+        if (strcmp(n, keep) != 0 && (e = find_entry(n, source)))
+            remove_entry(e);
+    }
+}
+
 int px_mca_var_set_source(const char *full_name, const char *value, px_mca_var_source_t source,
                           const char *where)
 {
@@ -1197,6 +1219,9 @@ int px_mca_var_set_source(const char *full_name, const char *value, px_mca_var_s
     }
     if (v->type == PX_MCA_VAR_TYPE_STRING)
         free(tmp.s);
+    /* Latest wins within a source: drop what the variable's other names
+     * had at this source (a synonym set after the name, or the reverse). */
+    drop_other_names(v, full_name, source);
     add_entry(full_name, value, source, where, -1);
     int rc = resolve(v);
     pthread_mutex_unlock(&lock);

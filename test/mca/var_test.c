@@ -567,6 +567,24 @@ START_TEST(test_synonyms)
 }
 END_TEST
 
+START_TEST(test_latest_set_wins_across_names)
+{
+    clean_env();
+    int x = 0;
+    int xi = reg_int("x", &x);
+    px_mca_var_register_synonym(xi, "ptest", "old", "x", PX_MCA_VAR_FLAG_DEPRECATED);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "1"), PX_SUCCESS);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_old_x", "2"), PX_SUCCESS);
+    const char *err = capture_end();
+    ck_assert_int_eq(x, 2); /* the synonym, set later, wins */
+    ck_assert_ptr_nonnull(strstr(err, "use \"ptest_alpha_x\" instead"));
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "3"), PX_SUCCESS);
+    ck_assert_int_eq(x, 3);
+    px_mca_var_finalize();
+}
+END_TEST
+
 START_TEST(test_primary_beats_synonym)
 {
     clean_env();
@@ -851,6 +869,7 @@ int main(void)
     tcase_add_test(tc, test_api_unknown_name);
     tcase_add_test(tc, test_synonyms);
     tcase_add_test(tc, test_primary_beats_synonym);
+    tcase_add_test(tc, test_latest_set_wins_across_names);
     tcase_add_test(tc, test_deprecated_variable);
     tcase_add_test(tc, test_readonly);
     tcase_add_test(tc, test_override_makes_readonly);
