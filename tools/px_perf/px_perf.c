@@ -10,6 +10,9 @@
  *   px_perf --empty              px_init + px_finalize only (startup timing)
  *   px_perf --floor              one cache line passed between two processes (the
  *                                hardware's floor for a one-way message)
+ *   pxrun -n 2 px_perf --btl --sizes 8,4096
+ *                                ping-pong on the transport itself (btl_sendi +
+ *                                btl_progress), below the messaging API
  *
  * Iterations per size follow mpi_pingpong.c: latency 20000 (<= 4 KiB),
  * 2000 (<= 256 KiB), 200 above, with a tenth more as warm-up; bandwidth 200
@@ -30,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "core/runtime/plexus.h"
+#include "core/runtime/runtime.h" /* --btl reaches the transport behind the API */
 
 #define WIN       64
 #define MAX_SIZES 64
@@ -174,6 +178,70 @@ static int floor_mode(void)
     return 0;
 }
 
+/* --btl: the same ping-pong straight on the transport that serves rank 1
+ * (btl_sendi and the module's progress, an active-message callback on a user
+ * tag), to split the one-way latency into transport and runtime. */
+static volatile int btl_arrived;
+static void btl_am(struct px_btl_module *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    (void)d;
+    btl_arrived++;
+}
+
+static void btl_mode(const size_t *sizes, int nsizes, long iters_override)
+{
+    int rank = px_rank(), peer = rank == 0 ? 1 : 0;
+    if (rank > 1 || px_size() < 2)
+        return;
+    px_btl_module_t *m = px_rt.peers[peer].eager_btl;
+    px_btl_endpoint_t *ep = px_rt.peers[peer].eager_ep;
+    if (!m || !m->btl_sendi) {
+        if (rank == 0)
+            printf("px_perf --btl: the transport to rank 1 has no sendi\n");
+        return;
+    }
+    px_btl_base_register_am(200, btl_am, NULL);
+    static char buf[1 << 16];
+    if (rank == 0)
+        printf("# px_perf --btl: %s sendi + progress, half round trip\n%10s %12s\n",
+               m->btl_component->base.component_name, "bytes", "lat_us");
+    for (int si = 0; si < nsizes; si++) {
+        size_t s = sizes[si];
+        if (s > sizeof buf)
+            continue;
+        long iters = iters_override ? iters_override : 20000, warm = iters / 10;
+        double t0 = 0;
+        px_barrier();
+        btl_arrived = 0;
+        int expect = 0;
+        for (long i = 0; i < iters + warm; i++) {
+            if (i == warm)
+                t0 = px_wtime();
+            if (rank == 0) {
+                while (m->btl_sendi(m, ep, buf, s, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL) !=
+                       PX_SUCCESS)
+                    m->btl_progress(m);
+                expect++;
+                while (btl_arrived < expect)
+                    m->btl_progress(m);
+            } else {
+                expect++;
+                while (btl_arrived < expect)
+                    m->btl_progress(m);
+                while (m->btl_sendi(m, ep, buf, s, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL) !=
+                       PX_SUCCESS)
+                    m->btl_progress(m);
+            }
+        }
+        double lat = (px_wtime() - t0) / (double)iters / 2 * 1e6;
+        if (rank == 0)
+            printf("%10zu %12.3f\n", s, lat);
+    }
+    px_btl_base_register_am(200, NULL, NULL);
+    px_barrier();
+}
+
 static int load_peer(const char *path, peer_row_t *rows, int max)
 {
     FILE *f = fopen(path, "r");
@@ -214,7 +282,7 @@ int main(int argc, char **argv)
     int nsizes = 0;
     size_t minb = 0, maxb = 4 << 20;
     long iters_override = 0;
-    int csv = 0, json = 0;
+    int csv = 0, json = 0, btl = 0;
     const char *vs = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -226,6 +294,7 @@ int main(int argc, char **argv)
                  "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
                  "       px_perf --empty             px_init and px_finalize only\n"
                  "       px_perf --floor             cache-line ping-pong between two processes\n"
+                 "       pxrun -n 2 px_perf --btl    ping-pong on the transport (btl_sendi)\n"
                  "Defaults: --test lat,bw, sizes 0 B to 4 MiB.");
             return 0;
         } else if (!strcmp(a, "--memcpy")) {
@@ -235,6 +304,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--empty")) {
             check(px_init(&argc, &argv), "px_init");
             return px_finalize() == PX_SUCCESS ? 0 : 1;
+        } else if (!strcmp(a, "--btl")) {
+            btl = 1;
         } else if (!strcmp(a, "--csv")) {
             csv = 1;
         } else if (!strcmp(a, "--json")) {
@@ -297,6 +368,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "px_perf: needs 2 ranks (run it as: pxrun -n 2 px_perf)\n");
         px_finalize();
         return 2;
+    }
+    if (btl) {
+        btl_mode(sizes, nsizes, iters_override);
+        px_finalize();
+        return 0;
     }
     size_t maxs = 0;
     for (int i = 0; i < nsizes; i++)
