@@ -8,7 +8,9 @@
  * are offered below for the two usual styles.
  *
  * Every framework automatically gets the variables <fw> (selection list) and
- * <fw>_base_verbose (verbosity of its output stream).
+ * <fw>_base_verbose (verbosity of its output stream: 1 says why a component
+ * was refused, failed to open or was dropped; 10 says every step).
+ * Not thread-safe: frameworks are opened and closed by one thread at a time.
  */
 #ifndef PX_MCA_FRAMEWORK_H
 #define PX_MCA_FRAMEWORK_H
@@ -36,10 +38,12 @@ typedef struct px_mca_framework {
     /* State, managed by the MCA layer: */
     int refcount; /* open count: tools may open without selecting */
     bool registered;
-    int output;           /* stream for <fw>_base_verbose */
-    int verbose;          /* value of <fw>_base_verbose */
-    char *selection;      /* value of <fw> */
-    px_list_t components; /* px_mca_component_item_t, opened, in priority order */
+    int output;      /* stream for <fw>_base_verbose */
+    int verbose;     /* value of <fw>_base_verbose */
+    char *selection; /* value of <fw> */
+    /* px_mca_component_item_t: after register the candidates, after open
+     * those that opened; built-ins in list order, then plugins by file name. */
+    px_list_t components;
 } px_mca_framework_t;
 
 /* Register the framework's variables and every candidate component's
