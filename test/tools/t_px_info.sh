@@ -160,6 +160,9 @@ run --mca btl '^fake,open' --show-failed
 check "excluded plugins are not loaded (nothing failed)" contains "$out" "Failed components: none"
 run --mca btl '^fake,open'
 check "excluded plugin listed as not loaded" contains "$flat" 'fake (plugin, not loaded: excluded by btl="^fake,open")'
+run --mca btl '^fake' --param btl fake
+check "--param on an excluded plugin: exit 0" eq "$rc" 0
+check "--param on an excluded plugin: says why nothing shows" contains "$err" "btl component fake is excluded by the selection list btl=\"^fake\", so its plugin was not loaded"
 export PX_MCA_mca_component_path=$tmp/noplugins
 
 # --- everything
