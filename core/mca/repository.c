@@ -365,6 +365,17 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
         lt_dlclose(h);
         return PX_ERR_VERSION;
     }
+    /* A refusal recorded earlier for this file (since fixed) is stale. */
+    for (int i = n_failed - 1; i >= 0; i--) {
+        if (0 == strcmp(failed[i].path, path) && 0 == strcmp(failed[i].framework, framework)) {
+            free((char *)failed[i].framework);
+            free((char *)failed[i].component);
+            free((char *)failed[i].path);
+            free((char *)failed[i].reason);
+            memmove(&failed[i], &failed[i + 1], (size_t)(n_failed - i - 1) * sizeof(*failed));
+            n_failed--;
+        }
+    }
     *comp = c;
     *handle = h;
     return PX_SUCCESS;

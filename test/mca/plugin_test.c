@@ -239,6 +239,31 @@ START_TEST(test_refuse_world_writable_file)
 }
 END_TEST
 
+START_TEST(test_fixed_plugin_loses_its_refusal)
+{
+    setup("good");
+    char *dir = make_tmpdir();
+    char *from = plugin_path("good");
+    char *to = NULL;
+    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
+    copy_file(from, to, 0757);
+    setenv("PX_MCA_mca_component_path", dir, 1);
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
+    capture_end();
+    ck_assert_ptr_nonnull(failure_reason("good"));
+    px_mca_framework_close(fw);
+    ck_assert_int_eq(chmod(to, 0755), 0); /* the administrator fixes it */
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    ck_assert_ptr_null(failure_reason("good"));
+    ck_assert_ptr_nonnull(find_item("good"));
+    free(to);
+    free(from);
+    free(dir);
+    teardown_fw();
+}
+END_TEST
+
 START_TEST(test_refuse_world_writable_folder)
 {
     setup("good");
@@ -446,6 +471,7 @@ int main(void)
     tcase_add_test(tc, test_refuse_unresolved_symbol);
     tcase_add_test(tc, test_refuse_world_writable_file);
     tcase_add_test(tc, test_refuse_world_writable_folder);
+    tcase_add_test(tc, test_fixed_plugin_loses_its_refusal);
     tcase_add_test(tc, test_failing_open_plugin_closed_and_unloaded);
     tcase_add_test(tc, test_failing_open_plugin_close_called);
     tcase_add_test(tc, test_probe_dropped_at_unload);
