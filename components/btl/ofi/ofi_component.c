@@ -39,11 +39,11 @@ int px_btl_ofi_output = -1;
 static char *px_btl_ofi_providers_available = NULL;
 static char *px_btl_ofi_provider_selected = NULL;
 /* What the last discovery found. */
-static char px_btl_ofi_avail_text[1024], px_btl_ofi_selected_text[512];
+static char px_btl_ofi_avail_text[1024], px_btl_ofi_selected_text[2200];
 
 static struct fi_info *px_btl_ofi_all_infos; /* from fi_getinfo */
 static struct fi_info *px_btl_ofi_chosen;    /* points into the list above */
-static char px_btl_ofi_decline[512];         /* why init declines, when it does */
+static char px_btl_ofi_decline[2048];        /* why init declines, when it does */
 static bool px_btl_ofi_decline_is_error;     /* a user's setting cannot be honoured */
 
 /* The module template: figures the base registers as btl_ofi_<field>. */
@@ -192,13 +192,13 @@ static void px_btl_ofi_choose(void)
         const char *avail = px_btl_ofi_avail_text[0] ? px_btl_ofi_avail_text : "none";
         if (px_btl_ofi_is_set(inc))
             snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline),
-                     "btl_ofi_provider_include=\"%s\"%s%s names no provider found here; "
-                     "available RDM providers: %s",
+                     "btl_ofi_provider_include=\"%.300s\"%s%.200s names no provider found here; "
+                     "available RDM providers: %.1023s",
                      inc, px_btl_ofi_is_set(px_btl_ofi_domain) ? " with btl_ofi_domain=" : "",
                      px_btl_ofi_is_set(px_btl_ofi_domain) ? px_btl_ofi_domain : "", avail);
         else
             snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline),
-                     "no usable libfabric RDM provider%s%s%s%s (available: %s)",
+                     "no usable libfabric RDM provider%s%.300s%s%.200s (available: %.1023s)",
                      px_btl_ofi_is_set(exc) ? " after btl_ofi_provider_exclude=" : "",
                      px_btl_ofi_is_set(exc) ? exc : "",
                      px_btl_ofi_is_set(px_btl_ofi_domain) ? " with btl_ofi_domain=" : "",

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -483,14 +484,20 @@ static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, 
         }
         desc = ((px_btl_ofi_reg_t *)op->temp_reg)->handle.desc;
     }
-    uint64_t raddr = m->mr_virt_addr ? remote_address : remote_address - remote_handle->base;
+    /* The remote handle arrived in a message: it may be unaligned. */
+    uint64_t rkey, rbase;
+    memcpy(&rkey, (const char *)remote_handle + offsetof(px_btl_registration_handle_t, key),
+           sizeof(rkey));
+    memcpy(&rbase, (const char *)remote_handle + offsetof(px_btl_registration_handle_t, base),
+           sizeof(rbase));
+    uint64_t raddr = m->mr_virt_addr ? remote_address : remote_address - rbase;
     ssize_t rc;
     if (write) {
         /* A put completes when the data is at the target (delivery
          * complete), so a message sent after the completion cannot
          * overtake it; the runtime relies on that for its FIN. */
         struct iovec iov = {.iov_base = local_address, .iov_len = size};
-        struct fi_rma_iov riov = {.addr = raddr, .len = size, .key = remote_handle->key};
+        struct fi_rma_iov riov = {.addr = raddr, .len = size, .key = rkey};
         struct fi_msg_rma msg = {.msg_iov = &iov,
                                  .desc = &desc,
                                  .iov_count = 1,
@@ -500,8 +507,7 @@ static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, 
                                  .context = &op->ctx.fi};
         rc = fi_writemsg(m->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
     } else {
-        rc = fi_read(m->ep, local_address, size, desc, endpoint->addr, raddr, remote_handle->key,
-                     &op->ctx.fi);
+        rc = fi_read(m->ep, local_address, size, desc, endpoint->addr, raddr, rkey, &op->ctx.fi);
     }
     if (PX_LIKELY(0 == rc)) {
         endpoint->outstanding++;
