@@ -26,7 +26,7 @@ px_btl_shm_state_t px_btl_shm_state = {
     .single_copy = PX_BTL_SHM_SC_NONE,
     .free_list_eager_max = 128,
     .free_list_send_max = 16,
-    .poll_batch = 64,
+    .poll_batch = 1,
     .yield_mode = PX_BTL_SHM_YIELD_AUTO,
 };
 
@@ -90,7 +90,9 @@ static int px_btl_shm_register(void)
     if (rc < 0)
         return rc;
     rc = px_mca_var_register("btl", "shm", "poll_batch",
-                             "Most messages taken from one peer's fast box per progress call",
+                             "Most messages taken from one peer's fast box per progress call (1: "
+                             "the receiver does not read the next slot right after a message, "
+                             "which keeps a cache miss off the ping-pong path)",
                              PX_MCA_VAR_TYPE_INT, NULL, 7, PX_MCA_VAR_SCOPE_LOCAL, 0,
                              &s->poll_batch);
     if (rc < 0)
