@@ -27,7 +27,7 @@ typedef struct fw_state {
     bool list_constructed;
     bool output_open;
     sel_mode_t mode;
-    px_mca_strv_t names; /* names in the selection list */
+    char **names;        /* names in the selection list (argv) */
     char *include_error; /* every unusable name of an include list */
     bool exclude_warned;
 } fw_state_t;
@@ -78,7 +78,8 @@ static char *selection_origin(px_mca_framework_t *fw)
 
 static int parse_selection(px_mca_framework_t *fw, fw_state_t *st)
 {
-    px_mca_strv_free(&st->names);
+    px_argv_free(st->names);
+    st->names = NULL;
     st->mode = SEL_ALL;
     const char *s = fw->selection;
     if (!s)
@@ -88,19 +89,20 @@ static int parse_selection(px_mca_framework_t *fw, fw_state_t *st)
     if (!*s)
         return PX_SUCCESS;
     bool exclude = (*s == '^');
-    px_mca_strv_split(&st->names, exclude ? s + 1 : s, ',');
-    for (int i = 0; i < st->names.n; i++) {
-        if (strchr(st->names.v[i], '^')) {
+    st->names = px_mca_split_trimmed(exclude ? s + 1 : s, ',');
+    for (int i = 0; st->names && st->names[i]; i++) {
+        if (strchr(st->names[i], '^')) {
             char *src = selection_origin(fw);
             px_show_error("the %s selection list \"%s\" (from %s) mixes including and "
                           "excluding; use either \"a,b\" (only these) or \"^a,b\" (all but these)",
                           fw->name, fw->selection, src);
             free(src);
-            px_mca_strv_free(&st->names);
+            px_argv_free(st->names);
+            st->names = NULL;
             return PX_ERR_BAD_PARAM;
         }
     }
-    if (st->names.n == 0) {
+    if (!st->names) {
         if (exclude) {
             char *src = selection_origin(fw);
             px_show_error("the %s selection list \"%s\" (from %s) excludes nothing; write "
@@ -115,21 +117,35 @@ static int parse_selection(px_mca_framework_t *fw, fw_state_t *st)
     return PX_SUCCESS;
 }
 
-static bool in_list(const px_mca_strv_t *sv, const char *name)
+static bool in_list(char **v, const char *name)
 {
-    for (int i = 0; i < sv->n; i++)
-        if (0 == strcmp(sv->v[i], name))
+    for (int i = 0; v && v[i]; i++)
+        if (0 == strcmp(v[i], name))
             return true;
     return false;
+}
+
+/* "a, b, c" for messages (caller frees). */
+static char *join_for_message(char **v)
+{
+    char *out = strdup("");
+    for (int i = 0; out && v && v[i]; i++) {
+        char *next = NULL;
+        if (asprintf(&next, "%s%s%s", out, i ? ", " : "", v[i]) < 0)
+            next = NULL;
+        free(out);
+        out = next;
+    }
+    return out;
 }
 
 static bool allows(fw_state_t *st, const char *name)
 {
     switch (st->mode) {
     case SEL_INCLUDE:
-        return in_list(&st->names, name);
+        return in_list(st->names, name);
     case SEL_EXCLUDE:
-        return !in_list(&st->names, name);
+        return !in_list(st->names, name);
     default:
         return true;
     }
@@ -150,7 +166,7 @@ bool px_mca_framework_allows(px_mca_framework_t *fw, const char *component_name)
         if (parse_selection(fw, &tmp) != PX_SUCCESS)
             return false;
         bool ok = allows(&tmp, component_name);
-        px_mca_strv_free(&tmp.names);
+        px_argv_free(tmp.names);
         return ok;
     }
     return allows(st, component_name);
@@ -162,21 +178,19 @@ static bool in_config_list(const char *str, const char *fw, const char *name)
 {
     char want[256];
     snprintf(want, sizeof(want), "%s:%s", fw, name);
-    px_mca_strv_t sv = {0};
-    px_mca_strv_split(&sv, str, ' ');
-    bool found = in_list(&sv, want);
-    px_mca_strv_free(&sv);
+    char **v = px_mca_split_trimmed(str, ' ');
+    bool found = in_list(v, want);
+    px_argv_free(v);
     return found;
 }
 
 /* Append to `msg` one line per include-list name that no usable component
  * has, with the reason. Returns how many. */
-static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, const px_mca_strv_t *known,
-                           char **msg)
+static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, char **known, char **msg)
 {
     int count = 0;
-    for (int i = 0; i < st->names.n; i++) {
-        const char *name = st->names.v[i];
+    for (int i = 0; st->names && st->names[i]; i++) {
+        const char *name = st->names[i];
         bool usable = false;
         px_mca_component_item_t *it;
         PX_LIST_FOREACH(it, &fw->components, px_mca_component_item_t)
@@ -208,11 +222,11 @@ static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, const px_mca_
         if (!reason) {
             const char *best = NULL;
             int bestd = px_mca_suggest_limit(name) + 1;
-            for (int k = 0; k < known->n; k++) {
-                int d = px_mca_edit_distance(name, known->v[k]);
+            for (int k = 0; known && known[k]; k++) {
+                int d = px_mca_edit_distance(name, known[k]);
                 if (d < bestd) {
                     bestd = d;
-                    best = known->v[k];
+                    best = known[k];
                 }
             }
             if (best) {
@@ -325,14 +339,14 @@ int px_mca_framework_register(px_mca_framework_t *fw)
     }
 
     /* Candidates: built-in components, then plugins. */
-    px_mca_strv_t known = {0}; /* every name that exists, for suggestions */
+    char **known = NULL; /* every name that exists, for suggestions */
     const px_mca_component_t *builtin[128];
     int nb = px_mca_repository_static_for(fw->name, builtin, 128);
     if (nb > 128)
         nb = 128;
     for (int i = 0; i < nb; i++) {
         const px_mca_component_t *c = builtin[i];
-        px_mca_strv_add(&known, c->component_name);
+        px_argv_append_nosize(&known, c->component_name);
         if (!allows(st, c->component_name)) {
             PX_OUTPUT_VERBOSE(VERB_ROUTINE, fw->output,
                               "component %s (built-in) not used: excluded by the selection list "
@@ -342,17 +356,17 @@ int px_mca_framework_register(px_mca_framework_t *fw)
         }
         add_item(fw, c, NULL, NULL);
     }
-    px_mca_strv_t pnames = {0}, ppaths = {0};
-    px_mca_repository_plugin_files(fw->name, &pnames, &ppaths);
-    for (int i = 0; i < pnames.n; i++) {
-        const char *name = pnames.v[i], *path = ppaths.v[i];
-        if (in_list(&known, name)) {
+    char **pnames, **ppaths;
+    int np = px_mca_repository_plugin_files(fw->name, &pnames, &ppaths);
+    for (int i = 0; i < np; i++) {
+        const char *name = pnames[i], *path = ppaths[i];
+        if (in_list(known, name)) {
             PX_OUTPUT_VERBOSE(VERB_ROUTINE, fw->output,
                               "plugin %s ignored: a built-in component %s exists and wins", path,
                               name);
             continue;
         }
-        px_mca_strv_add(&known, name);
+        px_argv_append_nosize(&known, name);
         if (!allows(st, name)) {
             PX_OUTPUT_VERBOSE(VERB_ROUTINE, fw->output,
                               "plugin %s not loaded: excluded by the selection list \"%s\"", path,
@@ -372,8 +386,8 @@ int px_mca_framework_register(px_mca_framework_t *fw)
                           c->component_version.release);
         add_item(fw, c, handle, path);
     }
-    px_mca_strv_free(&pnames);
-    px_mca_strv_free(&ppaths);
+    px_argv_free(pnames);
+    px_argv_free(ppaths);
 
     /* Let the candidates register their variables. */
     px_mca_component_item_t *it, *next;
@@ -399,9 +413,9 @@ int px_mca_framework_register(px_mca_framework_t *fw)
     /* Unknown names in the selection list. */
     if (st->mode == SEL_INCLUDE) {
         char *lines = NULL;
-        if (explain_unknown(fw, st, &known, &lines) > 0) {
+        if (explain_unknown(fw, st, known, &lines) > 0) {
             char *src = selection_origin(fw);
-            char *avail = px_mca_strv_join(&known, ", ");
+            char *avail = join_for_message(known);
             if (asprintf(&st->include_error,
                          "the %s selection list \"%s\" (from %s) names components that cannot be "
                          "used:%s\n(%s components here: %s)",
@@ -413,17 +427,17 @@ int px_mca_framework_register(px_mca_framework_t *fw)
         }
         free(lines);
     } else if (st->mode == SEL_EXCLUDE && !st->exclude_warned) {
-        for (int i = 0; i < st->names.n; i++) {
-            const char *name = st->names.v[i];
-            if (in_list(&known, name) || px_mca_repository_failure_for(fw->name, name))
+        for (int i = 0; st->names && st->names[i]; i++) {
+            const char *name = st->names[i];
+            if (in_list(known, name) || px_mca_repository_failure_for(fw->name, name))
                 continue;
             const char *best = NULL;
             int bestd = px_mca_suggest_limit(name) + 1;
-            for (int k = 0; k < known.n; k++) {
-                int d = px_mca_edit_distance(name, known.v[k]);
+            for (int k = 0; known && known[k]; k++) {
+                int d = px_mca_edit_distance(name, known[k]);
                 if (d < bestd) {
                     bestd = d;
-                    best = known.v[k];
+                    best = known[k];
                 }
             }
             char *src = selection_origin(fw);
@@ -436,7 +450,7 @@ int px_mca_framework_register(px_mca_framework_t *fw)
             st->exclude_warned = true;
         }
     }
-    px_mca_strv_free(&known);
+    px_argv_free(known);
     fw->registered = true;
     return PX_SUCCESS;
 }
@@ -628,16 +642,16 @@ static bool unregistered_component_var(const char *name)
             if (0 == strncmp(rest, b[k]->component_name, cl) && rest[cl] == '_')
                 return true;
         }
-        px_mca_strv_t names = {0}, paths = {0};
-        px_mca_repository_plugin_files(fwn, &names, &paths);
+        char **names, **paths;
+        int n = px_mca_repository_plugin_files(fwn, &names, &paths);
         bool hit = false;
-        for (int k = 0; k < names.n; k++) {
-            size_t cl = strlen(names.v[k]);
-            if (0 == strncmp(rest, names.v[k], cl) && rest[cl] == '_')
+        for (int k = 0; k < n; k++) {
+            size_t cl = strlen(names[k]);
+            if (0 == strncmp(rest, names[k], cl) && rest[cl] == '_')
                 hit = true;
         }
-        px_mca_strv_free(&names);
-        px_mca_strv_free(&paths);
+        px_argv_free(names);
+        px_argv_free(paths);
         if (hit)
             return true;
     }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include "core/mca/framework.h"
 #include "core/mca/var.h"
+#include "core/util/argv.h"
 
 /* Levenshtein distance (insert, delete, substitute cost 1). */
 int px_mca_edit_distance(const char *a, const char *b);
@@ -24,27 +25,20 @@ int px_mca_var_load(void);
  * so px_mca_var_check_unknown must not call it unknown. */
 extern bool (*px_mca_var_unregistered_component_filter)(const char *name);
 
-/* Small growable list of strings. */
-typedef struct px_mca_strv {
-    char **v;
-    int n, cap;
-} px_mca_strv_t;
-int px_mca_strv_add(px_mca_strv_t *sv, const char *s);
-void px_mca_strv_free(px_mca_strv_t *sv);
-/* Split `s` at `sep`, trimming blanks and dropping empty parts. */
-int px_mca_strv_split(px_mca_strv_t *sv, const char *s, char sep);
-/* Join with `sep` (caller frees). */
-char *px_mca_strv_join(const px_mca_strv_t *sv, const char *sep);
+/* Split `s` at `sep` (core/util/argv.h), trimming blanks around each part
+ * and dropping empty ones: "self, shm," -> {"self", "shm"}. NULL when there
+ * is no part; free with px_argv_free. */
+char **px_mca_split_trimmed(const char *s, char sep);
 
 /* Repository internals (repository.c) used by framework.c. */
 int px_mca_repository_init(void);
 void px_mca_repository_finalize(void);
 /* Components of a framework, built-in first (in list order). */
 int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out, int max);
-/* Plugin files on mca_component_path for a framework: names and paths
- * (first found wins). Returns the count; caller frees both vectors. */
-int px_mca_repository_plugin_files(const char *framework, px_mca_strv_t *names,
-                                   px_mca_strv_t *paths);
+/* Plugin files on mca_component_path for a framework: component names and
+ * paths, as parallel argv vectors (the first folder with a name wins).
+ * Returns the count; the caller frees both with px_argv_free. */
+int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths);
 /* Load and check one plugin file. On success fills *comp and *handle; on
  * refusal records the reason (px_mca_repository_failed) and returns an error. */
 int px_mca_repository_load_plugin(const char *framework, const char *component, const char *path,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/stat.h>
 #include "core/mca/mca_internal.h"
 #include "core/util/error.h"
@@ -208,56 +209,55 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int px_mca_repository_plugin_files(const char *framework, px_mca_strv_t *names,
-                                   px_mca_strv_t *paths)
+int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths)
 {
     px_mca_repository_init();
-    px_mca_strv_t dirs = {0};
-    px_mca_strv_split(&dirs, component_path, ':');
+    *names = *paths = NULL;
+    int count = 0;
+    char **dirs = px_mca_split_trimmed(component_path, ':');
     char prefix[128];
     snprintf(prefix, sizeof(prefix), "plexus_%s_", framework);
     size_t plen = strlen(prefix);
-    for (int d = 0; d < dirs.n; d++) {
-        char *dir = expand_home(dirs.v[d]);
+    for (int d = 0; dirs && dirs[d]; d++) {
+        char *dir = expand_home(dirs[d]);
         DIR *dh = dir ? opendir(dir) : NULL;
         if (!dh) {
             free(dir);
             continue;
         }
-        px_mca_strv_t found = {0};
+        char **found = NULL;
         struct dirent *de;
         while ((de = readdir(dh))) {
             size_t len = strlen(de->d_name);
-            if (len <= plen + 3 || strncmp(de->d_name, prefix, plen) != 0 ||
-                strcmp(de->d_name + len - 3, ".so") != 0)
-                continue;
-            px_mca_strv_add(&found, de->d_name);
+            if (len > plen + 3 && 0 == strncmp(de->d_name, prefix, plen) &&
+                0 == strcmp(de->d_name + len - 3, ".so"))
+                px_argv_append_nosize(&found, de->d_name);
         }
         closedir(dh);
-        if (found.n > 1)
-            qsort(found.v, (size_t)found.n, sizeof(char *), cmp_str);
-        for (int i = 0; i < found.n; i++) {
-            size_t len = strlen(found.v[i]);
-            char *comp = strndup(found.v[i] + plen, len - plen - 3);
+        int nfound = px_argv_count(found);
+        if (nfound > 1)
+            qsort(found, (size_t)nfound, sizeof(char *), cmp_str);
+        for (int i = 0; i < nfound; i++) {
+            size_t len = strlen(found[i]);
+            char *comp = strndup(found[i] + plen, len - plen - 3);
             bool dup = false;
-            for (int k = 0; comp && k < names->n; k++)
-                if (0 == strcmp(names->v[k], comp))
+            for (int k = 0; comp && k < count; k++)
+                if (0 == strcmp((*names)[k], comp))
                     dup = true; /* an earlier folder wins */
-            if (comp && !dup) {
-                char *full = NULL;
-                if (asprintf(&full, "%s/%s", dir, found.v[i]) >= 0) {
-                    px_mca_strv_add(names, comp);
-                    px_mca_strv_add(paths, full);
-                    free(full);
-                }
+            char *full = NULL;
+            if (comp && !dup && asprintf(&full, "%s/%s", dir, found[i]) >= 0) {
+                px_argv_append_nosize(names, comp);
+                px_argv_append_nosize(paths, full);
+                count++;
+                free(full);
             }
             free(comp);
         }
-        px_mca_strv_free(&found);
+        px_argv_free(found);
         free(dir);
     }
-    px_mca_strv_free(&dirs);
-    return names->n;
+    px_argv_free(dirs);
+    return count;
 }
 
 /* ------------------------------------------------------------------ loading */

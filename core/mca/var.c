@@ -84,33 +84,6 @@ bool (*px_mca_var_unregistered_component_filter)(const char *name);
 
 /* ------------------------------------------------------------ small helpers */
 
-int px_mca_strv_add(px_mca_strv_t *sv, const char *s)
-{
-    if (sv->n + 2 > sv->cap) {
-        int cap = sv->cap ? sv->cap * 2 : 8;
-        char **v = realloc(sv->v, (size_t)cap * sizeof(*v));
-        if (!v)
-            return PX_ERR_OUT_OF_RESOURCE;
-        sv->v = v;
-        sv->cap = cap;
-    }
-    sv->v[sv->n] = strdup(s ? s : "");
-    if (!sv->v[sv->n])
-        return PX_ERR_OUT_OF_RESOURCE;
-    sv->n++;
-    sv->v[sv->n] = NULL;
-    return PX_SUCCESS;
-}
-
-void px_mca_strv_free(px_mca_strv_t *sv)
-{
-    for (int i = 0; i < sv->n; i++)
-        free(sv->v[i]);
-    free(sv->v);
-    sv->v = NULL;
-    sv->n = sv->cap = 0;
-}
-
 static char *trim(char *s)
 {
     while (isspace((unsigned char)*s))
@@ -121,43 +94,16 @@ static char *trim(char *s)
     return s;
 }
 
-int px_mca_strv_split(px_mca_strv_t *sv, const char *s, char sep)
+char **px_mca_split_trimmed(const char *s, char sep)
 {
-    if (!s)
-        return PX_SUCCESS;
-    char *copy = strdup(s);
-    if (!copy)
-        return PX_ERR_OUT_OF_RESOURCE;
-    char *p = copy;
-    for (;;) {
-        char *end = strchr(p, sep);
-        if (end)
-            *end = '\0';
-        char *t = trim(p);
+    char **parts = px_argv_split(s ? s : "", sep);
+    char **out = NULL;
+    for (int i = 0; parts && parts[i]; i++) {
+        char *t = trim(parts[i]);
         if (*t)
-            px_mca_strv_add(sv, t);
-        if (!end)
-            break;
-        p = end + 1;
+            px_argv_append_nosize(&out, t);
     }
-    free(copy);
-    return PX_SUCCESS;
-}
-
-char *px_mca_strv_join(const px_mca_strv_t *sv, const char *sep)
-{
-    size_t len = 1;
-    for (int i = 0; i < sv->n; i++)
-        len += strlen(sv->v[i]) + strlen(sep);
-    char *out = malloc(len);
-    if (!out)
-        return NULL;
-    out[0] = '\0';
-    for (int i = 0; i < sv->n; i++) {
-        if (i)
-            strcat(out, sep);
-        strcat(out, sv->v[i]);
-    }
+    px_argv_free(parts);
     return out;
 }
 
@@ -1059,17 +1005,16 @@ int px_mca_var_load(void)
                         PX_MCA_VAR_TYPE_STRING, NULL, 5, PX_MCA_VAR_SCOPE_READONLY, 0,
                         &param_files_value);
     int seq = 0;
-    px_mca_strv_t files = {0};
-    px_mca_strv_split(&files, param_files_value, ':');
-    for (int i = 0; i < files.n; i++) {
-        const char *p = files.v[i];
+    char **files = px_mca_split_trimmed(param_files_value, ':');
+    for (int i = 0; files && files[i]; i++) {
+        const char *p = files[i];
         char *expanded = NULL;
         if (p[0] == '~' && p[1] == '/' && getenv("HOME"))
             expanded = xasprintf("%s%s", getenv("HOME"), p + 1);
         read_file(expanded ? expanded : p, PX_MCA_VAR_SOURCE_FILE, seq++, true);
         free(expanded);
     }
-    px_mca_strv_free(&files);
+    px_argv_free(files);
     const char *home = getenv("HOME");
     if (home && *home) {
         char *p = xasprintf("%s/.plexus/mca-params.conf", home);

@@ -175,22 +175,22 @@ static void gather(px_info_t *info)
                                                             : "refused";
             add_component(f, &c);
         }
-        px_mca_strv_t names = {0}, paths = {0};
-        px_mca_repository_plugin_files(fw->name, &names, &paths);
-        for (int k = 0; k < names.n; k++) {
+        char **names, **paths;
+        int np = px_mca_repository_plugin_files(fw->name, &names, &paths);
+        for (int k = 0; k < np; k++) {
             bool shadowed = false;
             for (int b = 0; b < nb && b < 128; b++)
-                if (0 == strcmp(builtin[b]->component_name, names.v[k]))
+                if (0 == strcmp(builtin[b]->component_name, names[k]))
                     shadowed = true;
             if (shadowed)
                 continue;
             px_mca_component_item_t *it = NULL;
             px_info_component_t c = {.framework = fw->name,
-                                     .name = strdup(names.v[k]),
+                                     .name = strdup(names[k]),
                                      .origin = "plugin",
-                                     .path = strdup(paths.v[k]),
-                                     .allowed = px_mca_framework_allows(fw, names.v[k])};
-            if (in_framework_list(fw, names.v[k], &it)) {
+                                     .path = strdup(paths[k]),
+                                     .allowed = px_mca_framework_allows(fw, names[k])};
+            if (in_framework_list(fw, names[k], &it)) {
                 c.component = it->component;
                 c.state = "registered";
             } else {
@@ -198,8 +198,8 @@ static void gather(px_info_t *info)
             }
             add_component(f, &c);
         }
-        px_mca_strv_free(&names);
-        px_mca_strv_free(&paths);
+        px_argv_free(names);
+        px_argv_free(paths);
     }
 }
 

@@ -629,33 +629,17 @@ static void json_kv(const char *k, const char *v, int indent, bool first)
     json_str(v);
 }
 
-static void json_words(const char *s)
-{
-    /* a space-separated list as a JSON array */
-    px_mca_strv_t sv = {0};
-    px_mca_strv_split(&sv, s, ' ');
-    putchar('[');
-    for (int i = 0; i < sv.n; i++) {
-        if (i)
-            fputs(", ", stdout);
-        json_str(sv.v[i]);
-    }
-    putchar(']');
-    px_mca_strv_free(&sv);
-}
-
 static void json_list(const char *s, char sep)
 {
-    px_mca_strv_t sv = {0};
-    px_mca_strv_split(&sv, s, sep);
+    char **v = px_mca_split_trimmed(s, sep);
     putchar('[');
-    for (int i = 0; i < sv.n; i++) {
+    for (int i = 0; v && v[i]; i++) {
         if (i)
             fputs(", ", stdout);
-        json_str(sv.v[i]);
+        json_str(v[i]);
     }
     putchar(']');
-    px_mca_strv_free(&sv);
+    px_argv_free(v);
 }
 
 void px_info_print_json(const px_info_t *info, const int *indices, int n, bool with_header,
@@ -675,7 +659,7 @@ void px_info_print_json(const px_info_t *info, const int *indices, int n, bool w
             if (0 == strcmp(items[i].key, "builtin_components") ||
                 0 == strcmp(items[i].key, "plugin_components")) {
                 json_key(items[i].key, 4, i == 0);
-                json_words(strcmp(items[i].value, "none") ? items[i].value : "");
+                json_list(strcmp(items[i].value, "none") ? items[i].value : "", ' ');
             } else if (0 == strcmp(items[i].key, "debug") || 0 == strcmp(items[i].key, "hwloc")) {
                 json_key(items[i].key, 4, i == 0);
                 fputs(strcmp(items[i].value, "yes") ? "false" : "true", stdout);
