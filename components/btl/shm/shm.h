@@ -71,6 +71,7 @@ typedef struct px_btl_shm_frag_hdr {
     uint8_t tag;
     uint8_t flags; /* PX_BTL_SHM_FRAG_RETURNED */
     uint16_t src;  /* sender's local index */
+    uint16_t off;  /* where the data starts, from the header (64..127) */
 } px_btl_shm_frag_hdr_t;
 #define PX_BTL_SHM_FRAG_RETURNED 0x1
 

@@ -195,7 +195,7 @@ static int px_btl_shm_lists_init(void)
     for (int i = 0; i < 2; i++) {
         px_free_list_params_t p = {
             .item_class = PX_CLASS(px_btl_shm_frag_t),
-            .payload_size = PX_BTL_SHM_FRAG_HDR + l[i].cap,
+            .payload_size = PX_BTL_SHM_FRAG_HDR + 64 + l[i].cap, /* + room to align */
             .payload_alignment = 64,
             .num_initial = 0,
             .num_max = (size_t)l[i].max,
@@ -282,8 +282,8 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
     /* Segment: header/fifo/acks, rings, heap. */
     s->heap_off = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->nlocal);
     size_t heap =
-        (size_t)s->free_list_eager_max * (PX_BTL_SHM_FRAG_HDR + m->btl_eager_limit + 64) +
-        (size_t)s->free_list_send_max * (PX_BTL_SHM_FRAG_HDR + m->btl_max_send_size + 64) + 65536;
+        (size_t)s->free_list_eager_max * (PX_BTL_SHM_FRAG_HDR + m->btl_eager_limit + 128) +
+        (size_t)s->free_list_send_max * (PX_BTL_SHM_FRAG_HDR + m->btl_max_send_size + 128) + 65536;
     s->seg_size = (s->heap_off + heap + 4095) & ~(size_t)4095;
     s->heap_used = 0;
     if (getrandom(&s->key, sizeof s->key, 0) != sizeof s->key)

@@ -206,6 +206,7 @@ static inline void frag_push(px_btl_endpoint_t *ep, px_btl_shm_frag_t *f, px_btl
 {
     px_btl_shm_frag_hdr_t *h = f->hdr;
     h->len = (uint32_t)f->segment.seg_len;
+    h->off = (uint16_t)((char *)f->segment.seg_addr - (char *)h);
     h->tag = tag;
     h->flags = 0;
     f->ep = ep;
@@ -226,7 +227,7 @@ static int fifo_poll(void)
             if (PX_LIKELY(ep != NULL)) {
                 /* Messages from this peer still in its fast box came first. */
                 fbox_poll(ep, 1 << 30);
-                deliver(ep, h->tag, (char *)h + PX_BTL_SHM_FRAG_HDR, h->len);
+                deliver(ep, h->tag, (char *)h + h->off, h->len);
                 h->flags = PX_BTL_SHM_FRAG_RETURNED;
                 fifo_push(ep->fifo, h,
                           ((uint64_t)h->src << 48) | (uint64_t)((char *)h - s->bases[h->src]));
@@ -304,6 +305,7 @@ static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoi
     f = frag_get(size);
     if (PX_UNLIKELY(!f))
         return NULL;
+    f->segment.seg_addr = (char *)f->hdr + PX_BTL_SHM_FRAG_HDR;
     f->segment.seg_len = size;
     f->base.des_segments = &f->segment;
     f->base.des_segment_count = 1;
@@ -356,6 +358,11 @@ static px_btl_descriptor_t *px_btl_shm_prepare_src(px_btl_module_t *btl,
     if (PX_UNLIKELY(!des))
         return NULL;
     px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
+    if (f->hdr && reserve < 64 && data >= 1024) {
+        /* Start the data on a cache line: copies in and out then run aligned
+         * (when the runtime's offsets are, see btl_shm_max_send_size). */
+        f->segment.seg_addr = (char *)f->hdr + PX_BTL_SHM_FRAG_HDR + (64 - reserve) % 64;
+    }
     size_t packed = px_btl_convertor_pack(conv, (char *)f->segment.seg_addr + reserve, data);
     f->segment.seg_len = reserve + packed;
     *size = packed;
@@ -663,7 +670,7 @@ px_btl_shm_module_t px_btl_shm_module = {
             .btl_latency = 100,
             .btl_bandwidth = 20000,
             .btl_eager_limit = 8192 + 64,
-            .btl_max_send_size = 64 * 1024,
+            .btl_max_send_size = 64 * 1024 + 16, /* 64 KiB of data after the runtime's header */
             .btl_put_limit = SIZE_MAX,
             .btl_put_alignment = 0,
             .btl_get_limit = SIZE_MAX,
