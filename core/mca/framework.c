@@ -221,14 +221,7 @@ static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, char **known,
 #endif
         if (!reason) {
             const char *best = NULL;
-            int bestd = px_mca_suggest_limit(name) + 1;
-            for (int k = 0; known && known[k]; k++) {
-                int d = px_mca_edit_distance(name, known[k]);
-                if (d < bestd) {
-                    bestd = d;
-                    best = known[k];
-                }
-            }
+            px_mca_nearest_among(name, (const char *const *)known, -1, &best, 1);
             if (best) {
                 if (asprintf(&reason, "probably a misspelling of \"%s\"", best) < 0)
                     reason = NULL;
@@ -432,14 +425,7 @@ int px_mca_framework_register(px_mca_framework_t *fw)
             if (in_list(known, name) || px_mca_repository_failure_for(fw->name, name))
                 continue;
             const char *best = NULL;
-            int bestd = px_mca_suggest_limit(name) + 1;
-            for (int k = 0; known && known[k]; k++) {
-                int d = px_mca_edit_distance(name, known[k]);
-                if (d < bestd) {
-                    bestd = d;
-                    best = known[k];
-                }
-            }
+            px_mca_nearest_among(name, (const char *const *)known, -1, &best, 1);
             char *src = selection_origin(fw);
             px_show_warning(
                 "the %s selection list \"%s\" (from %s) excludes \"%s\", which is not a "

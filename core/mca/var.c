@@ -516,7 +516,7 @@ static void write_storage(var_t *v, const value_t *val)
     }
 }
 
-static const char *source_word(px_mca_var_source_t s)
+const char *px_mca_var_source_name(px_mca_var_source_t s)
 {
     switch (s) {
     case PX_MCA_VAR_SOURCE_DEFAULT:
@@ -543,11 +543,11 @@ static char *describe_source(px_mca_var_source_t s, const char *where)
         return xasprintf("environment variable %s", where ? where : "?");
     case PX_MCA_VAR_SOURCE_FILE:
     case PX_MCA_VAR_SOURCE_OVERRIDE:
-        return xasprintf("%s %s", source_word(s), where ? where : "?");
+        return xasprintf("%s %s", px_mca_var_source_name(s), where ? where : "?");
     case PX_MCA_VAR_SOURCE_COMMAND_LINE:
         return where ? xasprintf("command line (%s)", where) : strdup("command line");
     default:
-        return strdup(source_word(s));
+        return strdup(px_mca_var_source_name(s));
     }
 }
 
@@ -908,7 +908,7 @@ int px_mca_var_detach_component(const char *framework, const char *component)
 
 /* ------------------------------------------------------------- the sources */
 
-static const char *sysconfdir(void)
+const char *px_mca_sysconfdir(void)
 {
     const char *e = getenv("PX_SYSCONFDIR");
     return (e && *e) ? e : PX_SYSCONFDIR;
@@ -1022,11 +1022,11 @@ int px_mca_var_load(void)
             read_file(p, PX_MCA_VAR_SOURCE_FILE, seq++, false);
         free(p);
     }
-    char *sys = xasprintf("%s/plexus-mca-params.conf", sysconfdir());
+    char *sys = xasprintf("%s/plexus-mca-params.conf", px_mca_sysconfdir());
     if (sys)
         read_file(sys, PX_MCA_VAR_SOURCE_FILE, seq++, false);
     free(sys);
-    char *ovr = xasprintf("%s/plexus-mca-params-override.conf", sysconfdir());
+    char *ovr = xasprintf("%s/plexus-mca-params-override.conf", px_mca_sysconfdir());
     if (ovr)
         read_file(ovr, PX_MCA_VAR_SOURCE_OVERRIDE, 0, false);
     free(ovr);
@@ -1147,7 +1147,7 @@ int px_mca_var_set_source(const char *full_name, const char *value, px_mca_var_s
         px_show_error("variable %s is fixed to \"%s\" by the override file %s; cannot set it to "
                       "\"%s\" from the %s",
                       v->full_name, cur ? cur : "", v->where ? v->where : "?", value,
-                      source_word(source));
+                      px_mca_var_source_name(source));
         free(cur);
         pthread_mutex_unlock(&lock);
         return PX_ERR_NOT_SUPPORTED;
@@ -1194,39 +1194,58 @@ int px_mca_var_set_cmdline(const char *name, const char *value, bool export_to_e
 
 /* --------------------------------------------------------- unknown names */
 
-int px_mca_var_nearest(const char *name, const char **out, int max)
+/* Insert `cand` into the best-first list out/dist (n entries, at most max)
+ * when it is close enough to `name`. */
+static void rank_candidate(const char *name, const char *cand, int limit, const char **out,
+                           int *dist, int *n, int max)
 {
+    int d = px_mca_edit_distance(name, cand);
+    /* A name that is a part of a longer one is also a good hint. */
+    if (d > limit && strlen(name) >= 4 && strstr(cand, name))
+        d = limit;
+    if (d > limit || 0 == strcmp(name, cand))
+        return;
+    int pos = *n;
+    while (pos > 0 && dist[pos - 1] > d)
+        pos--;
+    if (pos >= max)
+        return;
+    int last = *n < max ? *n : max - 1;
+    for (int k = last; k > pos; k--) {
+        out[k] = out[k - 1];
+        dist[k] = dist[k - 1];
+    }
+    out[pos] = cand;
+    dist[pos] = d;
+    if (*n < max)
+        (*n)++;
+}
+
+int px_mca_nearest_among(const char *name, const char *const *cands, int ncands, const char **out,
+                         int max)
+{
+    int dist[16], n = 0;
     if (!name || max <= 0)
         return 0;
-    pthread_mutex_lock(&lock);
-    int limit = px_mca_suggest_limit(name);
-    int n = 0;
-    int dist[16];
     if (max > 16)
         max = 16;
-    for (int i = 0; i < n_vars; i++) {
-        const char *cand = vars[i]->full_name;
-        int d = px_mca_edit_distance(name, cand);
-        /* A name that is a part of a registered one is also a good hint. */
-        if (d > limit && strlen(name) >= 4 && strstr(cand, name))
-            d = limit;
-        if (d > limit || 0 == strcmp(name, cand))
-            continue;
-        int pos = n < max ? n : max;
-        while (pos > 0 && dist[pos - 1] > d)
-            pos--;
-        if (pos >= max)
-            continue;
-        int last = n < max ? n : max - 1;
-        for (int k = last; k > pos; k--) {
-            out[k] = out[k - 1];
-            dist[k] = dist[k - 1];
-        }
-        out[pos] = cand;
-        dist[pos] = d;
-        if (n < max)
-            n++;
-    }
+    int limit = px_mca_suggest_limit(name);
+    for (int i = 0; cands && (ncands < 0 ? cands[i] != NULL : i < ncands); i++)
+        rank_candidate(name, cands[i], limit, out, dist, &n, max);
+    return n;
+}
+
+int px_mca_var_nearest(const char *name, const char **out, int max)
+{
+    int dist[16], n = 0;
+    if (!name || max <= 0)
+        return 0;
+    if (max > 16)
+        max = 16;
+    pthread_mutex_lock(&lock);
+    int limit = px_mca_suggest_limit(name);
+    for (int i = 0; i < n_vars; i++)
+        rank_candidate(name, vars[i]->full_name, limit, out, dist, &n, max);
     pthread_mutex_unlock(&lock);
     return n;
 }
@@ -1379,13 +1398,13 @@ char *px_mca_var_source_string(int index)
         switch (p->source) {
         case PX_MCA_VAR_SOURCE_FILE:
         case PX_MCA_VAR_SOURCE_OVERRIDE:
-            s = xasprintf("%s %s", source_word(p->source), p->where ? p->where : "?");
+            s = xasprintf("%s %s", px_mca_var_source_name(p->source), p->where ? p->where : "?");
             break;
         case PX_MCA_VAR_SOURCE_ENV:
             s = xasprintf("environment %s", p->where ? p->where : "?");
             break;
         default:
-            s = strdup(source_word(p->source));
+            s = strdup(px_mca_var_source_name(p->source));
             break;
         }
     }

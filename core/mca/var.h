@@ -132,6 +132,8 @@ char *px_mca_var_value_string(int index);
  * "API", "override file /etc/y.conf:3". Caller frees. */
 char *px_mca_var_source_string(int index);
 const char *px_mca_var_type_name(px_mca_var_type_t type);
+/* "default", "file", "environment", "command line", "API", "override file". */
+const char *px_mca_var_source_name(px_mca_var_source_t source);
 
 /* Before a plugin is unloaded: every variable of framework/component moves
  * its value, default and enum table into the variable system, so nothing

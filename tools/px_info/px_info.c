@@ -80,28 +80,11 @@ static void usage_error(const char *fmt, const char *arg)
 /* Print "nearest: a, b" for `name` among `cands` to stderr. */
 static void suggest(const char *name, const char *const *cands, int n)
 {
-    int limit = px_mca_suggest_limit(name);
-    const char *best[3] = {NULL, NULL, NULL};
-    int bestd[3] = {INT_MAX, INT_MAX, INT_MAX};
-    for (int i = 0; i < n; i++) {
-        int d = px_mca_edit_distance(name, cands[i]);
-        if (d > limit && !(strlen(name) >= 3 && strstr(cands[i], name)))
-            continue;
-        for (int k = 0; k < 3; k++) {
-            if (d < bestd[k]) {
-                for (int j = 2; j > k; j--) {
-                    best[j] = best[j - 1];
-                    bestd[j] = bestd[j - 1];
-                }
-                best[k] = cands[i];
-                bestd[k] = d;
-                break;
-            }
-        }
-    }
-    if (best[0])
-        fprintf(stderr, "; nearest: %s%s%s%s%s", best[0], best[1] ? ", " : "",
-                best[1] ? best[1] : "", best[2] ? ", " : "", best[2] ? best[2] : "");
+    const char *best[3];
+    int nb = px_mca_nearest_among(name, cands, n, best, 3);
+    if (nb)
+        fprintf(stderr, "; nearest: %s%s%s%s%s", best[0], nb > 1 ? ", " : "", nb > 1 ? best[1] : "",
+                nb > 2 ? ", " : "", nb > 2 ? best[2] : "");
     fprintf(stderr, "\n");
 }
 

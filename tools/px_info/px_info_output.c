@@ -119,37 +119,12 @@ const char *px_info_scope_name(px_mca_var_scope_t scope)
     return "?";
 }
 
-static const char *source_word(px_mca_var_source_t s)
-{
-    switch (s) {
-    case PX_MCA_VAR_SOURCE_DEFAULT:
-        return "default";
-    case PX_MCA_VAR_SOURCE_FILE:
-        return "file";
-    case PX_MCA_VAR_SOURCE_ENV:
-        return "environment";
-    case PX_MCA_VAR_SOURCE_COMMAND_LINE:
-        return "command line";
-    case PX_MCA_VAR_SOURCE_API:
-        return "API";
-    case PX_MCA_VAR_SOURCE_OVERRIDE:
-        return "override file";
-    }
-    return "?";
-}
-
 static char *version_string(px_mca_version_t v)
 {
     return fmt("%d.%d.%d", v.major, v.minor, v.release);
 }
 
 /* ----------------------------------------------------------------- paths */
-
-static const char *sysconfdir(void)
-{
-    const char *e = getenv("PX_SYSCONFDIR");
-    return (e && *e) ? e : PX_SYSCONFDIR;
-}
 
 static char *var_value(const char *name)
 {
@@ -178,15 +153,15 @@ const px_info_path_t *px_info_paths(void)
     paths[2].value = strdup(PX_LIBDIR);
     paths[3].value = strdup(PX_INCLUDEDIR);
     paths[4].value = strdup(PX_PLUGIN_DIR);
-    paths[5].value = strdup(sysconfdir());
+    paths[5].value = strdup(px_mca_sysconfdir());
     paths[6].value = var_value("mca_component_path");
     char *extra = var_value("mca_param_files");
     const char *home = getenv("HOME");
     paths[7].value =
         fmt("%s%s%s/.plexus/mca-params.conf:%s/plexus-mca-params.conf", extra ? extra : "",
-            extra && *extra ? ":" : "", home ? home : "~", sysconfdir());
+            extra && *extra ? ":" : "", home ? home : "~", px_mca_sysconfdir());
     free(extra);
-    paths[8].value = fmt("%s/plexus-mca-params-override.conf", sysconfdir());
+    paths[8].value = fmt("%s/plexus-mca-params-override.conf", px_mca_sysconfdir());
     return paths;
 }
 
@@ -431,9 +406,9 @@ static void print_var_pretty(const px_info_t *info, int idx)
     if (vi.source_where &&
         (vi.source == PX_MCA_VAR_SOURCE_FILE || vi.source == PX_MCA_VAR_SOURCE_OVERRIDE ||
          vi.source == PX_MCA_VAR_SOURCE_ENV || vi.source == PX_MCA_VAR_SOURCE_COMMAND_LINE))
-        src = fmt("%s (%s)", source_word(vi.source), vi.source_where);
+        src = fmt("%s (%s)", px_mca_var_source_name(vi.source), vi.source_where);
     else
-        src = strdup(source_word(vi.source));
+        src = strdup(px_mca_var_source_name(vi.source));
     char *dpart =
         vi.source != PX_MCA_VAR_SOURCE_DEFAULT ? fmt(", default: \"%s\"", dflt) : strdup("");
     char *np = value ? NULL : not_probed_text(&vi);
@@ -509,7 +484,7 @@ static void print_var_parsable(const px_info_t *info, int idx)
     p = fmt("%sdefault:", pre);
     one_line(p, dflt);
     free(p);
-    printf("%ssource:%s\n", pre, source_word(vi.source));
+    printf("%ssource:%s\n", pre, px_mca_var_source_name(vi.source));
     if (vi.source_where) {
         p = fmt("%ssource_where:", pre);
         one_line(p, vi.source_where);
@@ -742,7 +717,7 @@ void px_info_print_json(const px_info_t *info, const int *indices, int n, bool w
         json_kv("component", vi.component, 6, false);
         json_kv("value", value, 6, false);
         json_kv("default", dflt, 6, false);
-        json_kv("source", source_word(vi.source), 6, false);
+        json_kv("source", px_mca_var_source_name(vi.source), 6, false);
         json_kv("source_where", vi.source_where, 6, false);
         json_key("probe_pending", 6, false);
         fputs(value ? "false" : "true", stdout);
