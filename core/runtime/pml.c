@@ -10,9 +10,7 @@
  * Protocols (thresholds are variables, see px_rt_pml_register_params):
  *  - tiny (<= runtime_tiny_limit): btl_sendi, nothing allocated;
  *  - eager (header + data <= the peer's eager limit): btl_prepare_src + send;
- *  - rendezvous: an RNDV header; the receiver reads the data with RDMA get
- *    when both sides have the same RDMA module, then sends FIN; otherwise it
- *    sends ACK and the sender pipelines fragments of btl_max_send_size.
+ *  - rendezvous (RDMA get, RDMA put, pipelined fragments): pml_rndv.c.
  * A receive buffer too small takes what fits, flags PX_ERR_TRUNCATE, and
  * consumes the whole message, so the next one is unaffected.
  */
@@ -21,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/mca/var.h"
-#include "core/runtime/runtime.h"
+#include "core/runtime/pml.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"
@@ -89,87 +87,7 @@ int px_rt_pml_register_params(void)
     return rc < 0 ? rc : PX_SUCCESS;
 }
 
-/* ------------------------------------------------------------------ helpers */
-
-static inline px_request_t *req_alloc(int type)
-{
-    px_request_t *r = (px_request_t *)px_free_list_get(&px_rt.requests);
-    if (PX_UNLIKELY(NULL == r))
-        return NULL;
-    r->type = (uint8_t)type;
-    r->pending = PX_RT_PEND_NONE;
-    r->complete = false;
-    r->on_active = false;
-    r->on_posted = false;
-    r->finishing = false;
-    r->outstanding = 0;
-    r->reg = NULL;
-    r->rdma = NULL;
-    r->nrails = 0;
-    r->rdma_mode = PX_RT_RDMA_NONE;
-    r->rndv_prepared = false;
-    r->status.error = PX_SUCCESS;
-    return r;
-}
-
-static inline void req_free(px_request_t *r)
-{
-    px_free_list_return(&px_rt.requests, &r->super);
-}
-
-static inline px_rt_ux_t *ux_alloc(void)
-{
-    return (px_rt_ux_t *)px_free_list_get(&px_rt.ux_items);
-}
-
-static inline void ux_free(px_rt_ux_t *u)
-{
-    if (PX_UNLIKELY(u->data != u->inline_buf))
-        free(u->data);
-    px_free_list_return(&px_rt.ux_items, &u->super);
-}
-
-static inline bool tag_matches(int want_src, int want_tag, int src, int tag)
-{
-    return (want_src == src || want_src == PX_ANY_SOURCE) &&
-           (want_tag == tag || (want_tag == PX_ANY_TAG && tag >= 0));
-}
-
-/* Bytes of data in segments after `skip` header bytes. */
-static inline size_t seg_data_len(const px_btl_segment_t *s, size_t n, size_t skip)
-{
-    size_t t = 0;
-    for (size_t i = 0; i < n; ++i)
-        t += s[i].seg_len;
-    return t > skip ? t - skip : 0;
-}
-
-/* Copy up to `max` data bytes (after `skip`) from segments to dst. */
-static inline void seg_copy(void *dst, size_t max, const px_btl_segment_t *s, size_t n, size_t skip)
-{
-    char *d = dst;
-    for (size_t i = 0; i < n && max; ++i) {
-        size_t len = s[i].seg_len;
-        if (skip >= len) {
-            skip -= len;
-            continue;
-        }
-        size_t c = len - skip;
-        if (c > max)
-            c = max;
-        memcpy(d, (const char *)s[i].seg_addr + skip, c);
-        d += c;
-        max -= c;
-        skip = 0;
-    }
-}
-
-static inline void req_complete(px_request_t *r)
-{
-    r->complete = true;
-}
-
-static void active_add(px_request_t *r)
+void px_rt_active_add(px_request_t *r)
 {
     if (!r->on_active) {
         px_list_append(&px_rt.active, &r->super.super);
@@ -177,7 +95,7 @@ static void active_add(px_request_t *r)
     }
 }
 
-static void active_remove(px_request_t *r)
+void px_rt_active_remove(px_request_t *r)
 {
     if (r->on_active) {
         px_list_remove_item(&px_rt.active, &r->super.super);
@@ -186,7 +104,7 @@ static void active_remove(px_request_t *r)
 }
 
 /* A request id from the wire, checked against the requests in a rendezvous. */
-static px_request_t *active_find(uint64_t id, int type)
+px_request_t *px_rt_active_find(uint64_t id, int type)
 {
     px_request_t *r;
     PX_LIST_FOREACH(r, &px_rt.active, px_request_t)
@@ -197,14 +115,14 @@ static px_request_t *active_find(uint64_t id, int type)
     return NULL;
 }
 
-static void pending_add(px_request_t *r, int what)
+void px_rt_pending_add(px_request_t *r, int what)
 {
     if (PX_RT_PEND_NONE == r->pending)
         px_list_append(&px_rt.pending, &r->pend_link);
     r->pending = (uint8_t)what;
 }
 
-static void pending_remove(px_request_t *r)
+void px_rt_pending_remove(px_request_t *r)
 {
     if (r->pending != PX_RT_PEND_NONE) {
         px_list_remove_item(&px_rt.pending, &r->pend_link);
@@ -213,7 +131,7 @@ static void pending_remove(px_request_t *r)
 }
 
 /* Drop every memory registration the request holds (put's, and each get rail's). */
-static void req_release_regs(px_request_t *r)
+void px_rt_req_release_regs(px_request_t *r)
 {
     if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
         r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
@@ -227,21 +145,21 @@ static void req_release_regs(px_request_t *r)
     r->nrails = 0;
 }
 
-static void req_fail(px_request_t *r, int error)
+void px_rt_req_fail(px_request_t *r, int error)
 {
-    pending_remove(r);
-    active_remove(r);
+    px_rt_pending_remove(r);
+    px_rt_active_remove(r);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
     }
-    req_release_regs(r);
+    px_rt_req_release_regs(r);
     if (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error)
         r->status.error = error;
     req_complete(r);
 }
 
-static uint32_t rdma_id_of(const px_btl_module_t *m)
+uint32_t px_rt_rdma_id(const px_btl_module_t *m)
 {
     const char *s = m->btl_component ? m->btl_component->base.component_name : "?";
     uint32_t h = 2166136261u;
@@ -251,7 +169,7 @@ static uint32_t rdma_id_of(const px_btl_module_t *m)
 }
 
 /* A small control message (ACK, FIN, PUT-ACK, PUT-FIN) to `rank`. */
-static int send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
+int px_rt_send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
 {
     px_rt_peer_t *peer = &px_rt.peers[rank];
     if (peer->failed)
@@ -280,278 +198,10 @@ static int send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
     return PX_SUCCESS;
 }
 
-static int send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
+int px_rt_send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
 {
     px_rt_ctl_hdr_t h = {sreq, rreq};
-    return send_ctl_buf(rank, am, &h, sizeof(h));
-}
-
-static void recv_send_putack(px_request_t *r);
-
-/* ------------------------------------------------------------------ receive side */
-
-static void recv_send_fin(px_request_t *r)
-{
-    int rc = send_ctl(r->status.source, PX_RT_AM_FIN, r->remote, 0);
-    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        pending_add(r, PX_RT_PEND_FIN);
-        return;
-    }
-    pending_remove(r);
-    active_remove(r);
-    if (rc != PX_SUCCESS && PX_SUCCESS == r->status.error)
-        r->status.error = rc;
-    req_complete(r);
-}
-
-static void recv_get_check(px_request_t *r)
-{
-    size_t want = r->status.length;
-    if (r->finishing || r->complete || r->outstanding || r->done < want || r->scheduled < want)
-        return;
-    r->finishing = true;
-    req_release_regs(r);
-    recv_send_fin(r);
-}
-
-static void recv_get_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
-                          px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
-{
-    (void)btl;
-    (void)ep;
-    (void)local;
-    (void)lh;
-    px_request_t *r = context;
-    if (status != PX_SUCCESS &&
-        (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error))
-        r->status.error = PX_ERR_COMM;
-    r->done += (size_t)(uintptr_t)cbdata;
-    r->outstanding--;
-    recv_get_check(r);
-}
-
-static void recv_send_ack(px_request_t *r)
-{
-    int rc = send_ctl(r->status.source, PX_RT_AM_ACK, r->remote, (uint64_t)(uintptr_t)r);
-    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        pending_add(r, PX_RT_PEND_ACK);
-        return;
-    }
-    pending_remove(r);
-    if (rc != PX_SUCCESS)
-        req_fail(r, rc);
-}
-
-static void recv_schedule_gets(px_request_t *r)
-{
-    size_t want = r->status.length;
-    for (int k = 0; k < r->nrails; ++k) {
-        px_rt_rail_t *rl = &r->rails[k];
-        px_btl_module_t *m = rl->pm->module;
-        while (rl->cursor < rl->end) {
-            size_t chunk = rl->end - rl->cursor;
-            if (m->btl_get_limit && chunk > m->btl_get_limit)
-                chunk = m->btl_get_limit;
-            size_t off = rl->cursor;
-            rl->cursor += chunk;
-            r->scheduled += chunk;
-            r->outstanding++;
-            int rc = m->btl_get(m, rl->pm->endpoint, (char *)r->buf + off, r->raddr + off, rl->reg,
-                                (px_btl_registration_handle_t *)rl->rhandle, chunk, 0,
-                                PX_BTL_NO_ORDER, recv_get_done, r, (void *)(uintptr_t)chunk);
-            if (PX_SUCCESS == rc)
-                continue;
-            rl->cursor -= chunk;
-            r->scheduled -= chunk;
-            r->outstanding--;
-            if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-                pending_add(r, PX_RT_PEND_GET);
-                return;
-            }
-            if (0 == r->scheduled && 0 == r->outstanding) {
-                /* RDMA refused before anything moved: fall back to fragments. */
-                PX_OUTPUT_VERBOSE(10, 0, "runtime: btl %s get failed (%s); using fragments",
-                                  m->btl_component->base.component_name, px_strerror(rc));
-                req_release_regs(r);
-                r->rdma_mode = PX_RT_RDMA_NONE;
-                r->done = 0;
-                pending_remove(r);
-                recv_send_ack(r);
-                return;
-            }
-            /* Give up on the rest: count it as done so the FIN still goes
-             * once the reads in flight finish. */
-            r->status.error = PX_ERR_COMM;
-            r->done += want - r->scheduled;
-            r->scheduled = want;
-            for (int j = 0; j < r->nrails; ++j)
-                r->rails[j].cursor = r->rails[j].end;
-            break;
-        }
-    }
-    if (PX_RT_PEND_GET == r->pending)
-        pending_remove(r);
-    recv_get_check(r);
-}
-
-/* Match the rails the sender offered with this process's RDMA modules for
- * the peer, split the receive by their weights, register each range.
- * Returns the number of rails (0: use fragments). */
-static int recv_setup_get_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt_rndv_hdr_t *h,
-                                const unsigned char *blob)
-{
-    r->nrails = 0;
-    size_t pos = 0;
-    double wsum = 0;
-    for (uint32_t e = 0; e < h->nrails && r->nrails < PX_RT_MAX_RAILS; ++e) {
-        px_rt_rail_wire_t w;
-        if (pos + sizeof(w) > h->blob)
-            break;
-        memcpy(&w, blob + pos, sizeof(w));
-        pos += sizeof(w);
-        if (w.hsize > PX_RT_MAX_HANDLE || pos + w.hsize > h->blob)
-            break;
-        for (int i = 0; i < peer->btl->num_rdma; ++i) {
-            px_btl_base_peer_module_t *pm = &peer->btl->rdma[i];
-            px_btl_module_t *m = pm->module;
-            size_t hs = m->btl_register_mem ? m->btl_registration_handle_size : 0;
-            bool used = false;
-            for (int k = 0; k < r->nrails; ++k)
-                used |= r->rails[k].pm == pm;
-            if (used || !(m->btl_flags & PX_BTL_FLAGS_GET) || NULL == m->btl_get ||
-                rdma_id_of(m) != w.rdma_id || hs != w.hsize)
-                continue;
-            px_rt_rail_t *rl = &r->rails[r->nrails++];
-            rl->pm = pm;
-            rl->reg = NULL;
-            rl->hsize = w.hsize;
-            memcpy(rl->rhandle, blob + pos, w.hsize);
-            wsum += pm->weight;
-            break;
-        }
-        pos += w.hsize;
-    }
-    /* Split [0, want) by weight; the last rail takes the remainder. */
-    size_t want = r->status.length, start = 0;
-    for (int k = 0; k < r->nrails; ++k) {
-        px_rt_rail_t *rl = &r->rails[k];
-        size_t n = want - start;
-        if (k + 1 < r->nrails) {
-            double share = wsum > 0 ? rl->pm->weight / wsum : 1.0 / r->nrails;
-            n = (size_t)((double)want * share);
-            if (n > want - start)
-                n = want - start;
-        }
-        rl->cursor = start;
-        rl->end = start + n;
-        start += n;
-        px_btl_module_t *m = rl->pm->module;
-        if (n && m->btl_register_mem) {
-            rl->reg = m->btl_register_mem(m, rl->pm->endpoint, (char *)r->buf + rl->cursor, n, 0);
-            if (NULL == rl->reg) {
-                req_release_regs(r);
-                return 0;
-            }
-        }
-    }
-    return r->nrails;
-}
-
-/* Tell the sender where to put the data (RDMA put). */
-static void recv_send_putack(px_request_t *r)
-{
-    px_btl_module_t *m = r->rdma->module;
-    struct {
-        px_rt_putack_hdr_t h;
-        unsigned char handle[PX_RT_MAX_HANDLE];
-    } msg;
-    size_t hs = r->reg ? m->btl_registration_handle_size : 0;
-    msg.h =
-        (px_rt_putack_hdr_t){r->remote,        (uint64_t)(uintptr_t)r, (uint64_t)(uintptr_t)r->buf,
-                             r->status.length, rdma_id_of(m),          (uint32_t)hs};
-    if (hs)
-        memcpy(msg.handle, r->reg, hs);
-    int rc = send_ctl_buf(r->status.source, PX_RT_AM_PUTACK, &msg, sizeof(msg.h) + hs);
-    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        pending_add(r, PX_RT_PEND_PUTACK);
-        return;
-    }
-    pending_remove(r);
-    if (rc != PX_SUCCESS)
-        req_fail(r, rc);
-}
-
-/* AM callback (receiver): the sender has put everything. */
-static void am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
-{
-    (void)btl;
-    px_rt_ctl_hdr_t h;
-    if (d->des_segments[0].seg_len < sizeof(h))
-        return;
-    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = active_find(h.rreq, PX_RT_REQ_RECV);
-    if (NULL == r) {
-        px_show_error("runtime: a PUT-FIN arrived for an unknown receive; dropped");
-        return;
-    }
-    req_release_regs(r);
-    if (h.sreq != 0 && PX_SUCCESS == r->status.error)
-        r->status.error = PX_ERR_COMM; /* the sender's puts failed */
-    active_remove(r);
-    req_complete(r);
-}
-
-/* A rendezvous matched by receive `r`. */
-static void recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob)
-{
-    r->status.source = h->m.src;
-    r->status.tag = h->m.tag;
-    r->total = h->len;
-    r->remote = h->sreq;
-    r->done = 0;
-    r->scheduled = 0;
-    r->outstanding = 0;
-    if (h->len > r->len) {
-        r->status.length = r->len;
-        r->status.error = PX_ERR_TRUNCATE;
-    } else {
-        r->status.length = h->len;
-    }
-    active_add(r);
-    px_rt_peer_t *peer = &px_rt.peers[h->m.src];
-    const bool rdma_ok = h->nrails && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl;
-    if (rdma_ok && (h->m.flags & PX_RT_RNDV_FLAG_GET)) {
-        if (recv_setup_get_rails(r, peer, h, blob) > 0) {
-            r->rdma_mode = PX_RT_RDMA_GET;
-            r->raddr = h->addr;
-            recv_schedule_gets(r);
-            return;
-        }
-    } else if (rdma_ok && (h->m.flags & PX_RT_RNDV_FLAG_PUT) &&
-               h->blob >= sizeof(px_rt_rail_wire_t)) {
-        px_rt_rail_wire_t w;
-        memcpy(&w, blob, sizeof(w));
-        for (int i = 0; i < peer->btl->num_rdma; ++i) {
-            px_btl_base_peer_module_t *pm = &peer->btl->rdma[i];
-            px_btl_module_t *m = pm->module;
-            if (!(m->btl_flags & PX_BTL_FLAGS_PUT) || NULL == m->btl_put ||
-                rdma_id_of(m) != w.rdma_id)
-                continue;
-            if (r->status.length && m->btl_register_mem) {
-                r->reg = m->btl_register_mem(m, pm->endpoint, r->buf, r->status.length, 0);
-                if (NULL == r->reg)
-                    break; /* cannot register: fragments instead */
-            }
-            r->rdma = pm;
-            r->rdma_mode = PX_RT_RDMA_PUT;
-            recv_send_putack(r);
-            return;
-        }
-    }
-    req_release_regs(r);
-    r->rdma = NULL;
-    r->rdma_mode = PX_RT_RDMA_NONE;
-    recv_send_ack(r);
+    return px_rt_send_ctl_buf(rank, am, &h, sizeof(h));
 }
 
 /* Deliver an eager message to the first matching posted receive, or queue it. */
@@ -634,7 +284,7 @@ static void ooo_drain(px_rt_peer_t *peer)
             }
         } else {
             if (r) {
-                recv_start_rndv(r, &found->rndv, found->data);
+                px_rt_recv_start_rndv(r, &found->rndv, found->data);
                 ux_free(found);
             } else {
                 px_list_append(&px_rt.unexpected, &found->super.super);
@@ -692,7 +342,7 @@ static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 {
     px_request_t *r = posted_match(h->m.src, h->m.tag);
     if (r) {
-        recv_start_rndv(r, h, blob);
+        px_rt_recv_start_rndv(r, h, blob);
         return;
     }
     /* Queue the header; the rail entries go in the item's data. */
@@ -748,34 +398,6 @@ static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         ooo_drain(peer);
 }
 
-/* AM callback: a pipelined fragment. */
-static void am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
-{
-    (void)btl;
-    px_rt_frag_hdr_t h;
-    if (d->des_segments[0].seg_len < sizeof(h))
-        return;
-    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = active_find(h.rreq, PX_RT_REQ_RECV);
-    if (NULL == r) {
-        px_show_error("runtime: a fragment arrived for an unknown receive; dropped");
-        return;
-    }
-    size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(h));
-    if (h.offset < r->len) {
-        size_t n = r->len - h.offset;
-        if (n > len)
-            n = len;
-        seg_copy((char *)r->buf + h.offset, n, d->des_segments, d->des_segment_count, sizeof(h));
-    }
-    r->done += len;
-    if (r->done >= r->total) {
-        req_release_regs(r);
-        active_remove(r);
-        req_complete(r);
-    }
-}
-
 /* ------------------------------------------------------------------ send side */
 
 static void send_eager_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
@@ -789,280 +411,6 @@ static void send_eager_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_
     req_complete(r);
 }
 
-static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
-                           int status)
-{
-    (void)btl;
-    (void)ep;
-    px_request_t *r = des->des_cbdata;
-    if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
-        r->status.error = status;
-    r->done += (size_t)(uintptr_t)des->des_context;
-    r->outstanding--;
-    if (r->done >= r->total && 0 == r->outstanding && r->on_active) {
-        active_remove(r);
-        req_complete(r);
-    }
-}
-
-static void send_schedule_frags(px_request_t *r)
-{
-    px_rt_peer_t *peer = &px_rt.peers[r->peer];
-    while (r->scheduled < r->total) {
-        px_btl_base_peer_module_t *pm = px_btl_base_peer_send(peer->btl);
-        px_btl_module_t *m = pm->module;
-        size_t max = m->btl_max_send_size > sizeof(px_rt_frag_hdr_t)
-                         ? m->btl_max_send_size - sizeof(px_rt_frag_hdr_t)
-                         : 1;
-        size_t size = r->total - r->scheduled;
-        if (size > max)
-            size = max;
-        r->conv.position = r->scheduled;
-        px_btl_descriptor_t *des = m->btl_prepare_src(
-            m, pm->endpoint, &r->conv, PX_BTL_NO_ORDER, sizeof(px_rt_frag_hdr_t), &size,
-            PX_BTL_DES_FLAGS_BTL_OWNERSHIP | PX_BTL_DES_SEND_ALWAYS_CALLBACK);
-        if (NULL == des || 0 == size) {
-            if (des)
-                m->btl_free(m, des);
-            pending_add(r, PX_RT_PEND_FRAGS);
-            return;
-        }
-        px_rt_frag_hdr_t h = {r->remote, r->scheduled};
-        memcpy(des->des_segments[0].seg_addr, &h, sizeof(h));
-        des->des_cbfunc = send_frag_done;
-        des->des_cbdata = r;
-        des->des_context = (void *)(uintptr_t)size;
-        r->scheduled += size;
-        r->outstanding++;
-        int rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_FRAG);
-        if (rc >= 0)
-            continue;
-        r->scheduled -= size;
-        r->outstanding--;
-        m->btl_free(m, des);
-        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-            pending_add(r, PX_RT_PEND_FRAGS);
-            return;
-        }
-        req_fail(r, rc);
-        return;
-    }
-    if (PX_RT_PEND_FRAGS == r->pending)
-        pending_remove(r);
-}
-
-/* AM callback: the receiver wants fragments. */
-static void am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
-{
-    (void)btl;
-    px_rt_ctl_hdr_t h;
-    if (d->des_segments[0].seg_len < sizeof(h))
-        return;
-    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = active_find(h.sreq, PX_RT_REQ_SEND);
-    if (NULL == r) {
-        px_show_error("runtime: an ACK arrived for an unknown send; dropped");
-        return;
-    }
-    req_release_regs(r);
-    r->remote = h.rreq;
-    r->scheduled = 0;
-    r->done = 0;
-    r->outstanding = 0;
-    px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
-    send_schedule_frags(r);
-}
-
-/* AM callback: the receiver has read the data. */
-static void am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
-{
-    (void)btl;
-    px_rt_ctl_hdr_t h;
-    if (d->des_segments[0].seg_len < sizeof(h))
-        return;
-    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = active_find(h.sreq, PX_RT_REQ_SEND);
-    if (NULL == r) {
-        px_show_error("runtime: a FIN arrived for an unknown send; dropped");
-        return;
-    }
-    req_release_regs(r);
-    active_remove(r);
-    req_complete(r);
-}
-
-/* ---- RDMA put (sender side) ---- */
-
-static void send_put_finish(px_request_t *r)
-{
-    uint64_t failed = PX_SUCCESS != r->status.error ? 1 : 0;
-    int rc = send_ctl(r->peer, PX_RT_AM_PUTFIN, failed, r->remote);
-    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        pending_add(r, PX_RT_PEND_PUTFIN);
-        return;
-    }
-    pending_remove(r);
-    active_remove(r);
-    if (rc != PX_SUCCESS && PX_SUCCESS == r->status.error)
-        r->status.error = rc;
-    req_complete(r);
-}
-
-static void send_put_check(px_request_t *r)
-{
-    if (r->finishing || r->complete || r->outstanding || r->done < r->rlen ||
-        r->scheduled < r->rlen)
-        return;
-    r->finishing = true;
-    req_release_regs(r);
-    send_put_finish(r);
-}
-
-static void send_put_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
-                          px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
-{
-    (void)btl;
-    (void)ep;
-    (void)local;
-    (void)lh;
-    px_request_t *r = context;
-    if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
-        r->status.error = PX_ERR_COMM;
-    r->done += (size_t)(uintptr_t)cbdata;
-    r->outstanding--;
-    send_put_check(r);
-}
-
-static void send_schedule_frags(px_request_t *r);
-
-static void send_schedule_puts(px_request_t *r)
-{
-    px_btl_module_t *m = r->rdma->module;
-    while (r->scheduled < r->rlen) {
-        size_t chunk = r->rlen - r->scheduled;
-        if (m->btl_put_limit && chunk > m->btl_put_limit)
-            chunk = m->btl_put_limit;
-        size_t off = r->scheduled;
-        r->scheduled += chunk;
-        r->outstanding++;
-        int rc = m->btl_put(m, r->rdma->endpoint, (char *)r->buf + off, r->raddr + off, r->reg,
-                            (px_btl_registration_handle_t *)r->rhandle, chunk, 0, PX_BTL_NO_ORDER,
-                            send_put_done, r, (void *)(uintptr_t)chunk);
-        if (PX_SUCCESS == rc)
-            continue;
-        r->scheduled -= chunk;
-        r->outstanding--;
-        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-            pending_add(r, PX_RT_PEND_PUT);
-            return;
-        }
-        if (0 == r->scheduled && 0 == r->outstanding) {
-            /* RDMA refused before anything moved: send fragments instead;
-             * the receiver takes them as for an ACK. */
-            if (r->reg && m->btl_deregister_mem)
-                m->btl_deregister_mem(m, r->reg);
-            r->reg = NULL;
-            r->rdma_mode = PX_RT_RDMA_NONE;
-            r->done = 0;
-            pending_remove(r);
-            px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
-            send_schedule_frags(r);
-            return;
-        }
-        r->status.error = PX_ERR_COMM;
-        r->scheduled = r->rlen;
-        break;
-    }
-    if (PX_RT_PEND_PUT == r->pending)
-        pending_remove(r);
-    send_put_check(r);
-}
-
-/* AM callback (sender): where to put the data. */
-static void am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
-{
-    (void)btl;
-    px_rt_putack_hdr_t h;
-    size_t total = seg_data_len(d->des_segments, d->des_segment_count, 0);
-    if (total < sizeof(h))
-        return;
-    seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
-    px_request_t *r = active_find(h.sreq, PX_RT_REQ_SEND);
-    if (NULL == r || PX_RT_RDMA_PUT != r->rdma_mode || h.hsize > PX_RT_MAX_HANDLE ||
-        total < sizeof(h) + h.hsize || h.len > r->total) {
-        px_show_error("runtime: a malformed PUT-ACK or one for an unknown send; dropped");
-        return;
-    }
-    px_btl_module_t *m = r->rdma->module;
-    r->remote = h.rreq;
-    r->raddr = h.addr;
-    r->rlen = h.len;
-    r->hsize = h.hsize;
-    if (h.hsize)
-        seg_copy(r->rhandle, h.hsize, d->des_segments, d->des_segment_count, sizeof(h));
-    r->scheduled = 0;
-    r->done = 0;
-    r->outstanding = 0;
-    r->finishing = false;
-    if (r->rlen && m->btl_register_mem) {
-        r->reg = m->btl_register_mem(m, r->rdma->endpoint, r->buf, r->rlen, 0);
-        if (NULL == r->reg) { /* fragments instead */
-            r->rdma_mode = PX_RT_RDMA_NONE;
-            px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
-            send_schedule_frags(r);
-            return;
-        }
-    }
-    send_schedule_puts(r);
-}
-
-/* How a rendezvous moves its data: by get over every RDMA module of the peer
- * that offers GET (up to PX_RT_MAX_RAILS, the sender's buffer registered with
- * each; the receiver splits the read by bandwidth weight), else by put over
- * the heaviest module offering PUT, else by pipelined fragments. */
-static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
-{
-    r->rdma_mode = PX_RT_RDMA_NONE;
-    r->rdma = NULL;
-    r->nrails = 0;
-    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol)
-        return;
-    if (px_rt.rndv_protocol != PX_RT_RNDV_PUT) {
-        for (int i = 0; i < peer->btl->num_rdma && r->nrails < PX_RT_MAX_RAILS; ++i) {
-            px_btl_base_peer_module_t *rp = &peer->btl->rdma[i];
-            px_btl_module_t *rm = rp->module;
-            if (!(rm->btl_flags & PX_BTL_FLAGS_GET) || NULL == rm->btl_get ||
-                rm->btl_registration_handle_size > PX_RT_MAX_HANDLE)
-                continue;
-            px_btl_registration_handle_t *reg = NULL;
-            if (rm->btl_register_mem) {
-                reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
-                if (NULL == reg)
-                    continue;
-            }
-            px_rt_rail_t *rl = &r->rails[r->nrails++];
-            rl->pm = rp;
-            rl->reg = reg;
-            rl->hsize = reg ? (uint32_t)rm->btl_registration_handle_size : 0;
-        }
-        if (r->nrails) {
-            r->rdma_mode = PX_RT_RDMA_GET;
-            return;
-        }
-    }
-    if (px_rt.rndv_protocol == PX_RT_RNDV_GET)
-        return;
-    for (int i = 0; i < peer->btl->num_rdma; ++i) {
-        px_btl_module_t *rm = peer->btl->rdma[i].module;
-        if ((rm->btl_flags & PX_BTL_FLAGS_PUT) && rm->btl_put &&
-            rm->btl_registration_handle_size <= PX_RT_MAX_HANDLE) {
-            r->rdma = &peer->btl->rdma[i]; /* registered when the receiver answers */
-            r->rdma_mode = PX_RT_RDMA_PUT;
-            return;
-        }
-    }
-}
-
 /* Start a send request's first message: eager data or the RNDV header. */
 static void send_start(px_request_t *r)
 {
@@ -1071,96 +419,43 @@ static void send_start(px_request_t *r)
     px_btl_module_t *m = pm->module;
     px_rt_match_hdr_t mh = {px_rt.rank, r->tag, r->seq, 0};
     int rc;
-    if (r->len <= peer->eager_data) {
-        px_btl_convertor_t conv;
-        px_btl_convertor_init_contig(&conv, r->buf, r->len);
-        size_t size = r->len;
-        px_btl_descriptor_t *des =
-            m->btl_prepare_src(m, pm->endpoint, &conv, PX_BTL_NO_ORDER, sizeof(mh), &size,
-                               PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
-        if (NULL == des) {
-            pending_add(r, PX_RT_PEND_START);
-            return;
-        }
-        if (size != r->len) {
-            m->btl_free(m, des);
-            req_fail(r, PX_ERR_FATAL);
-            px_show_error("runtime: btl %s took %zu of a %zu-byte eager message",
-                          m->btl_component->base.component_name, size, r->len);
-            return;
-        }
-        memcpy(des->des_segments[0].seg_addr, &mh, sizeof(mh));
-        des->des_cbfunc = send_eager_done;
-        des->des_cbdata = r;
-        pending_remove(r);
-        rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_MATCH);
-        if (1 == rc) {
-            req_complete(r);
-            return;
-        }
-        if (0 == rc)
-            return;
-        m->btl_free(m, des);
-    } else {
-        /* Rendezvous: the header, then the RDMA rails offered. */
-        struct {
-            px_rt_rndv_hdr_t h;
-            unsigned char blob[PX_RT_MAX_BLOB];
-        } msg;
-        memset(&msg.h, 0, sizeof(msg.h));
-        msg.h.m = mh;
-        msg.h.len = r->len;
-        msg.h.sreq = (uint64_t)(uintptr_t)r;
-        msg.h.addr = (uint64_t)(uintptr_t)r->buf;
-        if (!r->rndv_prepared) {
-            rndv_choose_rdma(r, peer);
-            r->rndv_prepared = true;
-        }
-        size_t pos = 0;
-        if (PX_RT_RDMA_GET == r->rdma_mode) {
-            msg.h.m.flags |= PX_RT_RNDV_FLAG_GET;
-            for (int k = 0; k < r->nrails; ++k) {
-                px_rt_rail_wire_t w = {rdma_id_of(r->rails[k].pm->module), r->rails[k].hsize};
-                memcpy(msg.blob + pos, &w, sizeof(w));
-                pos += sizeof(w);
-                if (w.hsize)
-                    memcpy(msg.blob + pos, r->rails[k].reg, w.hsize);
-                pos += w.hsize;
-            }
-            msg.h.nrails = (uint32_t)r->nrails;
-        } else if (PX_RT_RDMA_PUT == r->rdma_mode) {
-            msg.h.m.flags |= PX_RT_RNDV_FLAG_PUT;
-            px_rt_rail_wire_t w = {rdma_id_of(r->rdma->module), 0};
-            memcpy(msg.blob, &w, sizeof(w));
-            pos = sizeof(w);
-            msg.h.nrails = 1;
-        }
-        msg.h.blob = (uint32_t)pos;
-        size_t bytes = sizeof(msg.h) + msg.h.blob;
-        px_btl_descriptor_t *des =
-            m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, bytes, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
-        if (NULL == des) {
-            pending_add(r, PX_RT_PEND_START);
-            return;
-        }
-        memcpy(des->des_segments[0].seg_addr, &msg, bytes);
-        des->des_segments[0].seg_len = bytes;
-        des->des_cbfunc = NULL;
-        pending_remove(r);
-        r->total = r->len;
-        r->done = 0;
-        active_add(r); /* before the send: ACK or FIN may come back inside it */
-        rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_RNDV);
-        if (rc >= 0)
-            return;
-        active_remove(r);
-        m->btl_free(m, des);
-    }
-    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        pending_add(r, PX_RT_PEND_START);
+    if (r->len > peer->eager_data) {
+        px_rt_send_start_rndv(r);
         return;
     }
-    req_fail(r, rc);
+    px_btl_convertor_t conv;
+    px_btl_convertor_init_contig(&conv, r->buf, r->len);
+    size_t size = r->len;
+    px_btl_descriptor_t *des = m->btl_prepare_src(
+        m, pm->endpoint, &conv, PX_BTL_NO_ORDER, sizeof(mh), &size, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (NULL == des) {
+        px_rt_pending_add(r, PX_RT_PEND_START);
+        return;
+    }
+    if (size != r->len) {
+        m->btl_free(m, des);
+        px_rt_req_fail(r, PX_ERR_FATAL);
+        px_show_error("runtime: btl %s took %zu of a %zu-byte eager message",
+                      m->btl_component->base.component_name, size, r->len);
+        return;
+    }
+    memcpy(des->des_segments[0].seg_addr, &mh, sizeof(mh));
+    des->des_cbfunc = send_eager_done;
+    des->des_cbdata = r;
+    px_rt_pending_remove(r);
+    rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_MATCH);
+    if (1 == rc) {
+        req_complete(r);
+        return;
+    }
+    if (0 == rc)
+        return;
+    m->btl_free(m, des);
+    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+        px_rt_pending_add(r, PX_RT_PEND_START);
+        return;
+    }
+    px_rt_req_fail(r, rc);
 }
 
 /* ------------------------------------------------------------------ public-ish API */
@@ -1183,25 +478,25 @@ static int pending_progress(void)
             send_start(r);
             break;
         case PX_RT_PEND_FRAGS:
-            send_schedule_frags(r);
+            px_rt_send_schedule_frags(r);
             break;
         case PX_RT_PEND_ACK:
-            recv_send_ack(r);
+            px_rt_recv_send_ack(r);
             break;
         case PX_RT_PEND_GET:
-            recv_schedule_gets(r);
+            px_rt_recv_schedule_gets(r);
             break;
         case PX_RT_PEND_FIN:
-            recv_send_fin(r);
+            px_rt_recv_send_fin(r);
             break;
         case PX_RT_PEND_PUTACK:
-            recv_send_putack(r);
+            px_rt_recv_send_putack(r);
             break;
         case PX_RT_PEND_PUT:
-            send_schedule_puts(r);
+            px_rt_send_schedule_puts(r);
             break;
         case PX_RT_PEND_PUTFIN:
-            send_put_finish(r);
+            px_rt_send_put_finish(r);
             break;
         default:
             break;
@@ -1280,7 +575,7 @@ int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **reque
             px_btl_segment_t s = {u->data, u->len};
             recv_eager_into(r, u->src, u->tag, &s, 1, 0, u->len);
         } else {
-            recv_start_rndv(r, &u->rndv, u->data);
+            px_rt_recv_start_rndv(r, &u->rndv, u->data);
         }
         ux_free(u);
         return PX_SUCCESS;
@@ -1298,8 +593,8 @@ int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **reque
 /* Remove every trace of a request that will never complete, then free it. */
 static void req_cancel(px_request_t *r)
 {
-    pending_remove(r);
-    active_remove(r);
+    px_rt_pending_remove(r);
+    px_rt_active_remove(r);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
@@ -1316,7 +611,7 @@ static void req_cancel(px_request_t *r)
             }
         }
     }
-    req_release_regs(r);
+    px_rt_req_release_regs(r);
 }
 
 static double now(void)
@@ -1537,13 +832,13 @@ static void fail_rank(int rank, int error)
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.posted, px_request_t)
     {
         if (r->peer == rank)
-            req_fail(r, error);
+            px_rt_req_fail(r, error);
     }
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
     {
         int who = PX_RT_REQ_SEND == r->type ? r->peer : r->status.source;
         if (who == rank)
-            req_fail(r, error);
+            px_rt_req_fail(r, error);
     }
     px_list_item_t *it = px_list_get_first(&px_rt.pending), *next;
     for (; it != px_list_get_end(&px_rt.pending); it = next) {
@@ -1551,7 +846,7 @@ static void fail_rank(int rank, int error)
         px_request_t *q = px_container_of(it, px_request_t, pend_link);
         int who = PX_RT_REQ_SEND == q->type ? q->peer : q->status.source;
         if (who == rank)
-            req_fail(q, error);
+            px_rt_req_fail(q, error);
     }
 }
 
@@ -1640,11 +935,11 @@ int px_rt_pml_init(void)
         return rc;
     px_btl_base_register_am(PX_RT_AM_MATCH, am_match, NULL);
     px_btl_base_register_am(PX_RT_AM_RNDV, am_rndv, NULL);
-    px_btl_base_register_am(PX_RT_AM_ACK, am_ack, NULL);
-    px_btl_base_register_am(PX_RT_AM_FRAG, am_frag, NULL);
-    px_btl_base_register_am(PX_RT_AM_FIN, am_fin, NULL);
-    px_btl_base_register_am(PX_RT_AM_PUTACK, am_putack, NULL);
-    px_btl_base_register_am(PX_RT_AM_PUTFIN, am_putfin, NULL);
+    px_btl_base_register_am(PX_RT_AM_ACK, px_rt_am_ack, NULL);
+    px_btl_base_register_am(PX_RT_AM_FRAG, px_rt_am_frag, NULL);
+    px_btl_base_register_am(PX_RT_AM_FIN, px_rt_am_fin, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTACK, px_rt_am_putack, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTFIN, px_rt_am_putfin, NULL);
     return PX_SUCCESS;
 }
 

@@ -1,0 +1,135 @@
+/*
+ * pml.h: what the two halves of the messaging layer share: pml.c (matching,
+ * eager messages, the API, errors) and pml_rndv.c (the rendezvous protocols:
+ * RDMA get striped over rails, RDMA put, pipelined fragments). Internal to
+ * core/runtime; the hot-path helpers are static inline here.
+ */
+#ifndef PX_RUNTIME_PML_H
+#define PX_RUNTIME_PML_H
+
+#include <stdlib.h>
+#include <string.h>
+#include "core/runtime/runtime.h"
+
+/* ---- hot-path helpers ---- */
+
+static inline px_request_t *req_alloc(int type)
+{
+    px_request_t *r = (px_request_t *)px_free_list_get(&px_rt.requests);
+    if (PX_UNLIKELY(NULL == r))
+        return NULL;
+    r->type = (uint8_t)type;
+    r->pending = PX_RT_PEND_NONE;
+    r->complete = false;
+    r->on_active = false;
+    r->on_posted = false;
+    r->finishing = false;
+    r->outstanding = 0;
+    r->reg = NULL;
+    r->rdma = NULL;
+    r->nrails = 0;
+    r->rdma_mode = PX_RT_RDMA_NONE;
+    r->rndv_prepared = false;
+    r->status.error = PX_SUCCESS;
+    return r;
+}
+
+static inline void req_free(px_request_t *r)
+{
+    px_free_list_return(&px_rt.requests, &r->super);
+}
+
+static inline px_rt_ux_t *ux_alloc(void)
+{
+    return (px_rt_ux_t *)px_free_list_get(&px_rt.ux_items);
+}
+
+static inline void ux_free(px_rt_ux_t *u)
+{
+    if (PX_UNLIKELY(u->data != u->inline_buf))
+        free(u->data);
+    px_free_list_return(&px_rt.ux_items, &u->super);
+}
+
+static inline bool tag_matches(int want_src, int want_tag, int src, int tag)
+{
+    return (want_src == src || want_src == PX_ANY_SOURCE) &&
+           (want_tag == tag || (want_tag == PX_ANY_TAG && tag >= 0));
+}
+
+/* Bytes of data in segments after `skip` header bytes. */
+static inline size_t seg_data_len(const px_btl_segment_t *s, size_t n, size_t skip)
+{
+    size_t t = 0;
+    for (size_t i = 0; i < n; ++i)
+        t += s[i].seg_len;
+    return t > skip ? t - skip : 0;
+}
+
+/* Copy up to `max` data bytes (after `skip`) from segments to dst. */
+static inline void seg_copy(void *dst, size_t max, const px_btl_segment_t *s, size_t n, size_t skip)
+{
+    char *d = dst;
+    for (size_t i = 0; i < n && max; ++i) {
+        size_t len = s[i].seg_len;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        size_t c = len - skip;
+        if (c > max)
+            c = max;
+        memcpy(d, (const char *)s[i].seg_addr + skip, c);
+        d += c;
+        max -= c;
+        skip = 0;
+    }
+}
+
+static inline void req_complete(px_request_t *r)
+{
+    r->complete = true;
+}
+
+/* ---- pml.c: queues and control messages ---- */
+
+/* Requests in a rendezvous (px_rt.active): add, remove, and check an id from
+ * the wire against them (NULL when it is not one of ours). */
+void px_rt_active_add(px_request_t *r);
+void px_rt_active_remove(px_request_t *r);
+px_request_t *px_rt_active_find(uint64_t id, int type);
+/* Requests with a step to retry from progress (PX_RT_PEND_*). */
+void px_rt_pending_add(px_request_t *r, int what);
+void px_rt_pending_remove(px_request_t *r);
+/* Drop every memory registration the request holds. */
+void px_rt_req_release_regs(px_request_t *r);
+/* Complete the request with `error`, off every queue. */
+void px_rt_req_fail(px_request_t *r, int error);
+/* The id of an RDMA module on the wire: a hash of its component's name. */
+uint32_t px_rt_rdma_id(const px_btl_module_t *m);
+/* A control message to `rank` over its eager module (sendi, else alloc+send). */
+int px_rt_send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len);
+int px_rt_send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq);
+
+/* ---- pml_rndv.c: the rendezvous ---- */
+
+/* Sender: the RNDV header (chooses get rails or put first). */
+void px_rt_send_start_rndv(px_request_t *r);
+/* Receiver: a receive matched an RNDV header (`blob`: the rails offered). */
+void px_rt_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob);
+/* Steps retried from progress. */
+void px_rt_send_schedule_frags(px_request_t *r);
+void px_rt_send_schedule_puts(px_request_t *r);
+void px_rt_send_put_finish(px_request_t *r);
+void px_rt_recv_send_ack(px_request_t *r);
+void px_rt_recv_schedule_gets(px_request_t *r);
+void px_rt_recv_send_fin(px_request_t *r);
+void px_rt_recv_send_putack(px_request_t *r);
+/* Active-message callbacks of the rendezvous tags. */
+void px_rt_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_rt_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_rt_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+
+#endif
