@@ -132,6 +132,7 @@ typedef struct px_btl_shm_state {
     int free_list_eager_max, free_list_send_max;
     int poll_batch;
     int yield_mode; /* PX_BTL_SHM_YIELD_* */
+    int copy_mode;  /* 0 memcpy, 1 avx2 loop for pipeline fragments */
     /* runtime */
     bool yield_when_idle;
     bool in_progress;
@@ -151,6 +152,8 @@ typedef struct px_btl_shm_state {
     struct px_btl_endpoint **active; /* endpoints to poll */
     int nactive;
     px_free_list_t frags_eager, frags_send, frags_fbox;
+    struct px_btl_shm_frag **cool; /* returned pipeline fragments, oldest first */
+    int cool_cap, cool_count, cool_head, cool_min;
     bool lists_constructed, lists_initialized;
 } px_btl_shm_state_t;
 

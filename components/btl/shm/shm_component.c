@@ -25,9 +25,16 @@ px_btl_shm_state_t px_btl_shm_state = {
     .fbox_max_send = 8192 + 64,
     .single_copy = PX_BTL_SHM_SC_NONE,
     .free_list_eager_max = 128,
-    .free_list_send_max = 16,
+    .free_list_send_max = 64,
     .poll_batch = 1,
     .yield_mode = PX_BTL_SHM_YIELD_AUTO,
+    .copy_mode = 1,
+};
+
+static const px_mca_var_enum_value_t px_btl_shm_copy_values[] = {
+    {0, "memcpy"},
+    {1, "avx2"},
+    {0, NULL},
 };
 
 static const px_mca_var_enum_value_t px_btl_shm_yield_values[] = {
@@ -103,6 +110,13 @@ static int px_btl_shm_register(void)
                              "it has online cores)",
                              PX_MCA_VAR_TYPE_ENUM, px_btl_shm_yield_values, 5,
                              PX_MCA_VAR_SCOPE_LOCAL, 0, &s->yield_mode);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("btl", "shm", "copy",
+                             "How the sender copies into pipeline fragments: memcpy (libc), or "
+                             "avx2 (a vector loop, when the CPU has AVX2; falls back to memcpy)",
+                             PX_MCA_VAR_TYPE_ENUM, px_btl_shm_copy_values, 6,
+                             PX_MCA_VAR_SCOPE_LOCAL, 0, &s->copy_mode);
     if (rc < 0)
         return rc;
     return px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super);
@@ -221,6 +235,12 @@ static int px_btl_shm_lists_init(void)
     int rc = px_free_list_init(&s->frags_fbox, &p);
     if (rc != PX_SUCCESS)
         return rc;
+    s->cool_cap = s->free_list_send_max;
+    s->cool_min = s->free_list_send_max / 2 > 1 ? s->free_list_send_max / 2 : 1;
+    s->cool_count = s->cool_head = 0;
+    s->cool = calloc((size_t)s->cool_cap, sizeof(*s->cool));
+    if (!s->cool)
+        return PX_ERR_OUT_OF_RESOURCE;
     s->lists_initialized = true;
     return PX_SUCCESS;
 }
