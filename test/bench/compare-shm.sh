@@ -36,12 +36,19 @@ echo "== compare-shm $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $(c
 # none, ucx, plexus, ...); per size the best run counts (lowest latency,
 # highest bandwidth), the same rule for every contender.
 REPEAT=${REPEAT:-3}
+# On a shared machine every contender runs in its own session whose
+# scheduler autogroup gets nice -20 (root only; PRIORITY=0 turns it off):
+# with autogroups, a plain `nice` does not count against other sessions.
 NICE=""
-[ "$(id -u)" = 0 ] && NICE="nice -n -10"
+if [ "${PRIORITY:-1}" = 1 ] && [ "$(id -u)" = 0 ] && [ -w /proc/self/autogroup ]; then
+    NICE="setsid $T/hi"
+    printf '#!/bin/sh\necho -20 > /proc/self/autogroup 2>/dev/null\nexec "$@"\n' >"$T/hi"
+    chmod +x "$T/hi"
+fi
 peers=""
 have_ucx=0
 if [ $have_mpi = 1 ] && ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then have_ucx=1; fi
-"$PXRUN" -n 2 "$PXPERF" --sizes 8 </dev/null | sed -n 's/^# //p'
+"$PXRUN" -n 2 "$PXPERF" --sizes 8 --iters 10 </dev/null | sed -n 's/^# //p'
 for rep in $(seq "$REPEAT"); do
     $NICE "$PXRUN" -n 2 "$PXPERF" --sizes "$SIZES" --csv </dev/null >"$T/px.$rep.csv" ||
         { echo "px_perf failed"; exit 1; }
