@@ -52,6 +52,9 @@ if [ $have_mpi = 1 ] && ompi_info 2>/dev/null | grep -q "MCA pml: ucx"; then hav
 for rep in $(seq "$REPEAT"); do
     $NICE "$PXRUN" -n 2 "$PXPERF" --sizes "$SIZES" --csv </dev/null >"$T/px.$rep.csv" ||
         { echo "px_perf failed"; exit 1; }
+    # The single-copy alternative, to check the default (btl_shm_single_copy=none).
+    $NICE "$PXRUN" -n 2 --mca btl_shm_single_copy cma "$PXPERF" --sizes 262144,1048576,4194304 \
+        --csv </dev/null >"$T/px_cma.$rep.csv" || rm -f "$T/px_cma.$rep.csv"
     if [ $have_mpi = 1 ]; then
         for sc in cma none; do
             $NICE $MPIRUN --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism $sc \
@@ -73,6 +76,10 @@ best_of() { # name: merge name.*.csv into name.csv (min latency, max bandwidth p
 best_of px
 echo "== Plexus px_perf (pxrun -n 2, btl/shm), best of $REPEAT"
 cat "$T/px.csv"
+if best_of px_cma; then
+    echo "== Plexus px_perf with --mca btl_shm_single_copy cma (large sizes), best of $REPEAT"
+    cat "$T/px_cma.csv"
+fi
 for p in vader_cma vader_none ucx; do
     if best_of $p; then
         peers="$peers $p"
@@ -151,6 +158,8 @@ read -r bv bn <<<"$(best 4194304 3 max)"
 bw4=$(field "$T/px.csv" 4194304 3)
 r=$(ratio "$bw4" "$bv")
 printf "%-58s %8s  (target >= 1.1)  %s\n" "4 MiB bandwidth: plexus / best peer (${bn:-none})" "$r" "$(verdict "$r" ">=" 1.1)"
+r=$(ratio "$(field "$T/px_cma.csv" 4194304 3)" "$bw4")
+printf "%-58s %8s  (for information: < 1 keeps single_copy=none)\n" "4 MiB bandwidth: plexus cma / plexus pipelined" "$r"
 r=$(ratio "$bw4" "$memcpy")
 printf "%-58s %8s  (target >= 0.9)  %s\n" "4 MiB bandwidth: plexus / memcpy of 4 MiB" "$r" "$(verdict "$r" ">=" 0.9)"
 if [ $have_mpi = 1 ]; then

@@ -40,6 +40,19 @@ check "all-to-all with the fragment lists at their minimum: exit 0" [ "$rc" -eq 
 run "$PXRUN" -n 2 --mca btl_shm_fbox_size 1000 "$A2A" --rounds 1 --msgs 1 --max 8
 check "a bad btl_shm_fbox_size is an error naming it" contains "$(cat "$T/err")" "btl_shm_fbox_size 1000"
 
+# px_perf over shm: every test, each output format, the --vs column.
+PXPERF=$B/tools/px_perf/px_perf
+run "$PXRUN" -n 2 "$PXPERF" --test all --sizes 0,8,65536,1M --iters 20 --json
+check "px_perf --json runs every test over shm" [ "$rc" -eq 0 ]
+check "px_perf --json names the transport" contains "$(cat "$T/out")" '"to": 1, "transport": "shm"'
+check "px_perf --json has bibw and rate" contains "$(cat "$T/out")" '"bibw_MBps"'
+printf 'bytes,lat_us,bw_MBps\n8,0.5,100\n65536,5.0,10000\n' >"$T/peer.csv"
+run "$PXRUN" -n 3 "$PXPERF" --sizes 8,65536 --iters 20 --csv --vs "$T/peer.csv"
+check "px_perf --csv --vs on 3 ranks" [ "$rc" -eq 0 -a "$(grep -c '^8,' "$T/out")" -eq 1 ]
+check "px_perf --vs adds the ratio columns" contains "$(head -1 "$T/out")" "vs_lat,vs_bw"
+run "$PXRUN" -n 2 "$PXPERF" --sizes 8 --test nonsense
+check "px_perf rejects an unknown test by name" contains "$(cat "$T/err")" "unknown test 'nonsense'"
+
 # A rank SIGKILLed mid-exchange.
 run "$PXRUN" -n 4 "$A2A" --rounds 100 --msgs 4 --max 1048576 --kill-rank 2 --kill-after 20
 job=$(sed -n 's/^jobid=//p' "$T/out")
