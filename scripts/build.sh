@@ -12,5 +12,6 @@ cd "$build"
 if [ ! -f config.status ] || [ "$src/configure" -nt config.status ]; then
   "$src/configure" -q "$@"
 fi
+make -j"$(nproc)" >/dev/null
 make -j"$(nproc)" build-tests >/dev/null
 echo "build.sh: built in $build"
