@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # btl/ofi end to end under pxrun: an all-to-all with checksums (0 B..4 MiB)
-# with btl=self,ofi over the tcp;ofi_rxm and shm providers (ofi serving
-# same-host peers); with the default btl list shm wins on one host; px_info
-# shows the providers found and the one chosen; provider settings that
-# cannot be honoured, and ranks on different providers, are errors that say
-# why. (The sockets provider is exercised by ofi_module_test.)
+# with btl=self,ofi over the tcp;ofi_rxm, sockets and shm providers (ofi
+# serving same-host peers); with the default btl list shm wins on one host;
+# px_info shows the providers found and the one chosen; provider settings
+# that cannot be honoured, and ranks on different providers, are errors that
+# say why.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 PXRUN=$B/tools/pxrun/pxrun
@@ -16,7 +16,7 @@ trap 'rm -rf "$T"' EXIT
 export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
 run() { timeout -s KILL 120 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
 
-for prov in "tcp;ofi_rxm" shm; do
+for prov in "tcp;ofi_rxm" sockets shm; do
     run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include="$prov" "$PXRUN" -n 3 "$A2A"
     out=$(cat "$T/out")
     check "btl=self,ofi over $prov: pxrun -n 3 exits 0" test $rc -eq 0

@@ -26,9 +26,12 @@
 
 typedef struct px_btl_ofi_hdr {
     uint8_t tag;
-    uint8_t pad[3];
+    uint8_t flags; /* PX_BTL_OFI_HDR_* */
+    uint8_t pad[2];
     int32_t src_rank;
 } px_btl_ofi_hdr_t;
+/* Sent at teardown behind injected messages; the receiver drops it. */
+#define PX_BTL_OFI_HDR_DRAIN 0x1
 
 /* Modex blob: provider name, address format, then the fi_getname bytes. */
 typedef struct px_btl_ofi_modex {
@@ -58,6 +61,7 @@ struct px_btl_endpoint {
     struct px_btl_ofi_frag *pending_head, *pending_tail;
     struct px_btl_endpoint *next_blocked; /* on the module's list while pending */
     double stuck_since;                   /* when libfabric began refusing (0: it is not) */
+    bool injected;                        /* fi_inject was used: no completion says it left */
 };
 
 /* Memory registration: key and base travel to the peer (16 bytes). */
@@ -121,6 +125,7 @@ struct px_btl_ofi_module {
     px_rcache_t *rcache;
     px_btl_error_fn error_cb;
     px_btl_endpoint_t *blocked; /* endpoints with pending sends */
+    bool draining;              /* del_procs is draining: errors are expected */
     size_t outstanding;
     px_btl_endpoint_t **peers; /* by rank */
     size_t num_peers;

@@ -146,7 +146,9 @@ static int px_btl_ofi_post_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
 static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f, size_t len)
 {
     const px_btl_ofi_hdr_t *hdr = f->base.super.payload;
-    if (len >= PX_BTL_OFI_HDR) {
+    if (PX_UNLIKELY(len >= PX_BTL_OFI_HDR && (hdr->flags & PX_BTL_OFI_HDR_DRAIN))) {
+        /* nothing to deliver */
+    } else if (len >= PX_BTL_OFI_HDR) {
         px_btl_segment_t seg = {(char *)f->base.super.payload + PX_BTL_OFI_HDR,
                                 len - PX_BTL_OFI_HDR};
         int src = hdr->src_rank;
@@ -269,6 +271,8 @@ static void px_btl_ofi_report(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int
     else
         snprintf(text, sizeof(text), "btl/ofi (%s): %s: %s", px_btl_ofi_prov(m), what, detail);
     PX_OUTPUT_VERBOSE(1, px_btl_ofi_output, "%s", text);
+    if (m->draining)
+        return; /* tearing down: a peer that is already gone is no news */
     if (m->error_cb)
         m->error_cb(&m->super, ep, ep ? ep->rank : -1, error, text);
     else
@@ -307,8 +311,17 @@ static void px_btl_ofi_queue(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, px_b
     ep->pending_tail = f;
 }
 
+static int px_btl_ofi_send_flags(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                 px_btl_descriptor_t *des, px_btl_tag_t tag, uint8_t flags);
+
 static int px_btl_ofi_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
                            px_btl_descriptor_t *des, px_btl_tag_t tag)
+{
+    return px_btl_ofi_send_flags(btl, endpoint, des, tag, 0);
+}
+
+static int px_btl_ofi_send_flags(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                 px_btl_descriptor_t *des, px_btl_tag_t tag, uint8_t flags)
 {
     px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
     px_btl_ofi_frag_t *f = (px_btl_ofi_frag_t *)des;
@@ -316,6 +329,7 @@ static int px_btl_ofi_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
         return PX_ERR_UNREACH;
     px_btl_ofi_hdr_t *hdr = f->base.super.payload;
     hdr->tag = tag;
+    hdr->flags = flags;
     hdr->src_rank = m->my_rank;
     f->endpoint = endpoint;
     f->size = PX_BTL_OFI_HDR + f->segment.seg_len;
@@ -353,6 +367,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         char buf[m->inject_size];
         px_btl_ofi_hdr_t *hdr = (px_btl_ofi_hdr_t *)buf;
         hdr->tag = tag;
+        hdr->flags = 0;
         hdr->src_rank = m->my_rank;
         memcpy(buf + PX_BTL_OFI_HDR, header, header_size);
         if (payload_size)
@@ -360,6 +375,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         ssize_t rc = fi_inject(m->ep, buf, total, endpoint->addr);
         if (PX_LIKELY(0 == rc)) {
             endpoint->stuck_since = 0;
+            endpoint->injected = true;
             return PX_SUCCESS;
         }
         if (-FI_EAGAIN == rc) {
@@ -809,19 +825,59 @@ static int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
     return PX_SUCCESS;
 }
 
+/* Before endpoints go away: a message injected just before (the last one
+ * of a barrier, say) may still sit in the provider's queue, and closing the
+ * endpoint would drop it. Behind every such message send a drain message
+ * with a completion (ordered after it, FI_ORDER_SAS) and wait, at most
+ * PX_BTL_OFI_DRAIN_SECONDS, for every operation to these peers to complete. */
+#define PX_BTL_OFI_DRAIN_SECONDS 2.0
+static void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n)
+{
+    m->draining = true;
+    for (size_t i = 0; i < n; ++i) {
+        px_btl_endpoint_t *ep = eps[i];
+        if (NULL == ep || ep->failed || !ep->injected)
+            continue;
+        px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
+        if (NULL == f)
+            break;
+        f->base.des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+        if (px_btl_ofi_send_flags(&m->super, ep, &f->base, 0, PX_BTL_OFI_HDR_DRAIN) < 0) {
+            px_free_list_return(&m->send_frags, &f->base.super);
+            continue;
+        }
+        ep->injected = false;
+    }
+    double deadline = px_btl_ofi_now() + PX_BTL_OFI_DRAIN_SECONDS;
+    for (;;) {
+        bool busy = false;
+        for (size_t i = 0; i < n && !busy; ++i)
+            busy = eps[i] && !eps[i]->failed && (eps[i]->outstanding || eps[i]->pending_head);
+        if (!busy || px_btl_ofi_now() > deadline)
+            break;
+        px_btl_ofi_progress(&m->super);
+    }
+    m->draining = false;
+}
+
 static int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                                 px_btl_endpoint_t **endpoints)
 {
     px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    px_btl_endpoint_t **eps = calloc(nprocs ? nprocs : 1, sizeof(*eps));
+    if (NULL == eps)
+        return PX_ERR_OUT_OF_RESOURCE;
     for (size_t i = 0; i < nprocs; ++i) {
-        px_btl_endpoint_t *ep = endpoints ? endpoints[i] : NULL;
-        if (NULL == ep && procs[i]->rank >= 0 && (size_t)procs[i]->rank < m->num_peers)
-            ep = m->peers[procs[i]->rank];
+        eps[i] = endpoints ? endpoints[i] : NULL;
+        if (NULL == eps[i] && procs[i]->rank >= 0 && (size_t)procs[i]->rank < m->num_peers)
+            eps[i] = m->peers[procs[i]->rank];
+    }
+    px_btl_ofi_drain(m, eps, nprocs);
+    for (size_t i = 0; i < nprocs; ++i) {
+        px_btl_endpoint_t *ep = eps[i];
         if (NULL == ep)
             continue;
-        if (ep->outstanding || ep->pending_head)
-            px_btl_ofi_flush(btl, ep);
-        if (ep->pending_head) { /* flush gave up: fail them, forget the endpoint */
+        if (ep->pending_head) { /* the drain gave up: fail them, forget the endpoint */
             px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
             for (px_btl_endpoint_t **l = &m->blocked; *l; l = &(*l)->next_blocked)
                 if (*l == ep) {
@@ -836,6 +892,7 @@ static int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
         if (endpoints)
             endpoints[i] = NULL;
     }
+    free(eps);
     return PX_SUCCESS;
 }
 
@@ -868,6 +925,7 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     m->rcache = NULL;
     m->error_cb = NULL;
     m->blocked = NULL;
+    m->draining = false;
     m->outstanding = 0;
     m->peers = NULL;
     m->num_peers = 0;
