@@ -8,8 +8,8 @@
  *                      [--iters N] [--csv | --json] [--vs FILE]
  *   px_perf --memcpy [BYTES]     memcpy bandwidth in one process (no launcher)
  *   px_perf --empty              px_init + px_finalize only (startup timing)
- *   px_perf --floor              one cache line passed between two processes (the
- *                                hardware's floor for a one-way message)
+ *   px_perf --floor [BYTES]      one cache line (or BYTES copied in and out) passed
+ *                                between two processes: the hardware's floor
  *   pxrun -n 2 px_perf --btl --sizes 8,4096
  *                                ping-pong on the transport itself (btl_sendi +
  *                                btl_progress), below the messaging API
@@ -131,50 +131,66 @@ static int memcpy_mode(size_t bytes)
 }
 
 /* The hardware floor: two processes (on two cores when the mask allows)
- * passing a counter through one shared cache line, no library involved. */
-static int floor_mode(void)
+ * pass `bytes` back and forth through shared memory with the least work a
+ * copy-in/copy-out transport can do: the sender copies from its private
+ * buffer into a shared slot and sets a flag in the slot's last line, the
+ * receiver waits for the flag and copies into its private buffer. With
+ * bytes = 0 it is one cache line passed to and fro. No library involved. */
+static int floor_mode(size_t bytes)
 {
-    volatile uint64_t *line =
-        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (line == MAP_FAILED)
+    size_t slot = ((bytes + 64 + 63) & ~(size_t)63);
+    char *shm = mmap(NULL, 2 * slot, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shm == MAP_FAILED)
         return 1;
+    char *mine = aligned_alloc(4096, bytes + 4096), *theirs = aligned_alloc(4096, bytes + 4096);
+    memset(mine, 1, bytes + 4096);
+    memset(theirs, 0, bytes + 4096);
     cpu_set_t set;
     int cpus[2] = {-1, -1}, n = 0;
     if (sched_getaffinity(0, sizeof set, &set) == 0)
         for (int c = 0; c < CPU_SETSIZE && n < 2; c++)
             if (CPU_ISSET(c, &set))
                 cpus[n++] = c;
-    const long iters = 1000000;
-    line[0] = 0;
+    const long iters = bytes > 65536 ? 20000 : 200000;
+    /* slot 0: parent -> child, slot 1: child -> parent; flag = last 8 bytes */
+    volatile uint64_t *flag[2] = {(volatile uint64_t *)(shm + slot - 8),
+                                  (volatile uint64_t *)(shm + 2 * slot - 8)};
     pid_t pid = fork();
-    if (pid == 0) {
-        if (cpus[1] >= 0) {
-            CPU_ZERO(&set);
-            CPU_SET(cpus[1], &set);
-            sched_setaffinity(0, sizeof set, &set);
-        }
-        for (uint64_t v = 1; v < 2 * (uint64_t)iters; v += 2) {
-            while (__atomic_load_n(&line[0], __ATOMIC_ACQUIRE) != v)
-                __builtin_ia32_pause();
-            __atomic_store_n(&line[0], v + 1, __ATOMIC_RELEASE);
-        }
-        _exit(0);
-    }
-    if (cpus[0] >= 0) {
+    int me = pid == 0 ? 1 : 0;
+    if (cpus[me] >= 0) {
         CPU_ZERO(&set);
-        CPU_SET(cpus[0], &set);
+        CPU_SET(cpus[me], &set);
         sched_setaffinity(0, sizeof set, &set);
     }
     double t0 = now();
-    for (uint64_t v = 0; v < 2 * (uint64_t)iters; v += 2) {
-        __atomic_store_n(&line[0], v + 1, __ATOMIC_RELEASE);
-        while (__atomic_load_n(&line[0], __ATOMIC_ACQUIRE) != v + 2)
-            __builtin_ia32_pause();
+    for (uint64_t v = 1; v <= (uint64_t)iters; v++) {
+        if (me == 0) {
+            memcpy(shm, mine, bytes);
+            __atomic_store_n(flag[0], v, __ATOMIC_RELEASE);
+            while (__atomic_load_n(flag[1], __ATOMIC_ACQUIRE) != v)
+                __builtin_ia32_pause();
+            memcpy(theirs, shm + slot, bytes);
+        } else {
+            while (__atomic_load_n(flag[0], __ATOMIC_ACQUIRE) != v)
+                __builtin_ia32_pause();
+            memcpy(theirs, shm, bytes);
+            memcpy(shm + slot, mine, bytes);
+            __atomic_store_n(flag[1], v, __ATOMIC_RELEASE);
+        }
     }
     double t = now() - t0;
+    if (me == 1)
+        _exit(0);
     waitpid(pid, NULL, 0);
-    printf("cache-line ping-pong between two processes: %.1f ns one-way\n", t / iters / 2 * 1e9);
-    munmap((void *)line, 4096);
+    if (bytes)
+        printf("copy-in/copy-out ping-pong of %zu bytes between two processes: %.1f ns one-way\n",
+               bytes, t / iters / 2 * 1e9);
+    else
+        printf("cache-line ping-pong between two processes: %.1f ns one-way\n",
+               t / iters / 2 * 1e9);
+    munmap(shm, 2 * slot);
+    free(mine);
+    free(theirs);
     return 0;
 }
 
@@ -302,14 +318,15 @@ int main(int argc, char **argv)
                  "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
                  "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
                  "       px_perf --empty             px_init and px_finalize only\n"
-                 "       px_perf --floor             cache-line ping-pong between two processes\n"
+                 "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
+                 "no library\n"
                  "       pxrun -n 2 px_perf --btl    ping-pong on the transport (btl_sendi)\n"
                  "Defaults: --test lat,bw, sizes 0 B to 4 MiB.");
             return 0;
         } else if (!strcmp(a, "--memcpy")) {
             return memcpy_mode(v && v[0] != '-' ? parse_size(v) : (size_t)4 << 20);
         } else if (!strcmp(a, "--floor")) {
-            return floor_mode();
+            return floor_mode(v && v[0] != '-' ? parse_size(v) : 0);
         } else if (!strcmp(a, "--empty")) {
             check(px_init(&argc, &argv), "px_init");
             return px_finalize() == PX_SUCCESS ? 0 : 1;
