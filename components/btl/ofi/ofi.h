@@ -30,7 +30,7 @@ typedef struct px_btl_ofi_hdr {
     uint8_t pad[2];
     int32_t src_rank;
 } px_btl_ofi_hdr_t;
-/* Sent at teardown behind injected messages; the receiver drops it. */
+/* Sent at teardown behind everything else; the receiver drops it. */
 #define PX_BTL_OFI_HDR_DRAIN 0x1
 
 /* Modex blob: provider name, address format, then the fi_getname bytes. */
@@ -61,7 +61,7 @@ struct px_btl_endpoint {
     struct px_btl_ofi_frag *pending_head, *pending_tail;
     struct px_btl_endpoint *next_blocked; /* on the module's list while pending */
     double stuck_since;                   /* when libfabric began refusing (0: it is not) */
-    bool injected;                        /* fi_inject was used: no completion says it left */
+    bool sent;                            /* something was sent since the last drain */
 };
 
 /* Memory registration: key and base travel to the peer (16 bytes). */

@@ -252,6 +252,7 @@ static ssize_t px_btl_ofi_post_send(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f
         fi_send(m->ep, f->base.super.payload, f->size, desc, f->endpoint->addr, &f->ctx.fi);
     if (PX_LIKELY(0 == rc)) {
         f->endpoint->outstanding++;
+        f->endpoint->sent = true;
         f->endpoint->stuck_since = 0;
         m->outstanding++;
     }
@@ -375,7 +376,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         ssize_t rc = fi_inject(m->ep, buf, total, endpoint->addr);
         if (PX_LIKELY(0 == rc)) {
             endpoint->stuck_since = 0;
-            endpoint->injected = true;
+            endpoint->sent = true;
             return PX_SUCCESS;
         }
         if (-FI_EAGAIN == rc) {
@@ -825,10 +826,11 @@ static int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
     return PX_SUCCESS;
 }
 
-/* Before endpoints go away: a message injected just before (the last one
- * of a barrier, say) may still sit in the provider's queue, and closing the
- * endpoint would drop it. Behind every such message send a drain message
- * with a completion (ordered after it, FI_ORDER_SAS) and wait, at most
+/* Before endpoints go away: a message sent just before (the last one of a
+ * barrier, say; injected, so without a completion, or completed when the
+ * provider buffered it) may still sit in the provider's queue, and closing
+ * the endpoint would drop it. To every peer we sent to, send a drain message
+ * with a completion (ordered after the others, FI_ORDER_SAS) and wait, at most
  * PX_BTL_OFI_DRAIN_SECONDS, for every operation to these peers to complete. */
 #define PX_BTL_OFI_DRAIN_SECONDS 2.0
 static void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n)
@@ -836,7 +838,7 @@ static void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, si
     m->draining = true;
     for (size_t i = 0; i < n; ++i) {
         px_btl_endpoint_t *ep = eps[i];
-        if (NULL == ep || ep->failed || !ep->injected)
+        if (NULL == ep || ep->failed || !ep->sent)
             continue;
         px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
         if (NULL == f)
@@ -846,7 +848,7 @@ static void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, si
             px_free_list_return(&m->send_frags, &f->base.super);
             continue;
         }
-        ep->injected = false;
+        ep->sent = false;
     }
     double deadline = px_btl_ofi_now() + PX_BTL_OFI_DRAIN_SECONDS;
     for (;;) {
