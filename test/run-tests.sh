@@ -23,7 +23,7 @@ run_check() { # a Check program
     name=${prog#"$build"/}
     log=$logdir/$(echo "$name" | tr / _).log
     CK_VERBOSITY=normal CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-120} \
-        timeout -k 5 "$timeout_s" "$prog" >"$log" 2>&1
+        timeout -k 5 "$timeout_s" "$prog" >"$log" 2>&1 </dev/null
     local rc=$?
     out=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -1)
     if [ -z "$out" ]; then
@@ -45,7 +45,7 @@ run_shell() { # a TAP-style shell test
     local t=$1 name log rc
     name=${t#"$src"/}
     log=$logdir/$(echo "$name" | tr / _).log
-    timeout -k 5 "$timeout_s" bash "$t" >"$log" 2>&1
+    timeout -k 5 "$timeout_s" bash "$t" >"$log" 2>&1 </dev/null
     rc=$?
     local p f s
     p=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
