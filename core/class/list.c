@@ -39,6 +39,7 @@ void px_list_splice(px_list_t *dst, px_list_t *src)
     last->px_list_next = &dst->px_list_sentinel;
     dst->px_list_sentinel.px_list_prev = last;
     dst->px_list_length += src->px_list_length;
-    src->px_list_sentinel.px_list_next = src->px_list_sentinel.px_list_prev = &src->px_list_sentinel;
+    src->px_list_sentinel.px_list_next = src->px_list_sentinel.px_list_prev =
+        &src->px_list_sentinel;
     src->px_list_length = 0;
 }

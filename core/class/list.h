@@ -35,12 +35,30 @@ PX_CLASS_DECLARATION(px_list_t);
 #define px_list_get_next(item) (((px_list_item_t *)(item))->px_list_next)
 #define px_list_get_prev(item) (((px_list_item_t *)(item))->px_list_prev)
 
-static inline px_list_item_t *px_list_get_first(px_list_t *l) { return l->px_list_sentinel.px_list_next; }
-static inline px_list_item_t *px_list_get_last(px_list_t *l) { return l->px_list_sentinel.px_list_prev; }
-static inline px_list_item_t *px_list_get_end(px_list_t *l) { return &l->px_list_sentinel; }
-static inline px_list_item_t *px_list_get_begin(px_list_t *l) { return &l->px_list_sentinel; }
-static inline bool px_list_is_empty(const px_list_t *l) { return 0 == l->px_list_length; }
-static inline size_t px_list_get_size(const px_list_t *l) { return l->px_list_length; }
+static inline px_list_item_t *px_list_get_first(px_list_t *l)
+{
+    return l->px_list_sentinel.px_list_next;
+}
+static inline px_list_item_t *px_list_get_last(px_list_t *l)
+{
+    return l->px_list_sentinel.px_list_prev;
+}
+static inline px_list_item_t *px_list_get_end(px_list_t *l)
+{
+    return &l->px_list_sentinel;
+}
+static inline px_list_item_t *px_list_get_begin(px_list_t *l)
+{
+    return &l->px_list_sentinel;
+}
+static inline bool px_list_is_empty(const px_list_t *l)
+{
+    return 0 == l->px_list_length;
+}
+static inline size_t px_list_get_size(const px_list_t *l)
+{
+    return l->px_list_length;
+}
 
 /* Insert `item` after `pos` (which may be the sentinel). */
 static inline void px_list_insert_after(px_list_t *l, px_list_item_t *pos, px_list_item_t *item)

@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define PX_ANY_SOURCE (-1)
-#define PX_ANY_TAG (-1)
+#define PX_ANY_TAG    (-1)
 
 typedef struct px_status {
     int source;    /* rank the message came from */

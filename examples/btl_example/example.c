@@ -18,9 +18,9 @@ static px_btl_module_t px_btl_example_module;
 static int px_btl_example_register(void)
 {
     px_btl_example_greeting = "hello from an out-of-tree component";
-    int idx = px_mca_var_register("btl", "example", "greeting",
-                                  "A string this example component registers", PX_MCA_VAR_TYPE_STRING,
-                                  NULL, 9, PX_MCA_VAR_SCOPE_LOCAL, 0, &px_btl_example_greeting);
+    int idx = px_mca_var_register(
+        "btl", "example", "greeting", "A string this example component registers",
+        PX_MCA_VAR_TYPE_STRING, NULL, 9, PX_MCA_VAR_SCOPE_LOCAL, 0, &px_btl_example_greeting);
     return idx < 0 ? idx : PX_SUCCESS;
 }
 

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include "core/mca/component.h"
 
-#define PX_BOOT_API_MAJOR 1
-#define PX_BOOT_API_MINOR 0
+#define PX_BOOT_API_MAJOR   1
+#define PX_BOOT_API_MINOR   0
 #define PX_BOOT_API_RELEASE 0
 
 typedef struct px_boot_module {

@@ -23,35 +23,35 @@
 #include "core/mca/component.h"
 #include "core/util/proc.h"
 
-#define PX_BTL_API_MAJOR 1
-#define PX_BTL_API_MINOR 0
+#define PX_BTL_API_MAJOR   1
+#define PX_BTL_API_MINOR   0
 #define PX_BTL_API_RELEASE 0
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
-#define PX_BTL_EXCLUSIVITY_HIGH 0x10000 /* self */
-#define PX_BTL_EXCLUSIVITY_DEFAULT 0x400 /* network transports */
-#define PX_BTL_EXCLUSIVITY_LOW 0x100
+#define PX_BTL_EXCLUSIVITY_HIGH    0x10000 /* self */
+#define PX_BTL_EXCLUSIVITY_DEFAULT 0x400   /* network transports */
+#define PX_BTL_EXCLUSIVITY_LOW     0x100
 
 /* Module flags */
-#define PX_BTL_FLAGS_SEND        0x0001u /* active-message send */
-#define PX_BTL_FLAGS_PUT         0x0002u /* RDMA write */
-#define PX_BTL_FLAGS_GET         0x0004u /* RDMA read */
+#define PX_BTL_FLAGS_SEND         0x0001u /* active-message send */
+#define PX_BTL_FLAGS_PUT          0x0002u /* RDMA write */
+#define PX_BTL_FLAGS_GET          0x0004u /* RDMA read */
 #define PX_BTL_FLAGS_SEND_INPLACE 0x0008u /* prepare_src can reference user memory */
-#define PX_BTL_FLAGS_SINGLE_COPY 0x0010u /* put/get copy directly between processes */
-#define PX_BTL_FLAGS_NEEDS_REG   0x0020u /* put/get need register_mem handles */
-#define PX_BTL_FLAGS_RDMA (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
+#define PX_BTL_FLAGS_SINGLE_COPY  0x0010u /* put/get copy directly between processes */
+#define PX_BTL_FLAGS_NEEDS_REG    0x0020u /* put/get need register_mem handles */
+#define PX_BTL_FLAGS_RDMA         (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
 
 /* Descriptor flags */
-#define PX_BTL_DES_FLAGS_BTL_OWNERSHIP 0x0001u /* the BTL frees it after the send */
-#define PX_BTL_DES_FLAGS_PRIORITY      0x0002u
+#define PX_BTL_DES_FLAGS_BTL_OWNERSHIP  0x0001u /* the BTL frees it after the send */
+#define PX_BTL_DES_FLAGS_PRIORITY       0x0002u
 #define PX_BTL_DES_SEND_ALWAYS_CALLBACK 0x0004u /* run des_cbfunc even on immediate completion */
 
 /* Active-message tags: 0..127 for the runtime, 128..255 for users. */
 typedef uint8_t px_btl_tag_t;
 #define PX_BTL_TAG_RUNTIME_MIN 0
 #define PX_BTL_TAG_RUNTIME_MAX 127
-#define PX_BTL_TAG_USER_MIN 128
-#define PX_BTL_TAG_USER_MAX 255
+#define PX_BTL_TAG_USER_MIN    128
+#define PX_BTL_TAG_USER_MAX    255
 
 #define PX_BTL_NO_ORDER 0xff
 
@@ -107,8 +107,8 @@ extern px_btl_active_message_callback_t px_btl_base_active_message_trigger[256];
 /* RDMA completion. */
 typedef void (*px_btl_rdma_completion_fn)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint,
                                           void *local_address,
-                                          px_btl_registration_handle_t *local_handle,
-                                          void *context, void *cbdata, int status);
+                                          px_btl_registration_handle_t *local_handle, void *context,
+                                          void *cbdata, int status);
 
 /* Transport error reported from progress: the runtime fails the requests of
  * the peer (endpoint may be NULL for a module-wide failure). */
@@ -119,8 +119,8 @@ typedef void (*px_btl_error_fn)(struct px_btl_module *btl, px_btl_endpoint_t *en
 typedef struct px_btl_convertor {
     const struct iovec *iov;
     size_t iovcnt;
-    size_t total;    /* bytes in all of iov */
-    size_t position; /* bytes already packed */
+    size_t total;        /* bytes in all of iov */
+    size_t position;     /* bytes already packed */
     struct iovec single; /* storage for the contiguous case */
 } px_btl_convertor_t;
 
@@ -178,8 +178,8 @@ typedef struct px_btl_module {
      * data from `conv` (referenced when contiguous and the module can, packed
      * otherwise); *size is set to the data bytes taken. */
     px_btl_descriptor_t *(*btl_prepare_src)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint,
-                                            px_btl_convertor_t *conv, uint8_t order,
-                                            size_t reserve, size_t *size, uint32_t flags);
+                                            px_btl_convertor_t *conv, uint8_t order, size_t reserve,
+                                            size_t *size, uint32_t flags);
     /* Send; returns 1 when completed in place (no callback unless
      * PX_BTL_DES_SEND_ALWAYS_CALLBACK), 0 when started, or an error. */
     int (*btl_send)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint,
