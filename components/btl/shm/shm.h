@@ -113,7 +113,7 @@ typedef struct px_btl_shm_frag {
     struct px_btl_endpoint *ep;
     px_free_list_t *list;
     size_t capacity;
-    size_t fb_off, fb_esz; /* in-place fast box descriptor: its entry (fb_esz 0: none) */
+    size_t fb_off, fb_esz, fb_lead; /* in-place fast box descriptor: its entry (fb_esz 0: none) */
 } px_btl_shm_frag_t;
 PX_CLASS_DECLARATION(px_btl_shm_frag_t);
 

@@ -5,6 +5,7 @@
  *
  * Fast box entry (64-byte aligned in the ring): an 8-byte header
  *   bit 63 valid, 62 skip to the ring's start, 61 pad (step over),
+ *   bits 48..53 lead (bytes between the header and the data, to align it),
  *   bits 32..47 entry size / 64, 24..31 tag, 0..23 data length
  * then the data. The sender writes the data, zeroes the header slot after
  * the entry (so the receiver never mistakes stale bytes for a header), and
@@ -118,13 +119,13 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
 }
 
 static inline void fbox_publish(px_btl_endpoint_t *ep, size_t off, size_t esz, px_btl_tag_t tag,
-                                size_t len)
+                                size_t len, size_t lead)
 {
     const size_t fbs = px_btl_shm_state.fbox_size;
     *(volatile uint64_t *)(ep->fb_out + ((off + esz) & (fbs - 1))) = 0;
     atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off),
-                          FB_VALID | ((uint64_t)(esz >> 6) << 32) | ((uint64_t)tag << 24) |
-                              (uint64_t)len,
+                          FB_VALID | ((uint64_t)lead << 48) | ((uint64_t)(esz >> 6) << 32) |
+                              ((uint64_t)tag << 24) | (uint64_t)len,
                           memory_order_release);
     ep->fb_wpos += esz;
 }
@@ -142,7 +143,7 @@ static inline int fbox_send2(px_btl_endpoint_t *ep, px_btl_tag_t tag, const void
         memcpy(d, a, alen);
     if (blen)
         memcpy(d + alen, b, blen);
-    fbox_publish(ep, (size_t)off, esz, tag, len);
+    fbox_publish(ep, (size_t)off, esz, tag, len, 0);
     return PX_SUCCESS;
 }
 
@@ -164,7 +165,7 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
         }
         size_t len = h & 0xffffff;
         if (PX_LIKELY(!(h & FB_PAD)))
-            deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8, len);
+            deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8 + ((h >> 48) & 63), len);
         ep->fb_rpos += ((h >> 32) & 0xffff) << 6;
         atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
         n++;
@@ -327,14 +328,16 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
 
 /* ------------------------------------------------------------ send */
 
-/* A descriptor whose data is a reserved fast box entry of `size` bytes, or
- * NULL when the fast box cannot take it now. */
-static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, uint8_t order,
-                                           uint32_t flags)
+/* A descriptor whose data is a reserved fast box entry of `size` bytes
+ * starting `lead` bytes after the entry's header (so that the caller's data
+ * after its own header can start on a cache line), or NULL when the fast box
+ * cannot take it now. */
+static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, size_t lead,
+                                           uint8_t order, uint32_t flags)
 {
-    if (!ep || size + 8 > px_btl_shm_state.fbox_max_send || ep->inflight || ep->fb_reserved)
+    if (!ep || size + lead + 8 > px_btl_shm_state.fbox_max_send || ep->inflight || ep->fb_reserved)
         return NULL;
-    size_t esz = (8 + size + 63) & ~(size_t)63;
+    size_t esz = (8 + lead + size + 63) & ~(size_t)63;
     long off = fbox_reserve(ep, esz);
     if (off < 0)
         return NULL;
@@ -344,8 +347,9 @@ static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, u
     ep->fb_reserved = true;
     f->fb_off = (size_t)off;
     f->fb_esz = esz;
+    f->fb_lead = lead;
     f->ep = ep;
-    f->segment.seg_addr = ep->fb_out + off + 8;
+    f->segment.seg_addr = ep->fb_out + off + 8 + lead;
     f->segment.seg_len = size;
     f->base.des_segments = &f->segment;
     f->base.des_segment_count = 1;
@@ -361,7 +365,7 @@ static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoi
                                              uint8_t order, size_t size, uint32_t flags)
 {
     (void)btl;
-    px_btl_shm_frag_t *f = fbox_desc(endpoint, size, order, flags);
+    px_btl_shm_frag_t *f = fbox_desc(endpoint, size, 0, order, flags);
     if (f)
         return &f->base;
     f = frag_get(size);
@@ -409,7 +413,10 @@ static px_btl_descriptor_t *px_btl_shm_prepare_src(px_btl_module_t *btl,
         data = left;
     if (reserve + data > btl->btl_max_send_size)
         data = btl->btl_max_send_size > reserve ? btl->btl_max_send_size - reserve : 0;
-    px_btl_shm_frag_t *fb = fbox_desc(endpoint, reserve + data, order, flags);
+    /* Large enough to care: put the data after `reserve` on a cache line, so
+     * the copies in and out run aligned with 64-byte-aligned user buffers. */
+    size_t lead = data >= 256 && reserve < 56 ? (64 - (8 + reserve) % 64) % 64 : 0;
+    px_btl_shm_frag_t *fb = fbox_desc(endpoint, reserve + data, lead, order, flags);
     if (fb) { /* pack straight into the peer's fast box */
         size_t packed = px_btl_convertor_pack(conv, (char *)fb->segment.seg_addr + reserve, data);
         fb->segment.seg_len = reserve + packed;
@@ -437,7 +444,7 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
     px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
     size_t len = f->segment.seg_len;
     if (f->fb_esz) { /* in place: the data is already in the fast box */
-        fbox_publish(ep, f->fb_off, f->fb_esz, tag, len);
+        fbox_publish(ep, f->fb_off, f->fb_esz, tag, len, f->fb_lead);
         ep->fb_reserved = false;
         f->fb_esz = 0;
         const uint32_t flags = des->des_flags;
