@@ -132,7 +132,6 @@ typedef struct px_btl_shm_state {
     int free_list_eager_max, free_list_send_max;
     int poll_batch;
     int yield_mode; /* PX_BTL_SHM_YIELD_* */
-    int copy_mode;  /* 0 memcpy, 1 avx2 loop for pipeline fragments */
     /* runtime */
     bool yield_when_idle;
     bool in_progress;

@@ -28,13 +28,6 @@ px_btl_shm_state_t px_btl_shm_state = {
     .free_list_send_max = 64,
     .poll_batch = 1,
     .yield_mode = PX_BTL_SHM_YIELD_AUTO,
-    .copy_mode = 1,
-};
-
-static const px_mca_var_enum_value_t px_btl_shm_copy_values[] = {
-    {0, "memcpy"},
-    {1, "avx2"},
-    {0, NULL},
 };
 
 static const px_mca_var_enum_value_t px_btl_shm_yield_values[] = {
@@ -110,13 +103,6 @@ static int px_btl_shm_register(void)
                              "it has online cores)",
                              PX_MCA_VAR_TYPE_ENUM, px_btl_shm_yield_values, 5,
                              PX_MCA_VAR_SCOPE_LOCAL, 0, &s->yield_mode);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "copy",
-                             "How the sender copies into pipeline fragments: memcpy (libc), or "
-                             "avx2 (a vector loop, when the CPU has AVX2; falls back to memcpy)",
-                             PX_MCA_VAR_TYPE_ENUM, px_btl_shm_copy_values, 6,
-                             PX_MCA_VAR_SCOPE_LOCAL, 0, &s->copy_mode);
     if (rc < 0)
         return rc;
     return px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super);

@@ -14,7 +14,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <immintrin.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,48 +170,6 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
         n++;
     }
     return n;
-}
-
-/* ------------------------------------------------------------ copies */
-
-/* Copy into a pipeline fragment. glibc's memcpy uses `rep movsb` at these
- * sizes, which measured slower here for stores into lines the receiving core
- * still holds; a plain AVX2 loop (when the CPU has it) streams them better. */
-__attribute__((target("avx2"))) static void copy_avx2(char *restrict d, const char *restrict s,
-                                                      size_t n)
-{
-    size_t i = 0;
-    for (; i + 128 <= n; i += 128) {
-        __m256i a = _mm256_loadu_si256((const __m256i *)(s + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(s + i + 32));
-        __m256i c = _mm256_loadu_si256((const __m256i *)(s + i + 64));
-        __m256i e = _mm256_loadu_si256((const __m256i *)(s + i + 96));
-        _mm256_storeu_si256((__m256i *)(d + i), a);
-        _mm256_storeu_si256((__m256i *)(d + i + 32), b);
-        _mm256_storeu_si256((__m256i *)(d + i + 64), c);
-        _mm256_storeu_si256((__m256i *)(d + i + 96), e);
-    }
-    if (i < n)
-        memcpy(d + i, s + i, n - i);
-}
-
-static int px_btl_shm_have_avx2 = -1;
-
-static size_t frag_pack(px_btl_convertor_t *conv, char *dst, size_t max)
-{
-    if (px_btl_convertor_is_contiguous(conv) && max >= 4096) {
-        if (PX_UNLIKELY(px_btl_shm_have_avx2 < 0))
-            px_btl_shm_have_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-        if (px_btl_shm_have_avx2 && px_btl_shm_state.copy_mode == 1) {
-            size_t n = conv->total - conv->position;
-            if (n > max)
-                n = max;
-            copy_avx2(dst, px_btl_convertor_current(conv), n);
-            conv->position += n;
-            return n;
-        }
-    }
-    return px_btl_convertor_pack(conv, dst, max);
 }
 
 /* ------------------------------------------------------------ fragments */
@@ -432,7 +389,7 @@ static px_btl_descriptor_t *px_btl_shm_prepare_src(px_btl_module_t *btl,
          * (when the runtime's offsets are, see btl_shm_max_send_size). */
         f->segment.seg_addr = (char *)f->hdr + PX_BTL_SHM_FRAG_HDR + (64 - reserve) % 64;
     }
-    size_t packed = frag_pack(conv, (char *)f->segment.seg_addr + reserve, data);
+    size_t packed = px_btl_convertor_pack(conv, (char *)f->segment.seg_addr + reserve, data);
     f->segment.seg_len = reserve + packed;
     *size = packed;
     return des;
