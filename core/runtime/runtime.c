@@ -123,6 +123,13 @@ int px_init(int *argc, char ***argv)
     if (rc != PX_SUCCESS)
         goto fail;
 
+    /* Every framework and allowed component has registered its variables:
+     * warn about PX_MCA_* names and file entries that match none (fatal with
+     * mca_base_strict). */
+    rc = px_mca_var_check_unknown();
+    if (rc != PX_SUCCESS)
+        goto fail;
+
     rc = px_btl_base_modex_send();
     if (rc != PX_SUCCESS)
         goto fail;
@@ -207,6 +214,11 @@ int px_finalize(void)
     }
     px_rt.initialized = false;
     px_rt_teardown();
+#if PX_ENABLE_DEBUG
+    /* Debug builds: list every object still alive, with where it was made. */
+    if (px_class_finalize() > 0 && rc == PX_SUCCESS)
+        px_show_warning("px_finalize: objects were still alive (listed above)");
+#endif
     return rc;
 }
 
