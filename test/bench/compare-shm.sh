@@ -145,7 +145,7 @@ for b in $(echo "$SIZES" | tr , ' '); do
     echo
 done
 echo
-echo "== ratios against the targets"
+echo "== ratios against the targets (best of $REPEAT runs for every contender)"
 l8=$(field "$T/px.csv" 8 2)
 r=$(ratio "$l8" "$(field "$T/vader_cma.csv" 8 2)")
 printf "%-58s %8s  (target <= 0.8)  %s\n" "8 B latency: plexus / vader (cma)" "$r" "$(verdict "$r" "<=" 0.8)"
@@ -162,6 +162,38 @@ r=$(ratio "$(field "$T/px_cma.csv" 4194304 3)" "$bw4")
 printf "%-58s %8s  (for information: < 1 keeps single_copy=none)\n" "4 MiB bandwidth: plexus cma / plexus pipelined" "$r"
 r=$(ratio "$bw4" "$memcpy")
 printf "%-58s %8s  (target >= 0.9)  %s\n" "4 MiB bandwidth: plexus / memcpy of 4 MiB" "$r" "$(verdict "$r" ">=" 0.9)"
+# The machine may change speed between runs; a ratio between runs made back
+# to back (one round) cancels that. Median over the rounds:
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR == 0) print "n/a"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+per_round() { # bytes column min|max peer-list: one ratio per round, plexus / best peer of that round
+    local b=$1 c=$2 how=$3 rep p v bestv x
+    shift 3
+    for rep in $(seq "$REPEAT"); do
+        x=$(field "$T/px.$rep.csv" "$b" "$c")
+        bestv=""
+        for p in "$@"; do
+            v=$(field "$T/$p.$rep.csv" "$b" "$c")
+            [ -z "$v" ] && continue
+            if [ -z "$bestv" ] || awk -v a="$v" -v q="$bestv" -v h="$how" 'BEGIN { exit !((h == "min" && a < q) || (h == "max" && a > q)) }'; then bestv=$v; fi
+        done
+        ratio "$x" "$bestv"
+        echo
+    done
+}
+if [ -n "$peers" ]; then
+    echo
+    echo "== ratios per round (plexus and the peers back to back), median of $REPEAT rounds"
+    rs=$(per_round 8 2 min vader_cma | tr '\n' ' ')
+    m=$(echo "$rs" | tr ' ' '\n' | grep -v '^$' | grep -v n/a | median)
+    printf "%-58s %8s  (target <= 0.8)  %s   rounds: %s\n" "8 B latency: plexus / vader (cma)" "$m" "$(verdict "$m" "<=" 0.8)" "$rs"
+    rs=$(per_round 4096 2 min $peers | tr '\n' ' ')
+    m=$(echo "$rs" | tr ' ' '\n' | grep -v '^$' | grep -v n/a | median)
+    printf "%-58s %8s  (target <= 0.8)  %s   rounds: %s\n" "4 KiB latency: plexus / best peer of the round" "$m" "$(verdict "$m" "<=" 0.8)" "$rs"
+    rs=$(per_round 4194304 3 max $peers | tr '\n' ' ')
+    m=$(echo "$rs" | tr ' ' '\n' | grep -v '^$' | grep -v n/a | median)
+    printf "%-58s %8s  (target >= 1.1)  %s   rounds: %s\n" "4 MiB bandwidth: plexus / best peer of the round" "$m" "$(verdict "$m" ">=" 1.1)" "$rs"
+    echo
+fi
 if [ $have_mpi = 1 ]; then
     r=$(ratio "$px2" "$mpi2")
     printf "%-58s %8s  (target <= 0.2)  %s\n" "startup: pxrun -n 2 / mpirun -np 2" "$r" "$(verdict "$r" "<=" 0.2)"
