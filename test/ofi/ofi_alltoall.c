@@ -4,11 +4,13 @@
  * test/multihost/t_multihost.sh under pxrun or mpirun.
  *
  * Prints one line per peer: "transport <me> <peer> <host-of-me> <name>",
+ * whether libfabric is mapped in the process ("libfabric <me> yes|no"),
  * then runs rounds of all-to-all exchanges over sizes from 0 B to 4 MiB
  * (or up to argv[1] bytes), every buffer filled with a pattern of
  * (source, destination, round, size) and checked on arrival, and ends with
  * "alltoall ok <rounds>" (exit 0) or the first mismatches (exit 1).
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,14 @@ int main(int argc, char **argv)
     gethostname(host, sizeof(host));
     for (int p = 0; p < n; ++p)
         printf("transport %d %d %s %s\n", me, p, host, px_transport_name(p));
+    bool fabric = false;
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512];
+    while (maps && fgets(line, sizeof(line), maps))
+        fabric = fabric || strstr(line, "libfabric.so");
+    if (maps)
+        fclose(maps);
+    printf("libfabric %d %s\n", me, fabric ? "yes" : "no");
     fflush(stdout);
 
     const size_t sizes[] = {0, 1, 8, 100, 1000, 4096, 20000, 65536, 100000, 1 << 20, 4 << 20};

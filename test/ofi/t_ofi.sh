@@ -25,11 +25,18 @@ for prov in "tcp;ofi_rxm" sockets shm; do
         test "$(grep -c '^alltoall ok' "$T/out")" -eq 3
     check "btl=self,ofi over $prov: ofi serves same-host peers" contains "$out" "transport 0 1 $(hostname) ofi"
     check "btl=self,ofi over $prov: self serves the rank itself" contains "$out" "transport 2 2 $(hostname) self"
+    check "btl=self,ofi over $prov: libfabric was loaded" contains "$out" "libfabric 0 yes"
 done
 
 run "$PXRUN" -n 2 "$A2A" 65536
 check "default btl list, one host: exit 0" test $rc -eq 0
 check "default btl list, one host: shm wins over ofi (exclusivity)" \
+    contains "$(cat "$T/out")" "transport 0 1 $(hostname) shm"
+check "default btl list, one host: btl/ofi did not even load libfabric" \
+    contains "$(cat "$T/out")" "libfabric 1 no"
+run env PX_MCA_btl_ofi_skip_single_host=0 "$PXRUN" -n 2 "$A2A" 65536
+check "btl_ofi_skip_single_host=0: libfabric is loaded" contains "$(cat "$T/out")" "libfabric 1 yes"
+check "btl_ofi_skip_single_host=0: shm still wins" \
     contains "$(cat "$T/out")" "transport 0 1 $(hostname) shm"
 
 run "$B/tools/px_info/px_info" --param btl ofi

@@ -22,6 +22,29 @@
 #include "frameworks/btl/btl.h"
 #include "frameworks/btl/base/rcache.h"
 
+/* libfabric itself is loaded on first use, not with the plugin: loading it
+ * runs its providers' constructors (about 0.3 s here, mostly libinfinipath
+ * sleeping), which every process that opens the btl framework would pay.
+ * The plugin calls its five exported functions through this table; the
+ * rest of the API is inline calls through the objects' ops. */
+typedef struct px_btl_ofi_lib {
+    int (*getinfo)(uint32_t version, const char *node, const char *service, uint64_t flags,
+                   const struct fi_info *hints, struct fi_info **info);
+    void (*freeinfo)(struct fi_info *info);
+    struct fi_info *(*dupinfo)(const struct fi_info *info);
+    int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+    const char *(*strerror)(int errnum);
+} px_btl_ofi_lib_t;
+extern px_btl_ofi_lib_t px_btl_ofi_lib;
+/* Load libfabric and resolve the table once; false (with the reason in
+ * *why) when it cannot. */
+bool px_btl_ofi_lib_load(const char **why);
+#define fi_getinfo  px_btl_ofi_lib.getinfo
+#define fi_freeinfo px_btl_ofi_lib.freeinfo
+#define fi_dupinfo  px_btl_ofi_lib.dupinfo
+#define fi_fabric   px_btl_ofi_lib.fabric
+#define fi_strerror px_btl_ofi_lib.strerror
+
 #define PX_BTL_OFI_NAME_MAX 64
 
 typedef struct px_btl_ofi_hdr {
@@ -146,6 +169,7 @@ extern size_t px_btl_ofi_rcache_max_bytes;
 extern int px_btl_ofi_flush_timeout;
 extern int px_btl_ofi_connect_timeout;
 extern int px_btl_ofi_verbose;
+extern bool px_btl_ofi_skip_single_host;
 extern int px_btl_ofi_output;
 
 /* The module template: figures registered as btl_ofi_* variables. */

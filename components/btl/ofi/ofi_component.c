@@ -2,8 +2,11 @@
  * ofi_component.c: btl/ofi component: variables, provider discovery and
  * choice, init (one module on the chosen provider), modex (fi_getname blob).
  *
- * Discovery runs in register_params so `px_info --param btl ofi` shows it:
- * fi_getinfo for RDM endpoints with FI_MSG|FI_RMA, then
+ * Discovery (fi_getinfo, about 0.1 s of CPU with every provider libfabric
+ * loads) runs in btl_init, or when px_info reads the informational
+ * variables (a probe), never in register_params; a job whose ranks are all
+ * on this host skips it when shm may serve them. It asks for RDM endpoints
+ * with FI_MSG|FI_RMA, then takes
  *  - btl_ofi_provider_include (a list: the first one found wins) or
  *    btl_ofi_provider_exclude (removes names); setting both is an error;
  *  - otherwise btl_ofi_provider_order: hardware first, then tcp;ofi_rxm,
@@ -13,13 +16,16 @@
  * A name matches a provider when equal to it ("tcp;ofi_rxm") or to its core
  * ("tcp" matches "tcp;ofi_rxm").
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "components/btl/ofi/ofi.h"
+#include "core/mca/framework.h"
 #include "core/mca/var.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/proc.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 
@@ -34,6 +40,8 @@ size_t px_btl_ofi_rcache_max_bytes = 0;
 int px_btl_ofi_flush_timeout = 60;
 int px_btl_ofi_connect_timeout = 30;
 int px_btl_ofi_verbose = 0;
+bool px_btl_ofi_skip_single_host = true;
+static bool px_btl_ofi_discovered; /* px_btl_ofi_all_infos is up to date */
 int px_btl_ofi_output = -1;
 /* Storage of the informational variables (the variable system owns it). */
 static char *px_btl_ofi_providers_available = NULL;
@@ -65,10 +73,44 @@ px_btl_ofi_module_t px_btl_ofi_module_template = {
         },
 };
 
+px_btl_ofi_lib_t px_btl_ofi_lib;
+
+bool px_btl_ofi_lib_load(const char **why)
+{
+    static int state; /* 0: not tried, 1: loaded, -1: failed */
+    static char reason[300];
+    if (0 == state) {
+        state = -1;
+        void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (NULL == h) {
+            snprintf(reason, sizeof(reason), "cannot load libfabric: %s", dlerror());
+        } else {
+            /* never closed: providers may keep threads and handlers */
+            *(void **)&px_btl_ofi_lib.getinfo = dlsym(h, "fi_getinfo");
+            *(void **)&px_btl_ofi_lib.freeinfo = dlsym(h, "fi_freeinfo");
+            *(void **)&px_btl_ofi_lib.dupinfo = dlsym(h, "fi_dupinfo");
+            *(void **)&px_btl_ofi_lib.fabric = dlsym(h, "fi_fabric");
+            *(void **)&px_btl_ofi_lib.strerror = dlsym(h, "fi_strerror");
+            if (px_btl_ofi_lib.getinfo && px_btl_ofi_lib.freeinfo && px_btl_ofi_lib.dupinfo &&
+                px_btl_ofi_lib.fabric && px_btl_ofi_lib.strerror)
+                state = 1;
+            else
+                snprintf(reason, sizeof(reason),
+                         "libfabric.so.1 lacks fi_getinfo/fi_freeinfo/fi_dupinfo/fi_fabric/"
+                         "fi_strerror");
+        }
+    }
+    if (why)
+        *why = reason;
+    return 1 == state;
+}
+
 const char *px_btl_ofi_strerror(int fi_rc)
 {
     static __thread char buf[160];
-    snprintf(buf, sizeof(buf), "%s (%d)", fi_strerror(fi_rc < 0 ? -fi_rc : fi_rc), fi_rc);
+    int e = fi_rc < 0 ? -fi_rc : fi_rc;
+    snprintf(buf, sizeof(buf), "%s (%d)", px_btl_ofi_lib.strerror ? fi_strerror(e) : strerror(e),
+             fi_rc);
     return buf;
 }
 
@@ -113,7 +155,7 @@ static bool px_btl_ofi_is_set(const char *s)
 
 static struct fi_info *px_btl_ofi_hints(void)
 {
-    struct fi_info *hints = fi_allocinfo();
+    struct fi_info *hints = fi_dupinfo(NULL); /* fi_allocinfo */
     if (NULL == hints)
         return NULL;
     hints->caps = FI_MSG | FI_RMA;
@@ -212,6 +254,13 @@ static void px_btl_ofi_discover(void)
     avail[0] = selected[0] = '\0';
     px_btl_ofi_decline[0] = '\0';
     px_btl_ofi_decline_is_error = false;
+    const char *why = NULL;
+    if (!px_btl_ofi_lib_load(&why)) {
+        snprintf(px_btl_ofi_decline, sizeof(px_btl_ofi_decline), "%s", why);
+        snprintf(selected, sizeof(px_btl_ofi_selected_text), "none: %s", why);
+        snprintf(avail, sizeof(px_btl_ofi_avail_text), "none (%s)", why);
+        return;
+    }
     struct fi_info *hints = px_btl_ofi_hints();
     int rc = hints ? fi_getinfo(FI_VERSION(1, 9), NULL, NULL, 0, hints, &px_btl_ofi_all_infos)
                    : -FI_ENOMEM;
@@ -233,6 +282,45 @@ static void px_btl_ofi_discover(void)
     else
         snprintf(selected, sizeof(px_btl_ofi_selected_text), "none: %s",
                  px_btl_ofi_decline[0] ? px_btl_ofi_decline : "no RDM provider found");
+}
+
+/* Discovery with the current settings, once until they may change. */
+static void px_btl_ofi_discover_once(void)
+{
+    if (px_btl_ofi_discovered)
+        return;
+    if (px_btl_ofi_all_infos) {
+        fi_freeinfo(px_btl_ofi_all_infos);
+        px_btl_ofi_all_infos = NULL;
+    }
+    px_btl_ofi_discover();
+    px_btl_ofi_discovered = true;
+}
+
+/* Probe of the informational variables: their storage points at the texts
+ * discovery fills. */
+static int px_btl_ofi_probe(void)
+{
+    px_btl_ofi_discover_once();
+    px_btl_ofi_providers_available = px_btl_ofi_avail_text;
+    px_btl_ofi_provider_selected = px_btl_ofi_selected_text;
+    return PX_SUCCESS;
+}
+
+/* True when every rank is on this host and shm may serve them. */
+static bool px_btl_ofi_single_host_job(const char **why)
+{
+    if (!px_btl_ofi_skip_single_host || NULL == px_boot || NULL == px_boot->locality ||
+        !px_mca_framework_allows(&px_btl_base_framework, "shm"))
+        return false;
+    for (int r = 0; r < px_boot->size; ++r)
+        if (!(px_boot->locality(r) & (PX_PROC_LOCAL_HOST | PX_PROC_LOCAL_SELF)))
+            return false;
+    *why = px_boot->size > 1 ? "every rank is on this host and btl/shm serves them "
+                               "(btl_ofi_skip_single_host; use btl=self,ofi to run ofi here)"
+                             : "a job of one process needs no network "
+                               "(btl_ofi_skip_single_host)";
+    return true;
 }
 
 static int px_btl_ofi_register(void)
@@ -288,26 +376,31 @@ static int px_btl_ofi_register(void)
                         &px_btl_ofi_verbose);
     px_btl_base_register_module_params(&px_btl_ofi_component, &px_btl_ofi_module_template.super);
 
-    if (px_btl_ofi_all_infos) {
-        fi_freeinfo(px_btl_ofi_all_infos);
-        px_btl_ofi_all_infos = NULL;
-    }
-    px_btl_ofi_discover();
-    /* Registered once per load with what discovery found (read-only: a
-     * later discovery in the same process does not change them). */
-    if (NULL == px_btl_ofi_providers_available)
-        px_btl_ofi_providers_available = px_btl_ofi_avail_text;
-    if (NULL == px_btl_ofi_provider_selected)
-        px_btl_ofi_provider_selected = px_btl_ofi_selected_text;
-    px_mca_var_register("btl", "ofi", "providers_available",
-                        "libfabric providers offering RDM endpoints with messages and RMA here "
-                        "(informational)",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
-                        PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_providers_available);
-    px_mca_var_register("btl", "ofi", "provider_selected",
-                        "The provider and domain btl/ofi will use, or why none (informational)",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
-                        PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_provider_selected);
+    px_mca_var_register("btl", "ofi", "skip_single_host",
+                        "Decline without asking libfabric (fi_getinfo costs about 0.1 s of "
+                        "CPU here) when every rank of the job is on this host and btl/shm is "
+                        "allowed, since shm would serve every pair; false keeps ofi as a "
+                        "fallback on one host",
+                        PX_MCA_VAR_TYPE_BOOL, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                        &px_btl_ofi_skip_single_host);
+    /* Settings may have changed: discover again when next needed. */
+    px_btl_ofi_discovered = false;
+    /* Discovery costs real time: the informational variables are probed
+     * when read (px_info --param btl ofi), not at registration. */
+    int idx = px_mca_var_register("btl", "ofi", "providers_available",
+                                  "libfabric providers offering RDM endpoints with messages and "
+                                  "RMA here (informational)",
+                                  PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
+                                  PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_providers_available);
+    if (idx >= 0)
+        px_mca_var_set_probe(idx, px_btl_ofi_probe);
+    idx = px_mca_var_register("btl", "ofi", "provider_selected",
+                              "The provider and domain btl/ofi will use, or why none "
+                              "(informational)",
+                              PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
+                              PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_provider_selected);
+    if (idx >= 0)
+        px_mca_var_set_probe(idx, px_btl_ofi_probe);
     return PX_SUCCESS;
 }
 
@@ -324,6 +417,7 @@ static int px_btl_ofi_close(void)
         px_btl_ofi_all_infos = NULL;
         px_btl_ofi_chosen = NULL;
     }
+    px_btl_ofi_discovered = false;
     if (px_btl_ofi_output > 0)
         px_output_close(px_btl_ofi_output);
     px_btl_ofi_output = -1;
@@ -339,6 +433,12 @@ static px_btl_module_t **px_btl_ofi_init(int *num_modules, bool enable_progress_
     (void)enable_mpi_threads;
     *num_modules = 0;
     px_btl_ofi_the_module = NULL;
+    const char *why = NULL;
+    if (px_btl_ofi_single_host_job(&why)) {
+        PX_OUTPUT_VERBOSE(1, px_btl_ofi_output, "btl/ofi declines: %s", why);
+        return NULL;
+    }
+    px_btl_ofi_discover_once();
     if (NULL == px_btl_ofi_chosen) {
         /* An explicit choice that cannot be honoured is an error; no
          * provider at all is only a reason to decline. */
