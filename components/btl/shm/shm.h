@@ -96,6 +96,7 @@ struct px_btl_endpoint {
     char *fb_out;
     _Atomic uint64_t *fb_out_ack; /* the peer's read position (peer writes) */
     uint64_t fb_wpos, fb_rpos_cache;
+    uint64_t fb_zeroed;      /* every line start in [fb_wpos, fb_zeroed) is zero */
     px_btl_shm_fifo_t *fifo; /* the peer's receive queue */
     uint32_t inflight;       /* fragments sent, not yet returned */
     bool fb_reserved;        /* a descriptor holds fast box space (in-place send) */

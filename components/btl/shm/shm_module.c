@@ -93,6 +93,26 @@ static inline void deliver(px_btl_endpoint_t *ep, px_btl_tag_t tag, void *data, 
 
 /* ------------------------------------------------------------ fast box */
 
+/* Zero the header slots (first 8 bytes of each line) from fb_zeroed up to
+ * `upto`, but only lines that are free (not holding unread entries). The
+ * invariant: every line start in [fb_wpos, fb_zeroed) is zero, so the slot
+ * after a published entry never shows stale bytes as a header. Zeroing runs
+ * ahead in batches after a publish, which keeps a second line's ownership
+ * transfer off the path of each message. */
+#define FB_ZERO_LOW   1024
+#define FB_ZERO_AHEAD 4096
+static PX_NOINLINE void fbox_zero(px_btl_endpoint_t *ep, uint64_t from, uint64_t upto)
+{
+    const size_t fbs = px_btl_shm_state.fbox_size;
+    uint64_t z = ep->fb_zeroed;
+    if (z < from) /* never inside an entry being written */
+        z = from;
+    for (; z < upto && z + 64 <= ep->fb_rpos_cache + fbs; z += 64)
+        *(volatile uint64_t *)(ep->fb_out + (z & (fbs - 1))) = 0;
+    if (z > ep->fb_zeroed)
+        ep->fb_zeroed = z;
+}
+
 /* Reserve room for an entry of `total` bytes (header included); returns the
  * ring offset to write at, or -1 when full. Writes a skip entry when the
  * entry does not fit before the end of the ring. */
@@ -108,7 +128,8 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
             return -1;
     }
     if (PX_UNLIKELY(pad)) {
-        *(volatile uint64_t *)ep->fb_out = 0;
+        if (ep->fb_zeroed <= ep->fb_wpos + pad)
+            fbox_zero(ep, ep->fb_wpos + pad, ep->fb_wpos + pad + 64);
         atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off), FB_VALID | FB_SKIP,
                               memory_order_release);
         ep->fb_wpos += pad;
@@ -120,13 +141,16 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
 static inline void fbox_publish(px_btl_endpoint_t *ep, size_t off, size_t esz, px_btl_tag_t tag,
                                 size_t len, size_t lead)
 {
-    const size_t fbs = px_btl_shm_state.fbox_size;
-    *(volatile uint64_t *)(ep->fb_out + ((off + esz) & (fbs - 1))) = 0;
+    uint64_t end = ep->fb_wpos + esz;
+    if (PX_UNLIKELY(ep->fb_zeroed <= end))
+        fbox_zero(ep, end, end + 64); /* the slot after this entry, before its header */
     atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off),
                           FB_VALID | ((uint64_t)lead << 48) | ((uint64_t)(esz >> 6) << 32) |
                               ((uint64_t)tag << 24) | (uint64_t)len,
                           memory_order_release);
-    ep->fb_wpos += esz;
+    ep->fb_wpos = end;
+    if (PX_UNLIKELY(ep->fb_zeroed < end + FB_ZERO_LOW))
+        fbox_zero(ep, end, end + FB_ZERO_AHEAD);
 }
 
 static inline int fbox_send2(px_btl_endpoint_t *ep, px_btl_tag_t tag, const void *a, size_t alen,
@@ -347,8 +371,8 @@ static int px_btl_shm_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
     px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
     if (f->fb_esz) { /* never sent: the receiver steps over the entry */
         px_btl_endpoint_t *ep = f->ep;
-        const size_t fbs = px_btl_shm_state.fbox_size;
-        *(volatile uint64_t *)(ep->fb_out + ((f->fb_off + f->fb_esz) & (fbs - 1))) = 0;
+        if (ep->fb_zeroed <= ep->fb_wpos + f->fb_esz)
+            fbox_zero(ep, ep->fb_wpos + f->fb_esz, ep->fb_wpos + f->fb_esz + 64);
         atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + f->fb_off),
                               FB_VALID | FB_PAD | ((uint64_t)(f->fb_esz >> 6) << 32),
                               memory_order_release);
@@ -567,6 +591,7 @@ static int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
         ep->seg = base;
         ep->seg_size = mx->size;
         ep->fb_out = base + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
+        ep->fb_zeroed = s->fbox_size; /* a new ring is all zero */
         ep->fb_out_ack = (_Atomic uint64_t *)(base + px_btl_shm_off_ack(s->my_idx));
         ep->fifo = (px_btl_shm_fifo_t *)(base + px_btl_shm_off_fifo());
         ep->fb_in = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, idx);
