@@ -23,6 +23,7 @@
 #include "components/btl/ofi/ofi.h"
 #include "core/mca/framework.h"
 #include "core/mca/var.h"
+#include "core/util/argv.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/proc.h"
@@ -129,23 +130,22 @@ static bool px_btl_ofi_name_matches(const char *name, size_t n, const char *prov
 /* Index in a comma-separated list of the first entry matching prov, or -1. */
 static int px_btl_ofi_list_index(const char *list, const char *prov)
 {
-    int idx = 0;
-    for (const char *p = list; p && *p; ++idx) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        while (n && ' ' == *p) {
+    char **names = list ? px_argv_split(list, ',') : NULL;
+    int found = -1;
+    for (int i = 0; names && names[i] && found < 0; ++i) {
+        const char *p = names[i];
+        size_t n = strlen(p);
+        while (n && ' ' == *p) { /* "tcp, sockets" */
             ++p;
             --n;
         }
         while (n && ' ' == p[n - 1])
             --n;
         if (n && px_btl_ofi_name_matches(p, n, prov))
-            return idx;
-        if (NULL == end)
-            break;
-        p = end + 1;
+            found = i;
     }
-    return -1;
+    px_argv_free(names);
+    return found;
 }
 
 static bool px_btl_ofi_is_set(const char *s)

@@ -10,6 +10,7 @@
 #include "components/btl/verbs/verbs.h"
 #include "core/mca/framework.h"
 #include "core/mca/var.h"
+#include "core/util/argv.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "frameworks/btl/base/base.h"
@@ -23,17 +24,12 @@ static int px_btl_verbs_output = -1;
 
 static bool px_btl_verbs_listed(const char *list, const char *name)
 {
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t m = end ? (size_t)(end - p) : strlen(p);
-        if (m == n && 0 == strncmp(p, name, n))
-            return true;
-        if (!end)
-            break;
-        p = end + 1;
-    }
-    return false;
+    char **names = px_argv_split(list, ',');
+    bool found = false;
+    for (int i = 0; names && names[i] && !found; ++i)
+        found = 0 == strcmp(names[i], name);
+    px_argv_free(names);
+    return found;
 }
 
 int px_btl_verbs_discover(char *out, size_t len)
