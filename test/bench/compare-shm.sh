@@ -6,7 +6,8 @@
 # targets of docs/shm.md (../shared/design/targets.md).
 #
 # Usage: test/bench/compare-shm.sh [BUILD_DIR]    (default: $PX_BUILD or ./build)
-# Env:   SIZES (comma list, default the mpi_pingpong.c sizes), REPEAT (runs per
+# Env:   SIZES (comma list, default the mpi_pingpong.c sizes), KEEP (folder for the
+#        raw CSVs), REPEAT (runs per
 #        measurement, best counts; default 3), REPS_STARTUP (default 5)
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -199,3 +200,5 @@ if [ $have_mpi = 1 ]; then
     printf "%-58s %8s  (target <= 0.2)  %s\n" "startup: pxrun -n 2 / mpirun -np 2" "$r" "$(verdict "$r" "<=" 0.2)"
 fi
 printf "%-58s %8s  (target < 1 s)   %s\n" "startup: pxrun -n 64 (seconds)" "$px64" "$(verdict "$px64" "<" 1)"
+# KEEP=DIR keeps every run's CSV for a closer look.
+if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$T"/*.csv "$KEEP"/; fi
