@@ -63,10 +63,17 @@ static inline px_btl_shm_frag_hdr_t *fifo_pop(px_btl_shm_fifo_t *fifo)
         uint64_t expect = head;
         if (!atomic_compare_exchange_strong_explicit(&fifo->tail, &expect, PX_BTL_SHM_EMPTY,
                                                      memory_order_acq_rel, memory_order_relaxed)) {
-            /* A producer swapped the tail after us; wait for its link. */
+            /* A producer swapped the tail after us; wait for its link (a few
+             * instructions away, unless it was preempted in between: then
+             * let it run). */
+            unsigned spins = 0;
             while ((next = atomic_load_explicit(&h->next, memory_order_acquire)) ==
-                   PX_BTL_SHM_EMPTY)
-                __builtin_ia32_pause();
+                   PX_BTL_SHM_EMPTY) {
+                if (++spins < 1024)
+                    __builtin_ia32_pause();
+                else
+                    sched_yield();
+            }
             atomic_store_explicit(&fifo->head, next, memory_order_relaxed);
         }
     } else {
