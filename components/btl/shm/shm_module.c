@@ -7,10 +7,11 @@
  *   bit 63 valid, 62 skip to the ring's start, 61 pad (step over),
  *   bits 48..54 lead (bytes between the header and the data, to align it),
  *   bits 32..47 entry size / 64, 24..31 tag, 0..23 data length
- * then the data. The sender writes the data, zeroes the header slot after
- * the entry (so the receiver never mistakes stale bytes for a header), and
- * stores the header last with release order. The receiver publishes how far
- * it has read in its ack line for that sender.
+ * then the data. The sender keeps the header slots ahead of its write
+ * position zeroed (in batches, after a publish; so the receiver never takes
+ * stale bytes for a header), writes the data, and stores the header last
+ * with release order. The receiver publishes how far it has read in its ack
+ * line for that sender.
  */
 #define _GNU_SOURCE
 #include <errno.h>
