@@ -34,6 +34,10 @@ check "all-to-all with the fragment queue carrying nearly everything: exit 0" [ 
 run "$PXRUN" -n 3 --mca btl_shm_single_copy cma "$A2A" --rounds 2 --msgs 3 --max 8388608
 check "all-to-all with single copy (process_vm_readv)" contains "$(cat "$T/out")" "alltoall ok"
 check "all-to-all with single copy (process_vm_readv): exit 0" [ "$rc" -eq 0 ]
+run "$PXRUN" -n 3 --mca btl_shm_single_copy cma -x PX_BTL_SHM_TEST_DENY_CMA=1 "$A2A" --rounds 1 --msgs 3 --max 4194304
+check "CMA refused by the kernel: the pipeline carries large messages" contains "$(cat "$T/out")" "alltoall ok"
+check "CMA refused by the kernel: exit 0" [ "$rc" -eq 0 ]
+check "CMA refused by the kernel: a warning says so" contains "$(cat "$T/err")" "process_vm_readv from rank"
 run "$PXRUN" -n 3 --mca btl_shm_free_list_send_max 2 --mca btl_shm_free_list_eager_max 8 "$A2A" --rounds 2 --msgs 6 --max 1048576
 check "all-to-all with the fragment lists at their minimum" contains "$(cat "$T/out")" "alltoall ok"
 check "all-to-all with the fragment lists at their minimum: exit 0" [ "$rc" -eq 0 ]
