@@ -211,19 +211,36 @@ void px_rt_recv_send_putack(px_request_t *r)
         px_rt_req_fail(r, rc);
 }
 
+/* The request a control message (ACK, FIN, PUT-FIN) names: copies its
+ * header into *h and finds the request of `type` in flight by the id the
+ * header carries for that side. NULL, after saying why, when the message is
+ * shorter than the header or names no request in flight. */
+static px_request_t *ctl_request(const px_btl_receive_descriptor_t *d, px_rt_ctl_hdr_t *h, int type,
+                                 const char *what)
+{
+    const char *side = PX_RT_REQ_SEND == type ? "send" : "receive";
+    if (d->des_segments[0].seg_len < sizeof(*h)) {
+        px_show_error("runtime: a %s from rank %d has %zu bytes, less than its %zu-byte header; "
+                      "dropped",
+                      what, d->src_rank, d->des_segments[0].seg_len, sizeof(*h));
+        return NULL;
+    }
+    memcpy(h, d->des_segments[0].seg_addr, sizeof(*h));
+    px_request_t *r = px_rt_active_find(PX_RT_REQ_SEND == type ? h->sreq : h->rreq, type);
+    if (NULL == r)
+        px_show_error("runtime: a %s from rank %d arrived for an unknown %s; dropped", what,
+                      d->src_rank, side);
+    return r;
+}
+
 /* AM callback (receiver): the sender has put everything. */
 void px_rt_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    if (d->des_segments[0].seg_len < sizeof(h))
+    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_RECV, "PUT-FIN");
+    if (NULL == r)
         return;
-    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = px_rt_active_find(h.rreq, PX_RT_REQ_RECV);
-    if (NULL == r) {
-        px_show_error("runtime: a PUT-FIN arrived for an unknown receive; dropped");
-        return;
-    }
     px_rt_req_release_regs(r);
     if (h.sreq != 0 && PX_SUCCESS == r->status.error)
         r->status.error = PX_ERR_COMM; /* the sender's puts failed */
@@ -379,14 +396,9 @@ void px_rt_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    if (d->des_segments[0].seg_len < sizeof(h))
+    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, "ACK");
+    if (NULL == r)
         return;
-    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = px_rt_active_find(h.sreq, PX_RT_REQ_SEND);
-    if (NULL == r) {
-        px_show_error("runtime: an ACK arrived for an unknown send; dropped");
-        return;
-    }
     px_rt_req_release_regs(r);
     r->remote = h.rreq;
     r->scheduled = 0;
@@ -401,14 +413,9 @@ void px_rt_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    if (d->des_segments[0].seg_len < sizeof(h))
+    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, "FIN");
+    if (NULL == r)
         return;
-    memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = px_rt_active_find(h.sreq, PX_RT_REQ_SEND);
-    if (NULL == r) {
-        px_show_error("runtime: a FIN arrived for an unknown send; dropped");
-        return;
-    }
     px_rt_req_release_regs(r);
     px_rt_active_remove(r);
     req_complete(r);
