@@ -488,6 +488,34 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
 
 /* ------------------------------------------------------------ single copy */
 
+/* Copy `size` bytes between this process and the peer with one
+ * process_vm_readv (get) or process_vm_writev (put), looping over short
+ * copies; the completion callback runs before returning. */
+static int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool write,
+                          void *local_address, uint64_t remote_address,
+                          px_btl_registration_handle_t *local_handle, size_t size,
+                          px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+{
+    size_t done = 0;
+    while (done < size) {
+        struct iovec l = {(char *)local_address + done, size - done};
+        struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};
+        ssize_t n = write ? process_vm_writev(ep->pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
+        if (n <= 0) {
+            px_show_error("btl shm: %s of %zu bytes %s rank %d (pid %d) failed: %s",
+                          write ? "process_vm_writev" : "process_vm_readv", size - done,
+                          write ? "to" : "from", ep->rank, (int)ep->pid,
+                          n < 0 ? strerror(errno) : "EOF");
+            return PX_ERR_COMM;
+        }
+        done += (size_t)n;
+    }
+    if (cbfunc)
+        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+
 static int px_btl_shm_get(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local_address,
                           uint64_t remote_address, px_btl_registration_handle_t *local_handle,
                           px_btl_registration_handle_t *remote_handle, size_t size, int flags,
@@ -497,22 +525,8 @@ static int px_btl_shm_get(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *loc
     (void)remote_handle;
     (void)flags;
     (void)order;
-    size_t done = 0;
-    while (done < size) {
-        struct iovec l = {(char *)local_address + done, size - done};
-        struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};
-        ssize_t n = process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
-        if (n <= 0) {
-            px_show_error("btl shm: process_vm_readv of %zu bytes from rank %d (pid %d) failed: "
-                          "%s",
-                          size - done, ep->rank, (int)ep->pid, n < 0 ? strerror(errno) : "EOF");
-            return PX_ERR_COMM;
-        }
-        done += (size_t)n;
-    }
-    if (cbfunc)
-        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
-    return PX_SUCCESS;
+    return px_btl_shm_cma(btl, ep, false, local_address, remote_address, local_handle, size, cbfunc,
+                          cbcontext, cbdata);
 }
 
 static int px_btl_shm_put(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local_address,
@@ -524,22 +538,8 @@ static int px_btl_shm_put(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *loc
     (void)remote_handle;
     (void)flags;
     (void)order;
-    size_t done = 0;
-    while (done < size) {
-        struct iovec l = {(char *)local_address + done, size - done};
-        struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};
-        ssize_t n = process_vm_writev(ep->pid, &l, 1, &r, 1, 0);
-        if (n <= 0) {
-            px_show_error("btl shm: process_vm_writev of %zu bytes to rank %d (pid %d) failed: "
-                          "%s",
-                          size - done, ep->rank, (int)ep->pid, n < 0 ? strerror(errno) : "EOF");
-            return PX_ERR_COMM;
-        }
-        done += (size_t)n;
-    }
-    if (cbfunc)
-        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
-    return PX_SUCCESS;
+    return px_btl_shm_cma(btl, ep, true, local_address, remote_address, local_handle, size, cbfunc,
+                          cbcontext, cbdata);
 }
 
 /* ------------------------------------------------------------ peers */
