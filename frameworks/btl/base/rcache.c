@@ -367,6 +367,8 @@ void *mremap(void *old_addr, size_t old_size, size_t new_size, int flags, ...)
         f = (px_mremap_fn)dlsym(RTLD_NEXT, "mremap");
         atomic_store_explicit(&fn, f, memory_order_release);
     }
+    if (PX_UNLIKELY(NULL == f))
+        return (void *)syscall(SYS_mremap, old_addr, old_size, new_size, flags, new_addr);
     if (flags & MREMAP_FIXED)
         return f(old_addr, old_size, new_size, flags, new_addr);
     return f(old_addr, old_size, new_size, flags);
