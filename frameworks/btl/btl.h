@@ -155,7 +155,6 @@ typedef struct px_btl_module {
     size_t btl_max_send_size; /* largest fragment for pipelined sends */
     size_t btl_put_limit, btl_put_alignment;
     size_t btl_get_limit, btl_get_alignment;
-    size_t btl_rdma_pipeline_send_length; /* bytes sent eagerly ahead of an RDMA rendezvous */
     uint32_t btl_flags;
     size_t btl_registration_handle_size;
 

@@ -91,8 +91,7 @@ START_TEST(reachability)
                           "btl_self_flags",
                           "btl_self_free_list_num",
                           "btl_self_free_list_max",
-                          "btl_self_free_list_inc",
-                          "btl_self_rdma_pipeline_send_length"};
+                          "btl_self_free_list_inc"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); ++i)
         ck_assert_msg(px_mca_var_find(vars[i]) >= 0, "%s not registered", vars[i]);
     close_self();

@@ -20,7 +20,7 @@ p=$("$info" --param btl all --level 9 --parsable 2>&1)
 check "btl framework variables: btl, btl_base_verbose" \
     sh -c 'echo "$1" | grep -q "^mca:btl:base:param:btl:value:" && echo "$1" | grep -q "^mca:btl:base:param:btl_base_verbose:value:"' _ "$p"
 for f in exclusivity latency bandwidth eager_limit max_send_size put_limit put_alignment \
-    get_limit get_alignment rdma_pipeline_send_length flags; do
+    get_limit get_alignment flags; do
     for c in self shm; do
         check "btl_${c}_$f is a variable" contains "$p" "mca:btl:$c:param:btl_${c}_$f:value:"
     done

@@ -246,7 +246,6 @@ px_btl_self_module_t px_btl_self_module = {
             .btl_put_alignment = 0,
             .btl_get_limit = SIZE_MAX,
             .btl_get_alignment = 0,
-            .btl_rdma_pipeline_send_length = 0,
             .btl_flags = PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET |
                          PX_BTL_FLAGS_SEND_INPLACE | PX_BTL_FLAGS_SINGLE_COPY,
             .btl_registration_handle_size = 0,

@@ -48,7 +48,7 @@ int px_btl_base_finalize(void);
 
 /* Register the figures of `module` as variables btl_<component>_<field>
  * (exclusivity, latency, bandwidth, eager_limit, max_send_size, put_limit,
- * put_alignment, get_limit, get_alignment, rdma_pipeline_send_length, flags),
+ * put_alignment, get_limit, get_alignment, flags),
  * with the module's current values as defaults. Flags a user sets are masked
  * by the defaults (a module cannot gain a capability). Call it from the
  * component's register_params on the module template its init copies. */

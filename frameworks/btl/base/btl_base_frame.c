@@ -135,8 +135,6 @@ int px_btl_base_register_module_params(const px_btl_component_t *component, px_b
          "Largest single RDMA get (bytes)"},
         {"get_alignment", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_get_alignment,
          "Alignment (bytes) required for RDMA get"},
-        {"rdma_pipeline_send_length", PX_MCA_VAR_TYPE_SIZE, 6,
-         &module->btl_rdma_pipeline_send_length, "Bytes sent eagerly ahead of an RDMA rendezvous"},
         {"flags", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_flags,
          "Capabilities, OR of: 0x1 send, 0x2 put, 0x4 get, 0x8 send in place, 0x10 single "
          "copy, 0x20 needs registration; a user may clear bits (e.g. to disable RDMA) but "
