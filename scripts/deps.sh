@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(
   # build
-  build-essential autoconf automake libtool libltdl-dev pkg-config check
+  build-essential autoconf automake libtool libltdl-dev pkg-config check git
   # optional transports and topology
   libhwloc-dev libibverbs-dev libfabric-dev libfabric-bin libpmix-dev
   # peers for benchmarks and the multi-host test launcher
