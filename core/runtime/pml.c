@@ -304,10 +304,18 @@ static void am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     const px_rt_match_hdr_t *h = d->des_segments[0].seg_addr;
+    /* The length first: a shorter segment has no header to read. */
+    if (PX_UNLIKELY(d->des_segments[0].seg_len < sizeof(*h))) {
+        px_show_error("runtime: dropped a malformed message from rank %d (%zu bytes, less than "
+                      "its %zu-byte header)",
+                      d->src_rank, d->des_segments[0].seg_len, sizeof(*h));
+        return;
+    }
     const int src = h->src, tag = h->tag;
-    if (PX_UNLIKELY(src < 0 || src >= px_rt.size || d->des_segments[0].seg_len < sizeof(*h))) {
-        px_show_error("runtime: dropped a malformed message (source %d, %zu header bytes)", src,
-                      d->des_segments[0].seg_len);
+    if (PX_UNLIKELY(src < 0 || src >= px_rt.size)) {
+        px_show_error("runtime: dropped a malformed message from rank %d (source %d in its header; "
+                      "valid: 0..%d)",
+                      d->src_rank, src, px_rt.size - 1);
         return;
     }
     px_rt_peer_t *peer = &px_rt.peers[src];
