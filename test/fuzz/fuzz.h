@@ -1,0 +1,30 @@
+/*
+ * fuzz.h: what every harness in test/fuzz shares. A harness defines
+ * LLVMFuzzerTestOneInput (and may define LLVMFuzzerInitialize); it is built
+ * twice: by test/fuzz/run-fuzz.sh with clang -fsanitize=fuzzer (coverage-
+ * guided fuzzing), and by the normal build with replay_main.c, which feeds it
+ * the committed corpus (test/fuzz/t_fuzz_corpus.sh).
+ */
+#ifndef PX_TEST_FUZZ_H
+#define PX_TEST_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A harness with nothing to set up once. */
+#define PX_FUZZ_NO_INIT                                                                            \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)                                              \
+    {                                                                                              \
+        (void)argc;                                                                                \
+        (void)argv;                                                                                \
+        return 0;                                                                                  \
+    }
+
+/* Make a private, empty folder (for HOME and PX_SYSCONFDIR), once per
+ * process; removed at exit. */
+const char *px_fuzz_empty_dir(void);
+
+#endif

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""make_seeds.py: writes the seed inputs of test/fuzz/corpus/<harness>/seed-*
+(valid or nearly valid inputs that start the fuzzer on each protocol's
+paths). Regression inputs (regress-*) are added by hand when a finding is
+fixed and are not touched here. Run from anywhere: python3 make_seeds.py"""
+import os
+import struct
+
+here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(harness, name, data):
+    d = os.path.join(here, harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+# parameter files
+put("var_file", "typed", "# all types\nfuzz_x_i = -5\nfuzz_x_u = 0x10\nfuzz_x_z = 64k\n"
+    "fuzz_x_b = yes\nfuzz_x_d = 1e-3\nfuzz_x_s = \"quoted text\"\nfuzz_x_e = slow\n")
+put("var_file", "odd", "  \t\nno equals sign\n= no name\nfuzz_old_z = 2M\nfuzz_x_str = 'a'\n"
+    "fuzz_x_ro = 1\nfuzz_x_e = 3\nfuzz_x_i = 99999999999\nfuzz_x_ii = 1\r\nfuzz_x_d = nan\n")
+put("var_file", "dup", "fuzz_x_s=first\nfuzz_x_s=second\nfuzz_x_z=1G\nfuzz_x_z=17179869184G\n")
+
+# typed values: byte 0 = type (bits 0-2) | source (bits 3-4) | round trip (0x20)
+for i, (t, v) in enumerate([(0, "-42"), (1, "0x10"), (2, "64k"), (3, "on"), (4, "1e-3"),
+                            (5, "text"), (6, "fast"), (7, " 2G "), (2, "18446744073709551615"),
+                            (0, "2147483648"), (6, "-2"), (4, "inf")]):
+    put("var_value", "%02d" % i, bytes([t | (i % 4) << 3 | 0x20]) + v.encode())
+
+# selection lists of the ptest framework
+for i, s in enumerate(["alpha", "^beta,shy", "alpha,^beta", "nosuch,alpah", " , ", "^",
+                       "broken,beta"]):
+    put("selection", "%02d" % i, s)
+
+
+# pxrun wire protocol (components/boot/pxrun/pxrun_proto.h)
+def frame(op, payload):
+    return struct.pack("<II", len(payload), op) + payload
+
+
+def s(b):
+    b = b.encode() if isinstance(b, str) else b
+    return struct.pack("<I", len(b)) + b
+
+
+REPLY, HELLO, FENCE, GET, ABORT, BYE = 0x80, 1, 2, 3, 4, 5
+hello_reply = frame(REPLY, struct.pack("<iii", 0, 0, 2) + s("job1") + s("host") +
+                    struct.pack("<ii", 0, 0))
+fence_reply = frame(REPLY, struct.pack("<iI", 0, 2) + struct.pack("<i", 0) + s("k") + s("v") +
+                    struct.pack("<i", 1) + s("other") + s(b"\x00\x01"))
+get_reply = frame(REPLY, struct.pack("<i", 0) + s("value"))
+put("pxrun_client", "full", hello_reply + fence_reply + get_reply)
+put("pxrun_client", "hello-only", hello_reply)
+put("pxrun_client", "refused", frame(REPLY, struct.pack("<i", -4)))
+put("pxrun_client", "fence-error", hello_reply + frame(REPLY, struct.pack("<iI", -5, 0)))
+
+
+def records(conn_frames):
+    out = b""
+    for c, data in conn_frames:
+        for k in range(0, len(data), 255):
+            chunk = data[k:k + 255]
+            out += bytes([c, len(chunk)]) + chunk
+    return out
+
+
+def hello(rank):
+    return frame(HELLO, struct.pack("<iiI", rank, 1234, 1))
+
+
+fence = frame(FENCE, struct.pack("<I", 1) + s("key") + s("value"))
+get = frame(GET, struct.pack("<i", 0) + s("key"))
+put("pxrun_server", "one-rank", bytes([0]) + records([(0, hello(0) + fence + get +
+                                                        frame(BYE, b""))]))
+put("pxrun_server", "two-ranks", bytes([1 | 4]) + records([(0, hello(0)), (1, hello(1)),
+                                                            (0, fence), (1, fence), (1, get)]))
+put("pxrun_server", "abort", bytes([0]) + records([(0, hello(0) + frame(ABORT, struct.pack(
+    "<i", 3) + s("bye")))]))
+put("pxrun_server", "bad", bytes([2]) + records([(0, frame(GET, b"")), (0, hello(5)),
+                                                 (0, frame(99, b"xx"))]))
+
+
+# runtime active messages (core/runtime/runtime.h)
+def inject(tag, payload, split=0):
+    return bytes([tag - 1]) + struct.pack("<HB", len(payload), split) + payload
+
+
+def irecv(tag, length, from0=True):
+    return bytes([0x81 if from0 else 0x80, tag]) + struct.pack("<H", length)
+
+
+def isend(tag, length):
+    return bytes([0x90, tag]) + struct.pack("<H", length)
+
+
+def match(src, tag, seq, data=b""):
+    return struct.pack("<iiII", src, tag, seq, 0) + data
+
+
+def rndv(tag, seq, length, sreq, flags=0, nrails=0, blob=b""):
+    return match(0, tag, seq, b"")[:12] + struct.pack("<I", flags) + struct.pack(
+        "<QQQII", length, sreq, 0, nrails, len(blob)) + blob
+
+
+put("runtime_am", "eager", irecv(5, 64) + inject(1, match(0, 5, 0, b"hello world")) +
+    inject(1, match(0, 6, 1, b"unexpected"), 7))
+put("runtime_am", "ooo", irecv(0xff, 8, False) + inject(1, match(0, 1, 2, b"third")) +
+    inject(1, match(0, 1, 1, b"second")) + inject(1, match(0, 1, 0, b"first")))
+put("runtime_am", "rndv-frags", irecv(7, 300) + inject(2, rndv(7, 0, 300, 0)) +
+    inject(4, struct.pack("<QQ", 0, 0) + b"x" * 200) +
+    inject(4, struct.pack("<QQ", 0, 200) + b"y" * 100, 5))
+put("runtime_am", "send-rndv", isend(3, 600) + inject(3, struct.pack("<QQ", 0, 0)) +
+    bytes([0xa0]) + inject(5, struct.pack("<QQ", 0, 0)) + bytes([0xc0]))
+put("runtime_am", "putack", isend(3, 600) + inject(6, struct.pack("<QQQQII", 0, 0, 0, 600, 0, 0)) +
+    inject(7, struct.pack("<QQ", 0, 0)))
+put("runtime_am", "short", inject(2, b"\x00" * 10) + inject(3, b"\x01") + inject(6, b"") +
+    inject(1, match(0, 1, 0)))

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the parsers of outside input with libFuzzer.
+# Usage: test/fuzz/run-fuzz.sh [SECONDS [HARNESS...]]
+#   Configures (once) a clang build with ASan+UBSan and libFuzzer coverage in
+#   $PX_FUZZ_BUILD (default: <source>/build-fuzz), builds libplexus.a there,
+#   links each harness test/fuzz/fuzz_<name>.c with -fsanitize=fuzzer and
+#   runs it for SECONDS (default 20) from the committed seed corpus
+#   test/fuzz/corpus/<name>/ (new inputs go to $PX_FUZZ_BUILD/fuzz/corpus/<name>,
+#   kept between runs). Prints one TAP-like line per harness; a crash, a
+#   sanitizer report, a leak or a timeout is a failure and leaves the input
+#   in $PX_FUZZ_BUILD/fuzz/artifacts/. Exit status 0 only when nothing was found.
+# Needs clang and libclang-rt-<version>-dev (libFuzzer, sanitizers).
+set -u
+secs=${1:-20}
+shift || true
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${PX_FUZZ_BUILD:-$src/build-fuzz}
+cc=${PX_FUZZ_CC:-clang}
+all=(var_file var_value selection pxrun_client pxrun_server runtime_am)
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cflags="-O1 -g $san -fsanitize=fuzzer-no-link"
+
+if ! command -v "$cc" >/dev/null; then
+    echo "run-fuzz: $cc not found (install clang and libclang-rt-dev)" >&2
+    exit 2
+fi
+mkdir -p "$build"
+cd "$build" || exit 2
+if [ ! -f Makefile ] || [ "$(cat .px_fuzz_flags 2>/dev/null)" != "$cc $cflags" ]; then
+    echo "# configuring $build (CC=$cc CFLAGS=$cflags)"
+    "$src/configure" -q --disable-shared CC="$cc" CFLAGS="$cflags" LDFLAGS="$san" \
+        >configure.out 2>&1 || { echo "run-fuzz: configure failed, see $build/configure.out" >&2; exit 2; }
+    echo "$cc $cflags" >.px_fuzz_flags
+fi
+echo "# building libplexus.a"
+make -j"${PX_FUZZ_JOBS:-2}" libplexus.la >make-fuzz.out 2>&1 ||
+    { echo "run-fuzz: building libplexus failed, see $build/make-fuzz.out" >&2; exit 2; }
+libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
+mkdir -p fuzz/bin fuzz/corpus fuzz/artifacts fuzz/logs
+
+n=0 failed=0
+echo "1..${#harnesses[@]}"
+for h in "${harnesses[@]}"; do
+    n=$((n + 1))
+    extra=""
+    [ "$h" = selection ] && extra="$src/test/mca/ptest_base.c"
+    bin=fuzz/bin/fuzz_$h
+    log=$build/fuzz/logs/$h.log
+    # shellcheck disable=SC2086
+    if ! $cc $cflags -fsanitize=fuzzer -I"$src" -I"$build" -o "$bin" \
+        "$src/test/fuzz/fuzz_$h.c" "$src/test/fuzz/fuzz_util.c" $extra $libs >"$log" 2>&1; then
+        echo "not ok $n - $h: does not build (see $log)"
+        failed=$((failed + 1))
+        continue
+    fi
+    seeds=$src/test/fuzz/corpus/$h
+    work=fuzz/corpus/$h
+    mkdir -p "$work"
+    start=$(date +%s)
+    # -close_fd_mask=3: the library's own warnings stay out of the log;
+    # libFuzzer and the sanitizers still report.
+    "./$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
+        -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$build/fuzz/artifacts/$h-" \
+        "$work" "$seeds" >>"$log" 2>&1
+    rc=$?
+    took=$(($(date +%s) - start))
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1)
+    if [ $rc -eq 0 ]; then
+        echo "ok $n - $h: ${runs:-?} runs in ${took} s, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l) inputs"
+    else
+        failed=$((failed + 1))
+        art=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | sed 's/Test unit written to //')
+        what=$(grep -m1 -oE 'ERROR: [A-Za-z]+: [^ ]+( [^ ]+)?|runtime error: .*|deadly signal|timeout after [0-9]+ seconds' "$log" | head -1)
+        echo "not ok $n - $h: ${what:-exit $rc} (input: ${art:-?}; log: $log)"
+    fi
+done
+echo "# $((n - failed)) passed, $failed failed (fuzzing $secs s each; build $build)"
+[ "$failed" -eq 0 ]
