@@ -80,18 +80,11 @@ START_TEST(reachability)
     ck_assert_str_eq(reasons[1], "self reaches only the calling process");
     ck_assert_uint_eq(btl->btl_exclusivity, PX_BTL_EXCLUSIVITY_HIGH);
     ck_assert(btl->btl_flags & PX_BTL_FLAGS_SEND_INPLACE);
-    const char *vars[] = {"btl_self_exclusivity",
-                          "btl_self_latency",
-                          "btl_self_bandwidth",
-                          "btl_self_eager_limit",
-                          "btl_self_max_send_size",
-                          "btl_self_put_limit",
-                          "btl_self_get_limit",
-                          "btl_self_get_alignment",
-                          "btl_self_flags",
-                          "btl_self_free_list_num",
-                          "btl_self_free_list_max",
-                          "btl_self_free_list_inc"};
+    const char *vars[] = {
+        "btl_self_exclusivity",   "btl_self_latency",       "btl_self_bandwidth",
+        "btl_self_eager_limit",   "btl_self_max_send_size", "btl_self_put_limit",
+        "btl_self_get_limit",     "btl_self_get_alignment", "btl_self_flags",
+        "btl_self_free_list_num", "btl_self_free_list_max", "btl_self_free_list_inc"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); ++i)
         ck_assert_msg(px_mca_var_find(vars[i]) >= 0, "%s not registered", vars[i]);
     close_self();
