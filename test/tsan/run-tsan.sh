@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# ThreadSanitizer run of the threaded unit tests and the messaging tests.
+# Usage: test/tsan/run-tsan.sh [FILTER-REGEX]
+#   Configures (once) a separate build in $PX_TSAN_BUILD (default:
+#   <source>/build-tsan) with CC=${PX_TSAN_CC:-clang}
+#   CFLAGS="-O1 -g -fsanitize=thread", builds the library, tools and test
+#   programs, and runs test/run-tests.sh on it with FILTER-REGEX (default: the
+#   object system and utility tests, whose lifo/free-list/atomic tests run
+#   several threads, and the btl, runtime, shm and pxrun tests). A
+#   ThreadSanitizer report makes the program exit with status 66, which fails
+#   its test; the reports are listed at the end. Ends with run-tests.sh's
+#   "N passed, N failed" line; exit status 0 only when it says 0 failed and no
+#   report was written.
+set -u
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=${PX_TSAN_BUILD:-$src/build-tsan}
+cc=${PX_TSAN_CC:-clang}
+filter=${1:-'test/(class|util|btl|runtime|shm|pxrun)/'}
+cflags="-O1 -g -fno-omit-frame-pointer -fsanitize=thread"
+
+mkdir -p "$build"
+cd "$build" || exit 2
+if [ ! -f Makefile ] || [ "$(cat .px_tsan_flags 2>/dev/null)" != "$cc $cflags" ]; then
+    echo "# configuring $build (CC=$cc CFLAGS=$cflags)"
+    "$src/configure" -q CC="$cc" CFLAGS="$cflags" LDFLAGS="-fsanitize=thread" \
+        >configure.out 2>&1 || { echo "run-tsan: configure failed, see $build/configure.out" >&2; exit 2; }
+    echo "$cc $cflags" >.px_tsan_flags
+fi
+echo "# building (make all, then make build-tests)"
+{ make -j"${PX_TSAN_JOBS:-2}" && make -j"${PX_TSAN_JOBS:-2}" build-tests; } >make-tsan.out 2>&1 ||
+    { tail -30 make-tsan.out; echo "run-tsan: build failed, see $build/make-tsan.out" >&2; exit 2; }
+
+# Reports go to files as well as to each test's log, so none is missed in a
+# forked Check child or a rank started by pxrun.
+rm -rf "$build/tsan-reports"
+mkdir -p "$build/tsan-reports"
+export TSAN_OPTIONS="exitcode=66 halt_on_error=0 second_deadlock_stack=1 log_path=$build/tsan-reports/report ${TSAN_OPTIONS:-}"
+bash "$src/test/run-tests.sh" "$build" "$filter"
+rc=$?
+reports=$(find "$build/tsan-reports" -type f | wc -l)
+if [ "$reports" -gt 0 ]; then
+    echo "ThreadSanitizer reports ($reports file(s) in $build/tsan-reports):"
+    grep -h -A3 '^WARNING: ThreadSanitizer' "$build"/tsan-reports/* | grep -E 'WARNING|#0' | sort | uniq -c | sort -rn | head -40
+    rc=1
+else
+    echo "no ThreadSanitizer report"
+fi
+exit $rc
