@@ -323,7 +323,28 @@ static bool parse_u64(const char *s, unsigned long long *out)
     return true;
 }
 
-/* Parse `text` for variable `v` into *out (strings are strdup'ed). */
+/* Only blanks from s to its end (reads; never writes into the value). */
+static bool only_blanks(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    return *s == '\0';
+}
+
+/* `text`, without the blanks around it, is `word` (any case). Compares the
+ * whole text, however long. */
+static bool is_word(const char *text, const char *word)
+{
+    while (isspace((unsigned char)*text))
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && isspace((unsigned char)text[n - 1]))
+        n--;
+    return n == strlen(word) && 0 == strncasecmp(text, word, n);
+}
+
+/* Parse `text` for variable `v` into *out (strings are strdup'ed). `text` is
+ * not modified (it may be the caller's constant). */
 static bool parse_value(const var_t *v, const char *text, value_t *out)
 {
     char *end;
@@ -331,7 +352,7 @@ static bool parse_value(const var_t *v, const char *text, value_t *out)
     case PX_MCA_VAR_TYPE_INT: {
         errno = 0;
         long x = strtol(text, &end, 0);
-        if (errno || end == text || *trim(end) || x < INT_MIN || x > INT_MAX)
+        if (errno || end == text || !only_blanks(end) || x < INT_MIN || x > INT_MAX)
             return false;
         out->i = (int)x;
         return true;
@@ -387,15 +408,12 @@ static bool parse_value(const var_t *v, const char *text, value_t *out)
     case PX_MCA_VAR_TYPE_BOOL: {
         static const char *yes[] = {"1", "true", "yes", "on", "y", "t"};
         static const char *no[] = {"0", "false", "no", "off", "n", "f"};
-        char buf[16];
-        snprintf(buf, sizeof(buf), "%s", text);
-        char *t = trim(buf);
         for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
-            if (0 == strcasecmp(t, yes[i])) {
+            if (is_word(text, yes[i])) {
                 out->b = true;
                 return true;
             }
-            if (0 == strcasecmp(t, no[i])) {
+            if (is_word(text, no[i])) {
                 out->b = false;
                 return true;
             }
@@ -405,7 +423,7 @@ static bool parse_value(const var_t *v, const char *text, value_t *out)
     case PX_MCA_VAR_TYPE_DOUBLE: {
         errno = 0;
         double d = strtod(text, &end);
-        if (errno || end == text || *trim(end) || isnan(d))
+        if (errno || end == text || !only_blanks(end) || isnan(d))
             return false;
         out->d = d;
         return true;
@@ -414,17 +432,17 @@ static bool parse_value(const var_t *v, const char *text, value_t *out)
         out->s = strdup(text);
         return out->s != NULL;
     case PX_MCA_VAR_TYPE_ENUM: {
-        char buf[128];
-        snprintf(buf, sizeof(buf), "%s", text);
-        char *t = trim(buf);
         for (const px_mca_var_enum_value_t *e = v->enum_values; e && e->name; e++)
-            if (0 == strcasecmp(t, e->name)) {
+            if (is_word(text, e->name)) {
                 out->i = e->value;
                 return true;
             }
+        const char *t = text;
+        while (isspace((unsigned char)*t))
+            t++;
         errno = 0;
         long x = strtol(t, &end, 0);
-        if (errno || end == t || *end)
+        if (errno || end == t || !only_blanks(end))
             return false;
         for (const px_mca_var_enum_value_t *e = v->enum_values; e && e->name; e++)
             if (e->value == x) {
