@@ -5,14 +5,20 @@
  * API, environment, command line, a PX_MCA_ value read at registration) and
  * whether an accepted value must read back the same (bit 5); the rest is the
  * value text (cut at the first NUL, as in an environment variable).
- * Property: a value is either refused or accepted; an accepted value prints
- * as text that parses again to the same text.
+ * Properties: the value text is not written to (it is passed in read-only
+ * memory); a value is either refused or accepted; an accepted bool or
+ * enum is one of the accepted words (or a number, for an enum) with blanks
+ * around it, nothing longer; an accepted value prints as text that parses
+ * again to the same text.
  */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "core/mca/var.h"
 #include "core/util/error.h"
 #include "test/fuzz/fuzz.h"
@@ -35,6 +41,42 @@ static union {
 } store;
 
 PX_FUZZ_NO_INIT
+
+/* `text` without leading and trailing blanks equals `word` (any case). */
+static bool is_word(const char *text, const char *word)
+{
+    while (*text == ' ' || (*text >= '\t' && *text <= '\r'))
+        text++;
+    size_t n = strlen(text);
+    while (n && (text[n - 1] == ' ' || (text[n - 1] >= '\t' && text[n - 1] <= '\r')))
+        n--;
+    return n == strlen(word) && strncasecmp(text, word, n) == 0;
+}
+
+/* An accepted bool or enum value is one of the accepted words (or, for an
+ * enum, a number): nothing else may be accepted. */
+static bool acceptable(int k, const char *text)
+{
+    static const char *const bools[] = {"1", "true",  "yes", "on",  "y", "t",
+                                        "0", "false", "no",  "off", "n", "f"};
+    if (types[k] == PX_MCA_VAR_TYPE_BOOL) {
+        for (size_t i = 0; i < sizeof bools / sizeof *bools; i++)
+            if (is_word(text, bools[i]))
+                return true;
+        return false;
+    }
+    if (types[k] == PX_MCA_VAR_TYPE_ENUM) {
+        for (const px_mca_var_enum_value_t *e = modes; e->name; e++)
+            if (is_word(text, e->name))
+                return true;
+        char *end;
+        (void)strtol(text, &end, 0);
+        while (*end == ' ' || (*end >= '\t' && *end <= '\r'))
+            end++;
+        return end != text && *end == '\0';
+    }
+    return true;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -71,10 +113,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         static const px_mca_var_source_t src[] = {PX_MCA_VAR_SOURCE_API, PX_MCA_VAR_SOURCE_ENV,
                                                   PX_MCA_VAR_SOURCE_COMMAND_LINE};
-        rc = px_mca_var_set_source(full, text, src[how], how == 1 ? "PX_MCA_fuzz" : NULL);
+        /* The value is const: pass it in read-only memory, so that writing
+         * into it faults. */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), n = strlen(text) + 1;
+        size_t span = (n + page - 1) / page * page;
+        char *ro = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (ro == MAP_FAILED)
+            abort();
+        memcpy(ro, text, n);
+        mprotect(ro, span, PROT_READ);
+        rc = px_mca_var_set_source(full, ro, src[how], how == 1 ? "PX_MCA_fuzz" : NULL);
+        munmap(ro, span);
     }
     if (rc != PX_SUCCESS && rc != PX_ERR_BAD_PARAM)
         abort(); /* neither accepted nor refused */
+    if (rc == PX_SUCCESS && !acceptable(k, text)) {
+        fprintf(stderr, "\"%s\" accepted for a %s\n", text, px_mca_var_type_name(types[k]));
+        abort();
+    }
     if (types[k] == PX_MCA_VAR_TYPE_ENUM && store.i != 0 && store.i != 3 && store.i != -2 &&
         store.i != 7)
         abort();
