@@ -27,4 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * process; removed at exit. */
 const char *px_fuzz_empty_dir(void);
 
+/* The input as a NUL-terminated string (cut at its first NUL, as an
+ * environment variable would be); caller frees. Unlike strndup it reads no
+ * byte past `size` (ASan's strict_string_checks flags strndup on input that
+ * has no NUL). */
+char *px_fuzz_text(const uint8_t *data, size_t size);
+
 #endif

@@ -28,7 +28,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char *text = strndup((const char *)data, size);
+    char *text = px_fuzz_text(data, size);
     if (!text)
         return 0;
     px_mca_var_init();

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "test/fuzz/fuzz.h"
 
@@ -26,4 +27,15 @@ const char *px_fuzz_empty_dir(void)
         atexit(remove_dir);
     }
     return dir;
+}
+
+char *px_fuzz_text(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+    if (!s)
+        return NULL;
+    if (size)
+        memcpy(s, data, size);
+    s[size] = '\0';
+    return s;
 }

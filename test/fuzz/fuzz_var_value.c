@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int k = data[0] & 7, how = (data[0] >> 3) & 3;
     bool round_trip = data[0] & 0x20;
-    char *text = strndup((const char *)data + 1, size - 1);
+    char *text = px_fuzz_text(data + 1, size - 1);
     if (!text)
         return 0;
     char full[32];
