@@ -9,6 +9,8 @@
 #   kept between runs). Prints one TAP-like line per harness; a crash, a
 #   sanitizer report, a leak or a timeout is a failure and leaves the input
 #   in $PX_FUZZ_BUILD/fuzz/artifacts/. Exit status 0 only when nothing was found.
+#   PX_FUZZ_SEED fixes libFuzzer's random seed (CI sets it, so a CI run is
+#   repeatable; developers fuzz with a new seed each run).
 # Needs clang and libclang-rt-<version>-dev (libFuzzer, sanitizers).
 set -u
 secs=${1:-20}
@@ -62,7 +64,7 @@ for h in "${harnesses[@]}"; do
     # -close_fd_mask=3: the library's own warnings stay out of the log;
     # libFuzzer and the sanitizers still report.
     "./$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=4096 \
-        -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$build/fuzz/artifacts/$h-" \
+        ${PX_FUZZ_SEED:+-seed="$PX_FUZZ_SEED"} -close_fd_mask=3 -print_final_stats=1 -artifact_prefix="$build/fuzz/artifacts/$h-" \
         "$work" "$seeds" >>"$log" 2>&1
     rc=$?
     took=$(($(date +%s) - start))
