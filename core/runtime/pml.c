@@ -54,6 +54,7 @@ int px_rt_pml_register_params(void)
     px_rt.eager_limit = 0;
     px_rt.rndv_protocol = PX_RT_RNDV_AUTO;
     px_rt.wait_timeout = 0;
+    px_rt.verbose = 0;
     int rc;
     rc = px_mca_var_register("runtime", NULL, "tiny_limit",
                              "Largest message (bytes of data) sent with the transport's "
@@ -84,6 +85,14 @@ int px_rt_pml_register_params(void)
                              "waits before failing with PX_ERR_TIMEOUT; 0: no limit",
                              PX_MCA_VAR_TYPE_DOUBLE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
                              &px_rt.wait_timeout);
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register("runtime", NULL, "verbose",
+                             "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize "
+                             "discards (messages never received, from each rank, and receives "
+                             "never matched)",
+                             PX_MCA_VAR_TYPE_INT, NULL, 8, PX_MCA_VAR_SCOPE_LOCAL, 0,
+                             &px_rt.verbose);
     return rc < 0 ? rc : PX_SUCCESS;
 }
 
@@ -157,6 +166,15 @@ void px_rt_req_fail(px_request_t *r, int error)
     if (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error)
         r->status.error = error;
     req_complete(r);
+}
+
+void px_rt_req_unhold(px_request_t *r)
+{
+    if (r->released && !req_held(r)) {
+        px_rt_req_release_regs(r);
+        r->released = false;
+        req_free(r);
+    }
 }
 
 uint32_t px_rt_rdma_id(const px_btl_module_t *m)
@@ -271,6 +289,8 @@ static void ooo_drain(px_rt_peer_t *peer)
         }
         if (NULL == found)
             return;
+        if (peer->failed)
+            return;
         px_list_remove_item(&peer->ooo, &found->super.super);
         peer->recv_seq++;
         px_request_t *r = posted_match(found->src, found->tag);
@@ -293,10 +313,22 @@ static void ooo_drain(px_rt_peer_t *peer)
     }
 }
 
-static void out_of_memory(const char *what, int src)
+/* A message from `src` could not be queued: it is lost, and with it the
+ * ordering of everything after it from that rank, so the peer is failed. */
+static PX_COLD void ux_lost(const char *what, int src)
 {
-    px_show_error("runtime: out of memory queueing %s from rank %d; the message is lost", what,
-                  src);
+    char why[256];
+    snprintf(why, sizeof(why),
+             "could not queue a message from rank %d (%s: no memory for its record), so it is "
+             "lost",
+             src, what);
+    px_rt_fail_peer(src, PX_ERR_PEER_FAILED, why);
+}
+
+/* A message from a peer that has failed: counted, then discarded. */
+static PX_COLD void drop_from_failed(px_rt_peer_t *peer)
+{
+    peer->dropped++;
 }
 
 /* AM callback: tiny and eager messages. */
@@ -320,14 +352,18 @@ static void am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     px_rt_peer_t *peer = &px_rt.peers[src];
     size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(*h));
-    if (PX_UNLIKELY(h->seq != peer->recv_seq)) {
+    if (PX_UNLIKELY(h->seq != peer->recv_seq || peer->failed)) {
+        if (peer->failed) {
+            drop_from_failed(peer);
+            return;
+        }
         px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
                                 d->des_segment_count, sizeof(*h), len);
         px_rt.ooo_arrivals++;
         if (u)
             px_list_append(&peer->ooo, &u->super.super);
         else
-            out_of_memory("an out-of-order message", src);
+            ux_lost("an out-of-order message", src);
         return;
     }
     peer->recv_seq++;
@@ -340,9 +376,9 @@ static void am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         if (PX_LIKELY(u != NULL))
             px_list_append(&px_rt.unexpected, &u->super.super);
         else
-            out_of_memory("an unexpected message", src);
+            ux_lost("an unexpected message", src);
     }
-    if (PX_UNLIKELY(!px_list_is_empty(&peer->ooo)))
+    if (PX_UNLIKELY(!px_list_is_empty(&peer->ooo)) && !peer->failed)
         ooo_drain(peer);
 }
 
@@ -357,7 +393,7 @@ static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob)
     px_btl_segment_t s = {(void *)blob, h->blob};
     px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h->blob);
     if (NULL == u) {
-        out_of_memory("a rendezvous request", h->m.src);
+        ux_lost("an unexpected rendezvous request", h->m.src);
         return;
     }
     u->len = h->len;
@@ -387,12 +423,16 @@ static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     if (h.blob)
         seg_copy(blob, h.blob, d->des_segments, d->des_segment_count, sizeof(h));
     px_rt_peer_t *peer = &px_rt.peers[h.m.src];
+    if (peer->failed) {
+        drop_from_failed(peer);
+        return;
+    }
     if (h.m.seq != peer->recv_seq) {
         px_btl_segment_t s = {blob, h.blob};
         px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h.blob);
         px_rt.ooo_arrivals++;
         if (NULL == u) {
-            out_of_memory("an out-of-order rendezvous request", h.m.src);
+            ux_lost("an out-of-order rendezvous request", h.m.src);
             return;
         }
         u->len = h.len;
@@ -402,7 +442,7 @@ static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     peer->recv_seq++;
     deliver_rndv(&h, blob);
-    if (!px_list_is_empty(&peer->ooo))
+    if (!px_list_is_empty(&peer->ooo) && !peer->failed)
         ooo_drain(peer);
 }
 
@@ -414,6 +454,11 @@ static void send_eager_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_
     (void)btl;
     (void)ep;
     px_request_t *r = des->des_cbdata;
+    r->des_held = false;
+    if (PX_UNLIKELY(r->released)) { /* its wait gave up: only the hold goes */
+        px_rt_req_unhold(r);
+        return;
+    }
     if (status != PX_SUCCESS)
         r->status.error = status;
     req_complete(r);
@@ -451,13 +496,16 @@ static void send_start(px_request_t *r)
     des->des_cbfunc = send_eager_done;
     des->des_cbdata = r;
     px_rt_pending_remove(r);
+    r->des_held = true; /* until send_eager_done, which may run inside btl_send */
     rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_MATCH);
     if (1 == rc) {
+        r->des_held = false;
         req_complete(r);
         return;
     }
     if (0 == rc)
         return;
+    r->des_held = false;
     m->btl_free(m, des);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
         px_rt_pending_add(r, PX_RT_PEND_START);
@@ -530,11 +578,27 @@ int px_progress(void)
     return rt_progress();
 }
 
+static int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+
 int px_rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
     px_rt_peer_t *peer = &px_rt.peers[dest];
     if (PX_UNLIKELY(peer->failed))
         return peer->failed;
+    return rt_isend(buf, len, dest, tag, request);
+}
+
+int px_rt_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    px_rt_peer_t *peer = &px_rt.peers[dest];
+    if (peer->failed && !peer->failed_here)
+        return peer->failed; /* its transport is gone */
+    return rt_isend(buf, len, dest, tag, request);
+}
+
+static inline int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    px_rt_peer_t *peer = &px_rt.peers[dest];
     px_request_t *r = req_alloc(PX_RT_REQ_SEND);
     if (PX_UNLIKELY(NULL == r))
         return PX_ERR_OUT_OF_RESOURCE;
@@ -598,28 +662,88 @@ int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **reque
     return PX_SUCCESS;
 }
 
-/* Remove every trace of a request that will never complete, then free it. */
-static void req_cancel(px_request_t *r)
+const char *px_rt_tag_name(int tag)
+{
+    return PX_RT_TAG_BARRIER == tag ? "px_barrier" : "a runtime-internal operation";
+}
+
+/* A send to ourselves whose RNDV header still waits in our own unexpected
+ * queue: nothing outside this process knows of it. Removes that header. */
+static bool self_rndv_unqueue(px_request_t *r)
+{
+    if (PX_RT_REQ_SEND != r->type || r->peer != px_rt.rank)
+        return false;
+    uint64_t id = (uint64_t)(uintptr_t)r;
+    px_rt_ux_t *u, *n;
+    PX_LIST_FOREACH_SAFE(u, n, &px_rt.unexpected, px_rt_ux_t)
+    {
+        if (PX_RT_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
+            px_list_remove_item(&px_rt.unexpected, &u->super.super);
+            ux_free(u);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A wait gave up on `r` (`what` says which operation and why). The request
+ * leaves the application either way; what becomes of it depends on how far
+ * it got, and the message printed says which:
+ *  - nothing outside this process knows of it (a receive no message matched,
+ *    a send to ourselves not yet matched): cancelled and freed, the buffer is
+ *    the application's again;
+ *  - a transport or the peer may still use it (an eager send whose descriptor
+ *    the transport has not handed back, a rendezvous under way, a send that
+ *    spent its sequence number): it is "released" and freed by the last
+ *    callback that names it (req_held), never before; a rendezvous (or a send
+ *    that never left) also fails the peer, since that pair's stream of
+ *    messages can no longer be completed in order. The buffer belongs to
+ *    Plexus until px_finalize. */
+static PX_COLD void req_give_up(px_request_t *r, const char *what)
 {
     px_rt_pending_remove(r);
-    px_rt_active_remove(r);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
+        px_show_error("%s; the receive was cancelled (its buffer is free again)", what);
+        req_free(r);
+        return;
     }
-    if (PX_RT_REQ_SEND == r->type) {
-        /* Its RNDV header may be queued here (a send to self). */
-        uint64_t id = (uint64_t)(uintptr_t)r;
-        px_rt_ux_t *u, *n;
-        PX_LIST_FOREACH_SAFE(u, n, &px_rt.unexpected, px_rt_ux_t)
-        {
-            if (PX_RT_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
-                px_list_remove_item(&px_rt.unexpected, &u->super.super);
-                ux_free(u);
-            }
-        }
+    if (self_rndv_unqueue(r)) {
+        px_rt_active_remove(r);
+        px_rt_req_release_regs(r);
+        px_show_error("%s; the send was cancelled (its buffer is free again)", what);
+        req_free(r);
+        return;
     }
-    px_rt_req_release_regs(r);
+    const bool send = PX_RT_REQ_SEND == r->type;
+    const int peer = send ? r->peer : r->status.source;
+    /* An eager send whose data the transport has taken arrives whole: the
+     * peer's stream is intact. Anything else leaves a hole in it. */
+    const bool eager_out = send && r->des_held && !r->on_active;
+    /* The peer may still read a buffer offered for RDMA get: keep it
+     * registered, and the request findable for the FIN, until it says so. */
+    const bool peer_reads = send && r->on_active && PX_RT_RDMA_GET == r->rdma_mode;
+    if (!peer_reads)
+        px_rt_active_remove(r);
+    r->released = true;
+    r->status.error = PX_ERR_TIMEOUT;
+    const bool held = req_held(r);
+    if (held)
+        px_show_error("%s; the %s is still held by the transport%s, so Plexus frees it when that "
+                      "lets go: do not reuse or free its buffer before px_finalize",
+                      what, send ? "send" : "receive",
+                      peer_reads ? " (the receiver may still read the buffer)" : "");
+    else
+        px_show_error("%s; the %s was abandoned (no transport holds it: its buffer is free again)",
+                      what, send ? "send" : "receive");
+    if (!eager_out && peer >= 0 && peer < px_rt.size && !px_rt.peers[peer].failed) {
+        char why[256];
+        snprintf(why, sizeof(why), "a %s %s it timed out after its transfer had begun",
+                 send ? "send" : "receive", send ? "to" : "from");
+        px_rt_fail_peer(peer, PX_ERR_PEER_FAILED, why);
+    }
+    px_rt_req_unhold(r); /* frees it now when nothing holds it */
 }
 
 static double now(void)
@@ -629,24 +753,45 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Progress until `r` completes; PX_ERR_TIMEOUT (after cancelling it) when it
+static void describe(char *buf, size_t n, const px_request_t *r, const char *who, const char *tail)
+{
+    const bool send = PX_RT_REQ_SEND == r->type;
+    int peer = send ? r->peer : r->status.source;
+    char rank[32], tag[48];
+    if (PX_ANY_SOURCE == peer)
+        snprintf(rank, sizeof(rank), "any rank");
+    else
+        snprintf(rank, sizeof(rank), "rank %d", peer);
+    if (r->tag >= 0)
+        snprintf(tag, sizeof(tag), " with tag %d", r->tag);
+    else if (PX_ANY_TAG == r->tag)
+        snprintf(tag, sizeof(tag), " with any tag");
+    else
+        tag[0] = '\0'; /* runtime-internal: `who` names the operation */
+    snprintf(buf, n, "%s: the %s of %zu bytes %s %s%s %s", who, send ? "send" : "receive", r->len,
+             send ? "to" : "from", rank, tag, tail);
+}
+
+/* Progress until `r` completes; PX_ERR_TIMEOUT (after giving it up) when it
  * can never complete or runtime_wait_timeout passes. */
 static PX_NOINLINE int wait_slow(px_request_t *r, const char *who)
 {
     double start = 0;
     unsigned spins = 0;
+    char what[512];
     while (!r->complete) {
         int n = rt_progress();
         if (r->complete)
             break;
         if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
             px_list_is_empty(&px_rt.pending)) {
-            px_show_error("%s: the %s of %zu bytes %s rank 0 with tag %d can never complete: "
-                          "this process is alone in the job and no matching %s is queued",
-                          who, PX_RT_REQ_SEND == r->type ? "send" : "receive", r->len,
-                          PX_RT_REQ_SEND == r->type ? "to" : "from", r->tag,
-                          PX_RT_REQ_SEND == r->type ? "receive" : "message");
-            req_cancel(r);
+            describe(what, sizeof(what), r, who,
+                     PX_RT_REQ_SEND == r->type
+                         ? "can never complete: this process is alone in the job and no "
+                           "matching receive is queued"
+                         : "can never complete: this process is alone in the job and no "
+                           "matching message is queued");
+            req_give_up(r, what);
             return PX_ERR_TIMEOUT;
         }
         if (px_rt.wait_timeout > 0 && 0 == (++spins & 1023)) {
@@ -654,13 +799,11 @@ static PX_NOINLINE int wait_slow(px_request_t *r, const char *who)
             if (0 == start)
                 start = t;
             else if (t - start > px_rt.wait_timeout) {
-                px_show_error("%s: the %s of %zu bytes %s rank %d with %s %d did not complete "
-                              "within runtime_wait_timeout = %g s",
-                              who, PX_RT_REQ_SEND == r->type ? "send" : "receive", r->len,
-                              PX_RT_REQ_SEND == r->type ? "to" : "from", r->peer,
-                              r->tag < 0 ? "runtime-internal tag (px_barrier)" : "tag", r->tag,
-                              px_rt.wait_timeout);
-                req_cancel(r);
+                char tail[96];
+                snprintf(tail, sizeof(tail), "did not complete within runtime_wait_timeout = %g s",
+                         px_rt.wait_timeout);
+                describe(what, sizeof(what), r, who, tail);
+                req_give_up(r, what);
                 return PX_ERR_TIMEOUT;
             }
         }
@@ -734,7 +877,7 @@ int px_send(const void *buf, size_t len, int dest, int tag)
     int rc = px_rt_isend(buf, len, dest, tag, &r);
     if (rc != PX_SUCCESS)
         return rc;
-    return px_wait(&r, NULL);
+    return px_rt_wait(&r, NULL, "px_send");
 }
 
 int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
@@ -768,10 +911,10 @@ int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
     int rc = px_rt_irecv(buf, len, source, tag, &r);
     if (rc != PX_SUCCESS)
         return rc;
-    return px_wait(&r, status);
+    return px_rt_wait(&r, status, "px_recv");
 }
 
-int px_wait(px_request_t **request, px_status_t *status)
+int px_rt_wait(px_request_t **request, px_status_t *status, const char *who)
 {
     if (NULL == request)
         return PX_ERR_BAD_PARAM;
@@ -782,20 +925,27 @@ int px_wait(px_request_t **request, px_status_t *status)
         return PX_SUCCESS;
     }
     if (PX_UNLIKELY(!r->complete)) {
-        int rc = wait_slow(r, "px_wait");
+        px_status_t st = r->status;
+        int rc = wait_slow(r, who);
         if (rc != PX_SUCCESS) {
-            r->status.error = rc;
-            status_set(status, r);
-            req_free(r);
+            /* r is gone or belongs to the transport now (req_give_up). */
+            st.error = rc;
+            if (status)
+                *status = st;
             *request = NULL;
             return rc;
         }
     }
     status_set(status, r);
     int rc = r->status.error;
-    req_free(r);
+    req_release(r);
     *request = NULL;
     return rc;
+}
+
+int px_wait(px_request_t **request, px_status_t *status)
+{
+    return px_rt_wait(request, status, "px_wait");
 }
 
 int px_test(px_request_t **request, int *flag, px_status_t *status)
@@ -834,7 +984,11 @@ int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
 
 /* ------------------------------------------------------------------ errors */
 
-static void fail_rank(int rank, int error)
+/* Complete every pending operation with `rank` with `error`. Requests the
+ * application has let go of ("released") are not failed again: when the
+ * transport is gone (`transport_gone`) nothing will come for them, so they
+ * leave px_rt.active and are freed once their local operations end. */
+static void fail_rank(int rank, int error, bool transport_gone)
 {
     px_request_t *r, *n;
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.posted, px_request_t)
@@ -845,8 +999,14 @@ static void fail_rank(int rank, int error)
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
     {
         int who = PX_RT_REQ_SEND == r->type ? r->peer : r->status.source;
-        if (who == rank)
+        if (who != rank)
+            continue;
+        if (!r->released) {
             px_rt_req_fail(r, error);
+        } else if (transport_gone) {
+            px_rt_active_remove(r);
+            px_rt_req_unhold(r);
+        }
     }
     px_list_item_t *it = px_list_get_first(&px_rt.pending), *next;
     for (; it != px_list_get_end(&px_rt.pending); it = next) {
@@ -858,6 +1018,27 @@ static void fail_rank(int rank, int error)
     }
 }
 
+static void peer_mark_failed(int rank, int code)
+{
+    px_rt_peer_t *p = &px_rt.peers[rank];
+    p->failed = code;
+    p->tiny_below = 0;
+}
+
+void px_rt_fail_peer(int rank, int error, const char *why)
+{
+    if (rank < 0 || rank >= px_rt.size || px_rt.peers[rank].failed)
+        return;
+    px_show_error("runtime: rank %d (host %s) is treated as failed by this process: %s; its "
+                  "pending sends and receives fail with \"%s\", later ones fail at once, and its "
+                  "messages are discarded",
+                  rank, px_rt.procs[rank].hostname ? px_rt.procs[rank].hostname : "?", why,
+                  px_strerror(error));
+    peer_mark_failed(rank, error);
+    px_rt.peers[rank].failed_here = true;
+    fail_rank(rank, error, false);
+}
+
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
                      const char *description)
 {
@@ -865,7 +1046,9 @@ void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank
     int code = (PX_ERR_PEER_FAILED == error) ? PX_ERR_PEER_FAILED : PX_ERR_COMM;
     for (int r = 0; r < px_rt.size; ++r) {
         px_rt_peer_t *p = &px_rt.peers[r];
-        if (NULL == p->btl || p->failed)
+        /* A peer this process failed itself may still lose its transport:
+         * then what waited on that transport is let go too. */
+        if (NULL == p->btl || (p->failed && !p->failed_here))
             continue;
         bool hit = false;
         if (rank >= 0) {
@@ -877,14 +1060,31 @@ void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank
         }
         if (!hit)
             continue;
-        px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
-                      "sends and receives fail with \"%s\"",
-                      name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
-                      description ? description : "no description", px_strerror(error),
-                      px_strerror(code));
-        p->failed = code;
-        p->tiny_below = 0;
-        fail_rank(r, code);
+        if (!p->failed)
+            px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
+                          "sends and receives fail with \"%s\"",
+                          name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
+                          description ? description : "no description", px_strerror(error),
+                          px_strerror(code));
+        else
+            code = p->failed;
+        peer_mark_failed(r, code);
+        p->failed_here = false;
+        fail_rank(r, code, true);
+    }
+}
+
+void px_rt_pml_quiesce(void)
+{
+    /* Released requests still waiting for a peer (a FIN that will not come
+     * now): their registrations must go before the transports do. */
+    px_request_t *r, *n;
+    PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
+    {
+        if (r->released) {
+            px_rt_active_remove(r);
+            px_rt_req_unhold(r);
+        }
     }
 }
 
@@ -905,6 +1105,8 @@ void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
     peer->send_seq = 0;
     peer->recv_seq = 0;
     peer->failed = PX_SUCCESS;
+    peer->failed_here = false;
+    peer->dropped = 0;
     px_btl_base_peer_module_t *pm = &btl->eager[0];
     peer->eager_btl = pm->module;
     peer->eager_ep = pm->endpoint;
@@ -941,6 +1143,10 @@ int px_rt_pml_init(void)
     rc = px_free_list_init(&px_rt.ux_items, &p);
     if (rc != PX_SUCCESS)
         return rc;
+    px_rt.output = px_output_open("runtime", px_rt.verbose);
+    /* Test hook (docs/testing.md): the Nth unexpected-message record fails. */
+    const char *hook = getenv("PX_RT_TEST_UX_FAIL");
+    px_rt.ux_fail_countdown = hook ? strtoul(hook, NULL, 10) : 0;
     px_btl_base_register_am(PX_RT_AM_MATCH, am_match, NULL);
     px_btl_base_register_am(PX_RT_AM_RNDV, am_rndv, NULL);
     px_btl_base_register_am(PX_RT_AM_ACK, px_rt_am_ack, NULL);
@@ -954,13 +1160,24 @@ int px_rt_pml_init(void)
 int px_rt_pml_finalize(void)
 {
     /* Requests the application never completed, queued messages nobody received. */
-    size_t ux = px_list_get_size(&px_rt.unexpected);
-    size_t posted = px_list_get_size(&px_rt.posted);
-    if (ux || posted)
-        PX_OUTPUT_VERBOSE(1, 0,
-                          "px_finalize: %zu message(s) were never received and %zu receive(s) "
-                          "never matched",
-                          ux, posted);
+    if (px_output_check(px_rt.output, 1) && px_rt.peers) {
+        for (int r = 0; r < px_rt.size; ++r) {
+            size_t n = px_rt.peers[r].dropped + px_list_get_size(&px_rt.peers[r].ooo);
+            px_rt_ux_t *u;
+            PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
+            {
+                n += u->src == r;
+            }
+            if (n)
+                px_output(px_rt.output,
+                          "px_finalize: %zu message(s) from rank %d were never received; "
+                          "discarded",
+                          n, r);
+        }
+        size_t posted = px_list_get_size(&px_rt.posted);
+        if (posted)
+            px_output(px_rt.output, "px_finalize: %zu receive(s) never matched a message", posted);
+    }
     px_list_item_t *it;
     while ((it = px_list_remove_first(&px_rt.unexpected)))
         ux_free((px_rt_ux_t *)it);
@@ -981,5 +1198,8 @@ int px_rt_pml_finalize(void)
     PX_OBJ_DESTRUCT(&px_rt.pending);
     PX_OBJ_DESTRUCT(&px_rt.unexpected);
     PX_OBJ_DESTRUCT(&px_rt.posted);
+    if (px_rt.output > 0)
+        px_output_close(px_rt.output);
+    px_rt.output = -1;
     return PX_SUCCESS;
 }

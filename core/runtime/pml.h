@@ -24,6 +24,8 @@ static inline px_request_t *req_alloc(int type)
     r->on_active = false;
     r->on_posted = false;
     r->finishing = false;
+    r->des_held = false;
+    r->released = false;
     r->outstanding = 0;
     r->reg = NULL;
     r->rdma = NULL;
@@ -39,8 +41,35 @@ static inline void req_free(px_request_t *r)
     px_free_list_return(&px_rt.requests, &r->super);
 }
 
+/* Lifetime rule: a request goes back to the free list only when the
+ * application has let go of it (px_wait/px_test returned it, or a wait gave
+ * up on it) AND nothing in a transport can still name it: no eager
+ * descriptor whose des_cbdata points at it, no RDMA or fragment operation
+ * outstanding, not on px_rt.active (where control messages from the peer
+ * find it by address). Until then it is "released": callbacks that find it
+ * so only drop their hold, and the last one frees it (px_rt_req_unhold). */
+static inline bool req_held(const px_request_t *r)
+{
+    return r->des_held || r->outstanding > 0 || r->on_active;
+}
+
+/* The application lets go of `r`. */
+static inline void req_release(px_request_t *r)
+{
+    if (PX_LIKELY(!req_held(r)))
+        req_free(r);
+    else
+        r->released = true;
+}
+
+/* A callback dropped its hold on a released request: free it once nothing
+ * holds it any more (its memory registrations go with it). */
+void px_rt_req_unhold(px_request_t *r);
+
 static inline px_rt_ux_t *ux_alloc(void)
 {
+    if (PX_UNLIKELY(px_rt.ux_fail_countdown) && 0 == --px_rt.ux_fail_countdown)
+        return NULL; /* test hook: PX_RT_TEST_UX_FAIL */
     return (px_rt_ux_t *)px_free_list_get(&px_rt.ux_items);
 }
 
@@ -89,6 +118,19 @@ static inline void seg_copy(void *dst, size_t max, const px_btl_segment_t *s, si
 static inline void req_complete(px_request_t *r)
 {
     r->complete = true;
+}
+
+/* Is `r` an operation with `rank` (control messages name requests by address:
+ * one from another rank must not act on it)? */
+static inline bool px_rt_req_of_rank(const px_request_t *r, int rank)
+{
+    return (PX_RT_REQ_SEND == r->type ? r->peer : r->status.source) == rank;
+}
+
+/* Has `rank` failed (its late control messages are dropped quietly)? */
+static inline bool px_rt_rank_failed(int rank)
+{
+    return rank >= 0 && rank < px_rt.size && px_rt.peers[rank].failed;
 }
 
 /* ---- pml.c: queues and control messages ---- */

@@ -52,11 +52,15 @@ static void recv_get_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *loc
     (void)local;
     (void)lh;
     px_request_t *r = context;
+    r->outstanding--;
+    if (PX_UNLIKELY(r->released)) { /* its wait gave up: only the hold goes */
+        px_rt_req_unhold(r);
+        return;
+    }
     if (status != PX_SUCCESS &&
         (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error))
         r->status.error = PX_ERR_COMM;
     r->done += (size_t)(uintptr_t)cbdata;
-    r->outstanding--;
     recv_get_check(r);
 }
 
@@ -216,7 +220,7 @@ void px_rt_recv_send_putack(px_request_t *r)
  * header carries for that side. NULL, after saying why, when the message is
  * shorter than the header or names no request in flight. */
 static px_request_t *ctl_request(const px_btl_receive_descriptor_t *d, px_rt_ctl_hdr_t *h, int type,
-                                 const char *what)
+                                 px_btl_tag_t am, const char *what)
 {
     const char *side = PX_RT_REQ_SEND == type ? "send" : "receive";
     if (d->des_segments[0].seg_len < sizeof(*h)) {
@@ -227,7 +231,14 @@ static px_request_t *ctl_request(const px_btl_receive_descriptor_t *d, px_rt_ctl
     }
     memcpy(h, d->des_segments[0].seg_addr, sizeof(*h));
     px_request_t *r = px_rt_active_find(PX_RT_REQ_SEND == type ? h->sreq : h->rreq, type);
-    if (NULL == r)
+    if (r && !px_rt_req_of_rank(r, d->src_rank))
+        r = NULL; /* an id of ours, but not for that rank */
+    if (r && r->released && !(PX_RT_REQ_SEND == type && PX_RT_AM_FIN == am)) {
+        px_rt_active_remove(r); /* its wait gave up: nothing more to do for it */
+        px_rt_req_unhold(r);
+        return NULL;
+    }
+    if (NULL == r && !px_rt_rank_failed(d->src_rank))
         px_show_error("runtime: a %s from rank %d arrived for an unknown %s; dropped", what,
                       d->src_rank, side);
     return r;
@@ -238,7 +249,7 @@ void px_rt_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_RECV, "PUT-FIN");
+    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_RECV, PX_RT_AM_PUTFIN, "PUT-FIN");
     if (NULL == r)
         return;
     px_rt_req_release_regs(r);
@@ -310,8 +321,13 @@ void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         return;
     memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
     px_request_t *r = px_rt_active_find(h.rreq, PX_RT_REQ_RECV);
+    if (r && !px_rt_req_of_rank(r, d->src_rank))
+        r = NULL;
     if (NULL == r) {
-        px_show_error("runtime: a fragment arrived for an unknown receive; dropped");
+        if (!px_rt_rank_failed(d->src_rank))
+            px_show_error("runtime: a fragment from rank %d arrived for an unknown receive; "
+                          "dropped",
+                          d->src_rank);
         return;
     }
     size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(h));
@@ -335,10 +351,14 @@ static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
     (void)btl;
     (void)ep;
     px_request_t *r = des->des_cbdata;
+    r->outstanding--;
+    if (PX_UNLIKELY(r->released)) {
+        px_rt_req_unhold(r);
+        return;
+    }
     if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
         r->status.error = status;
     r->done += (size_t)(uintptr_t)des->des_context;
-    r->outstanding--;
     if (r->done >= r->total && 0 == r->outstanding && r->on_active) {
         px_rt_active_remove(r);
         req_complete(r);
@@ -396,7 +416,7 @@ void px_rt_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, "ACK");
+    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, PX_RT_AM_ACK, "ACK");
     if (NULL == r)
         return;
     px_rt_req_release_regs(r);
@@ -413,11 +433,15 @@ void px_rt_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, "FIN");
+    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, PX_RT_AM_FIN, "FIN");
     if (NULL == r)
         return;
     px_rt_req_release_regs(r);
     px_rt_active_remove(r);
+    if (PX_UNLIKELY(r->released)) { /* the receiver has let go of the buffer */
+        px_rt_req_unhold(r);
+        return;
+    }
     req_complete(r);
 }
 
@@ -454,10 +478,14 @@ static void send_put_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *loc
     (void)local;
     (void)lh;
     px_request_t *r = context;
+    r->outstanding--;
+    if (PX_UNLIKELY(r->released)) {
+        px_rt_req_unhold(r);
+        return;
+    }
     if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
         r->status.error = PX_ERR_COMM;
     r->done += (size_t)(uintptr_t)cbdata;
-    r->outstanding--;
     send_put_check(r);
 }
 
@@ -514,6 +542,10 @@ void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         return;
     seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
     px_request_t *r = px_rt_active_find(h.sreq, PX_RT_REQ_SEND);
+    if (r && !px_rt_req_of_rank(r, d->src_rank))
+        r = NULL;
+    if (NULL == r && px_rt_rank_failed(d->src_rank))
+        return;
     if (NULL == r || PX_RT_RDMA_PUT != r->rdma_mode || h.hsize > PX_RT_MAX_HANDLE ||
         total < sizeof(h) + h.hsize || h.len > r->total) {
         px_show_error("runtime: a malformed PUT-ACK or one for an unknown send; dropped");

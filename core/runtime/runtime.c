@@ -206,12 +206,13 @@ int px_finalize(void)
         return PX_ERR_NOT_INITIALIZED;
     }
     int rc = PX_SUCCESS;
-    /* Nobody tears down a transport a peer still uses. */
-    if (px_rt.size > 1) {
+    /* Nobody tears down a transport a peer still uses. When the barrier
+     * fails (a failed peer, a timeout), this rank has still taken part in
+     * every round it could (px_barrier), so no healthy rank waits for it, and
+     * it goes on alone: no boot fence, which the other ranks would not enter. */
+    if (px_rt.size > 1)
         rc = px_barrier();
-        if (rc != PX_SUCCESS)
-            (void)px_boot->fence();
-    }
+    px_rt_pml_quiesce();
     px_rt.initialized = false;
     px_rt_teardown();
 #if PX_ENABLE_DEBUG
@@ -241,27 +242,28 @@ int px_barrier(void)
 {
     if (!px_rt.initialized)
         return PX_ERR_NOT_INITIALIZED;
-    /* Dissemination: round k signals rank+2^k and waits for rank-2^k. */
+    /* Dissemination: round k signals rank+2^k and waits for rank-2^k. A
+     * failed round does not end the barrier: the later rounds still run, so
+     * the ranks that expect this one's signal get it; a peer this process
+     * failed itself (its transport still works) is still signalled, and a
+     * receive from a failed peer fails at once. The first error is returned. */
+    const char *who = px_rt_tag_name(PX_RT_TAG_BARRIER);
+    int first = PX_SUCCESS;
     for (int k = 1; k < px_rt.size; k <<= 1) {
         int to = (px_rt.rank + k) % px_rt.size;
         int from = (px_rt.rank - k + px_rt.size) % px_rt.size;
-        px_request_t *sr, *rr;
-        int rc = px_rt_irecv(NULL, 0, from, PX_RT_TAG_BARRIER, &rr);
-        if (rc != PX_SUCCESS)
-            return rc;
-        rc = px_rt_isend(NULL, 0, to, PX_RT_TAG_BARRIER, &sr);
-        if (rc != PX_SUCCESS) {
-            px_wait(&rr, NULL);
-            return rc;
-        }
-        int r1 = px_wait(&sr, NULL);
-        int r2 = px_wait(&rr, NULL);
-        if (r1 != PX_SUCCESS)
-            return r1;
-        if (r2 != PX_SUCCESS)
-            return r2;
+        px_request_t *sr = NULL, *rr = NULL;
+        int r0 = px_rt_irecv(NULL, 0, from, PX_RT_TAG_BARRIER, &rr);
+        int r1 = px_rt_isend_failed_ok(NULL, 0, to, PX_RT_TAG_BARRIER, &sr);
+        if (PX_SUCCESS == r1)
+            r1 = px_rt_wait(&sr, NULL, who);
+        int r2 = PX_SUCCESS == r0 ? px_rt_wait(&rr, NULL, who) : r0;
+        if (PX_SUCCESS == r1 && px_rt.peers[to].failed)
+            r1 = px_rt.peers[to].failed;
+        if (PX_SUCCESS == first)
+            first = r2 != PX_SUCCESS ? r2 : r1;
     }
-    return PX_SUCCESS;
+    return first;
 }
 
 double px_wtime(void)

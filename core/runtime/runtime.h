@@ -113,6 +113,9 @@ struct px_request {
     bool on_active;     /* on px_rt.active (can be failed by a peer error) */
     bool on_posted;     /* on px_rt.posted */
     bool finishing;     /* recv: the RDMA part is done, FIN under way */
+    bool des_held;      /* send: an eager descriptor naming it is still in the BTL */
+    bool released;      /* the application let go (px_wait returned) while a transport
+                         * still held it: freed by the last callback (req_unhold) */
     uint32_t seq;       /* send: its sequence number */
     uint8_t rdma_mode;  /* PX_RT_RDMA_*: how the rendezvous data moves */
     bool rndv_prepared; /* send: RDMA chosen (and memory registered) */
@@ -163,6 +166,9 @@ typedef struct px_rt_peer {
     uint32_t send_seq; /* next sequence number to send to it */
     uint32_t recv_seq; /* next sequence number expected from it */
     int failed;        /* PX_SUCCESS or the error that ended it */
+    bool failed_here;  /* failed by this process's decision (timeout, queueing), not by
+                        * its transport: px_finalize's barrier still sends to it */
+    size_t dropped;    /* messages from it discarded because it had failed */
     px_list_t ooo;     /* px_rt_ux_t that arrived ahead of their turn */
 } px_rt_peer_t;
 
@@ -186,6 +192,11 @@ typedef struct px_runtime {
     size_t eager_limit;
     int rndv_protocol;
     double wait_timeout;
+    int verbose; /* runtime_verbose */
+    int output;  /* its output stream */
+    /* Test hook (PX_RT_TEST_UX_FAIL=N, read at init): the Nth unexpected-message
+     * record cannot be allocated. 0: off. */
+    unsigned long ux_fail_countdown;
 } px_runtime_t;
 
 extern px_runtime_t px_rt;
@@ -201,6 +212,18 @@ int px_rt_pml_finalize(void);
 /* Internal sends and receives (any tag, including runtime tags < 0). */
 int px_rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
 int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **request);
+/* The name of the operation a runtime-internal tag (< 0) belongs to. */
+const char *px_rt_tag_name(int tag);
+/* Wait for `*request` as px_wait does; `who` names the operation in messages. */
+int px_rt_wait(px_request_t **request, px_status_t *status, const char *who);
+/* px_rt_isend to a peer this process failed itself (px_finalize's barrier). */
+int px_rt_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+/* Fail peer `rank` with `error` by this process's decision (`why` is printed).
+ * Its pending operations complete with `error`, later ones fail at once and
+ * its messages are discarded from now on. */
+void px_rt_fail_peer(int rank, int error, const char *why);
+/* px_finalize, before the transports go: drop what requests still hold. */
+void px_rt_pml_quiesce(void);
 /* The BTL error callback: fails the requests of `rank` (or of the peers the
  * module serves when rank < 0). Exposed for tests. */
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
