@@ -340,6 +340,43 @@ START_TEST(error_from_progress)
 }
 END_TEST
 
+/* A message arriving ahead of its turn whose record cannot be allocated
+ * (test hook PX_RT_TEST_UX_FAIL=1: the first one fails) used to be dropped
+ * with recv_seq never reaching past it: every later message from that peer
+ * waited forever. Now the peer fails, and so do the receives from it. */
+START_TEST(ooo_record_fails)
+{
+    setenv("PX_RT_TEST_UX_FAIL", "1", 1);
+    setenv("PX_MCA_runtime_wait_timeout", "5", 1); /* the old hang, bounded */
+    init_rails();
+    unsetenv("PX_RT_TEST_UX_FAIL");
+    enum { M = 6 };
+    int in[M], out[M];
+    px_request_t *rr[M], *sr[M];
+    px_status_t st[M];
+    /* Receives first: a message in its turn needs no record; only one that
+     * arrives ahead of its turn (rail 1 delivers later) takes one. */
+    for (int i = 0; i < M; ++i)
+        ck_assert_int_eq(px_irecv(&in[i], sizeof(in[i]), 0, 3, &rr[i]), PX_SUCCESS);
+    for (int i = 0; i < M; ++i) { /* sends after the failure fail at once */
+        out[i] = i;
+        sr[i] = NULL;
+        int src = px_isend(&out[i], sizeof(out[i]), 0, 3, &sr[i]);
+        ck_assert(PX_SUCCESS == src || (PX_ERR_PEER_FAILED == src && px_rt.peers[0].failed));
+    }
+    int rc = px_waitall(M, rr, st);
+    ck_assert_int_eq(rc, PX_ERR_PEER_FAILED);
+    ck_assert_uint_gt(px_rt.ooo_arrivals, 0);
+    ck_assert_int_eq(px_rt.peers[0].failed, PX_ERR_PEER_FAILED);
+    for (int i = 0; i < M; ++i) /* each either arrived whole or failed */
+        ck_assert(PX_SUCCESS == st[i].error ? in[i] == i : PX_ERR_PEER_FAILED == st[i].error);
+    px_waitall(M, sr, NULL);
+    ck_assert_int_eq(px_send(&out[0], sizeof(out[0]), 0, 3), PX_ERR_PEER_FAILED);
+    ck_assert_int_eq(px_finalize(), PX_SUCCESS);
+    unsetenv("PX_MCA_runtime_wait_timeout");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rails");
@@ -348,6 +385,7 @@ int main(void)
     tcase_add_test(tc, ordering_across_rails);
     tcase_add_test(tc, striped_get);
     tcase_add_test(tc, error_from_progress);
+    tcase_add_test(tc, ooo_record_fails);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
