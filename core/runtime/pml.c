@@ -859,6 +859,8 @@ int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
     return px_rt_irecv(buf, len, source, tag, request);
 }
 
+static inline int rt_wait(px_request_t **request, px_status_t *status, const char *who);
+
 int px_send(const void *buf, size_t len, int dest, int tag)
 {
     if (!ARGS_OK(dest, tag, false))
@@ -877,7 +879,7 @@ int px_send(const void *buf, size_t len, int dest, int tag)
     int rc = px_rt_isend(buf, len, dest, tag, &r);
     if (rc != PX_SUCCESS)
         return rc;
-    return px_rt_wait(&r, NULL, "px_send");
+    return rt_wait(&r, NULL, "px_send");
 }
 
 int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
@@ -911,10 +913,10 @@ int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
     int rc = px_rt_irecv(buf, len, source, tag, &r);
     if (rc != PX_SUCCESS)
         return rc;
-    return px_rt_wait(&r, status, "px_recv");
+    return rt_wait(&r, status, "px_recv");
 }
 
-int px_rt_wait(px_request_t **request, px_status_t *status, const char *who)
+static inline int rt_wait(px_request_t **request, px_status_t *status, const char *who)
 {
     if (NULL == request)
         return PX_ERR_BAD_PARAM;
@@ -943,9 +945,14 @@ int px_rt_wait(px_request_t **request, px_status_t *status, const char *who)
     return rc;
 }
 
+int px_rt_wait(px_request_t **request, px_status_t *status, const char *who)
+{
+    return rt_wait(request, status, who);
+}
+
 int px_wait(px_request_t **request, px_status_t *status)
 {
-    return px_rt_wait(request, status, "px_wait");
+    return rt_wait(request, status, "px_wait");
 }
 
 int px_test(px_request_t **request, int *flag, px_status_t *status)
