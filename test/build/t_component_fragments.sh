@@ -36,7 +36,8 @@ else
     (cd "$PX_SRC" && tar --exclude='./build*' --exclude='./_build*' -cf - .) | tar -C "$src" -xf -
     rm -f "$src/config.status" "$src/Makefile" "$src/config.h"
 fi
-check "scratch copy of the tree" test -x "$src/autogen.sh" || tap_done
+check "scratch copy of the tree" test -x "$src/autogen.sh"
+[ -x "$src/autogen.sh" ] || tap_done
 
 # A folder without a fragment is refused, naming the folder and what is missing.
 mkdir -p "$src/components/btl/nofrag"
@@ -101,14 +102,18 @@ endif
 EOF
 
 (cd "$src" && ./autogen.sh) >"$tmp/autogen.log" 2>&1
-check "autogen.sh with the new folders" test $? -eq 0 || { cat "$tmp/autogen.log" >&2; tap_done; }
+rc=$?
+check "autogen.sh with the new folders" test $rc -eq 0
+[ $rc -eq 0 ] || { cat "$tmp/autogen.log" >&2; tap_done; }
 bld=$tmp/build
 mkdir -p "$bld"
 # Only what this test needs: the optional libraries of the tree's own plugins
 # are switched off, and nothing is optimised (the build is what is tested).
 (cd "$bld" && "$src/configure" --disable-static --without-verbs --without-ofi --without-pmix --without-hwloc \
     CFLAGS="-O0 -g0") >"$tmp/configure.log" 2>&1
-check "configure" test $? -eq 0 || { tail -30 "$tmp/configure.log" >&2; tap_done; }
+rc=$?
+check "configure" test $rc -eq 0
+[ $rc -eq 0 ] || { tail -30 "$tmp/configure.log" >&2; tap_done; }
 summary=$(sed -n '/configuration summary/,$p' "$tmp/configure.log")
 check "the summary names the plugin" contains "$summary" "btl/example .......... plugin"
 check "the summary names the built-in one" contains "$summary" "btl/exbuiltin ........ built-in"
@@ -121,7 +126,9 @@ check "the generated static list declares the built-in one" \
     grep -q '&px_btl_exbuiltin_component,' "$bld/core/mca/static_components.c"
 
 make -C "$bld" -j2 libplexus.la tools/px_info/px_info plexus_btl_example.la >"$tmp/make.log" 2>&1
-check "make libplexus.la px_info plexus_btl_example.la" test $? -eq 0 || { tail -30 "$tmp/make.log" >&2; tap_done; }
+rc=$?
+check "make libplexus.la px_info plexus_btl_example.la" test $rc -eq 0
+[ $rc -eq 0 ] || { tail -30 "$tmp/make.log" >&2; tap_done; }
 out=$(make -C "$bld" -n install-pkglibLTLIBRARIES 2>&1)
 check "make would install the example plugin" contains "$out" "plexus_btl_example.la"
 check "... and not the one that is not built" test "${out/plexus_btl_exmissing/}" = "$out"
