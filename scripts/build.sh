@@ -6,7 +6,15 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$src/build}
 shift || true
 cd "$src"
-if [ ! -x configure ] || [ configure.ac -nt configure ]; then ./autogen.sh; fi
+# Regenerate when configure.ac, a shared macro or any framework/component
+# fragment changed, or a component folder was added (autogen.sh scans them).
+stale() {
+  [ ! -x configure ] && return 0
+  [ -n "$(find configure.ac autogen.sh config/px_macros.m4 frameworks components \
+           \( -name configure.ac -o -name autogen.sh -o -name '*.m4' -o -name Makefile.inc \) \
+           -newer configure -print -quit)" ]
+}
+if stale; then ./autogen.sh; fi
 mkdir -p "$build"
 cd "$build"
 if [ ! -f config.status ] || [ "$src/configure" -nt config.status ]; then
