@@ -352,7 +352,7 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
         n += fbox_poll(s->active[i], s->poll_batch);
     if (atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
         n += fifo_poll();
-    if (PX_UNLIKELY(n == 0) && PX_UNLIKELY(++s->quiet_polls >= PX_BTL_SHM_QUIET_POLLS)) {
+    if (n == 0 && PX_UNLIKELY(++s->quiet_polls >= PX_BTL_SHM_QUIET_POLLS)) {
         s->quiet_polls = 0;
         px_btl_shm_check_peers(s);
     }
