@@ -6,6 +6,7 @@ B=$PX_BUILD
 PXRUN=$B/tools/pxrun/pxrun
 CLIENT=$B/test/pxrun/pxrun_client
 ENVP=$B/test/pxrun/pxrun_env
+PROBE=$B/test/pxrun/px_probe
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 uid=$(id -u)
@@ -121,6 +122,56 @@ job=$(head -1 "$T/out")
 check "a SIGKILLed rank: pxrun fails" [ "$rc" -eq 137 ]
 check "a SIGKILLed rank: its shm files are removed" [ -n "$job" -a ! -e "/dev/shm/plexus-$uid-$job" ]
 check "a SIGKILLed rank: session folder removed" [ ! -e "$sess/job-$job" ]
+
+# A rank that returns from main without px_finalize: pxrun ends the job saying so
+# (before, the others waited in px_finalize until --timeout).
+run "$PXRUN" -n 3 --timeout 15 "$PROBE" nofinalize 1 0
+check "a rank exiting 0 without px_finalize fails the job" [ "$rc" -eq 1 ]
+check "... the report names the rank and says it skipped px_finalize" \
+    contains "$(cat "$T/err")" "rank 1 (pid"
+check "... exited with status 0 without calling px_finalize" \
+    contains "$(cat "$T/err")" "exited with status 0 without calling px_finalize"
+run "$PXRUN" -n 2 --timeout 15 "$PROBE" nofinalize 0 3
+check "a rank exiting 3 without px_finalize: pxrun exits 3" [ "$rc" -eq 3 ]
+check "... exited with status 3 without calling px_finalize" \
+    contains "$(cat "$T/err")" "rank 0 (pid"
+check "... and says so" contains "$(cat "$T/err")" "exited with status 3 without calling px_finalize"
+run "$PXRUN" -n 3 "$ENVP"
+check "ranks that call px_finalize: exit 0, no report" [ "$rc" -eq 0 -a ! -s "$T/err" ]
+
+# pxrun killed with SIGKILL: its ranks notice the launcher is gone, exit, and the
+# last one removes the job's files (session folder, socket, shm folder).
+launcher_killed() { # N
+    local n=$1 d=$T/lk$1
+    mkdir -p "$d"
+    "$PXRUN" -n "$n" sh -c 'exec "$0" launcher 2>"$1.$PX_RANK"' "$PROBE" "$d/err" \
+        </dev/null >"$d/out" 2>"$d/perr" &
+    local p=$!
+    for _ in $(seq 400); do [ "$(grep -c '^ready' "$d/out")" -eq "$n" ] && break; sleep 0.05; done
+    check "launcher killed ($n ranks): every rank started" [ "$(grep -c '^ready' "$d/out")" -eq "$n" ]
+    local job pids
+    job=$(awk '/^ready/ {print $4; exit}' "$d/out")
+    pids=$(awk '/^ready/ {print $3}' "$d/out")
+    kill -9 $p
+    wait $p 2>/dev/null
+    local alive=1
+    for _ in $(seq 200); do # 10 s
+        alive=0
+        for q in $pids; do kill -0 "$q" 2>/dev/null && alive=1; done
+        [ $alive -eq 0 ] && break
+        sleep 0.05
+    done
+    check "launcher killed ($n ranks): every rank exited within 10 s" [ $alive -eq 0 ]
+    [ $alive -eq 0 ] || kill -9 $pids 2>/dev/null
+    check "launcher killed ($n ranks): each rank says the launcher died" \
+        [ "$(cat "$d"/err.* 2>/dev/null | grep -c 'the launcher pxrun (pid [0-9]*) died')" -eq "$n" ]
+    check "launcher killed ($n ranks): one rank removed the job's files" \
+        [ "$(cat "$d"/err.* 2>/dev/null | grep -c 'the last rank: removed')" -eq 1 ]
+    check "launcher killed ($n ranks): no session folder or socket left" [ -n "$job" -a ! -e "$sess/job-$job" ]
+    check "launcher killed ($n ranks): no /dev/shm folder left" [ -n "$job" -a ! -e "/dev/shm/plexus-$uid-$job" ]
+}
+launcher_killed 1 # the shm folder pxrun made is never used by one rank
+launcher_killed 3
 
 run "$PXRUN" -n 64 sh -c 'echo r$PX_RANK'
 check "pxrun -n 64 runs 64 ranks" [ "$rc" -eq 0 -a "$(grep -c '^r' "$T/out")" -eq 64 ]

@@ -1,7 +1,9 @@
 /*
  * shm_segment_test: btl/shm's segment files: modes (folder 0700, file 0600),
  * attach with the right job id and key, refusal for another job's id, a
- * wrong key, a wrong size, and a folder open to other users.
+ * wrong key, a wrong size, and a folder open to other users; a creation
+ * that fails after making the folder removes it; the liveness lock tells a
+ * peer that the owner has ended (also while it is an unreaped zombie).
  */
 #include <check.h>
 #include <fcntl.h>
@@ -10,6 +12,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
 #include "core/util/error.h"
@@ -35,15 +39,17 @@ static void teardown(void)
 START_TEST(create_modes_and_attach)
 {
     char *base = NULL, *peer = NULL;
-    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 0, 2, 4096, &base),
-                     PX_SUCCESS);
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 0, 2, 4096, &base, NULL),
+        PX_SUCCESS);
     struct stat st;
     ck_assert_int_eq(stat(dir, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0700);
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0600);
     ck_assert_int_eq((size_t)st.st_size, seg_size);
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 42, &peer), PX_SUCCESS);
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 42, &peer, NULL),
+                     PX_SUCCESS);
     /* The same memory through both mappings. */
     base[seg_size - 1] = 'x';
     ck_assert_int_eq(peer[seg_size - 1], 'x');
@@ -55,20 +61,22 @@ END_TEST
 START_TEST(other_job_cannot_attach)
 {
     char *base = NULL, *peer = (char *)1;
-    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 0, 2, 4096, &base),
-                     PX_SUCCESS);
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 0, 2, 4096, &base, NULL),
+        PX_SUCCESS);
     /* A process of job B, even one that learnt the key, is refused. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobB", 42, &peer),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobB", 42, &peer, NULL),
                      PX_ERR_BAD_PARAM);
     ck_assert_ptr_null(peer);
     /* The right job with a key that is not the one published. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 43, &peer),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 43, &peer, NULL),
                      PX_ERR_BAD_PARAM);
     /* A size that disagrees with the modex. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size / 2, "jobA", 42, &peer),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size / 2, "jobA", 42, &peer, NULL),
                      PX_ERR_BAD_PARAM);
     /* A job id that is a prefix of this one's. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "job", 42, &peer), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "job", 42, &peer, NULL),
+                     PX_ERR_BAD_PARAM);
     munmap(base, seg_size);
 }
 END_TEST
@@ -81,7 +89,8 @@ START_TEST(not_a_segment)
     ck_assert_int_eq(ftruncate(fd, (off_t)seg_size), 0);
     close(fd);
     char *peer = NULL;
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 0, &peer), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 0, &peer, NULL),
+                     PX_ERR_BAD_PARAM);
 }
 END_TEST
 
@@ -90,8 +99,9 @@ START_TEST(open_folder_refused)
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     ck_assert_int_eq(chmod(dir, 0777), 0);
     char *base = NULL;
-    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &base),
-                     PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &base, NULL),
+        PX_ERR_BAD_PARAM);
     ck_assert_ptr_null(base);
     ck_assert_int_ne(access(path, F_OK), 0);
 }
@@ -100,13 +110,99 @@ END_TEST
 START_TEST(exclusive_create)
 {
     char *a = NULL, *b = NULL;
-    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &a),
-                     PX_SUCCESS);
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &a, NULL),
+        PX_SUCCESS);
     /* A second segment with the same name is an error, not a takeover. */
-    ck_assert_int_ne(px_btl_shm_segment_create(dir, path, seg_size, "jobA", 2, 0, 2, 4096, &b),
-                     PX_SUCCESS);
+    ck_assert_int_ne(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 2, 0, 2, 4096, &b, NULL),
+        PX_SUCCESS);
     ck_assert_ptr_null(b);
     munmap(a, seg_size);
+}
+END_TEST
+
+/* Early failures must not leave an empty plexus-<uid>-<job> folder behind. */
+START_TEST(failed_create_removes_the_folder)
+{
+    char *a = NULL;
+    int fd = 7;
+    /* ftruncate refuses the size (negative as an off_t): after the folder was made. */
+    ck_assert_int_ne(
+        px_btl_shm_segment_create(dir, path, ~(size_t)4095, "jobA", 1, 0, 2, 4096, &a, &fd),
+        PX_SUCCESS);
+    ck_assert_ptr_null(a);
+    ck_assert_int_eq(fd, -1);
+    ck_assert_msg(access(dir, F_OK) != 0, "%s was left behind after a failed ftruncate", dir);
+    /* open refuses the path: again after the folder was made. */
+    char bad[256];
+    snprintf(bad, sizeof bad, "%s/no/such/seg-0", dir);
+    ck_assert_int_ne(px_btl_shm_segment_create(dir, bad, seg_size, "jobA", 1, 0, 2, 4096, &a, NULL),
+                     PX_SUCCESS);
+    ck_assert_msg(access(dir, F_OK) != 0, "%s was left behind after a failed open", dir);
+    /* A folder that holds another segment is kept. */
+    char *b = NULL;
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &b, NULL),
+        PX_SUCCESS);
+    snprintf(bad, sizeof bad, "%s/seg-1", dir);
+    ck_assert_int_ne(
+        px_btl_shm_segment_create(dir, bad, ~(size_t)4095, "jobA", 1, 1, 2, 4096, &a, NULL),
+        PX_SUCCESS);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    munmap(b, seg_size);
+}
+END_TEST
+
+static double mono(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The owner's lock: held while it lives, free once it ended, zombie or not. */
+START_TEST(liveness_lock)
+{
+    int up[2], go[2];
+    ck_assert_int_eq(pipe(up), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char *mine = NULL;
+        int lfd = -1,
+            rc = px_btl_shm_segment_create(dir, path, seg_size, "jobA", 5, 0, 2, 4096, &mine, &lfd);
+        char c = (rc == PX_SUCCESS && lfd >= 0) ? 'y' : 'n';
+        if (write(up[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+            _exit(3);
+        _exit(0); /* no cleanup: as a crash would */
+    }
+    char c = 0;
+    ck_assert_int_eq(read(up[0], &c, 1), 1);
+    ck_assert_int_eq(c, 'y');
+    char *peer = NULL;
+    int lfd = -1;
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 5, &peer, &lfd), PX_SUCCESS);
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_eq(((px_btl_shm_seg_hdr_t *)peer)->locked, 1);
+    unlink(path); /* as the last attacher does: the lock lives on the open file */
+    ck_assert_int_eq(px_btl_shm_peer_gone(lfd), 0);
+    ck_assert_int_eq(px_btl_shm_peer_gone(lfd), 0); /* a check does not take it over */
+    ck_assert_int_eq(write(go[1], "x", 1), 1);
+    /* Not reaped yet: the child is a zombie once it has exited. */
+    double end = mono() + 10;
+    int gone = 0;
+    while (!(gone = px_btl_shm_peer_gone(lfd)) && mono() < end)
+        usleep(1000);
+    ck_assert_int_eq(gone, 1);
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    ck_assert(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    ck_assert_int_eq(px_btl_shm_peer_gone(lfd), 1);
+    close(lfd);
+    munmap(peer, seg_size);
+    ck_assert_int_eq(px_btl_shm_peer_gone(-1), 0);
 }
 END_TEST
 
@@ -120,6 +216,8 @@ int main(void)
     tcase_add_test(tc, not_a_segment);
     tcase_add_test(tc, open_folder_refused);
     tcase_add_test(tc, exclusive_create);
+    tcase_add_test(tc, failed_create_removes_the_folder);
+    tcase_add_test(tc, liveness_lock);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

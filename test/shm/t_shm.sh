@@ -2,11 +2,13 @@
 # btl/shm under pxrun: all-to-all of random sizes (0 B..8 MiB, checksummed,
 # ordered per pair) on 2, 4 and 8 ranks, through each path (fast box,
 # fragment queue, pipelined and single-copy large messages); a rank
-# SIGKILLed mid-exchange; nothing of a job left in /dev/shm.
+# SIGKILLed mid-exchange; nothing of a job left in /dev/shm; a peer that dies
+# while the others wait on it is reported to them (pxrun and mpirun).
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 PXRUN=$B/tools/pxrun/pxrun
 A2A=$B/test/shm/shm_alltoall
+PROBE=$B/test/pxrun/px_probe
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 uid=$(id -u)
@@ -68,4 +70,33 @@ check "SIGKILL mid-exchange: the report names rank 2 and signal 9" \
 check "SIGKILL mid-exchange: ... killed by signal 9" contains "$(cat "$T/err")" "killed by signal 9"
 check "SIGKILL mid-exchange: the job id was printed" [ -n "$job" ]
 check "SIGKILL mid-exchange: nothing of the job in /dev/shm or the session folder" leftovers "$job"
+
+# A local peer that dies while the others wait in px_recv from it: btl/shm sees
+# its segment lock released and the runtime fails the receives with
+# PX_ERR_PEER_FAILED. The survivors ignore SIGTERM and pxrun's grace period is
+# 60 s, so only btl/shm can end their wait (before, they waited for SIGKILL).
+for how in kill exit; do
+    run env PX_PXRUN_GRACE=60 "$PXRUN" -n 3 "$PROBE" peerdeath 1 $how
+    check "peer death ($how) under pxrun: rank 0 reaches rank 1 over shm" \
+        contains "$(cat "$T/out")" "rank 0: transport to rank 1: shm"
+    check "peer death ($how) under pxrun: both survivors' px_recv fail with peer failed" \
+        [ "$(grep -c 'recv from rank 1: peer process failed or disconnected after' "$T/out")" -eq 2 ]
+    check "peer death ($how) under pxrun: btl/shm names the rank that is gone" \
+        contains "$(cat "$T/err")" "local peer rank 1 (pid"
+    check "peer death ($how) under pxrun: pxrun did not have to SIGKILL the survivors" \
+        eval '! grep -q "sending SIGKILL" "$T/err"'
+    grep -h 'after [0-9.]* s' "$T/out" | sed 's/^/# /'
+done
+if command -v mpirun >/dev/null; then
+    root=()
+    [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
+    run mpirun "${root[@]}" --oversubscribe -np 3 -x PX_MCA_mca_component_path="$B/.libs" \
+        "$PROBE" peerdeath 1 kill
+    check "peer death under mpirun: rank 0 reaches rank 1 over shm" \
+        contains "$(cat "$T/out")" "rank 0: transport to rank 1: shm"
+    check "peer death under mpirun: both survivors' px_recv fail with peer failed" \
+        [ "$(grep -c 'recv from rank 1: peer process failed or disconnected after' "$T/out")" -eq 2 ]
+else
+    skip "peer death under mpirun" "mpirun is not installed"
+fi
 tap_done

@@ -72,7 +72,8 @@ typedef struct rank {
     bool alive;
     int wstatus;
     linebuf_t out, err;
-    int conn; /* connection index after HELLO, or -1 */
+    int conn;        /* connection index after HELLO, or -1 */
+    bool hello, bye; /* boot/pxrun said HELLO (px_init) / BYE (px_finalize) */
     bool fenced;
     kv_t *kv;
     size_t nkv, capkv;
@@ -572,6 +573,7 @@ static void describe_status(int ws, char *buf, size_t len)
 }
 
 static void check_fence_orphaned(void);
+static void conn_read(int ci);
 static void fail(int code, const char *what)
 {
     if (!px.have_failure) {
@@ -605,12 +607,18 @@ static void reap(void)
                 close(px.rank0_in);
                 px.rank0_in = -1;
             }
+            /* Its last frames (BYE) may still wait in the socket: read them first. */
+            if (r->conn >= 0)
+                conn_read(r->conn);
             bool bad = WIFSIGNALED(ws) || WEXITSTATUS(ws) != 0;
-            if (bad && !px.ending) {
-                char d[128], msg[256];
+            /* Started px_init, never px_finalize: its peers would wait for it. */
+            bool nofin = WIFEXITED(ws) && r->hello && !r->bye;
+            if ((bad || nofin) && !px.ending) {
+                char d[128], msg[300];
                 describe_status(ws, d, sizeof d);
-                snprintf(msg, sizeof msg, "rank %d (pid %d) %s", i, (int)pid, d);
-                fail(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws), msg);
+                snprintf(msg, sizeof msg, "rank %d (pid %d) %s%s", i, (int)pid, d,
+                         nofin ? " without calling px_finalize" : "");
+                fail(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : (bad ? WEXITSTATUS(ws) : 1), msg);
             }
             check_fence_orphaned();
             break;
@@ -750,6 +758,8 @@ static int handle_frame(int ci, uint32_t op, const char *payload, uint32_t len)
         }
         c->rank = rank;
         px.ranks[rank].conn = ci;
+        px.ranks[rank].hello = true;
+        px.ranks[rank].bye = false;
         size_t at = px_pxrun_buf_begin(&c->out, PX_PXRUN_OP_REPLY);
         px_pxrun_buf_i32(&c->out, 0);
         px_pxrun_buf_i32(&c->out, rank);
@@ -821,6 +831,7 @@ static int handle_frame(int ci, uint32_t op, const char *payload, uint32_t len)
         return 0;
     }
     case PX_PXRUN_OP_BYE:
+        px.ranks[c->rank].bye = true;
         c->closing = true;
         return 0;
     default: {
@@ -951,9 +962,17 @@ static char *env_pair(const char *name, const char *value)
 
 static bool env_is_ours(const char *e)
 {
-    static const char *const ours[] = {
-        "PX_PXRUN_URI=",  "PX_RANK=",        "PX_SIZE=",      "PX_JOBID=",       "PX_LOCAL_RANK=",
-        "PX_LOCAL_SIZE=", "PX_SESSION_DIR=", "PX_PXRUN_PID=", "PX_CMDLINE_MCA_", NULL};
+    static const char *const ours[] = {"PX_PXRUN_URI=",
+                                       "PX_RANK=",
+                                       "PX_SIZE=",
+                                       "PX_JOBID=",
+                                       "PX_LOCAL_RANK=",
+                                       "PX_LOCAL_SIZE=",
+                                       "PX_SESSION_DIR=",
+                                       "PX_PXRUN_PID=",
+                                       "PX_CMDLINE_MCA_",
+                                       "PX_PXRUN_SHMDIR=",
+                                       NULL};
     for (int i = 0; ours[i]; i++)
         if (!strncmp(e, ours[i], strlen(ours[i])))
             return true;
@@ -996,6 +1015,8 @@ static void spawn_all(void)
     env[k++] = env_pair("PX_LOCAL_SIZE", num);
     env[k++] = env_pair("PX_JOBID", px.jobid);
     env[k++] = env_pair("PX_SESSION_DIR", px.sessdir);
+    if (px.shmdir[0]) /* for the ranks to remove should pxrun die (boot/pxrun) */
+        env[k++] = env_pair("PX_PXRUN_SHMDIR", px.shmdir);
     snprintf(num, sizeof num, "%d", (int)getpid());
     env[k++] = env_pair("PX_PXRUN_PID", num);
     char rankvar[32], lrankvar[40];

@@ -5,11 +5,18 @@
  * everything every rank put, so a get after a fence is a local lookup
  * (a GET request only for keys the cache does not hold).
  */
+#define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -35,6 +42,16 @@ static int *nodes;         /* node index per rank */
 static entry_t *pending;   /* put, not committed */
 static entry_t *committed; /* committed, sent at the next fence */
 static entry_t *cache;     /* everything learned from fences and gets */
+
+/* Launcher watch: a thread sleeps in poll() on the launcher socket (for a
+ * hang-up only) and on a pipe that stops it at finalize. Each rank holds a
+ * shared flock on the session folder; the rank that finds it can take it
+ * exclusively after the launcher died is the last one and removes the job's
+ * files. */
+static pthread_t watcher;
+static bool watching;
+static int stop_pipe[2] = {-1, -1};
+static int sess_fd = -1;
 
 static void list_free(entry_t **l)
 {
@@ -157,6 +174,133 @@ static int transact(const px_pxrun_buf_t *req, char **reply, size_t *rlen, const
     return PX_SUCCESS;
 }
 
+/* Remove a folder's entries (one level) and the folder. */
+static void rm_flat(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+                char p[4096];
+                if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+                    unlink(p);
+            }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static void say(const char *msg)
+{
+    size_t n = strlen(msg);
+    while (n) {
+        ssize_t w = write(2, msg, n);
+        if (w <= 0)
+            return; /* stderr went with the launcher */
+        msg += w;
+        n -= (size_t)w;
+    }
+}
+
+/* The launcher is gone: nobody will end this rank or clean up after the job. */
+static void launcher_gone(void)
+{
+    signal(SIGPIPE, SIG_IGN); /* our stdout/stderr were pipes to pxrun */
+    const char *sess = getenv("PX_SESSION_DIR"), *shm = getenv("PX_PXRUN_SHMDIR");
+    const char *uri = getenv(PX_PXRUN_URI_ENV), *ppid = getenv("PX_PXRUN_PID");
+    bool last = false;
+    if (sess_fd >= 0) {
+        flock(sess_fd, LOCK_UN);
+        last = flock(sess_fd, LOCK_EX | LOCK_NB) == 0; /* held until _exit */
+    }
+    if (last) {
+        if (uri)
+            unlink(uri);
+        if (shm && *shm)
+            rm_flat(shm);
+        if (sess && *sess) {
+            rm_flat(sess);
+            char top[4096];
+            snprintf(top, sizeof top, "%s", sess);
+            char *slash = strrchr(top, '/');
+            if (slash) {
+                *slash = '\0';
+                rmdir(top); /* plexus-<uid>, when no other job uses it */
+            }
+        }
+    }
+    char msg[1024];
+    snprintf(msg, sizeof msg,
+             "plexus: rank %d: the launcher pxrun (pid %s) died: its socket %s hung up; exiting "
+             "with status 1%s\n",
+             px_boot_pxrun_module.rank, ppid ? ppid : "?", uri ? uri : "?",
+             last ? " (the last rank: removed the job's files)" : "");
+    say(msg);
+    _exit(1);
+}
+
+static void *watch_launcher(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct pollfd pf[2] = {{fd, POLLRDHUP, 0}, {stop_pipe[0], POLLIN, 0}};
+        int rc = poll(pf, 2, -1);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc < 0 || (pf[1].revents & (POLLIN | POLLHUP)))
+            return NULL; /* finalize */
+        if (pf[0].revents & (POLLRDHUP | POLLHUP | POLLERR))
+            launcher_gone();
+    }
+}
+
+static void watch_start(void)
+{
+    const char *sess = getenv("PX_SESSION_DIR");
+    if (sess && *sess) {
+        sess_fd = open(sess, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (sess_fd >= 0 && flock(sess_fd, LOCK_SH) != 0) {
+            close(sess_fd);
+            sess_fd = -1;
+        }
+    }
+    if (pipe2(stop_pipe, O_CLOEXEC) != 0) {
+        stop_pipe[0] = stop_pipe[1] = -1;
+        return;
+    }
+    /* The thread takes no signals: they stay with the application's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    watching = pthread_create(&watcher, NULL, watch_launcher, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!watching)
+        px_show_warning("boot/pxrun: cannot start the thread that watches the launcher: this "
+                        "rank will not notice if pxrun dies");
+}
+
+static void watch_stop(void)
+{
+    if (watching) {
+        ssize_t w;
+        do
+            w = write(stop_pipe[1], "x", 1);
+        while (w < 0 && errno == EINTR);
+        pthread_join(watcher, NULL);
+        watching = false;
+    }
+    for (int i = 0; i < 2; i++)
+        if (stop_pipe[i] >= 0) {
+            close(stop_pipe[i]);
+            stop_pipe[i] = -1;
+        }
+    if (sess_fd >= 0) {
+        close(sess_fd);
+        sess_fd = -1;
+    }
+}
+
 static int pxrun_init(void)
 {
     const char *uri = getenv(PX_PXRUN_URI_ENV), *rs = getenv("PX_RANK");
@@ -217,6 +361,7 @@ static int pxrun_init(void)
     px_boot_pxrun_module.rank = myrank;
     px_boot_pxrun_module.size = size;
     px_boot_pxrun_module.jobid = jobid;
+    watch_start();
     return PX_SUCCESS;
 }
 
@@ -362,6 +507,7 @@ static void pxrun_abort(int status, const char *msg)
 
 static int pxrun_finalize(void)
 {
+    watch_stop(); /* before the socket closes under it */
     if (fd >= 0) {
         px_pxrun_frame_hdr_t h = {0, PX_PXRUN_OP_BYE};
         send_all(&h, sizeof h);

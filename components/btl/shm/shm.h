@@ -51,8 +51,9 @@ typedef struct px_btl_shm_seg_hdr {
     uint64_t fbox_size;
     _Atomic uint32_t attached; /* peers that mapped it */
     char jobid[64];
+    uint8_t locked;           /* the owner holds flock(LOCK_EX) on the file while it lives */
+    _Atomic uint8_t departed; /* the owner tore btl/shm down (px_finalize): not a failure */
 } px_btl_shm_seg_hdr_t;
-_Static_assert(sizeof(px_btl_shm_seg_hdr_t) <= 128, "the segment header fits before the fifo");
 _Static_assert(sizeof(px_btl_shm_seg_hdr_t) <= 128, "the segment header fits before the fifo");
 
 /* The receive queue: producers swap the tail, the owner pops the head. */
@@ -104,6 +105,9 @@ struct px_btl_endpoint {
     char *fb_in;
     _Atomic uint64_t *fb_in_ack;
     uint64_t fb_rpos;
+    /* liveness: a descriptor of the peer's segment file (-1: no check) */
+    int lockfd;
+    bool gone; /* seen dead (reported once) */
 };
 
 typedef struct px_btl_shm_frag {
@@ -137,6 +141,9 @@ typedef struct px_btl_shm_state {
     bool yield_when_idle;
     bool in_progress;
     unsigned idle_polls;
+    unsigned quiet_polls;   /* progress calls that found nothing, towards a liveness check */
+    uint64_t next_check_ns; /* earliest next liveness check (CLOCK_MONOTONIC_COARSE) */
+    int seg_fd;             /* own segment, locked while this process lives (-1: none) */
     int my_idx, nlocal, my_rank;
     int *local_index; /* [size]: local index of each rank, -1 when remote */
     char dir[200], path[240];
@@ -181,11 +188,18 @@ static inline size_t px_btl_shm_off_fbox(int nlocal, size_t fbox_size, int idx)
  * when missing; refused when not owned by us or open to others), map it and
  * write its header. */
 int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
-                              uint64_t key, int rank, int nlocal, size_t fbox_size, char **base);
+                              uint64_t key, int rank, int nlocal, size_t fbox_size, char **base,
+                              int *lockfd);
 /* Map a peer's segment after checking its header against the job id and the
- * key from the modex; PX_ERR_BAD_PARAM with a message naming what differs. */
+ * key from the modex; PX_ERR_BAD_PARAM with a message naming what differs.
+ * With lockfd, the file stays open there when its owner holds the liveness
+ * lock (else -1). On failure, create removes the folder when it is empty
+ * (so no early failure leaves an empty plexus-* folder behind). */
 int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, uint64_t key,
-                              char **base);
+                              char **base, int *lockfd);
+/* 1 when the owner of the segment open at lockfd has ended (its lock is
+ * free), 0 while it lives or when it cannot be told. */
+int px_btl_shm_peer_gone(int lockfd);
 
 int px_btl_shm_module_setup(void); /* shm_module.c: called by init */
 void px_btl_shm_module_cleanup(void);

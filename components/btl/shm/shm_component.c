@@ -28,6 +28,7 @@ px_btl_shm_state_t px_btl_shm_state = {
     .free_list_send_max = 64,
     .poll_batch = 1,
     .yield_mode = PX_BTL_SHM_YIELD_AUTO,
+    .seg_fd = -1,
 };
 
 static const px_mca_var_enum_value_t px_btl_shm_yield_values[] = {
@@ -302,10 +303,12 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         return NULL;
     }
     int rc = px_btl_shm_segment_create(s->dir, s->path, s->seg_size, px_boot->jobid, s->key,
-                                       s->my_rank, s->nlocal, s->fbox_size, &s->seg);
+                                       s->my_rank, s->nlocal, s->fbox_size, &s->seg, &s->seg_fd);
     if (rc != PX_SUCCESS)
         return NULL;
     s->unlinked = false;
+    s->quiet_polls = 0;
+    s->next_check_ns = 0;
     s->my_fifo = (px_btl_shm_fifo_t *)(s->seg + px_btl_shm_off_fifo());
     s->bases = calloc((size_t)s->nlocal, sizeof(char *));
     s->by_idx = calloc((size_t)s->nlocal, sizeof(*s->by_idx));

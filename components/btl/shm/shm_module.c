@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sched.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
 #include "core/util/error.h"
@@ -290,6 +291,55 @@ static int fifo_poll(void)
     return n;
 }
 
+/* ------------------------------------------------------------ liveness */
+
+/* Every this many progress calls that found nothing, look at the clock; scan
+ * the peers' locks at most every PX_BTL_SHM_CHECK_NS. A scan is one
+ * flock(LOCK_SH|LOCK_NB) per live peer (about a microsecond each). */
+#define PX_BTL_SHM_QUIET_POLLS 1024
+#define PX_BTL_SHM_CHECK_NS    (5 * 1000 * 1000ULL)
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* A peer whose segment lock is free has ended. One that tore btl/shm down
+ * (px_finalize, or a failed px_init) left in order; any other is reported
+ * once to the runtime's error callback, which fails what waits on it. */
+static PX_NOINLINE void px_btl_shm_check_peers(px_btl_shm_state_t *s)
+{
+    uint64_t t = mono_ns();
+    if (t < s->next_check_ns)
+        return;
+    s->next_check_ns = t + PX_BTL_SHM_CHECK_NS;
+    for (int i = 0; i < s->nactive; i++) {
+        px_btl_endpoint_t *ep = s->active[i];
+        if (ep->gone || !px_btl_shm_peer_gone(ep->lockfd))
+            continue;
+        ep->gone = true;
+        px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)ep->seg;
+        if (atomic_load_explicit(&h->departed, memory_order_acquire)) {
+            PX_OUTPUT_VERBOSE(10, 0, "btl shm: local peer rank %d (pid %d) finalized and left",
+                              ep->rank, (int)ep->pid);
+            continue;
+        }
+        char text[300];
+        snprintf(text, sizeof text,
+                 "btl/shm: local peer rank %d (pid %d) is gone: its process ended without "
+                 "px_finalize (exited or was killed; its lock on its shared-memory segment was "
+                 "released)",
+                 ep->rank, (int)ep->pid);
+        if (px_btl_shm_module.error_cb)
+            px_btl_shm_module.error_cb(&px_btl_shm_module.super, ep, ep->rank, PX_ERR_PEER_FAILED,
+                                       text);
+        else
+            px_show_error("%s", text);
+    }
+}
+
 static int px_btl_shm_progress(px_btl_module_t *btl)
 {
     (void)btl;
@@ -302,6 +352,10 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
         n += fbox_poll(s->active[i], s->poll_batch);
     if (atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
         n += fifo_poll();
+    if (n == 0 && PX_UNLIKELY(++s->quiet_polls >= PX_BTL_SHM_QUIET_POLLS)) {
+        s->quiet_polls = 0;
+        px_btl_shm_check_peers(s);
+    }
     if (PX_UNLIKELY(s->yield_when_idle)) {
         /* More local ranks than cores: let the peer we wait for run. */
         if (n)
@@ -580,7 +634,8 @@ static int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
         }
         mx->path[sizeof mx->path - 1] = '\0';
         char *base;
-        rc = px_btl_shm_segment_attach(mx->path, mx->size, px_boot->jobid, mx->key, &base);
+        int lockfd = -1;
+        rc = px_btl_shm_segment_attach(mx->path, mx->size, px_boot->jobid, mx->key, &base, &lockfd);
         if (rc != PX_SUCCESS) {
             if (reasons)
                 reasons[i] = "its segment could not be attached (see the error above)";
@@ -590,9 +645,17 @@ static int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
         px_btl_endpoint_t *ep = calloc(1, sizeof *ep);
         if (!ep) {
             munmap(base, mx->size);
+            if (lockfd >= 0)
+                close(lockfd);
             free(mx);
             return PX_ERR_OUT_OF_RESOURCE;
         }
+        ep->lockfd = lockfd;
+        if (lockfd < 0)
+            PX_OUTPUT_VERBOSE(1, 0,
+                              "btl shm: rank %d's segment carries no liveness lock (flock refused "
+                              "in %s): its death will not be noticed by btl/shm",
+                              p->rank, mx->path);
         ep->rank = p->rank;
         ep->idx = idx;
         ep->pid = mx->pid;
@@ -683,6 +746,8 @@ void px_btl_shm_module_cleanup(void)
         for (int i = 0; i < s->nlocal; i++)
             if (s->by_idx[i]) {
                 munmap(s->by_idx[i]->seg, s->by_idx[i]->seg_size);
+                if (s->by_idx[i]->lockfd >= 0)
+                    close(s->by_idx[i]->lockfd);
                 free(s->by_idx[i]);
             }
     }
@@ -708,8 +773,13 @@ void px_btl_shm_module_cleanup(void)
             PX_OBJ_CONSTRUCT(&s->frags_fbox, px_free_list_t);
             s->lists_initialized = false;
         }
+        /* Leaving in order: peers that see the lock go will not report us. */
+        atomic_store_explicit(&((px_btl_shm_seg_hdr_t *)s->seg)->departed, 1, memory_order_release);
         munmap(s->seg, s->seg_size);
         s->seg = NULL;
+        if (s->seg_fd >= 0)
+            close(s->seg_fd);
+        s->seg_fd = -1;
         unlink(s->path); /* when some peer never attached */
         rmdir(s->dir);
     }

@@ -5,10 +5,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -63,15 +65,19 @@ static int px_btl_shm_check_dir(const char *dir)
 }
 
 int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
-                              uint64_t key, int rank, int nlocal, size_t fbox_size, char **base)
+                              uint64_t key, int rank, int nlocal, size_t fbox_size, char **base,
+                              int *lockfd)
 {
     *base = NULL;
+    if (lockfd)
+        *lockfd = -1;
     int rc = px_btl_shm_check_dir(dir);
     if (rc != PX_SUCCESS)
         return rc;
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         px_show_error("btl shm: cannot create segment %s: %s", path, strerror(errno));
+        rmdir(dir); /* the folder this call may have made; kept when others use it */
         return PX_ERR_IN_ERRNO;
     }
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
@@ -79,16 +85,26 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
                       strerror(errno), dir);
         close(fd);
         unlink(path);
+        rmdir(dir);
         return PX_ERR_OUT_OF_RESOURCE;
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
         px_show_error("btl shm: cannot map segment %s (%zu bytes): %s", path, size,
                       strerror(errno));
+        close(fd);
         unlink(path);
+        rmdir(dir);
         return PX_ERR_OUT_OF_RESOURCE;
     }
+    /* Liveness: this process holds an exclusive lock on the segment for as
+     * long as it lives (the kernel drops it when the process ends, however it
+     * ends); a peer that can take a shared lock knows it is gone. */
+    bool locked = lockfd && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (locked)
+        *lockfd = fd;
+    else
+        close(fd);
     px_btl_shm_place(p, size);
     px_btl_shm_seg_hdr_t *h = p;
     h->version = PX_BTL_SHM_VERSION;
@@ -98,6 +114,8 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     h->owner_rank = rank;
     h->owner_pid = (int32_t)getpid();
     h->fbox_size = fbox_size;
+    h->locked = locked ? 1 : 0;
+    atomic_store_explicit(&h->departed, 0, memory_order_relaxed);
     atomic_store_explicit(&h->attached, 0, memory_order_relaxed);
     snprintf(h->jobid, sizeof h->jobid, "%s", jobid);
     px_btl_shm_fifo_t *f = (px_btl_shm_fifo_t *)((char *)p + px_btl_shm_off_fifo());
@@ -110,9 +128,11 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
 }
 
 int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, uint64_t key,
-                              char **base)
+                              char **base, int *lockfd)
 {
     *base = NULL;
+    if (lockfd)
+        *lockfd = -1;
     int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
         px_show_error("btl shm: cannot open a peer's segment %s: %s", path, strerror(errno));
@@ -129,9 +149,9 @@ int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, 
         return PX_ERR_BAD_PARAM;
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
         px_show_error("btl shm: cannot map segment %s: %s", path, strerror(errno));
+        close(fd);
         return PX_ERR_OUT_OF_RESOURCE;
     }
     px_btl_shm_seg_hdr_t *h = p;
@@ -149,8 +169,24 @@ int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, 
                       "job '%s')",
                       path, why, h->magic == PX_BTL_SHM_MAGIC ? h->jobid : "?", jobid);
         munmap(p, size);
+        close(fd);
         return PX_ERR_BAD_PARAM;
     }
+    /* Keep the descriptor to test the owner's lock (px_btl_shm_peer_gone). */
+    if (lockfd && h->locked)
+        *lockfd = fd;
+    else
+        close(fd);
     *base = p;
     return PX_SUCCESS;
+}
+
+int px_btl_shm_peer_gone(int lockfd)
+{
+    if (lockfd < 0)
+        return 0;
+    if (flock(lockfd, LOCK_SH | LOCK_NB) != 0)
+        return 0; /* EWOULDBLOCK: the owner holds it; any other error: no verdict */
+    flock(lockfd, LOCK_UN);
+    return 1;
 }
