@@ -1,9 +1,9 @@
 /*
  * plexus.h: what an application includes (`#include <plexus.h>`, with the flags
  * from `pkg-config --cflags --libs plexus`). The API itself is in
- * core/runtime/plexus.h.
+ * runtime/plexus.h.
  */
 #ifndef PLEXUS_TOP_H
 #define PLEXUS_TOP_H
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 #endif

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 static void check(int rc, const char *what)
 {

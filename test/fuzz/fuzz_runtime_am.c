@@ -1,6 +1,6 @@
 /*
  * fuzz_runtime_am.c: the runtime's wire headers: the active-message
- * callbacks of core/runtime (pml.c, pml_rndv.c) for tags 1..7 (MATCH, RNDV,
+ * callbacks of runtime (pml.c, pml_rndv.c) for tags 1..7 (MATCH, RNDV,
  * ACK, FRAG, FIN, PUT-ACK, PUT-FIN), called through
  * px_btl_base_active_message_trigger with arbitrary segments, as a transport
  * would after receiving them from rank 0, in a singleton (boot/singleton,
@@ -32,8 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/runtime/plexus.h"
-#include "core/runtime/runtime.h"
+#include "runtime/plexus.h"
+#include "runtime/runtime.h"
 #include "frameworks/btl/btl.h"
 #include "test/fuzz/fuzz.h"
 

@@ -82,7 +82,7 @@ put("pxrun_server", "bad", bytes([2]) + records([(0, frame(GET, b"")), (0, hello
                                                  (0, frame(99, b"xx"))]))
 
 
-# runtime active messages (core/runtime/runtime.h)
+# runtime active messages (runtime/runtime.h)
 def inject(tag, payload, split=0):
     return bytes([tag - 1]) + struct.pack("<HB", len(payload), split) + payload
 

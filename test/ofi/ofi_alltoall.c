@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 static uint8_t pattern(int src, int dst, int round, size_t size, size_t i)
 {

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 static int init(int *argc, char ***argv)
 {

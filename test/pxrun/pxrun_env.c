@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/mca/var.h"
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 int main(int argc, char **argv)
 {

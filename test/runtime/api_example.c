@@ -1,7 +1,7 @@
 /* api_example.c: the example program of docs/api.md (kept compiling and
  * running by test/runtime/t_api_example.sh). Each rank passes a token around
  * a ring, then rank 0 collects one message from every rank in any order. */
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 #include <stdio.h>
 #include <string.h>
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 int main(int argc, char **argv)
 {

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 static const char *dir;
 static int errors, my_rank;

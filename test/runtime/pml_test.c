@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/runtime/plexus.h"
-#include "core/runtime/runtime.h"
+#include "runtime/plexus.h"
+#include "runtime/runtime.h"
 
 static void init(void)
 {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include "core/class/list.h"
 #include "core/mca/framework.h"
-#include "core/runtime/plexus.h"
-#include "core/runtime/runtime.h"
+#include "runtime/plexus.h"
+#include "runtime/runtime.h"
 #include "frameworks/btl/base/base.h"
 
 typedef struct rail_frag {

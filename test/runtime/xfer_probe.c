@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 static unsigned char pattern(size_t k, int src, int i, int rep)
 {

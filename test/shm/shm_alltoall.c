@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 
 static uint64_t mix(uint64_t x)
 {

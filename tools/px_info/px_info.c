@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/mca/mca_internal.h"
-#include "core/runtime/runtime.h"
+#include "runtime/runtime.h"
 #include "core/util/error.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"

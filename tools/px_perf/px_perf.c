@@ -32,8 +32,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/runtime/plexus.h"
-#include "core/runtime/runtime.h" /* --btl reaches the transport behind the API */
+#include "runtime/plexus.h"
+#include "runtime/runtime.h" /* --btl reaches the transport behind the API */
 
 #define WIN       64
 #define MAX_SIZES 64

@@ -2,14 +2,14 @@
  * pml.h: what the two halves of the messaging layer share: pml.c (matching,
  * eager messages, the API, errors) and pml_rndv.c (the rendezvous protocols:
  * RDMA get striped over rails, RDMA put, pipelined fragments). Internal to
- * core/runtime; the hot-path helpers are static inline here.
+ * runtime; the hot-path helpers are static inline here.
  */
 #ifndef PX_RUNTIME_PML_H
 #define PX_RUNTIME_PML_H
 
 #include <stdlib.h>
 #include <string.h>
-#include "core/runtime/runtime.h"
+#include "runtime/runtime.h"
 
 /* ---- hot-path helpers ---- */
 

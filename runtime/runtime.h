@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include "core/class/free_list.h"
 #include "core/class/list.h"
-#include "core/runtime/plexus.h"
+#include "runtime/plexus.h"
 #include "core/util/proc.h"
 #include "frameworks/btl/base/base.h"
 

@@ -12,7 +12,7 @@
 #include <time.h>
 #include "core/mca/framework.h"
 #include "core/mca/var.h"
-#include "core/runtime/runtime.h"
+#include "runtime/runtime.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"

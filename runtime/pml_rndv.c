@@ -16,7 +16,7 @@
  * the protocol, so the sender finishes and no other message is lost.
  */
 #include <stdio.h>
-#include "core/runtime/pml.h"
+#include "runtime/pml.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 
