@@ -19,6 +19,7 @@
 #include <string.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include "core/class/object.h"
 #include "core/mca/mca_internal.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
@@ -381,8 +382,20 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
     return PX_SUCCESS;
 }
 
-void px_mca_repository_unload(void *handle)
+/* Before a plugin's code and data go away, the class registry forgets the
+ * classes it defined (core/class/object.h). In debug builds, objects of those
+ * classes still alive are a plugin bug: they are reported and the plugin stays
+ * loaded, so a later release of one does not jump into unmapped memory. */
+void px_mca_repository_unload(void *handle, const void *symbol, const char *path)
 {
-    if (handle)
-        lt_dlclose((lt_dlhandle)handle);
+    if (!handle)
+        return;
+    const lt_dlinfo *info = lt_dlgetinfo((lt_dlhandle)handle);
+    bool last = !info || info->ref_count <= 1; /* not opened again by another framework */
+    if (last && symbol && px_class_unload_module(symbol, path ? path : "a plugin") > 0) {
+        px_show_warning("%s stays loaded: objects of its classes are still alive (listed above)",
+                        path ? path : "a plugin");
+        return;
+    }
+    lt_dlclose((lt_dlhandle)handle);
 }

@@ -330,6 +330,46 @@ START_TEST(test_probe_dropped_at_unload)
 }
 END_TEST
 
+/* A plugin that defines classes and uses them (an object, a free list) is
+ * unloaded; the class registry must not keep pointing into it: the next
+ * px_class_finalize (which px_finalize calls in debug builds) used to crash. */
+START_TEST(test_plugin_classes_forgotten_at_unload)
+{
+    for (int round = 0; round < 2; round++) { /* loaded again: the classes work again */
+        setup("classy");
+        char *path = plugin_path("classy");
+        ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+        ck_assert_ptr_nonnull(find_item("classy"));
+        ck_assert(is_loaded(path));
+        px_mca_framework_close(fw);
+        ck_assert(!is_loaded(path));
+        free(path);
+        teardown_fw();
+        ck_assert_int_eq(px_class_finalize(), 0);
+    }
+}
+END_TEST
+
+/* The same for a plugin whose open fails after it used its classes. */
+START_TEST(test_declining_plugin_classes_forgotten)
+{
+    setup("classydecline,alpha");
+    char *path = plugin_path("classydecline");
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    capture_end();
+    ck_assert_ptr_null(find_item("classydecline"));
+    ck_assert(!is_loaded(path));
+    free(path);
+    teardown_fw();
+    ck_assert_int_eq(px_class_finalize(), 0); /* once nothing is alive, as px_finalize does */
+    /* the library's own classes initialise again afterwards */
+    px_list_t l;
+    PX_OBJ_CONSTRUCT(&l, px_list_t);
+    PX_OBJ_DESTRUCT(&l);
+}
+END_TEST
+
 START_TEST(test_failing_open_plugin_close_called)
 {
     setup("failopen");
@@ -380,7 +420,7 @@ END_TEST
 
 START_TEST(test_unwanted_never_loaded_exclude)
 {
-    setup("^badabi,badapi,misnamed,unresolved,failopen");
+    setup("^badabi,badapi,misnamed,unresolved,failopen,classydecline");
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
     ck_assert_int_eq(px_mca_repository_failed_count(), 1); /* only broken (built-in) */
     ck_assert_str_eq(px_mca_repository_failed(0)->component, "broken");
@@ -475,6 +515,8 @@ int main(void)
     tcase_add_test(tc, test_failing_open_plugin_closed_and_unloaded);
     tcase_add_test(tc, test_failing_open_plugin_close_called);
     tcase_add_test(tc, test_probe_dropped_at_unload);
+    tcase_add_test(tc, test_plugin_classes_forgotten_at_unload);
+    tcase_add_test(tc, test_declining_plugin_classes_forgotten);
     tcase_add_test(tc, test_builtin_wins);
     tcase_add_test(tc, test_unwanted_never_loaded_exclude);
     tcase_add_test(tc, test_unwanted_never_loaded_include);
