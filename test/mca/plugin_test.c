@@ -60,6 +60,16 @@ static px_mca_component_item_t *find_item(const char *name)
     return NULL;
 }
 
+static const px_mca_failed_component_t *failure_of(const char *framework, const char *name)
+{
+    for (int i = px_mca_repository_failed_count() - 1; i >= 0; i--) {
+        const px_mca_failed_component_t *f = px_mca_repository_failed(i);
+        if (!strcmp(f->framework, framework) && !strcmp(f->component, name))
+            return f;
+    }
+    return NULL;
+}
+
 static const char *failure_reason(const char *name)
 {
     for (int i = px_mca_repository_failed_count() - 1; i >= 0; i--) {
@@ -370,6 +380,45 @@ START_TEST(test_declining_plugin_classes_forgotten)
 }
 END_TEST
 
+/* A folder the user put on mca_component_path that does not exist used to be
+ * skipped without a word: now one warning (however many frameworks look),
+ * naming it and where the path was set, and a --show-failed entry. */
+START_TEST(test_missing_named_folder_warns_once)
+{
+    setup("good");
+    setenv("PX_MCA_mca_component_path", PTEST_PLUGIN_DIR ":/nonexistent/px-plugins", 1);
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    px_mca_framework_close(fw);
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS); /* looks again */
+    const char *err = capture_end();
+    const char *want = "plugin folder /nonexistent/px-plugins (in mca_component_path, set by "
+                       "environment PX_MCA_mca_component_path) does not exist";
+    ck_assert_msg(count_of(err, want) == 1, "want once \"%s\" in: %s", want, err);
+    ck_assert_ptr_nonnull(find_item("good")); /* the other folder still serves */
+    const px_mca_failed_component_t *f = failure_of("mca", "component_path");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->path, "/nonexistent/px-plugins");
+    ck_assert_ptr_nonnull(strstr(f->reason, "does not exist"));
+    teardown_fw();
+}
+END_TEST
+
+/* The default path's folders (~/.plexus/components here: HOME is an empty
+ * temporary folder) may not exist: no warning. */
+START_TEST(test_missing_default_folder_quiet)
+{
+    setup("alpha");
+    unsetenv("PX_MCA_mca_component_path");
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    const char *err = capture_end();
+    ck_assert_msg(strstr(err, "plugin folder") == NULL, "unexpected: %s", err);
+    ck_assert_ptr_null(failure_of("mca", "component_path"));
+    teardown_fw();
+}
+END_TEST
+
 START_TEST(test_failing_open_plugin_close_called)
 {
     setup("failopen");
@@ -517,6 +566,8 @@ int main(void)
     tcase_add_test(tc, test_probe_dropped_at_unload);
     tcase_add_test(tc, test_plugin_classes_forgotten_at_unload);
     tcase_add_test(tc, test_declining_plugin_classes_forgotten);
+    tcase_add_test(tc, test_missing_named_folder_warns_once);
+    tcase_add_test(tc, test_missing_default_folder_quiet);
     tcase_add_test(tc, test_builtin_wins);
     tcase_add_test(tc, test_unwanted_never_loaded_exclude);
     tcase_add_test(tc, test_unwanted_never_loaded_include);
