@@ -505,6 +505,7 @@ START_TEST(test_param_file_size_cap)
                               large),
                      0);
     ck_assert_msg(strstr(err, want) != NULL, "missing \"%s\" in: %s", want, err);
+    free(want);
     ck_assert_int_eq(x, 9);
     ck_assert_int_ge(asprintf(&want, "file %s:2", fits), 0);
     assert_source("ptest_alpha_x", want);
