@@ -222,7 +222,8 @@ int px_free_list_init(px_free_list_t *fl, const px_free_list_params_t *params)
         return PX_ERR_BAD_PARAM;
     }
     px_free_list_params_t p = *params;
-    px_class_ensure(p.item_class);
+    if (px_class_ensure(p.item_class) != PX_SUCCESS)
+        return PX_ERR_OUT_OF_RESOURCE;
     bool derived = false;
     for (px_class_t *c = p.item_class; c; c = c->cls_parent)
         derived |= (c == PX_CLASS(px_free_list_item_t));

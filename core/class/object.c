@@ -1,6 +1,9 @@
 /*
- * object.c: class initialisation and the debug-build object registry.
+ * object.c: class initialisation, the debug-build object registry, and the
+ * forgetting of a shared object's classes before it is unloaded.
  */
+#define _GNU_SOURCE
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,15 @@ static void cache_flush_unused(px_tcache_owner_t *owner, void **items, uint32_t 
     (void)owner, (void)items, (void)n; /* PX_TCACHE_KIND_MALLOC: tcache frees them */
 }
 
+/* Tests compile their own copy of this file with -DPX_CLASS_ALLOC_HOOK=fn to
+ * make the class arrays' allocation fail on demand. */
+#ifdef PX_CLASS_ALLOC_HOOK
+void *PX_CLASS_ALLOC_HOOK(size_t size);
+#define class_alloc PX_CLASS_ALLOC_HOOK
+#else
+#define class_alloc malloc
+#endif
+
 static pthread_mutex_t class_lock = PTHREAD_MUTEX_INITIALIZER;
 static px_class_t *initialized_classes; /* guarded by class_lock */
 
@@ -50,7 +62,7 @@ int px_class_initialize(px_class_t *cls)
     }
     /* One allocation holds both NULL-terminated arrays. */
     px_construct_t *ctors =
-        malloc(sizeof(px_construct_t) * (nctor + 1) + sizeof(px_destruct_t) * (ndtor + 1));
+        class_alloc(sizeof(px_construct_t) * (nctor + 1) + sizeof(px_destruct_t) * (ndtor + 1));
     if (NULL == ctors) {
         pthread_mutex_unlock(&class_lock);
         return PX_ERR_OUT_OF_RESOURCE;
@@ -80,6 +92,15 @@ int px_class_initialize(px_class_t *cls)
     atomic_store_explicit(&cls->cls_initialized, 1, memory_order_release);
     pthread_mutex_unlock(&class_lock);
     return PX_SUCCESS;
+}
+
+void px_class_init_failed(const px_class_t *cls, const char *file, int line)
+{
+    fprintf(stderr,
+            "plexus: object error: PX_OBJ_CONSTRUCT at %s:%d cannot initialise class %s: out of "
+            "memory for its constructor and destructor arrays\n",
+            file, line, cls->cls_name ? cls->cls_name : "?");
+    abort();
 }
 
 #if PX_ENABLE_DEBUG
@@ -155,6 +176,112 @@ int px_obj_debug_free(px_object_t *obj)
     return 1;
 }
 #endif
+
+/* ------------------------------------------------ classes of an unloaded module */
+
+/* The loaded segments (PT_LOAD) of the shared object that holds an address. */
+#define PX_MODULE_MAX_SEGS 16
+typedef struct {
+    uintptr_t addr; /* in: an address inside the module */
+    int found;
+    int nseg;
+    uintptr_t lo[PX_MODULE_MAX_SEGS], hi[PX_MODULE_MAX_SEGS];
+} module_range_t;
+
+static int find_module_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    module_range_t *m = arg;
+    int hit = 0;
+    for (int i = 0; i < info->dlpi_phnum && !hit; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        hit = ph->p_type == PT_LOAD && m->addr >= lo && m->addr < lo + ph->p_memsz;
+    }
+    if (!hit)
+        return 0;
+    m->found = 1;
+    for (int i = 0; i < info->dlpi_phnum && m->nseg < PX_MODULE_MAX_SEGS; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        m->lo[m->nseg] = info->dlpi_addr + ph->p_vaddr;
+        m->hi[m->nseg] = m->lo[m->nseg] + ph->p_memsz;
+        m->nseg++;
+    }
+    return 1; /* stop: found */
+}
+
+static int in_module(const module_range_t *m, const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (int i = 0; i < m->nseg; i++)
+        if (a >= m->lo[i] && a < m->hi[i])
+            return 1;
+    return 0;
+}
+
+/* A class belongs to the module when it, or any class of its chain (whose
+ * constructor or destructor its arrays hold), lies in the module's memory. */
+static int class_in_module(const module_range_t *m, const px_class_t *cls)
+{
+    for (const px_class_t *c = cls; c; c = c->cls_parent) {
+        if (in_module(m, c) || (c->cls_construct && in_module(m, (const void *)c->cls_construct)) ||
+            (c->cls_destruct && in_module(m, (const void *)c->cls_destruct)))
+            return 1;
+    }
+    return 0;
+}
+
+int px_class_unload_module(const void *addr, const char *module_name)
+{
+    module_range_t m = {.addr = (uintptr_t)addr};
+    if (NULL == addr || 0 == dl_iterate_phdr(find_module_cb, &m) || !m.found)
+        return 0; /* not in any loaded object: nothing of ours points there */
+    const char *name = module_name ? module_name : "?";
+    int alive = 0;
+#if PX_ENABLE_DEBUG
+    /* An object of the module's classes still alive would point into unmapped
+     * memory once it is gone: report each, and tell the caller to keep it. */
+    pthread_mutex_lock(&dbg_lock);
+    for (px_object_t *o = dbg_live; o; o = o->obj_dbg_next) {
+        if (!class_in_module(&m, o->obj_class))
+            continue;
+        if (0 == alive)
+            fprintf(stderr,
+                    "plexus: %s is being unloaded while objects of its classes are still alive "
+                    "(a plugin must release or destruct every object it made before its close "
+                    "returns); it stays loaded so they remain valid:\n",
+                    name);
+        fprintf(stderr, "  %s at %p, made at %s:%d, refcount %d\n", o->obj_class->cls_name,
+                (void *)o, o->obj_file, o->obj_line, (int)atomic_load(&o->obj_refcount));
+        alive++;
+    }
+    pthread_mutex_unlock(&dbg_lock);
+    if (alive > 0)
+        return alive;
+#else
+    (void)name;
+#endif
+    pthread_mutex_lock(&class_lock);
+    px_class_t **link = &initialized_classes;
+    while (*link) {
+        px_class_t *c = *link;
+        if (!class_in_module(&m, c)) {
+            link = &c->cls_next_initialized;
+            continue;
+        }
+        *link = c->cls_next_initialized;
+        px_tcache_owner_unregister(&c->cls_cache); /* frees this thread's cached objects */
+        free(c->cls_construct_array);
+        c->cls_construct_array = NULL;
+        c->cls_destruct_array = NULL;
+        c->cls_next_initialized = NULL;
+        atomic_store(&c->cls_initialized, 0);
+    }
+    pthread_mutex_unlock(&class_lock);
+    return alive;
+}
 
 int px_class_finalize(void)
 {

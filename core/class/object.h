@@ -17,6 +17,10 @@
  *   PX_OBJ_RETAIN(f);                         // refcount 2
  *   PX_OBJ_RELEASE(f);                        // refcount 1, f set to NULL
  *
+ * A class initialises on first use (a small allocation). If that allocation
+ * fails, PX_OBJ_NEW returns NULL as for any allocation failure, and
+ * PX_OBJ_CONSTRUCT (which cannot report it) aborts with a message.
+ *
  * Costs: PX_OBJ_NEW is one malloc (usually a pop from a per-thread cache of
  * freed objects of the class) plus one call per class in the chain that
  * has a constructor; PX_OBJ_RELEASE is one atomic decrement (skipped when the
@@ -115,6 +119,18 @@ int px_class_initialize(px_class_t *cls);
  * alive with the file:line that made it. Returns the number still alive
  * (always 0 in non-debug builds). */
 int px_class_finalize(void);
+/* Forget every class defined in the shared object that contains `addr` (any
+ * symbol of a plugin, e.g. its component struct) before that object is
+ * unloaded, so that nothing in the class registry points into unmapped
+ * memory. The repository calls it for every plugin it unloads; a program that
+ * dlclose()s a library defining classes itself calls it first. `module_name`
+ * (for messages) is typically the plugin's path.
+ * Debug builds first look for objects of those classes still alive: each is
+ * printed with where it was made, nothing is forgotten, and the count is
+ * returned; the caller must then keep the module loaded (the repository does).
+ * Returns 0 when the module may be unloaded (always, in non-debug builds,
+ * which keep no list of live objects). */
+int px_class_unload_module(const void *addr, const char *module_name);
 
 /* ---- implementation helpers: use the macros below ---- */
 #if PX_ENABLE_DEBUG
@@ -140,15 +156,26 @@ static inline void px_obj_run_destructors(px_object_t *obj)
         (*d)(obj);
 }
 
-static inline void px_class_ensure(px_class_t *cls)
+/* Initialise the class on first use. Returns 0, or PX_ERR_OUT_OF_RESOURCE when
+ * its arrays could not be allocated (the class stays uninitialised and the next
+ * use tries again). */
+static inline int px_class_ensure(px_class_t *cls)
 {
     if (PX_UNLIKELY(!atomic_load_explicit(&cls->cls_initialized, memory_order_acquire)))
-        px_class_initialize(cls);
+        return px_class_initialize(cls);
+    return 0;
 }
+
+/* PX_OBJ_CONSTRUCT has no way to report an error and its caller would go on
+ * to use and destruct an object that was never constructed: it aborts with a
+ * message naming the class and the call site. */
+__attribute__((noreturn, cold)) void px_class_init_failed(const px_class_t *cls, const char *file,
+                                                          int line);
 
 static inline px_object_t *px_obj_new_(px_class_t *cls, const char *file, int line)
 {
-    px_class_ensure(cls);
+    if (PX_UNLIKELY(px_class_ensure(cls) != 0))
+        return NULL;
 #if PX_OBJ_CACHE
     px_object_t *obj;
     px_tcache_t *c = px_tcache_current(cls->cls_cache.slot, cls->cls_cache.gen);
@@ -175,7 +202,8 @@ static inline px_object_t *px_obj_new_(px_class_t *cls, const char *file, int li
 
 static inline void px_obj_construct_(px_object_t *obj, px_class_t *cls, const char *file, int line)
 {
-    px_class_ensure(cls);
+    if (PX_UNLIKELY(px_class_ensure(cls) != 0))
+        px_class_init_failed(cls, file, line);
     obj->obj_class = cls;
     atomic_init(&obj->obj_refcount, 1);
 #if PX_ENABLE_DEBUG
@@ -245,7 +273,8 @@ static inline void px_obj_release_(px_object_t *obj, const char *file, int line)
 #endif
 }
 
-/* Allocate and construct an object of `type`; NULL when out of memory. */
+/* Allocate and construct an object of `type`; NULL when out of memory
+ * (including when the class's first-use initialisation could not allocate). */
 #define PX_OBJ_NEW(type) ((type *)px_obj_new_(PX_CLASS(type), __FILE__, __LINE__))
 /* Add a reference. */
 #define PX_OBJ_RETAIN(obj) px_obj_retain_((px_object_t *)(obj), __FILE__, __LINE__)

@@ -245,7 +245,7 @@ static void item_unload(px_mca_component_item_t *it)
 {
     if (it->dl_handle) {
         px_mca_var_detach_component(it->component->framework_name, it->component->component_name);
-        px_mca_repository_unload(it->dl_handle);
+        px_mca_repository_unload(it->dl_handle, it->component, it->path);
     }
     free((char *)it->path);
     it->dl_handle = NULL;

@@ -53,7 +53,10 @@ int px_mca_repository_plugin_files(const char *framework, char ***names, char **
 int px_mca_repository_load_plugin(const char *framework, const char *component, const char *path,
                                   const px_mca_framework_t *fw, const px_mca_component_t **comp,
                                   void **handle);
-void px_mca_repository_unload(void *handle);
+/* Unload a plugin: forget the classes it defined (px_class_unload_module,
+ * `symbol` being any address in it, e.g. its component struct), then close it;
+ * a debug build that finds objects of those classes alive keeps it loaded. */
+void px_mca_repository_unload(void *handle, const void *symbol, const char *path);
 /* The recorded refusal for fw/comp, or NULL. */
 const px_mca_failed_component_t *px_mca_repository_failure_for(const char *framework,
                                                                const char *component);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <stdbool.h>
 #include <sys/stat.h>
+#include "core/class/object.h"
 #include "core/mca/mca_internal.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
@@ -31,6 +32,7 @@ static px_mca_failed_component_t *failed;
 static int n_failed, cap_failed;
 static int lt_inited;
 static char *component_path; /* storage of mca_component_path */
+static char **bad_folders;   /* its folders already reported as unusable */
 static int path_var = -1;
 
 static char *default_path(void)
@@ -79,6 +81,8 @@ void px_mca_repository_finalize(void)
     free(failed);
     failed = NULL;
     n_failed = cap_failed = 0;
+    px_argv_free(bad_folders);
+    bad_folders = NULL;
     path_var = -1;
     /* libltdl stays initialised: plugins of frameworks still open keep
      * their handles. */
@@ -209,6 +213,37 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A folder of mca_component_path that cannot be opened. One of the default
+ * path's own folders (the install's plugin folder, ~/.plexus/components) may
+ * well not exist: that is quiet. A folder the user named is a mistake: warn
+ * once, naming it and where the path was set, and list it for
+ * px_info --show-failed. */
+static void report_bad_folder(const char *named, const char *dir, int err)
+{
+    char **defaults = px_mca_split_trimmed(path_default_storage, ':');
+    bool is_default = false;
+    for (int i = 0; defaults && defaults[i]; i++)
+        is_default |= (0 == strcmp(defaults[i], named) || 0 == strcmp(defaults[i], dir));
+    px_argv_free(defaults);
+    for (int i = 0; !is_default && bad_folders && bad_folders[i]; i++)
+        is_default = (0 == strcmp(bad_folders[i], dir)); /* reported already */
+    if (is_default)
+        return;
+    px_argv_append_nosize(&bad_folders, dir);
+    char *src = path_var >= 0 ? px_mca_var_source_string(path_var) : NULL;
+    const char *why = err == ENOENT    ? "does not exist"
+                      : err == ENOTDIR ? "is not a folder"
+                                       : strerror(err);
+    px_show_warning("plugin folder %s (in mca_component_path, set by %s) %s; no plugins are "
+                    "loaded from it (mca_component_path is a colon-separated list of existing "
+                    "folders)",
+                    dir, src ? src : "?", err == ENOENT || err == ENOTDIR ? why : "cannot be read");
+    record_failure("mca", "component_path", dir,
+                   "plugin folder %s named in mca_component_path (set by %s) %s", dir,
+                   src ? src : "?", why);
+    free(src);
+}
+
 int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths)
 {
     px_mca_repository_init();
@@ -222,6 +257,8 @@ int px_mca_repository_plugin_files(const char *framework, char ***names, char **
         char *dir = expand_home(dirs[d]);
         DIR *dh = dir ? opendir(dir) : NULL;
         if (!dh) {
+            if (dir)
+                report_bad_folder(dirs[d], dir, errno);
             free(dir);
             continue;
         }
@@ -381,8 +418,20 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
     return PX_SUCCESS;
 }
 
-void px_mca_repository_unload(void *handle)
+/* Before a plugin's code and data go away, the class registry forgets the
+ * classes it defined (core/class/object.h). In debug builds, objects of those
+ * classes still alive are a plugin bug: they are reported and the plugin stays
+ * loaded, so a later release of one does not jump into unmapped memory. */
+void px_mca_repository_unload(void *handle, const void *symbol, const char *path)
 {
-    if (handle)
-        lt_dlclose((lt_dlhandle)handle);
+    if (!handle)
+        return;
+    const lt_dlinfo *info = lt_dlgetinfo((lt_dlhandle)handle);
+    bool last = !info || info->ref_count <= 1; /* not opened again by another framework */
+    if (last && symbol && px_class_unload_module(symbol, path ? path : "a plugin") > 0) {
+        px_show_warning("%s stays loaded: objects of its classes are still alive (listed above)",
+                        path ? path : "a plugin");
+        return;
+    }
+    lt_dlclose((lt_dlhandle)handle);
 }

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -17,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "core/mca/mca_internal.h"
 #include "core/mca/var.h"
 #include "core/util/error.h"
@@ -932,20 +935,115 @@ const char *px_mca_sysconfdir(void)
     return (e && *e) ? e : PX_SYSCONFDIR;
 }
 
-/* Read one `name = value` file. Missing files are silent unless `must_exist`. */
-static void read_file(const char *path, px_mca_var_source_t source, int seq, bool must_exist)
+/* The largest parameter file read; a larger one is refused as a whole (half
+ * of a file's settings would be worse than none). */
+#define PX_MCA_PARAM_FILE_MAX (1024 * 1024)
+
+/* Read a whole parameter file into a NUL-terminated buffer. Only a regular
+ * file of at most PX_MCA_PARAM_FILE_MAX bytes is read; it is opened with
+ * O_NONBLOCK so that a FIFO (or a device) never blocks, then checked with
+ * fstat. `role` says where the name came from, for the warnings. Returns NULL
+ * (after a warning, except for a missing file that need not exist). */
+static char *slurp_param_file(const char *path, const char *role, bool must_exist, size_t *len)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (must_exist)
-            px_show_warning("cannot read parameter file %s (listed in mca_param_files): %s", path,
-                            strerror(errno));
-        return;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        if (must_exist || errno != ENOENT)
+            px_show_warning("cannot read parameter file %s (%s): %s", path, role, strerror(errno));
+        return NULL;
     }
-    char *line = NULL;
-    size_t cap = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        px_show_warning("cannot read parameter file %s (%s): %s", path, role, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char *kind = S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : "not a regular file";
+        px_show_warning("parameter file %s (%s) is %s; ignored (a parameter file must be a "
+                        "regular file of at most %d bytes)",
+                        path, role, kind, PX_MCA_PARAM_FILE_MAX);
+        close(fd);
+        return NULL;
+    }
+    if (st.st_size > PX_MCA_PARAM_FILE_MAX) {
+        px_show_warning("parameter file %s (%s) is %lld bytes, more than the %d bytes (1 MiB) "
+                        "a parameter file may have; ignored",
+                        path, role, (long long)st.st_size, PX_MCA_PARAM_FILE_MAX);
+        close(fd);
+        return NULL;
+    }
+    /* Read at most one byte past the cap: a file that grew since fstat is
+     * caught too. */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        if (n == cap) {
+            if (cap > PX_MCA_PARAM_FILE_MAX)
+                break;
+            size_t ncap = cap * 2 > PX_MCA_PARAM_FILE_MAX + 1 ? PX_MCA_PARAM_FILE_MAX + 1 : cap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            px_show_warning("cannot read parameter file %s (%s): %s", path, role, strerror(errno));
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    if (n > PX_MCA_PARAM_FILE_MAX) {
+        px_show_warning("parameter file %s (%s) is more than the %d bytes (1 MiB) a parameter "
+                        "file may have; ignored",
+                        path, role, PX_MCA_PARAM_FILE_MAX);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Read one `name = value` file. Missing files are silent unless `must_exist`;
+ * anything but a regular file of at most 1 MiB is refused with a warning. */
+static void read_file(const char *path, px_mca_var_source_t source, int seq, bool must_exist,
+                      const char *role)
+{
+    size_t len = 0;
+    char *text = slurp_param_file(path, role, must_exist, &len);
+    if (!text)
+        return;
     int lineno = 0;
-    while (getline(&line, &cap, f) >= 0) {
+    char *next = text, *end = text + len;
+    while (next < end) {
+        char *line = next;
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        if (nl) {
+            *nl = '\0';
+            next = nl + 1;
+        } else {
+            next = end;
+        }
         lineno++;
         char *t = trim(line);
         if (!*t || *t == '#')
@@ -974,8 +1072,7 @@ static void read_file(const char *path, px_mca_var_source_t source, int seq, boo
         snprintf(where, sizeof(where), "%s:%d", path, lineno);
         add_entry(name, value, source, where, seq);
     }
-    free(line);
-    fclose(f);
+    free(text);
 }
 
 static void read_environment(void)
@@ -994,8 +1091,16 @@ static void read_environment(void)
             continue;
         }
         const char *eq = strchr(kv, '=');
-        if (!eq || (size_t)(eq - kv) <= plen)
+        if (!eq)
             continue;
+        if ((size_t)(eq - kv) == plen) {
+            px_show_warning("environment variable %.*s (\"%s\") names no variable; ignored "
+                            "(expected %s<name>=value, e.g. %sbtl=self,shm)",
+                            (int)plen, kv, kv,
+                            src == PX_MCA_VAR_SOURCE_ENV ? ENV_PREFIX : CMDLINE_PREFIX,
+                            src == PX_MCA_VAR_SOURCE_ENV ? ENV_PREFIX : CMDLINE_PREFIX);
+            continue;
+        }
         char *name = strndup(kv + plen, (size_t)(eq - kv) - plen);
         char *envname = strndup(kv, (size_t)(eq - kv));
         if (name && envname)
@@ -1029,7 +1134,8 @@ int px_mca_var_load(void)
         char *expanded = NULL;
         if (p[0] == '~' && p[1] == '/' && getenv("HOME"))
             expanded = xasprintf("%s%s", getenv("HOME"), p + 1);
-        read_file(expanded ? expanded : p, PX_MCA_VAR_SOURCE_FILE, seq++, true);
+        read_file(expanded ? expanded : p, PX_MCA_VAR_SOURCE_FILE, seq++, true,
+                  "listed in mca_param_files");
         free(expanded);
     }
     px_argv_free(files);
@@ -1037,16 +1143,16 @@ int px_mca_var_load(void)
     if (home && *home) {
         char *p = xasprintf("%s/.plexus/mca-params.conf", home);
         if (p)
-            read_file(p, PX_MCA_VAR_SOURCE_FILE, seq++, false);
+            read_file(p, PX_MCA_VAR_SOURCE_FILE, seq++, false, "the user's parameter file");
         free(p);
     }
     char *sys = xasprintf("%s/plexus-mca-params.conf", px_mca_sysconfdir());
     if (sys)
-        read_file(sys, PX_MCA_VAR_SOURCE_FILE, seq++, false);
+        read_file(sys, PX_MCA_VAR_SOURCE_FILE, seq++, false, "the system parameter file");
     free(sys);
     char *ovr = xasprintf("%s/plexus-mca-params-override.conf", px_mca_sysconfdir());
     if (ovr)
-        read_file(ovr, PX_MCA_VAR_SOURCE_OVERRIDE, 0, false);
+        read_file(ovr, PX_MCA_VAR_SOURCE_OVERRIDE, 0, false, "the system override file");
     free(ovr);
     strict_value = false;
     px_mca_var_register("mca", "base", "strict",
@@ -1344,7 +1450,20 @@ int px_mca_var_get_info(int index, px_mca_var_info_t *info)
     info->scope = v->scope;
     info->flags = v->flags;
     info->source = p->source;
-    info->source_where = p->where;
+    info->source_where = NULL;
+    if (p->where) {
+        /* resolve() frees and replaces p->where when the variable is set
+         * again, possibly by another thread: hand out a copy. */
+        size_t wl = strlen(p->where);
+        if (wl < sizeof(info->source_where_buf)) {
+            memcpy(info->source_where_buf, p->where, wl + 1);
+        } else {
+            size_t keep = sizeof(info->source_where_buf) - 4;
+            memcpy(info->source_where_buf, p->where, keep);
+            memcpy(info->source_where_buf + keep, "...", 4);
+        }
+        info->source_where = info->source_where_buf;
+    }
     info->synonyms = (const char *const *)v->syn_names;
     info->is_synonym_of_other = v->synonym_for >= 0;
     info->synonym_for = v->synonym_for;

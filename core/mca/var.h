@@ -102,7 +102,12 @@ int px_mca_var_set_cmdline(const char *name, const char *value, bool export_to_e
  * there were some and mca_base_strict is set, else PX_SUCCESS. */
 int px_mca_var_check_unknown(void);
 
-/* Read-only view for px_info and tests. */
+/* The longest source_where kept by px_mca_var_get_info (a parameter file's
+ * path and line; longer ones are cut, ending in "..."). */
+#define PX_MCA_VAR_WHERE_MAX 4160
+
+/* Read-only view for px_info and tests. The strings other than source_where
+ * belong to the variable and live until px_mca_var_finalize. */
 typedef struct px_mca_var_info {
     int index;
     const char *full_name;
@@ -114,11 +119,15 @@ typedef struct px_mca_var_info {
     px_mca_var_scope_t scope;
     unsigned flags;
     px_mca_var_source_t source;
-    const char *source_where;    /* "file:line", "PX_MCA_x", ... or NULL */
+    /* "file:line", "PX_MCA_x", ... or NULL. Points into source_where_buf
+     * below: a copy taken under the variable lock, so it stays valid (and
+     * unchanged) however the variable is set afterwards, by any thread. */
+    const char *source_where;
     const char *const *synonyms; /* NULL-terminated */
     bool is_synonym_of_other;
     int synonym_for;    /* index of the variable this one names, or -1 */
     bool probe_pending; /* a probe will compute the value when it is first read */
+    char source_where_buf[PX_MCA_VAR_WHERE_MAX]; /* storage of source_where */
 } px_mca_var_info_t;
 
 int px_mca_var_count(void);

@@ -1,19 +1,37 @@
 /*
  * example.c: a minimal out-of-tree BTL component, built only against the
  * installed Plexus headers and plexus.pc (see Makefile and
- * docs/writing-a-component.md). It registers one variable, and its module
- * reaches no peer, explaining why, so px_init names it among the modules tried.
+ * docs/writing-a-component.md). It registers one variable, keeps its
+ * fragments in a free list of its own class (as a transport does), and its
+ * module reaches no peer, explaining why, so px_init names it among the
+ * modules tried. When the framework closes, the plugin is unloaded; the class
+ * registry forgets its class first (docs/object-system.md).
  *
  * Build:  cc -shared -fPIC $(pkg-config --cflags plexus) -o plexus_btl_example.so example.c
  * Use:    PX_MCA_mca_component_path=$PWD px_info --param btl example --level 9
  */
 #include <stdlib.h>
+#include <core/class/free_list.h>
 #include <core/mca/var.h>
 #include <core/util/error.h>
 #include <frameworks/btl/btl.h>
 
 static char *px_btl_example_greeting;
 static px_btl_module_t px_btl_example_module;
+
+/* A fragment: a class of this plugin, derived from px_free_list_item_t. */
+typedef struct {
+    px_free_list_item_t super;
+    size_t length;
+} px_btl_example_frag_t;
+static void px_btl_example_frag_construct(px_btl_example_frag_t *frag)
+{
+    frag->length = 0;
+}
+PX_CLASS_INSTANCE(px_btl_example_frag_t, px_free_list_item_t, px_btl_example_frag_construct, NULL);
+
+static px_free_list_t px_btl_example_frags;
+static bool px_btl_example_frags_made;
 
 static int px_btl_example_register(void)
 {
@@ -51,6 +69,10 @@ static int px_btl_example_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc
 static int px_btl_example_finalize(px_btl_module_t *btl)
 {
     (void)btl;
+    /* Every object the plugin made is gone before its code is unloaded. */
+    if (px_btl_example_frags_made)
+        PX_OBJ_DESTRUCT(&px_btl_example_frags);
+    px_btl_example_frags_made = false;
     return PX_SUCCESS;
 }
 
@@ -59,11 +81,21 @@ static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_thr
 {
     (void)progress_threads;
     (void)mpi_threads;
-    px_btl_module_t **modules = malloc(sizeof(*modules));
-    if (NULL == modules) {
-        *num_modules = 0;
+    *num_modules = 0;
+    PX_OBJ_CONSTRUCT(&px_btl_example_frags, px_free_list_t);
+    px_btl_example_frags_made = true;
+    px_free_list_params_t params = {
+        .item_class = PX_CLASS(px_btl_example_frag_t), .payload_size = 256, .num_initial = 8};
+    px_btl_module_t **modules = NULL;
+    if (px_free_list_init(&px_btl_example_frags, &params) == PX_SUCCESS)
+        modules = malloc(sizeof(*modules));
+    px_free_list_item_t *frag = modules ? px_free_list_get(&px_btl_example_frags) : NULL;
+    if (NULL == frag) { /* decline: give back what was made */
+        free(modules);
+        px_btl_example_finalize(NULL);
         return NULL;
     }
+    px_free_list_return(&px_btl_example_frags, frag);
     px_btl_example_module.btl_exclusivity = PX_BTL_EXCLUSIVITY_LOW;
     px_btl_example_module.btl_latency = 1000000;
     px_btl_example_module.btl_bandwidth = 1;

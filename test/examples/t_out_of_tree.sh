@@ -71,4 +71,27 @@ check "the error carries the plugin module's own reason" \
     contains "$out" "the example component reaches no peer"
 out=$(PX_MCA_mca_component_path=$tmp/src PX_MCA_btl=self,example "$PX_BUILD/test/runtime/init_probe" 2>&1)
 check "with self beside it, px_init succeeds and rank 0 is served by self" contains "$out" "transport to 0: self"
+
+# The plugin defines a class and keeps fragments in a free list of it; it is
+# unloaded at px_finalize. The class registry must not keep pointing into it:
+# px_class_finalize (which px_finalize itself calls in debug builds) used to
+# crash here.
+cat >"$tmp/classes.c" <<'APP'
+#include <plexus.h>
+#include <stdio.h>
+#include <core/class/object.h>
+int main(int argc, char **argv)
+{
+    if (px_init(&argc, &argv) != PX_SUCCESS) return 1;
+    if (px_finalize() != PX_SUCCESS) return 2;
+    int alive = px_class_finalize();
+    printf("after unload: %d objects alive, class registry walked\n", alive);
+    return alive != 0;
+}
+APP
+cc -std=gnu11 -Wall -Werror $san -o "$tmp/classes" "$tmp/classes.c" $(pkg-config --cflags --libs plexus) 2>"$tmp/classes.log"
+out=$(LD_LIBRARY_PATH=$libdir PX_MCA_mca_component_path=$tmp/src PX_MCA_btl=self,example "$tmp/classes" 2>&1)
+rc=$?
+check "a plugin with its own class and free list is unloaded cleanly (exit $rc)" test "$rc" -eq 0
+check "px_class_finalize after the unload walks the registry" contains "$out" "after unload: 0 objects alive"
 tap_done

@@ -60,6 +60,16 @@ static px_mca_component_item_t *find_item(const char *name)
     return NULL;
 }
 
+static const px_mca_failed_component_t *failure_of(const char *framework, const char *name)
+{
+    for (int i = px_mca_repository_failed_count() - 1; i >= 0; i--) {
+        const px_mca_failed_component_t *f = px_mca_repository_failed(i);
+        if (!strcmp(f->framework, framework) && !strcmp(f->component, name))
+            return f;
+    }
+    return NULL;
+}
+
 static const char *failure_reason(const char *name)
 {
     for (int i = px_mca_repository_failed_count() - 1; i >= 0; i--) {
@@ -330,6 +340,85 @@ START_TEST(test_probe_dropped_at_unload)
 }
 END_TEST
 
+/* A plugin that defines classes and uses them (an object, a free list) is
+ * unloaded; the class registry must not keep pointing into it: the next
+ * px_class_finalize (which px_finalize calls in debug builds) used to crash. */
+START_TEST(test_plugin_classes_forgotten_at_unload)
+{
+    for (int round = 0; round < 2; round++) { /* loaded again: the classes work again */
+        setup("classy");
+        char *path = plugin_path("classy");
+        ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+        ck_assert_ptr_nonnull(find_item("classy"));
+        ck_assert(is_loaded(path));
+        px_mca_framework_close(fw);
+        ck_assert(!is_loaded(path));
+        free(path);
+        teardown_fw();
+        ck_assert_int_eq(px_class_finalize(), 0);
+    }
+}
+END_TEST
+
+/* The same for a plugin whose open fails after it used its classes. */
+START_TEST(test_declining_plugin_classes_forgotten)
+{
+    setup("classydecline,alpha");
+    char *path = plugin_path("classydecline");
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    capture_end();
+    ck_assert_ptr_null(find_item("classydecline"));
+    ck_assert(!is_loaded(path));
+    free(path);
+    teardown_fw();
+    ck_assert_int_eq(px_class_finalize(), 0); /* once nothing is alive, as px_finalize does */
+    /* the library's own classes initialise again afterwards */
+    px_list_t l;
+    PX_OBJ_CONSTRUCT(&l, px_list_t);
+    PX_OBJ_DESTRUCT(&l);
+}
+END_TEST
+
+/* A folder the user put on mca_component_path that does not exist used to be
+ * skipped without a word: now one warning (however many frameworks look),
+ * naming it and where the path was set, and a --show-failed entry. */
+START_TEST(test_missing_named_folder_warns_once)
+{
+    setup("good");
+    setenv("PX_MCA_mca_component_path", PTEST_PLUGIN_DIR ":/nonexistent/px-plugins", 1);
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    px_mca_framework_close(fw);
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS); /* looks again */
+    const char *err = capture_end();
+    const char *want = "plugin folder /nonexistent/px-plugins (in mca_component_path, set by "
+                       "environment PX_MCA_mca_component_path) does not exist";
+    ck_assert_msg(count_of(err, want) == 1, "want once \"%s\" in: %s", want, err);
+    ck_assert_ptr_nonnull(find_item("good")); /* the other folder still serves */
+    const px_mca_failed_component_t *f = failure_of("mca", "component_path");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f->path, "/nonexistent/px-plugins");
+    ck_assert_ptr_nonnull(strstr(f->reason, "does not exist"));
+    teardown_fw();
+}
+END_TEST
+
+/* The default path's folders (~/.plexus/components here: HOME is an empty
+ * temporary folder) may not exist: no warning. */
+START_TEST(test_missing_default_folder_quiet)
+{
+    setup("alpha");
+    unsetenv("PX_MCA_mca_component_path");
+    capture_begin();
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    const char *err = capture_end();
+    ck_assert_msg(strstr(err, "plugin folder") == NULL, "unexpected: %s", err);
+    ck_assert_ptr_null(failure_of("mca", "component_path"));
+    teardown_fw();
+}
+END_TEST
+
 START_TEST(test_failing_open_plugin_close_called)
 {
     setup("failopen");
@@ -380,7 +469,7 @@ END_TEST
 
 START_TEST(test_unwanted_never_loaded_exclude)
 {
-    setup("^badabi,badapi,misnamed,unresolved,failopen");
+    setup("^badabi,badapi,misnamed,unresolved,failopen,classydecline");
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
     ck_assert_int_eq(px_mca_repository_failed_count(), 1); /* only broken (built-in) */
     ck_assert_str_eq(px_mca_repository_failed(0)->component, "broken");
@@ -475,6 +564,10 @@ int main(void)
     tcase_add_test(tc, test_failing_open_plugin_closed_and_unloaded);
     tcase_add_test(tc, test_failing_open_plugin_close_called);
     tcase_add_test(tc, test_probe_dropped_at_unload);
+    tcase_add_test(tc, test_plugin_classes_forgotten_at_unload);
+    tcase_add_test(tc, test_declining_plugin_classes_forgotten);
+    tcase_add_test(tc, test_missing_named_folder_warns_once);
+    tcase_add_test(tc, test_missing_default_folder_quiet);
     tcase_add_test(tc, test_builtin_wins);
     tcase_add_test(tc, test_unwanted_never_loaded_exclude);
     tcase_add_test(tc, test_unwanted_never_loaded_include);

@@ -7,7 +7,11 @@
  *   PTEST_API_MAJOR   framework API major (default 1)
  *   PTEST_UNRESOLVED  call a function that exists nowhere
  *   PTEST_OPEN_RC     what open returns (default PX_SUCCESS)
+ *   PTEST_CLASSES     define classes and use them in open (an object made and
+ *                     released, a free list grown), as a transport would;
+ *                     everything is destructed before open fails or in close
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include "core/mca/var.h"
 #include "core/util/error.h"
@@ -71,15 +75,81 @@ static int plugin_register(void)
     return PX_SUCCESS;
 }
 
+#ifdef PTEST_CLASSES
+#include "core/class/free_list.h"
+typedef struct {
+    px_object_t super;
+    int value;
+} ptest_thing_t;
+static void thing_construct(ptest_thing_t *t)
+{
+    t->value = 42;
+}
+PX_CLASS_INSTANCE(ptest_thing_t, px_object_t, thing_construct, NULL);
+
+typedef struct {
+    px_free_list_item_t super;
+    int tag;
+} ptest_frag_t;
+static void frag_construct(ptest_frag_t *f)
+{
+    f->tag = 7;
+}
+static void frag_destruct(ptest_frag_t *f)
+{
+    f->tag = -1;
+}
+PX_CLASS_INSTANCE(ptest_frag_t, px_free_list_item_t, frag_construct, frag_destruct);
+
+static px_free_list_t frags;
+static bool frags_made;
+
+static int use_classes(void)
+{
+    ptest_thing_t *t = PX_OBJ_NEW(ptest_thing_t);
+    if (NULL == t || t->value != 42)
+        return PX_ERR_OUT_OF_RESOURCE;
+    PX_OBJ_RELEASE(t);
+    PX_OBJ_CONSTRUCT(&frags, px_free_list_t);
+    frags_made = true;
+    px_free_list_params_t p = {
+        .item_class = PX_CLASS(ptest_frag_t), .num_initial = 4, .thread_safe = true};
+    if (px_free_list_init(&frags, &p) != PX_SUCCESS)
+        return PX_ERR_OUT_OF_RESOURCE;
+    px_free_list_item_t *item = px_free_list_get(&frags);
+    if (NULL == item || ((ptest_frag_t *)item)->tag != 7)
+        return PX_ERR_OUT_OF_RESOURCE;
+    px_free_list_return(&frags, item);
+    return PX_SUCCESS;
+}
+
+static void drop_classes(void)
+{
+    if (frags_made)
+        PX_OBJ_DESTRUCT(&frags);
+    frags_made = false;
+}
+#endif
+
 static int plugin_open(void)
 {
     counters[1]++;
+#ifdef PTEST_CLASSES
+    int rc = use_classes();
+    if (rc != PX_SUCCESS || PTEST_OPEN_RC != PX_SUCCESS)
+        drop_classes();
+    if (rc != PX_SUCCESS)
+        return rc;
+#endif
     return PTEST_OPEN_RC;
 }
 
 static int plugin_close(void)
 {
     counters[2]++;
+#ifdef PTEST_CLASSES
+    drop_classes();
+#endif
     return PX_SUCCESS;
 }
 

@@ -4,6 +4,8 @@
  * the command-line hand-off, unknown names and strict mode.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
 #include "test/mca/mca_test_util.h"
 #include "core/mca/var.h"
 #include "core/util/error.h"
@@ -396,6 +398,195 @@ START_TEST(test_missing_listed_file_warns)
     const char *err = capture_end();
     ck_assert_ptr_nonnull(strstr(err, "cannot read parameter file /nonexistent/px/params.conf"));
     ck_assert_ptr_nonnull(strstr(err, "mca_param_files"));
+    px_mca_var_finalize();
+}
+END_TEST
+
+/* Only regular files are read: a FIFO used to block px_mca_var_init (and so
+ * px_info and every job) forever, in any of the three places a parameter file
+ * is named. Check's per-test timeout bounds the old hang. */
+START_TEST(test_param_file_fifo_refused)
+{
+    clean_env();
+    char *dir = make_tmpdir();
+    char *fifo = NULL, *sys = NULL, *ovr = NULL;
+    ck_assert_int_ge(asprintf(&fifo, "%s/fifo.conf", dir), 0);
+    ck_assert_int_ge(asprintf(&sys, "%s/plexus-mca-params.conf", getenv("PX_SYSCONFDIR")), 0);
+    ck_assert_int_ge(asprintf(&ovr, "%s/plexus-mca-params-override.conf", getenv("PX_SYSCONFDIR")),
+                     0);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(mkfifo(sys, 0600), 0);
+    ck_assert_int_eq(mkfifo(ovr, 0600), 0);
+    setenv("PX_MCA_mca_param_files", fifo, 1);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_init(), PX_SUCCESS);
+    const char *err = capture_end();
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want,
+                              "parameter file %s (listed in mca_param_files) is a FIFO; "
+                              "ignored (a parameter file must be a regular file of at "
+                              "most 1048576 bytes)",
+                              fifo),
+                     0);
+    ck_assert_msg(strstr(err, want) != NULL, "missing \"%s\" in: %s", want, err);
+    free(want);
+    ck_assert_int_ge(
+        asprintf(&want, "parameter file %s (the system parameter file) is a FIFO", sys), 0);
+    ck_assert_msg(strstr(err, want) != NULL, "missing \"%s\" in: %s", want, err);
+    free(want);
+    ck_assert_int_ge(asprintf(&want, "parameter file %s (the system override file) is a FIFO", ovr),
+                     0);
+    ck_assert_msg(strstr(err, want) != NULL, "missing \"%s\" in: %s", want, err);
+    free(want);
+    px_mca_var_finalize();
+    free(fifo);
+    free(sys);
+    free(ovr);
+    free(dir);
+}
+END_TEST
+
+/* A folder listed in mca_param_files used to be skipped without a word, and
+ * /dev/urandom was read forever. */
+START_TEST(test_param_file_not_regular_refused)
+{
+    clean_env();
+    char *dir = make_tmpdir();
+    char *list = NULL;
+    ck_assert_int_ge(asprintf(&list, "%s:/dev/urandom", dir), 0);
+    setenv("PX_MCA_mca_param_files", list, 1);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_init(), PX_SUCCESS);
+    const char *err = capture_end();
+    char *want = NULL;
+    ck_assert_int_ge(
+        asprintf(&want, "parameter file %s (listed in mca_param_files) is a directory", dir), 0);
+    ck_assert_msg(strstr(err, want) != NULL, "missing \"%s\" in: %s", want, err);
+    free(want);
+    ck_assert_msg(strstr(err, "parameter file /dev/urandom (listed in mca_param_files) is a "
+                              "character device; ignored") != NULL,
+                  "in: %s", err);
+    px_mca_var_finalize();
+    free(list);
+    free(dir);
+}
+END_TEST
+
+/* Files are read up to 1 MiB; a larger one is refused whole, with its size. */
+START_TEST(test_param_file_size_cap)
+{
+    clean_env();
+    char *dir = make_tmpdir();
+    size_t big = 1024 * 1024 + 1;
+    char *text = malloc(big + 1);
+    ck_assert_ptr_nonnull(text);
+    memset(text, '#', big);
+    text[big] = '\0';
+    const char *line = "\nptest_alpha_x = 9\n";
+    memcpy(text + big - strlen(line), line, strlen(line));
+    char *large = write_file(dir, "large.conf", text);
+    /* just under the cap: read, its last line applies */
+    text[big - strlen(line) - 1] = '\0';
+    char *under = NULL;
+    ck_assert_int_ge(asprintf(&under, "%s%s", text + 2, line), 0);
+    char *fits = write_file(dir, "fits.conf", under);
+    char *list = NULL;
+    ck_assert_int_ge(asprintf(&list, "%s:%s", large, fits), 0);
+    setenv("PX_MCA_mca_param_files", list, 1);
+    capture_begin();
+    int x = 0;
+    reg_int("x", &x);
+    const char *err = capture_end();
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want,
+                              "parameter file %s (listed in mca_param_files) is 1048577 bytes, "
+                              "more than the 1048576 bytes (1 MiB) a parameter file may have; "
+                              "ignored",
+                              large),
+                     0);
+    ck_assert_msg(strstr(err, want) != NULL, "missing \"%s\" in: %s", want, err);
+    free(want);
+    ck_assert_int_eq(x, 9);
+    ck_assert_int_ge(asprintf(&want, "file %s:2", fits), 0);
+    assert_source("ptest_alpha_x", want);
+    free(want);
+    px_mca_var_finalize();
+    free(list);
+    free(under);
+    free(fits);
+    free(large);
+    free(text);
+    free(dir);
+}
+END_TEST
+
+/* PX_MCA_=5 names no variable: it used to be dropped without a word. */
+START_TEST(test_env_empty_name_warns)
+{
+    clean_env();
+    setenv("PX_MCA_", "5", 1);
+    setenv("PX_CMDLINE_MCA_", "6", 1);
+    capture_begin();
+    px_mca_var_init();
+    const char *err = capture_end();
+    ck_assert_msg(strstr(err, "environment variable PX_MCA_ (\"PX_MCA_=5\") names no variable; "
+                              "ignored (expected PX_MCA_<name>=value") != NULL,
+                  "in: %s", err);
+    ck_assert_msg(strstr(err, "environment variable PX_CMDLINE_MCA_ (\"PX_CMDLINE_MCA_=6\") "
+                              "names no variable") != NULL,
+                  "in: %s", err);
+    px_mca_var_finalize();
+    unsetenv("PX_MCA_");
+    unsetenv("PX_CMDLINE_MCA_");
+}
+END_TEST
+
+/* px_mca_var_get_info's source_where used to point at the variable's own
+ * string, which a set from another thread frees and replaces: the reader
+ * then read freed memory. It is now a copy in the info struct. */
+static atomic_int where_stop;
+static void *where_setter(void *arg)
+{
+    (void)arg;
+    char where[64], value[16];
+    for (int i = 0; !atomic_load(&where_stop); i++) { /* until the reader is done */
+        snprintf(where, sizeof(where), "setter-where-%d-with-some-length", i);
+        snprintf(value, sizeof(value), "%d", i);
+        px_mca_var_set_source("ptest_alpha_x", value, PX_MCA_VAR_SOURCE_COMMAND_LINE, where);
+    }
+    return NULL;
+}
+
+START_TEST(test_info_where_survives_concurrent_set)
+{
+    clean_env();
+    int x = 0;
+    reg_int("x", &x);
+    ck_assert_int_eq(px_mca_var_set_source("ptest_alpha_x", "1", PX_MCA_VAR_SOURCE_COMMAND_LINE,
+                                           "setter-where-"),
+                     PX_SUCCESS);
+    int idx = px_mca_var_find("ptest_alpha_x");
+    atomic_store(&where_stop, 0);
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, where_setter, NULL), 0);
+    long reads = 0, bad = 0;
+    while (reads < 3000) {
+        px_mca_var_info_t info;
+        ck_assert_int_eq(px_mca_var_get_info(idx, &info), PX_SUCCESS);
+        ck_assert_ptr_nonnull(info.source_where);
+        /* read it slowly, as a printer would, while the setter goes on */
+        char copy[128];
+        size_t n = 0;
+        for (const char *c = info.source_where; *c && n + 1 < sizeof(copy); c++)
+            copy[n++] = *c;
+        copy[n] = '\0';
+        if (strncmp(copy, "setter-where-", 13) != 0)
+            bad++;
+        reads++;
+    }
+    atomic_store(&where_stop, 1);
+    pthread_join(t, NULL);
+    ck_assert_msg(bad == 0, "%ld of %ld reads of source_where saw garbage", bad, reads);
     px_mca_var_finalize();
 }
 END_TEST
@@ -863,6 +1054,11 @@ int main(void)
     tcase_add_test(tc, test_file_syntax_warnings);
     tcase_add_test(tc, test_file_precedence);
     tcase_add_test(tc, test_missing_listed_file_warns);
+    tcase_add_test(tc, test_param_file_fifo_refused);
+    tcase_add_test(tc, test_param_file_not_regular_refused);
+    tcase_add_test(tc, test_param_file_size_cap);
+    tcase_add_test(tc, test_env_empty_name_warns);
+    tcase_add_test(tc, test_info_where_survives_concurrent_set);
     tcase_add_test(tc, test_precedence_chain);
     tcase_add_test(tc, test_cmdline_handoff);
     tcase_add_test(tc, test_cmdline_before_register);

@@ -163,6 +163,15 @@ check "excluded plugin listed as not loaded" contains "$flat" 'fake (plugin, not
 run --mca btl '^fake' --param btl fake
 check "--param on an excluded plugin: exit 0" eq "$rc" 0
 check "--param on an excluded plugin: says why nothing shows" contains "$err" "btl component fake is excluded by the selection list btl=\"^fake\", so its plugin was not loaded"
+# a folder named on the path that does not exist: one warning, and listed
+export PX_MCA_mca_component_path=$tmp/plugins:$tmp/missing-folder
+run --show-failed
+check "missing named plugin folder: warned" contains "$err" "plugin folder $tmp/missing-folder (in mca_component_path, set by environment PX_MCA_mca_component_path) does not exist"
+check "missing named plugin folder: warned once" eq "$(grep -c 'missing-folder' "$tmp/err")" 1
+check "missing named plugin folder: --show-failed lists it" has_dense "Failed mca component_path: plugin folder $tmp/missing-folder named in mca_component_path"
+unset PX_MCA_mca_component_path
+run --show-failed
+check "default plugin path with missing folders: no warning" eq "$err" ""
 export PX_MCA_mca_component_path=$tmp/noplugins
 
 # --- everything
