@@ -54,6 +54,16 @@ int px_btl_base_finalize(void);
  * component's register_params on the module template its init copies. */
 int px_btl_base_register_module_params(const px_btl_component_t *component,
                                        px_btl_module_t *module);
+/* The base gives every module variable a range that any transport can work
+ * with (eager_limit and max_send_size at least 256 bytes, room for the
+ * runtime's largest control header; flags within the defined bits). A
+ * component narrows one to what it can carry, after
+ * px_btl_base_register_module_params: `param` is "eager_limit",
+ * "max_send_size", ...; bounds as for px_mca_var_set_range. Returns as
+ * px_mca_var_set_range (PX_ERR_BAD_PARAM after reporting a value out of the
+ * new range; the default is then used). */
+int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
+                                   const char *min, const char *max);
 
 /* Set the callback for an active-message tag (NULL cbfunc: unset). */
 int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc, void *cbdata);
