@@ -100,11 +100,11 @@ static int px_btl_shm_register(void)
                                  "than it has online cores)",
                                  PX_MCA_VAR_TYPE_ENUM, px_btl_shm_yield_values, 5,
                                  PX_MCA_VAR_SCOPE_LOCAL, 0, &s->yield_mode));
-    SHM_KEEP(px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super));
     /* A fragment's length is 32 bits in its header, and the segment holds
      * btl_shm_free_list_send_max of them: 16M keeps both sane. */
     SHM_KEEP(px_btl_base_module_param_range(&px_btl_shm_component, "eager_limit", "256", "16M"));
     SHM_KEEP(px_btl_base_module_param_range(&px_btl_shm_component, "max_send_size", "1k", "16M"));
+    SHM_KEEP(px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super));
 #undef SHM_KEEP
     return first;
 }

@@ -55,13 +55,14 @@ int px_btl_base_finalize(void);
 int px_btl_base_register_module_params(const px_btl_component_t *component,
                                        px_btl_module_t *module);
 /* The base gives every module variable a range that any transport can work
- * with (eager_limit and max_send_size at least 256 bytes, room for the
- * runtime's largest control header; flags within the defined bits). A
- * component narrows one to what it can carry, after
- * px_btl_base_register_module_params: `param` is "eager_limit",
- * "max_send_size", ...; bounds as for px_mca_var_set_range. Returns as
- * px_mca_var_set_range (PX_ERR_BAD_PARAM after reporting a value out of the
- * new range; the default is then used). */
+ * with (eager_limit 256..64M; max_send_size 1k..64M, room for the runtime's
+ * largest control message; put/get_limit at least 4k; alignments 0..4k;
+ * flags within the defined bits). A component gives its own range for one
+ * of them (`param` "eager_limit", "max_send_size", ...; bounds as for
+ * px_mca_var_set_range): best before px_btl_base_register_module_params,
+ * which then registers with it, so the first report of a bad value names it;
+ * after, it is px_mca_var_set_range on the registered variable (and returns
+ * as that does). */
 int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
                                    const char *min, const char *max);
 

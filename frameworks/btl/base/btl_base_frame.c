@@ -103,6 +103,9 @@ size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max)
 
 /* ---- module variables ---- */
 
+static void take_pending_range(const char *component, const char *param, const char **min,
+                               const char **max);
+
 int px_btl_base_register_module_params(const px_btl_component_t *component, px_btl_module_t *module)
 {
     const char *c = component->base.component_name;
@@ -153,9 +156,10 @@ int px_btl_base_register_module_params(const px_btl_component_t *component, px_b
     };
     int rc = PX_SUCCESS;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
-        int r =
-            px_mca_var_register_range("btl", c, v[i].name, v[i].help, v[i].type, v[i].level,
-                                      PX_MCA_VAR_SCOPE_LOCAL, 0, v[i].min, v[i].max, v[i].storage);
+        const char *min = v[i].min, *max = v[i].max;
+        take_pending_range(c, v[i].name, &min, &max);
+        int r = px_mca_var_register_range("btl", c, v[i].name, v[i].help, v[i].type, v[i].level,
+                                          PX_MCA_VAR_SCOPE_LOCAL, 0, min, max, v[i].storage);
         if (r < 0 && PX_SUCCESS == rc)
             rc = r;
     }
@@ -184,13 +188,56 @@ int px_btl_base_register_module_params(const px_btl_component_t *component, px_b
     return rc < 0 ? rc : PX_SUCCESS;
 }
 
+/* Ranges a component gave before its module variables exist: applied by
+ * px_btl_base_register_module_params, so the first report of a bad value
+ * already names the component's own range. */
+static struct {
+    char name[96];
+    char min[32], max[32];
+    bool has_min, has_max;
+} pending_range[32];
+static int n_pending_range;
+
 int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
                                    const char *min, const char *max)
 {
-    char name[128];
+    char name[96];
     snprintf(name, sizeof(name), "btl_%s_%s", component->base.component_name, param);
     int idx = px_mca_var_find(name);
-    return idx < 0 ? idx : px_mca_var_set_range(idx, min, max);
+    if (idx >= 0)
+        return px_mca_var_set_range(idx, min, max);
+    if ((min && strlen(min) >= sizeof(pending_range[0].min)) ||
+        (max && strlen(max) >= sizeof(pending_range[0].max)))
+        return PX_ERR_BAD_PARAM;
+    int k = 0;
+    while (k < n_pending_range && strcmp(pending_range[k].name, name) != 0)
+        k++;
+    if (k == n_pending_range) {
+        if (n_pending_range == (int)(sizeof(pending_range) / sizeof(pending_range[0])))
+            return PX_ERR_OUT_OF_RESOURCE;
+        n_pending_range++;
+    }
+    snprintf(pending_range[k].name, sizeof(pending_range[k].name), "%s", name);
+    snprintf(pending_range[k].min, sizeof(pending_range[k].min), "%s", min ? min : "");
+    snprintf(pending_range[k].max, sizeof(pending_range[k].max), "%s", max ? max : "");
+    pending_range[k].has_min = min != NULL;
+    pending_range[k].has_max = max != NULL;
+    return PX_SUCCESS;
+}
+
+/* The range a component asked for ahead of registration, if any. */
+static void take_pending_range(const char *component, const char *param, const char **min,
+                               const char **max)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "btl_%s_%s", component, param);
+    for (int k = 0; k < n_pending_range; k++) {
+        if (strcmp(pending_range[k].name, name) == 0) {
+            *min = pending_range[k].has_min ? pending_range[k].min : NULL;
+            *max = pending_range[k].has_max ? pending_range[k].max : NULL;
+            return;
+        }
+    }
 }
 
 /* ---- selection of components, progress ---- */
