@@ -42,6 +42,8 @@ static int px_btl_self_register(void)
         if (rc < 0 && first == PX_SUCCESS)
             first = rc;
     }
+    /* Smaller eager fragments than the inline ones make no sense. */
+    px_btl_base_module_param_range(&px_btl_self_component, "eager_limit", "128", "64M");
     int rc = px_btl_base_register_module_params(&px_btl_self_component, &px_btl_self_module.super);
     return rc < 0 ? rc : first;
 }

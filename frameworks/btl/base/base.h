@@ -55,7 +55,7 @@ int px_btl_base_finalize(void);
 int px_btl_base_register_module_params(const px_btl_component_t *component,
                                        px_btl_module_t *module);
 /* The base gives every module variable a range that any transport can work
- * with (eager_limit 256..64M; max_send_size 1k..64M, room for the runtime's
+ * with (eager_limit 64..64M; max_send_size 600..64M, room for the runtime's
  * largest control message; put/get_limit at least 4k; alignments 0..4k;
  * flags within the defined bits). A component gives its own range for one
  * of them (`param` "eager_limit", "max_send_size", ...; bounds as for

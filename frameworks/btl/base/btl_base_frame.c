@@ -131,11 +131,11 @@ int px_btl_base_register_module_params(const px_btl_component_t *component, px_b
         {"eager_limit", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_eager_limit,
          "Largest message (bytes, including the runtime's header) sent eagerly; larger "
          "messages use the rendezvous protocol",
-         "256", "64M"},
+         "64", "64M"},
         {"max_send_size", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_max_send_size,
-         "Largest fragment (bytes) of a pipelined rendezvous send; at least 1k, which holds the "
-         "runtime's largest control message",
-         "1k", "64M"},
+         "Largest fragment (bytes) of a pipelined rendezvous send; at least 600, which holds "
+         "the runtime's largest control message (592 bytes)",
+         "600", "64M"},
         {"put_limit", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_put_limit,
          "Largest single RDMA put (bytes); at least 4k, as smaller pieces make a large "
          "transfer take very many operations",
