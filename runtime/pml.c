@@ -56,19 +56,19 @@ int px_rt_pml_register_params(void)
     px_rt.wait_timeout = 0;
     px_rt.verbose = 0;
     int rc;
-    rc = px_mca_var_register("runtime", NULL, "tiny_limit",
-                             "Largest message (bytes of data) sent with the transport's "
-                             "immediate path (btl sendi); 0 disables it",
-                             PX_MCA_VAR_TYPE_SIZE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &px_rt.tiny_limit);
+    rc = px_mca_var_register_range("runtime", NULL, "tiny_limit",
+                                   "Largest message (bytes of data) sent with the transport's "
+                                   "immediate path (btl sendi); 0 disables it",
+                                   PX_MCA_VAR_TYPE_SIZE, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
+                                   &px_rt.tiny_limit);
     if (rc < 0)
         return rc;
-    rc = px_mca_var_register("runtime", NULL, "eager_limit",
-                             "Largest message (bytes of data) sent eagerly; 0: as large as the "
-                             "peer's eager transport allows (btl_<name>_eager_limit minus the "
-                             "16-byte header); larger messages use the rendezvous protocol",
-                             PX_MCA_VAR_TYPE_SIZE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &px_rt.eager_limit);
+    rc = px_mca_var_register_range(
+        "runtime", NULL, "eager_limit",
+        "Largest message (bytes of data) sent eagerly; 0: as large as the "
+        "peer's eager transport allows (btl_<name>_eager_limit minus the "
+        "16-byte header); larger messages use the rendezvous protocol",
+        PX_MCA_VAR_TYPE_SIZE, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL, &px_rt.eager_limit);
     if (rc < 0)
         return rc;
     rc = px_mca_var_register("runtime", NULL, "rndv_protocol",
@@ -80,19 +80,19 @@ int px_rt_pml_register_params(void)
                              &px_rt.rndv_protocol);
     if (rc < 0)
         return rc;
-    rc = px_mca_var_register("runtime", NULL, "wait_timeout",
-                             "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) "
-                             "waits before failing with PX_ERR_TIMEOUT; 0: no limit",
-                             PX_MCA_VAR_TYPE_DOUBLE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &px_rt.wait_timeout);
+    rc = px_mca_var_register_range("runtime", NULL, "wait_timeout",
+                                   "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) "
+                                   "waits before failing with PX_ERR_TIMEOUT; 0: no limit",
+                                   PX_MCA_VAR_TYPE_DOUBLE, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
+                                   &px_rt.wait_timeout);
     if (rc < 0)
         return rc;
-    rc = px_mca_var_register("runtime", NULL, "verbose",
-                             "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize "
-                             "discards (messages never received, from each rank, and receives "
-                             "never matched)",
-                             PX_MCA_VAR_TYPE_INT, NULL, 8, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &px_rt.verbose);
+    rc = px_mca_var_register_range("runtime", NULL, "verbose",
+                                   "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize "
+                                   "discards (messages never received, from each rank, and "
+                                   "receives never matched)",
+                                   PX_MCA_VAR_TYPE_INT, 8, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "100",
+                                   &px_rt.verbose);
     return rc < 0 ? rc : PX_SUCCESS;
 }
 

@@ -11,6 +11,8 @@ pkgs=(
   openmpi-bin libopenmpi-dev ucx-utils
   # tests: namespaces, process tools, sanitizers
   iproute2 procps psmisc util-linux hyperfine clang libclang-rt-14-dev clang-format
+  # tests: reading px_info --json (test/runtime/t_var_ranges.sh)
+  python3
 )
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi

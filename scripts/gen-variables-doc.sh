@@ -38,12 +38,13 @@ $1 == "mca" && $4 == "param" {
     }
     if (field == "enumerator") en[name] = (en[name] == "" ? "" : en[name] ", ") "`" after(val, 2) "`"
     else if (field == "synonym" || field == "synonyms") { if (val != "") syn[name] = (syn[name] == "" ? "" : syn[name] ", ") "`" val "`" }
+    else if (field == "range") { split(val, rp, ":"); rng[name, rp[1]] = after(val, 1) }
     else f[name, field] = val
 }
 END {
     for (gi = 1; gi <= ngroups; gi++) {
         g = groups[gi]
-        printf "\n## %s\n\n| variable | type | default | level | meaning |\n|---|---|---|---|---|\n", g
+        printf "\n## %s\n\n| variable | type | default | range | level | meaning |\n|---|---|---|---|---|---|\n", g
         for (i = 1; i <= ng[g]; i++) {
             v = member[g, i]
             help = f[v, "help"]
@@ -52,7 +53,8 @@ END {
             if (f[v, "status"] == "read-only") help = help " (read-only)"
             gsub(/\|/, "\\|", help)
             d = f[v, "default"]; gsub(/\|/, "\\|", d); if (d == "") d = " "
-            printf "| `%s` | %s | `%s` | %s | %s |\n", v, f[v, "type"], d, f[v, "level"], help
+            r = ((v, "min") in rng || (v, "max") in rng) ? rng[v, "min"] ".." rng[v, "max"] : " "
+            printf "| `%s` | %s | `%s` | %s | %s | %s |\n", v, f[v, "type"], d, r, f[v, "level"], help
         }
     }
 }' "$tmpd/p.txt"

@@ -283,8 +283,9 @@ static int register_vars(px_mca_framework_t *fw)
              "Verbosity of the %s framework's messages: 0 quiet, 1 problems with components "
              "(refused, failed open), 10 every step, 100 everything",
              fw->name);
-    rc = px_mca_var_register(fw->name, "base", "verbose", help, PX_MCA_VAR_TYPE_INT, NULL, 8,
-                             PX_MCA_VAR_SCOPE_LOCAL, PX_MCA_VAR_FLAG_SETTABLE, &fw->verbose);
+    rc = px_mca_var_register_range(fw->name, "base", "verbose", help, PX_MCA_VAR_TYPE_INT, 8,
+                                   PX_MCA_VAR_SCOPE_LOCAL, PX_MCA_VAR_FLAG_SETTABLE, "0", "100",
+                                   &fw->verbose);
     if (rc < 0 && rc != PX_ERR_BAD_PARAM)
         return rc;
     return PX_SUCCESS;

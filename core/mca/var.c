@@ -62,6 +62,15 @@ typedef struct var {
     value_t internal;
     char *dflt_owned;
     px_mca_var_enum_value_t *enum_owned;
+    /* Valid range (int, unsigned, size, double), set by px_mca_var_set_range.
+     * The texts are ours and never change once set (a later set_range keeps
+     * the old texts in `old_range` until finalize), so pointers handed out
+     * by px_mca_var_get_range stay valid. */
+    bool has_min, has_max;
+    value_t rmin, rmax;
+    char *range_min, *range_max;
+    char **old_range;
+    int n_old_range;
 } var_t;
 
 typedef struct entry {
@@ -572,12 +581,64 @@ static char *describe_source(px_mca_var_source_t s, const char *where)
     }
 }
 
+static bool has_range_type(px_mca_var_type_t type)
+{
+    return type == PX_MCA_VAR_TYPE_INT || type == PX_MCA_VAR_TYPE_UNSIGNED ||
+           type == PX_MCA_VAR_TYPE_SIZE || type == PX_MCA_VAR_TYPE_DOUBLE;
+}
+
+/* a < b (-1), a == b (0), a > b (1) for the variable's type. */
+static int compare_value(const var_t *v, const value_t *a, const value_t *b)
+{
+    switch (v->type) {
+    case PX_MCA_VAR_TYPE_INT:
+        return a->i < b->i ? -1 : a->i > b->i;
+    case PX_MCA_VAR_TYPE_UNSIGNED:
+        return a->u < b->u ? -1 : a->u > b->u;
+    case PX_MCA_VAR_TYPE_SIZE:
+        return a->z < b->z ? -1 : a->z > b->z;
+    case PX_MCA_VAR_TYPE_DOUBLE:
+        return a->d < b->d ? -1 : a->d > b->d;
+    default:
+        return 0;
+    }
+}
+
+static bool in_range(const var_t *v, const value_t *val)
+{
+    if (v->has_min && compare_value(v, val, &v->rmin) < 0)
+        return false;
+    if (v->has_max && compare_value(v, val, &v->rmax) > 0)
+        return false;
+    return true;
+}
+
+/* What the variable accepts, with its range when it has one. */
+static char *accepted_for(const var_t *v)
+{
+    if (!v->has_min && !v->has_max)
+        return px_mca_var_accepted_forms(v->type, v->enum_values);
+    const char *what = v->type == PX_MCA_VAR_TYPE_SIZE     ? "a byte count"
+                       : v->type == PX_MCA_VAR_TYPE_DOUBLE ? "a number"
+                                                           : "an integer";
+    const char *tail = v->type == PX_MCA_VAR_TYPE_SIZE
+                           ? " (an optional k, M or G suffix multiplies by 1024, 1024^2, 1024^3)"
+                           : "";
+    if (v->has_min && v->has_max)
+        return xasprintf("%s from %s to %s%s", what, v->range_min, v->range_max, tail);
+    if (v->has_min)
+        return xasprintf("%s of at least %s%s", what, v->range_min, tail);
+    return xasprintf("%s of at most %s%s", what, v->range_max, tail);
+}
+
+/* `out_of_range`: the text parsed but is outside the variable's range. */
 static void report_bad_value(const var_t *v, const char *name, const char *text,
-                             px_mca_var_source_t s, const char *where, const char *keeping)
+                             px_mca_var_source_t s, const char *where, const char *keeping,
+                             bool out_of_range)
 {
     n_value_errors++;
     char *src = describe_source(s, where);
-    char *forms = px_mca_var_accepted_forms(v->type, v->enum_values);
+    char *forms = accepted_for(v);
     char *kept;
     if (keeping) {
         kept = strdup(keeping);
@@ -586,10 +647,11 @@ static void report_bad_value(const var_t *v, const char *name, const char *text,
         kept = xasprintf("the default \"%s\" is kept", d ? d : "");
         free(d);
     }
-    px_show_error("invalid value \"%s\" for variable %s (%s)%s%s from %s; accepted: %s; %s", text,
-                  v->full_name, px_mca_var_type_name(v->type),
-                  strcmp(name, v->full_name) ? " via " : "", strcmp(name, v->full_name) ? name : "",
-                  src ? src : "?", forms ? forms : "?", kept ? kept : "");
+    px_show_error("%s value \"%s\" for variable %s (%s)%s%s from %s; accepted: %s; %s",
+                  out_of_range ? "out-of-range" : "invalid", text, v->full_name,
+                  px_mca_var_type_name(v->type), strcmp(name, v->full_name) ? " via " : "",
+                  strcmp(name, v->full_name) ? name : "", src ? src : "?", forms ? forms : "?",
+                  kept ? kept : "");
     free(src);
     free(forms);
     free(kept);
@@ -678,8 +740,11 @@ static int resolve(var_t *v)
         e = NULL;
     }
     if (e) {
-        if (!parse_value(v, e->value, &val)) {
-            report_bad_value(v, via, e->value, e->source, e->where, NULL);
+        bool parsed = parse_value(v, e->value, &val);
+        if (!parsed || !in_range(v, &val)) {
+            report_bad_value(v, via, e->value, e->source, e->where, NULL, parsed);
+            if (parsed && v->type == PX_MCA_VAR_TYPE_STRING)
+                free(val.s);
             e->bad = true;
             write_storage(v, &v->dflt);
             v->source = PX_MCA_VAR_SOURCE_DEFAULT;
@@ -732,6 +797,11 @@ static void free_var(var_t *v)
     free(v->syns);
     free(v->syn_names);
     free(v->dflt_owned);
+    free(v->range_min);
+    free(v->range_max);
+    for (int k = 0; k < v->n_old_range; k++)
+        free(v->old_range[k]);
+    free(v->old_range);
     if (v->enum_owned) {
         for (size_t j = 0; v->enum_owned[j].name; j++)
             free((char *)v->enum_owned[j].name);
@@ -740,10 +810,115 @@ static void free_var(var_t *v)
     free(v);
 }
 
-int px_mca_var_register(const char *framework, const char *component, const char *name,
+/* Install the range [min, max] (texts parsed as values of `p`; NULL: open)
+ * on primary `p`. Does not re-resolve. */
+static int set_range_unlocked(var_t *p, const char *min, const char *max)
+{
+    if (!has_range_type(p->type)) {
+        px_show_error("px_mca_var_set_range: variable %s is of type %s; only int, unsigned, "
+                      "size and double variables have a range",
+                      p->full_name, px_mca_var_type_name(p->type));
+        return PX_ERR_BAD_PARAM;
+    }
+    value_t lo = {0}, hi = {0};
+    if ((min && !parse_value(p, min, &lo)) || (max && !parse_value(p, max, &hi))) {
+        char *forms = px_mca_var_accepted_forms(p->type, NULL);
+        px_show_error("px_mca_var_set_range: bound \"%s\" of variable %s (%s) does not parse; "
+                      "accepted: %s",
+                      (min && !parse_value(p, min, &lo)) ? min : max, p->full_name,
+                      px_mca_var_type_name(p->type), forms ? forms : "?");
+        free(forms);
+        return PX_ERR_BAD_PARAM;
+    }
+    if (min && max && compare_value(p, &lo, &hi) > 0) {
+        px_show_error("px_mca_var_set_range: variable %s: the minimum \"%s\" is above the "
+                      "maximum \"%s\"",
+                      p->full_name, min, max);
+        return PX_ERR_BAD_PARAM;
+    }
+    if ((min && compare_value(p, &p->dflt, &lo) < 0) ||
+        (max && compare_value(p, &p->dflt, &hi) > 0)) {
+        char *d = format_value(p, &p->dflt);
+        px_show_error("px_mca_var_set_range: the default \"%s\" of variable %s is outside its "
+                      "own range %s..%s (a programming error in the code that registers it)",
+                      d ? d : "?", p->full_name, min ? min : "", max ? max : "");
+        free(d);
+        return PX_ERR_BAD_PARAM;
+    }
+    char *tmin = min ? format_value(p, &lo) : NULL;
+    char *tmax = max ? format_value(p, &hi) : NULL;
+    if ((min && !tmin) || (max && !tmax)) {
+        free(tmin);
+        free(tmax);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    /* Texts handed out earlier stay valid until finalize. */
+    char **old = realloc(p->old_range, (size_t)(p->n_old_range + 2) * sizeof(char *));
+    if (!old) {
+        free(tmin);
+        free(tmax);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    p->old_range = old;
+    if (p->range_min)
+        p->old_range[p->n_old_range++] = p->range_min;
+    if (p->range_max)
+        p->old_range[p->n_old_range++] = p->range_max;
+    p->range_min = tmin;
+    p->range_max = tmax;
+    p->has_min = min != NULL;
+    p->has_max = max != NULL;
+    p->rmin = lo;
+    p->rmax = hi;
+    return PX_SUCCESS;
+}
+
+int px_mca_var_set_range(int index, const char *min, const char *max)
+{
+    pthread_mutex_lock(&lock);
+    if (index < 0 || index >= n_vars) {
+        pthread_mutex_unlock(&lock);
+        return PX_ERR_NOT_FOUND;
+    }
+    var_t *p = primary_of(index);
+    int rc = set_range_unlocked(p, min, max);
+    if (rc == PX_SUCCESS)
+        rc = resolve(p); /* the current value is checked against the range */
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int px_mca_var_get_range(int index, const char **min, const char **max)
+{
+    pthread_mutex_lock(&lock);
+    if (index < 0 || index >= n_vars) {
+        pthread_mutex_unlock(&lock);
+        return PX_ERR_NOT_FOUND;
+    }
+    var_t *p = primary_of(index);
+    if (min)
+        *min = p->range_min;
+    if (max)
+        *max = p->range_max;
+    pthread_mutex_unlock(&lock);
+    return PX_SUCCESS;
+}
+
+char *px_mca_var_accepted_string(int index)
+{
+    pthread_mutex_lock(&lock);
+    char *s = NULL;
+    if (index >= 0 && index < n_vars)
+        s = accepted_for(primary_of(index));
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+static int register_var(const char *framework, const char *component, const char *name,
                         const char *help, px_mca_var_type_t type,
                         const px_mca_var_enum_value_t *enum_values, int info_level,
-                        px_mca_var_scope_t scope, unsigned flags, void *storage)
+                        px_mca_var_scope_t scope, unsigned flags, bool ranged, const char *min,
+                        const char *max, void *storage)
 {
     if (!storage || type > PX_MCA_VAR_TYPE_ENUM || (type == PX_MCA_VAR_TYPE_ENUM && !enum_values))
         return PX_ERR_BAD_PARAM;
@@ -781,8 +956,11 @@ int px_mca_var_register(const char *framework, const char *component, const char
                 write_storage(v, &cur);
             }
         }
+        int rc = PX_SUCCESS;
+        if (ranged && (rc = set_range_unlocked(v, min, max)) == PX_SUCCESS)
+            rc = resolve(v);
         pthread_mutex_unlock(&lock);
-        return idx;
+        return rc == PX_SUCCESS ? idx : rc;
     }
     var_t *v = calloc(1, sizeof(*v));
     if (!v) {
@@ -810,9 +988,35 @@ int px_mca_var_register(const char *framework, const char *component, const char
         pthread_mutex_unlock(&lock);
         return idx;
     }
-    int rc = resolve(v);
+    /* The range is in place before the first resolution, so a value out of
+     * it is reported once, as such. */
+    int rc = ranged ? set_range_unlocked(v, min, max) : PX_SUCCESS;
+    if (rc == PX_SUCCESS)
+        rc = resolve(v);
+    else
+        resolve(v);
     pthread_mutex_unlock(&lock);
     return rc == PX_SUCCESS ? idx : rc;
+}
+
+int px_mca_var_register(const char *framework, const char *component, const char *name,
+                        const char *help, px_mca_var_type_t type,
+                        const px_mca_var_enum_value_t *enum_values, int info_level,
+                        px_mca_var_scope_t scope, unsigned flags, void *storage)
+{
+    return register_var(framework, component, name, help, type, enum_values, info_level, scope,
+                        flags, false, NULL, NULL, storage);
+}
+
+int px_mca_var_register_range(const char *framework, const char *component, const char *name,
+                              const char *help, px_mca_var_type_t type, int info_level,
+                              px_mca_var_scope_t scope, unsigned flags, const char *min,
+                              const char *max, void *storage)
+{
+    if (!has_range_type(type))
+        return PX_ERR_BAD_PARAM;
+    return register_var(framework, component, name, help, type, NULL, info_level, scope, flags,
+                        true, min, max, storage);
 }
 
 int px_mca_var_register_synonym(int index, const char *framework, const char *component,
@@ -1277,10 +1481,13 @@ int px_mca_var_set_source(const char *full_name, const char *value, px_mca_var_s
         return PX_ERR_NOT_SUPPORTED;
     }
     value_t tmp;
-    if (!parse_value(v, value, &tmp)) {
+    bool parsed = parse_value(v, value, &tmp);
+    if (!parsed || !in_range(v, &tmp)) {
+        if (parsed && v->type == PX_MCA_VAR_TYPE_STRING)
+            free(tmp.s);
         char *cur = px_mca_var_value_string(find_unlocked(v->full_name));
         char *keep = xasprintf("the current value \"%s\" is kept", cur ? cur : "");
-        report_bad_value(v, full_name, value, source, where, keep);
+        report_bad_value(v, full_name, value, source, where, keep, parsed);
         free(cur);
         free(keep);
         pthread_mutex_unlock(&lock);

@@ -70,6 +70,31 @@ int px_mca_var_register(const char *framework, const char *component, const char
                         const px_mca_var_enum_value_t *enum_values, int info_level,
                         px_mca_var_scope_t scope, unsigned flags, void *storage);
 
+/* Valid range of an int, unsigned, size or double variable. `min` and `max`
+ * are texts parsed as values of the variable ("64k", "1G", "-1", "0.5");
+ * NULL leaves that side open. Other types: PX_ERR_BAD_PARAM. The current
+ * value is checked at once: a value from a file, the environment, the
+ * command line or the API outside [min, max] is reported (the variable, the
+ * value, its source, the accepted range), the default is kept, the error is
+ * counted by px_mca_var_error_count, and PX_ERR_BAD_PARAM is returned. From
+ * then on every source is checked against the range. A default outside its
+ * own range is a programming error: PX_ERR_BAD_PARAM and a message, and no
+ * range is set. The range stays when a plugin's variables are detached. */
+int px_mca_var_set_range(int index, const char *min, const char *max);
+/* px_mca_var_register with a range in one call (int, unsigned, size, double;
+ * no enum table). Returns as px_mca_var_register. */
+int px_mca_var_register_range(const char *framework, const char *component, const char *name,
+                              const char *help, px_mca_var_type_t type, int info_level,
+                              px_mca_var_scope_t scope, unsigned flags, const char *min,
+                              const char *max, void *storage);
+/* The range as normalised texts ("65536", not "64k"), NULL for an open side.
+ * The texts belong to the variable system and stay valid until
+ * px_mca_var_finalize. */
+int px_mca_var_get_range(int index, const char **min, const char **max);
+/* What the variable accepts, with its range ("an integer from 1 to 1024").
+ * Caller frees. */
+char *px_mca_var_accepted_string(int index);
+
 /* Another name for a registered variable. With PX_MCA_VAR_FLAG_DEPRECATED,
  * setting it warns once, naming the replacement. */
 int px_mca_var_register_synonym(int index, const char *framework, const char *component,

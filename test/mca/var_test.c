@@ -1,7 +1,7 @@
 /*
  * var_test.c: MCA variables: every source and its precedence, file:line
  * records, parse errors, synonyms and deprecation, read-only and override,
- * the command-line hand-off, unknown names and strict mode.
+ * the command-line hand-off, unknown names and strict mode, value ranges.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -1034,6 +1034,199 @@ START_TEST(test_init_refcount)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ ranges */
+
+START_TEST(test_range_in_and_out_from_api)
+{
+    clean_env();
+    int x = 4;
+    int idx = reg_int("x", &x);
+    ck_assert_int_eq(px_mca_var_set_range(idx, "1", "64"), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "64"), PX_SUCCESS); /* bounds included */
+    ck_assert_int_eq(x, 64);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_x", "1"), PX_SUCCESS);
+    ck_assert_int_eq(x, 1);
+    capture_begin();
+    int rc = px_mca_var_set("ptest_alpha_x", "65");
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(x, 1); /* the current value is kept */
+    ck_assert_int_eq(px_mca_var_error_count(), 1);
+    ck_assert_ptr_nonnull(strstr(err, "out-of-range value \"65\" for variable ptest_alpha_x"));
+    ck_assert_ptr_nonnull(strstr(err, "from API"));
+    ck_assert_ptr_nonnull(strstr(err, "accepted: an integer from 1 to 64"));
+    ck_assert_ptr_nonnull(strstr(err, "the current value \"1\" is kept"));
+    capture_begin();
+    rc = px_mca_var_set("ptest_alpha_x", "0");
+    capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    const char *lo = NULL, *hi = NULL;
+    ck_assert_int_eq(px_mca_var_get_range(idx, &lo, &hi), PX_SUCCESS);
+    ck_assert_str_eq(lo, "1");
+    ck_assert_str_eq(hi, "64");
+    char *acc = px_mca_var_accepted_string(idx);
+    ck_assert_str_eq(acc, "an integer from 1 to 64");
+    free(acc);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_range_env_refused_at_registration)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_alpha_batch", "-1", 1);
+    int batch = 1;
+    capture_begin();
+    int rc = px_mca_var_register_range("ptest", "alpha", "batch", "h", PX_MCA_VAR_TYPE_INT, 1,
+                                       PX_MCA_VAR_SCOPE_LOCAL, 0, "1", NULL, &batch);
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(batch, 1);
+    ck_assert_int_eq(px_mca_var_error_count(), 1);
+    ck_assert_int_eq(count_of(err, "ptest_alpha_batch"), 2); /* variable and env name, once */
+    ck_assert_ptr_nonnull(strstr(err, "environment variable PX_MCA_ptest_alpha_batch"));
+    ck_assert_ptr_nonnull(strstr(err, "accepted: an integer of at least 1"));
+    ck_assert_ptr_nonnull(strstr(err, "the default \"1\" is kept"));
+    assert_source("ptest_alpha_batch", "default");
+    /* The variable exists with its range. */
+    int idx = px_mca_var_find("ptest_alpha_batch");
+    const char *lo = NULL, *hi = "x";
+    px_mca_var_get_range(idx, &lo, &hi);
+    ck_assert_str_eq(lo, "1");
+    ck_assert_ptr_null(hi);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_range_set_later_checks_current_value)
+{
+    clean_env();
+    char *dir = make_tmpdir();
+    char *p = NULL;
+    ck_assert_int_ge(asprintf(&p, "%s/.plexus", getenv("HOME")), 0);
+    mkdir(p, 0700);
+    char *f = write_file(p, "mca-params.conf", "ptest_alpha_limit = 1G\n");
+    size_t z = 4096;
+    int idx = px_mca_var_register("ptest", "alpha", "limit", "h", PX_MCA_VAR_TYPE_SIZE, NULL, 1,
+                                  PX_MCA_VAR_SCOPE_LOCAL, 0, &z);
+    ck_assert_int_ge(idx, 0);
+    ck_assert_uint_eq(z, (size_t)1 << 30);
+    capture_begin();
+    int rc = px_mca_var_set_range(idx, "1k", "64k"); /* suffixes, as the parser reads them */
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_uint_eq(z, 4096);
+    char *want = NULL;
+    ck_assert_int_ge(asprintf(&want, "from file %s:1", f), 0);
+    ck_assert_ptr_nonnull(strstr(err, want));
+    free(want);
+    ck_assert_ptr_nonnull(strstr(err, "out-of-range value \"1G\""));
+    ck_assert_ptr_nonnull(strstr(err, "a byte count from 1024 to 65536"));
+    assert_source("ptest_alpha_limit", "default");
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_limit", "64k"), PX_SUCCESS);
+    ck_assert_uint_eq(z, 65536);
+    /* A source read later (the command-line hand-off) is checked too. */
+    capture_begin();
+    rc = px_mca_var_set_cmdline("ptest_alpha_limit", "2M", false);
+    err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_ptr_nonnull(strstr(err, "command line (--mca)"));
+    ck_assert_uint_eq(z, 65536);
+    free(f);
+    free(p);
+    free(dir);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_range_double_and_bad_ranges)
+{
+    clean_env();
+    double d = 0.5;
+    int idx = px_mca_var_register_range("ptest", "alpha", "ratio", "h", PX_MCA_VAR_TYPE_DOUBLE, 1,
+                                        PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "1.5", &d);
+    ck_assert_int_ge(idx, 0);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_ratio", "1.25"), PX_SUCCESS);
+    ck_assert(d == 1.25);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_ratio", "1.5001"), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_ratio", "-1e-9"), PX_ERR_BAD_PARAM);
+    const char *err = capture_end();
+    ck_assert_ptr_nonnull(strstr(err, "a number from 0 to 1.5"));
+    ck_assert(d == 1.25);
+    /* A default outside its own range is the registering code's mistake. */
+    int x = 100;
+    int xi = reg_int("x", &x);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set_range(xi, "1", "10"), PX_ERR_BAD_PARAM);
+    err = capture_end();
+    ck_assert_ptr_nonnull(strstr(err, "default \"100\" of variable ptest_alpha_x is outside"));
+    const char *lo = "x", *hi = "x";
+    px_mca_var_get_range(xi, &lo, &hi);
+    ck_assert_ptr_null(lo); /* no range was set */
+    ck_assert_ptr_null(hi);
+    /* Bounds that do not parse, min above max, types without a range. */
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set_range(xi, "lots", NULL), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_mca_var_set_range(xi, "10", "1"), PX_ERR_BAD_PARAM);
+    bool b = false;
+    int bi = px_mca_var_register("ptest", "alpha", "flag", "h", PX_MCA_VAR_TYPE_BOOL, NULL, 1,
+                                 PX_MCA_VAR_SCOPE_LOCAL, 0, &b);
+    ck_assert_int_eq(px_mca_var_set_range(bi, "0", "1"), PX_ERR_BAD_PARAM);
+    capture_end();
+    ck_assert_int_eq(px_mca_var_set_range(99999, "0", "1"), PX_ERR_NOT_FOUND);
+    /* Unsigned: 2^64-1 does not parse; the range's own text is used. */
+    unsigned u = 5;
+    int ui = px_mca_var_register_range("ptest", "alpha", "u", "h", PX_MCA_VAR_TYPE_UNSIGNED, 1,
+                                       PX_MCA_VAR_SCOPE_LOCAL, 0, "0x1", "0x3f", &u);
+    ck_assert_int_ge(ui, 0);
+    px_mca_var_get_range(ui, &lo, &hi);
+    ck_assert_str_eq(lo, "1");
+    ck_assert_str_eq(hi, "63");
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_alpha_u", "64"), PX_ERR_BAD_PARAM);
+    capture_end();
+    ck_assert_uint_eq(u, 5);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_range_survives_detach)
+{
+    clean_env();
+    int x = 3;
+    int idx = px_mca_var_register_range("ptest", "plug", "x", "h", PX_MCA_VAR_TYPE_INT, 1,
+                                        PX_MCA_VAR_SCOPE_LOCAL, 0, "-1", "8", &x);
+    ck_assert_int_ge(idx, 0);
+    const char *lo0 = NULL, *hi0 = NULL;
+    px_mca_var_get_range(idx, &lo0, &hi0);
+    ck_assert_int_eq(px_mca_var_detach_component("ptest", "plug"), 1);
+    x = 77; /* the plugin's storage is gone; the variable no longer reads it */
+    const char *lo = NULL, *hi = NULL;
+    px_mca_var_get_range(idx, &lo, &hi);
+    ck_assert_str_eq(lo, "-1");
+    ck_assert_str_eq(hi, "8");
+    ck_assert_ptr_eq(lo, lo0); /* the same texts, still valid */
+    ck_assert_int_eq(px_mca_var_set("ptest_plug_x", "-1"), PX_SUCCESS);
+    capture_begin();
+    ck_assert_int_eq(px_mca_var_set("ptest_plug_x", "9"), PX_ERR_BAD_PARAM);
+    capture_end();
+    char *v = px_mca_var_value_string(idx);
+    ck_assert_str_eq(v, "-1");
+    free(v);
+    /* A plugin loaded again registers with its range again; old texts stay. */
+    int y = 3;
+    ck_assert_int_eq(px_mca_var_register_range("ptest", "plug", "x", "h", PX_MCA_VAR_TYPE_INT, 1,
+                                               PX_MCA_VAR_SCOPE_LOCAL, 0, "-2", "8", &y),
+                     idx);
+    ck_assert_int_eq(y, -1); /* the value moves into the new storage */
+    ck_assert_str_eq(lo0, "-1");
+    px_mca_var_get_range(idx, &lo, &hi);
+    ck_assert_str_eq(lo, "-2");
+    px_mca_var_finalize();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mca_var");
@@ -1075,6 +1268,11 @@ int main(void)
     tcase_add_test(tc, test_info_and_nearest);
     tcase_add_test(tc, test_probe_runs_once_on_first_read);
     tcase_add_test(tc, test_init_refcount);
+    tcase_add_test(tc, test_range_in_and_out_from_api);
+    tcase_add_test(tc, test_range_env_refused_at_registration);
+    tcase_add_test(tc, test_range_set_later_checks_current_value);
+    tcase_add_test(tc, test_range_double_and_bad_ranges);
+    tcase_add_test(tc, test_range_survives_detach);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -43,8 +43,8 @@ check "CMA refused by the kernel: a warning says so" contains "$(cat "$T/err")" 
 run "$PXRUN" -n 3 --mca btl_shm_free_list_send_max 2 --mca btl_shm_free_list_eager_max 8 "$A2A" --rounds 2 --msgs 6 --max 1048576
 check "all-to-all with the fragment lists at their minimum" contains "$(cat "$T/out")" "alltoall ok"
 check "all-to-all with the fragment lists at their minimum: exit 0" [ "$rc" -eq 0 ]
-run "$PXRUN" -n 2 --mca btl_shm_fbox_size 1000 "$A2A" --rounds 1 --msgs 1 --max 8
-check "a bad btl_shm_fbox_size is an error naming it" contains "$(cat "$T/err")" "btl_shm_fbox_size 1000"
+run "$PXRUN" -n 2 --mca btl_shm_fbox_size 5000 "$A2A" --rounds 1 --msgs 1 --max 8
+check "a bad btl_shm_fbox_size is an error naming it" contains "$(cat "$T/err")" "btl_shm_fbox_size 5000"
 
 # px_perf over shm: every test, each output format, the --vs column.
 PXPERF=$B/tools/px_perf/px_perf

@@ -413,14 +413,19 @@ static void print_var_pretty(const px_info_t *info, int idx)
         vi.source != PX_MCA_VAR_SOURCE_DEFAULT ? fmt(", default: \"%s\"", dflt) : strdup("");
     char *np = value ? NULL : not_probed_text(&vi);
     char *quoted = value ? fmt("\"%s\"", value) : np;
-    char *head = fmt("%s \"%s\" (current value: %s%s, source: %s, level: %d %s, type: %s, "
+    const char *rmin = NULL, *rmax = NULL;
+    px_mca_var_get_range(idx, &rmin, &rmax);
+    char *range =
+        rmin || rmax ? fmt(", range: %s..%s", rmin ? rmin : "", rmax ? rmax : "") : strdup("");
+    char *head = fmt("%s \"%s\" (current value: %s%s, source: %s, level: %d %s, type: %s%s, "
                      "scope: %s%s%s)",
                      (vi.flags & PX_MCA_VAR_FLAG_READONLY) || vi.scope == PX_MCA_VAR_SCOPE_CONSTANT
                          ? "informational"
                          : "parameter",
                      vi.full_name, quoted ? quoted : "", dpart, src, vi.info_level,
                      px_info_level_name(vi.info_level), px_mca_var_type_name(vi.type),
-                     px_info_scope_name(vi.scope), fl[0] ? ", " : "", fl);
+                     range ? range : "", px_info_scope_name(vi.scope), fl[0] ? ", " : "", fl);
+    free(range);
     wrap(label, head);
     if (vi.help && vi.help[0])
         wrap(NULL, vi.help);
@@ -501,6 +506,12 @@ static void print_var_parsable(const px_info_t *info, int idx)
     free(p);
     printf("%sdeprecated:%s\n", pre, (vi.flags & PX_MCA_VAR_FLAG_DEPRECATED) ? "yes" : "no");
     printf("%stype:%s\n", pre, px_mca_var_type_name(vi.type));
+    const char *rmin = NULL, *rmax = NULL;
+    px_mca_var_get_range(idx, &rmin, &rmax);
+    if (rmin)
+        printf("%srange:min:%s\n", pre, rmin);
+    if (rmax)
+        printf("%srange:max:%s\n", pre, rmax);
     printf("%sscope:%s\n", pre, px_info_scope_name(vi.scope));
     char *fl = flags_text(vi.flags, ",");
     printf("%sflags:%s\n", pre, fl);
@@ -724,6 +735,10 @@ void px_info_print_json(const px_info_t *info, const int *indices, int n, bool w
         json_key("level", 6, false);
         printf("%d", vi.info_level);
         json_kv("type", px_mca_var_type_name(vi.type), 6, false);
+        const char *rmin = NULL, *rmax = NULL;
+        px_mca_var_get_range(indices[i], &rmin, &rmax);
+        json_kv("min", rmin, 6, false);
+        json_kv("max", rmax, 6, false);
         json_kv("scope", px_info_scope_name(vi.scope), 6, false);
         json_key("flags", 6, false);
         char *fl = flags_text(vi.flags, ",");

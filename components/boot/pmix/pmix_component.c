@@ -15,17 +15,17 @@ int px_boot_pmix_fence_timeout = 300;
 
 static int px_boot_pmix_register(void)
 {
-    px_mca_var_register("boot", "pmix", "priority",
-                        "Priority of boot/pmix when the PMIx environment (PMIX_NAMESPACE, "
-                        "PMIX_RANK) is present; singleton is lower, pxrun higher (a job "
-                        "started by pxrun inside a PMIx job is pxrun's)",
-                        PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_READONLY, 0,
-                        &px_boot_pmix_priority);
-    px_mca_var_register("boot", "pmix", "fence_timeout",
-                        "Seconds a modex fence may wait for the other ranks before it fails "
-                        "with a PMIx timeout (0: wait forever)",
-                        PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_ALL, 0,
-                        &px_boot_pmix_fence_timeout);
+    px_mca_var_register_range("boot", "pmix", "priority",
+                              "Priority of boot/pmix when the PMIx environment (PMIX_NAMESPACE, "
+                              "PMIX_RANK) is present; singleton is lower, pxrun higher (a job "
+                              "started by pxrun inside a PMIx job is pxrun's)",
+                              PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_READONLY, 0, "0", "100",
+                              &px_boot_pmix_priority);
+    px_mca_var_register_range("boot", "pmix", "fence_timeout",
+                              "Seconds a modex fence may wait for the other ranks before it fails "
+                              "with a PMIx timeout (0: wait forever)",
+                              PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_ALL, 0, "0", NULL,
+                              &px_boot_pmix_fence_timeout);
     return PX_SUCCESS;
 }
 

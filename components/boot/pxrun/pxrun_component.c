@@ -12,18 +12,18 @@ int px_boot_pxrun_timeout = 600;
 
 static int px_boot_pxrun_register(void)
 {
-    int rc = px_mca_var_register("boot", "pxrun", "priority",
-                                 "Priority of boot/pxrun when the process runs under pxrun "
-                                 "(above pmix's 60 and singleton's 1)",
-                                 PX_MCA_VAR_TYPE_INT, NULL, 9, PX_MCA_VAR_SCOPE_READONLY, 0,
-                                 &px_boot_pxrun_priority);
+    int rc = px_mca_var_register_range("boot", "pxrun", "priority",
+                                       "Priority of boot/pxrun when the process runs under pxrun "
+                                       "(above pmix's 60 and singleton's 1)",
+                                       PX_MCA_VAR_TYPE_INT, 9, PX_MCA_VAR_SCOPE_READONLY, 0, "0",
+                                       "100", &px_boot_pxrun_priority);
     if (rc < 0)
         return rc;
-    rc = px_mca_var_register("boot", "pxrun", "timeout",
-                             "Seconds to wait for an answer from pxrun (a fence waits for every "
-                             "rank) before failing with PX_ERR_TIMEOUT",
-                             PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &px_boot_pxrun_timeout);
+    rc = px_mca_var_register_range(
+        "boot", "pxrun", "timeout",
+        "Seconds to wait for an answer from pxrun (a fence waits for every "
+        "rank) before failing with PX_ERR_TIMEOUT",
+        PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "1", NULL, &px_boot_pxrun_timeout);
     return rc < 0 ? rc : PX_SUCCESS;
 }
 

@@ -9,11 +9,11 @@ int px_boot_singleton_priority = 1;
 
 static int px_boot_singleton_register(void)
 {
-    int rc = px_mca_var_register("boot", "singleton", "priority",
-                                 "Priority of boot/singleton (a process with no launcher); "
-                                 "launcher components use higher values",
-                                 PX_MCA_VAR_TYPE_INT, NULL, 9, PX_MCA_VAR_SCOPE_READONLY, 0,
-                                 &px_boot_singleton_priority);
+    int rc = px_mca_var_register_range("boot", "singleton", "priority",
+                                       "Priority of boot/singleton (a process with no launcher); "
+                                       "launcher components use higher values",
+                                       PX_MCA_VAR_TYPE_INT, 9, PX_MCA_VAR_SCOPE_READONLY, 0, "0",
+                                       "100", &px_boot_singleton_priority);
     return rc < 0 ? rc : PX_SUCCESS;
 }
 

@@ -347,32 +347,34 @@ static int px_btl_ofi_register(void)
                         "non-loopback one",
                         PX_MCA_VAR_TYPE_STRING, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
                         &px_btl_ofi_domain);
-    px_mca_var_register("btl", "ofi", "num_recvs",
-                        "Receive buffers (each header + btl_ofi_max_send_size bytes) posted "
-                        "ahead of time",
-                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_ofi_num_recvs);
-    px_mca_var_register("btl", "ofi", "rcache_max_entries",
-                        "Registrations the cache keeps (unused ones are deregistered least "
-                        "recently used first beyond this); 0: no limit",
-                        PX_MCA_VAR_TYPE_SIZE, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_ofi_rcache_max_entries);
-    px_mca_var_register("btl", "ofi", "rcache_max_bytes",
-                        "Registered bytes the cache keeps; 0: no limit", PX_MCA_VAR_TYPE_SIZE, NULL,
-                        6, PX_MCA_VAR_SCOPE_LOCAL, 0, &px_btl_ofi_rcache_max_bytes);
-    px_mca_var_register("btl", "ofi", "flush_timeout",
-                        "Seconds btl_flush waits for outstanding operations before failing",
-                        PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_ofi_flush_timeout);
-    px_mca_var_register("btl", "ofi", "connect_timeout",
-                        "Seconds libfabric may refuse every operation to a peer (EAGAIN, as "
-                        "tcp;ofi_rxm does while it cannot connect) before the peer is declared "
-                        "unreachable and its pending requests fail",
-                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_ofi_connect_timeout);
-    px_mca_var_register("btl", "ofi", "verbose", "Verbosity of btl/ofi (0-100)",
-                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_ofi_verbose);
+    px_mca_var_register_range("btl", "ofi", "num_recvs",
+                              "Receive buffers (each header + btl_ofi_max_send_size bytes) posted "
+                              "ahead of time",
+                              PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "1", "1024",
+                              &px_btl_ofi_num_recvs);
+    px_mca_var_register_range("btl", "ofi", "rcache_max_entries",
+                              "Registrations the cache keeps (unused ones are deregistered least "
+                              "recently used first beyond this); 0: no limit",
+                              PX_MCA_VAR_TYPE_SIZE, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
+                              &px_btl_ofi_rcache_max_entries);
+    px_mca_var_register_range("btl", "ofi", "rcache_max_bytes",
+                              "Registered bytes the cache keeps; 0: no limit", PX_MCA_VAR_TYPE_SIZE,
+                              6, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
+                              &px_btl_ofi_rcache_max_bytes);
+    px_mca_var_register_range(
+        "btl", "ofi", "flush_timeout",
+        "Seconds btl_flush waits for outstanding operations before failing; 0: no "
+        "limit",
+        PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL, &px_btl_ofi_flush_timeout);
+    px_mca_var_register_range(
+        "btl", "ofi", "connect_timeout",
+        "Seconds libfabric may refuse every operation to a peer (EAGAIN, as "
+        "tcp;ofi_rxm does while it cannot connect) before the peer is declared "
+        "unreachable and its pending requests fail",
+        PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL, &px_btl_ofi_connect_timeout);
+    px_mca_var_register_range("btl", "ofi", "verbose", "Verbosity of btl/ofi (0-100)",
+                              PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "100",
+                              &px_btl_ofi_verbose);
     px_btl_base_register_module_params(&px_btl_ofi_component, &px_btl_ofi_module_template.super);
 
     px_mca_var_register("btl", "ofi", "skip_single_host",

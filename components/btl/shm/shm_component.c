@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
@@ -48,65 +49,65 @@ static const px_mca_var_enum_value_t px_btl_shm_sc_values[] = {
 static int px_btl_shm_register(void)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
-    int rc;
+    int rc, first = PX_SUCCESS;
+    /* A value that is refused (reported, default kept) does not stop the
+     * registration of the others. */
+#define SHM_KEEP(expr)                                                                             \
+    do {                                                                                           \
+        rc = (expr);                                                                               \
+        if (rc < 0 && first == PX_SUCCESS)                                                         \
+            first = rc;                                                                            \
+        if (rc < 0 && rc != PX_ERR_BAD_PARAM)                                                      \
+            return rc;                                                                             \
+    } while (0)
     s->backing_dir = (char *)"/dev/shm";
-    rc = px_mca_var_register("btl", "shm", "backing_dir",
-                             "Folder holding the per-job folder plexus-<uid>-<jobid> of segment "
-                             "files (a tmpfs such as /dev/shm)",
-                             PX_MCA_VAR_TYPE_STRING, NULL, 3, PX_MCA_VAR_SCOPE_ALL, 0,
-                             &s->backing_dir);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "fbox_size",
-                             "Bytes of each per-pair fast box ring (a power of two, 4k..16M)",
-                             PX_MCA_VAR_TYPE_SIZE, NULL, 5, PX_MCA_VAR_SCOPE_ALL, 0, &s->fbox_size);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "fbox_max_send",
-                             "Largest message (bytes, headers included) sent through a fast box; "
-                             "larger ones go as fragments on the receiver's queue",
-                             PX_MCA_VAR_TYPE_SIZE, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &s->fbox_max_send);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "single_copy",
-                             "Single-copy mechanism for large messages: none (pipelined "
-                             "fragments through the segment), cma (process_vm_readv/writev as "
-                             "btl_get/btl_put), auto (cma when the kernel allows it)",
-                             PX_MCA_VAR_TYPE_ENUM, px_btl_shm_sc_values, 4, PX_MCA_VAR_SCOPE_ALL, 0,
-                             &s->single_copy);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "free_list_eager_max",
-                             "Eager fragments (btl_shm_eager_limit bytes) carved from the segment",
-                             PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &s->free_list_eager_max);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "free_list_send_max",
-                             "Pipeline fragments (btl_shm_max_send_size bytes) carved from the "
-                             "segment",
-                             PX_MCA_VAR_TYPE_INT, NULL, 6, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &s->free_list_send_max);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "poll_batch",
-                             "Most messages taken from one peer's fast box per progress call (1: "
-                             "the receiver does not read the next slot right after a message, "
-                             "which keeps a cache miss off the ping-pong path)",
-                             PX_MCA_VAR_TYPE_INT, NULL, 7, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                             &s->poll_batch);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("btl", "shm", "yield_when_idle",
-                             "sched_yield after 32 progress calls that found nothing: never, "
-                             "always, or auto (when this host runs more ranks of the job than "
-                             "it has online cores)",
-                             PX_MCA_VAR_TYPE_ENUM, px_btl_shm_yield_values, 5,
-                             PX_MCA_VAR_SCOPE_LOCAL, 0, &s->yield_mode);
-    if (rc < 0)
-        return rc;
-    return px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super);
+    SHM_KEEP(px_mca_var_register("btl", "shm", "backing_dir",
+                                 "Folder holding the per-job folder plexus-<uid>-<jobid> of "
+                                 "segment files (a tmpfs such as /dev/shm)",
+                                 PX_MCA_VAR_TYPE_STRING, NULL, 3, PX_MCA_VAR_SCOPE_ALL, 0,
+                                 &s->backing_dir));
+    SHM_KEEP(px_mca_var_register_range(
+        "btl", "shm", "fbox_size", "Bytes of each per-pair fast box ring (a power of two, 4k..16M)",
+        PX_MCA_VAR_TYPE_SIZE, 5, PX_MCA_VAR_SCOPE_ALL, 0, "4k", "16M", &s->fbox_size));
+    SHM_KEEP(px_mca_var_register_range(
+        "btl", "shm", "fbox_max_send",
+        "Largest message (bytes, headers included) sent through a fast box; larger ones go as "
+        "fragments on the receiver's queue (at most a quarter of btl_shm_fbox_size is used; 0: "
+        "no fast box)",
+        PX_MCA_VAR_TYPE_SIZE, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "4M", &s->fbox_max_send));
+    SHM_KEEP(px_mca_var_register("btl", "shm", "single_copy",
+                                 "Single-copy mechanism for large messages: none (pipelined "
+                                 "fragments through the segment), cma (process_vm_readv/writev "
+                                 "as btl_get/btl_put), auto (cma when the kernel allows it)",
+                                 PX_MCA_VAR_TYPE_ENUM, px_btl_shm_sc_values, 4,
+                                 PX_MCA_VAR_SCOPE_ALL, 0, &s->single_copy));
+    SHM_KEEP(px_mca_var_register_range(
+        "btl", "shm", "free_list_eager_max",
+        "Eager fragments (btl_shm_eager_limit bytes) carved from the segment", PX_MCA_VAR_TYPE_INT,
+        6, PX_MCA_VAR_SCOPE_LOCAL, 0, "8", "65536", &s->free_list_eager_max));
+    SHM_KEEP(px_mca_var_register_range(
+        "btl", "shm", "free_list_send_max",
+        "Pipeline fragments (btl_shm_max_send_size bytes) carved from the segment",
+        PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "2", "65536", &s->free_list_send_max));
+    SHM_KEEP(px_mca_var_register_range(
+        "btl", "shm", "poll_batch",
+        "Most messages taken from one peer's fast box per progress call (1: the receiver does "
+        "not read the next slot right after a message, which keeps a cache miss off the "
+        "ping-pong path)",
+        PX_MCA_VAR_TYPE_INT, 7, PX_MCA_VAR_SCOPE_LOCAL, 0, "1", NULL, &s->poll_batch));
+    SHM_KEEP(px_mca_var_register("btl", "shm", "yield_when_idle",
+                                 "sched_yield after 32 progress calls that found nothing: never, "
+                                 "always, or auto (when this host runs more ranks of the job "
+                                 "than it has online cores)",
+                                 PX_MCA_VAR_TYPE_ENUM, px_btl_shm_yield_values, 5,
+                                 PX_MCA_VAR_SCOPE_LOCAL, 0, &s->yield_mode));
+    /* A fragment's length is 32 bits in its header, and the segment holds
+     * btl_shm_free_list_send_max of them: 16M keeps both sane. */
+    SHM_KEEP(px_btl_base_module_param_range(&px_btl_shm_component, "eager_limit", "256", "16M"));
+    SHM_KEEP(px_btl_base_module_param_range(&px_btl_shm_component, "max_send_size", "1k", "16M"));
+    SHM_KEEP(px_btl_base_register_module_params(&px_btl_shm_component, &px_btl_shm_module.super));
+#undef SHM_KEEP
+    return first;
 }
 
 static int px_btl_shm_open(void)
@@ -293,6 +294,23 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         (size_t)s->free_list_send_max * (PX_BTL_SHM_FRAG_HDR + m->btl_max_send_size + 128) + 65536;
     s->seg_size = (s->heap_off + heap + 4095) & ~(size_t)4095;
     s->heap_used = 0;
+    const char *bdir = s->backing_dir && *s->backing_dir ? s->backing_dir : "/dev/shm";
+    struct statvfs fs;
+    if (statvfs(bdir, &fs) == 0 && fs.f_frsize > 0 &&
+        s->seg_size / fs.f_frsize > (size_t)fs.f_bavail) {
+        /* The segment file is sparse, but touching pages beyond what the
+         * file system holds would kill the process with SIGBUS. */
+        px_show_error("btl shm: the segment would need %zu bytes, more than the %llu free in %s "
+                      "(btl_shm_backing_dir): btl_shm_free_list_eager_max %d x "
+                      "btl_shm_eager_limit %zu + btl_shm_free_list_send_max %d x "
+                      "btl_shm_max_send_size %zu; lower them",
+                      s->seg_size, (unsigned long long)fs.f_bavail * fs.f_frsize, bdir,
+                      s->free_list_eager_max, m->btl_eager_limit, s->free_list_send_max,
+                      m->btl_max_send_size);
+        free(s->local_index);
+        s->local_index = NULL;
+        return NULL;
+    }
     if (getrandom(&s->key, sizeof s->key, 0) != sizeof s->key)
         s->key = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&s->key ^ 0x9e3779b97f4a7c15ULL;
     const char *bd = s->backing_dir && *s->backing_dir ? s->backing_dir : "/dev/shm";

@@ -90,9 +90,9 @@ static int px_btl_verbs_register(void)
                         "empty: all with an active port",
                         PX_MCA_VAR_TYPE_STRING, NULL, 3, PX_MCA_VAR_SCOPE_LOCAL, 0,
                         &px_btl_verbs_device_include);
-    px_mca_var_register("btl", "verbs", "verbose", "Verbosity of btl/verbs (0-100)",
-                        PX_MCA_VAR_TYPE_INT, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_verbs_verbose);
+    px_mca_var_register_range("btl", "verbs", "verbose", "Verbosity of btl/verbs (0-100)",
+                              PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "100",
+                              &px_btl_verbs_verbose);
     px_btl_base_register_module_params(&px_btl_verbs_component, &px_btl_verbs_module_template);
     px_btl_verbs_discover(px_btl_verbs_found_text, sizeof(px_btl_verbs_found_text));
     if (NULL == px_btl_verbs_devices_found)

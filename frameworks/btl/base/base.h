@@ -54,6 +54,17 @@ int px_btl_base_finalize(void);
  * component's register_params on the module template its init copies. */
 int px_btl_base_register_module_params(const px_btl_component_t *component,
                                        px_btl_module_t *module);
+/* The base gives every module variable a range that any transport can work
+ * with (eager_limit 64..64M; max_send_size 600..64M, room for the runtime's
+ * largest control message; put/get_limit at least 4k; alignments 0..4k;
+ * flags within the defined bits). A component gives its own range for one
+ * of them (`param` "eager_limit", "max_send_size", ...; bounds as for
+ * px_mca_var_set_range): best before px_btl_base_register_module_params,
+ * which then registers with it, so the first report of a bad value names it;
+ * after, it is px_mca_var_set_range on the registered variable (and returns
+ * as that does). */
+int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
+                                   const char *min, const char *max);
 
 /* Set the callback for an active-message tag (NULL cbfunc: unset). */
 int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc, void *cbdata);

@@ -103,6 +103,9 @@ size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max)
 
 /* ---- module variables ---- */
 
+static void take_pending_range(const char *component, const char *param, const char **min,
+                               const char **max);
+
 int px_btl_base_register_module_params(const px_btl_component_t *component, px_btl_module_t *module)
 {
     const char *c = component->base.component_name;
@@ -113,39 +116,67 @@ int px_btl_base_register_module_params(const px_btl_component_t *component, px_b
         int level;
         void *storage;
         const char *help;
+        const char *min, *max;
     } v[] = {
         {"exclusivity", PX_MCA_VAR_TYPE_UNSIGNED, 7, &module->btl_exclusivity,
          "Priority of this transport for a peer: the highest exclusivity that reaches a peer "
-         "serves all its sends (self 65536, shm above the network transports, network 1024)"},
+         "serves all its sends (self 65536, shm above the network transports, network 1024)",
+         "0", NULL},
         {"latency", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_latency,
          "Latency in ns; among the send modules of a peer, the lowest latency carries eager "
-         "messages"},
+         "messages",
+         "0", NULL},
         {"bandwidth", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_bandwidth,
-         "Bandwidth in MB/s; RDMA transfers are weighted across modules by it"},
+         "Bandwidth in MB/s; RDMA transfers are weighted across modules by it", "0", NULL},
         {"eager_limit", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_eager_limit,
          "Largest message (bytes, including the runtime's header) sent eagerly; larger "
-         "messages use the rendezvous protocol"},
+         "messages use the rendezvous protocol",
+         "64", "64M"},
         {"max_send_size", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_max_send_size,
-         "Largest fragment (bytes) of a pipelined rendezvous send"},
+         "Largest fragment (bytes) of a pipelined rendezvous send; at least 600, which holds "
+         "the runtime's largest control message (592 bytes)",
+         "600", "64M"},
         {"put_limit", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_put_limit,
-         "Largest single RDMA put (bytes)"},
+         "Largest single RDMA put (bytes); at least 4k, as smaller pieces make a large "
+         "transfer take very many operations",
+         "4k", NULL},
         {"put_alignment", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_put_alignment,
-         "Alignment (bytes) required for RDMA put"},
+         "Alignment (bytes) required for RDMA put", "0", "4k"},
         {"get_limit", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_get_limit,
-         "Largest single RDMA get (bytes)"},
+         "Largest single RDMA get (bytes); at least 4k, as smaller pieces make a large "
+         "transfer take very many operations",
+         "4k", NULL},
         {"get_alignment", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_get_alignment,
-         "Alignment (bytes) required for RDMA get"},
+         "Alignment (bytes) required for RDMA get", "0", "4k"},
         {"flags", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_flags,
          "Capabilities, OR of: 0x1 send, 0x2 put, 0x4 get, 0x8 send in place, 0x10 single "
          "copy, 0x20 needs registration; a user may clear bits (e.g. to disable RDMA) but "
-         "not add ones the transport lacks"},
+         "not add ones the transport lacks; without 0x1 the transport cannot be used",
+         "0", "0x3f"},
     };
     int rc = PX_SUCCESS;
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
-        int r = px_mca_var_register("btl", c, v[i].name, v[i].help, v[i].type, NULL, v[i].level,
-                                    PX_MCA_VAR_SCOPE_LOCAL, 0, v[i].storage);
+        const char *min = v[i].min, *max = v[i].max;
+        take_pending_range(c, v[i].name, &min, &max);
+        int r = px_mca_var_register_range("btl", c, v[i].name, v[i].help, v[i].type, v[i].level,
+                                          PX_MCA_VAR_SCOPE_LOCAL, 0, min, max, v[i].storage);
         if (r < 0 && PX_SUCCESS == rc)
             rc = r;
+    }
+    if (module->btl_eager_limit > module->btl_max_send_size) {
+        char n_eager[96], n_max[96];
+        snprintf(n_eager, sizeof(n_eager), "btl_%s_eager_limit", c);
+        snprintf(n_max, sizeof(n_max), "btl_%s_max_send_size", c);
+        char *s_eager = px_mca_var_source_string(px_mca_var_find(n_eager));
+        char *s_max = px_mca_var_source_string(px_mca_var_find(n_max));
+        px_show_warning("%s = %zu (from %s) is above %s = %zu (from %s); an eager message must "
+                        "fit one fragment, so %s = %zu is used",
+                        n_eager, module->btl_eager_limit, s_eager ? s_eager : "?", n_max,
+                        module->btl_max_send_size, s_max ? s_max : "?", n_eager,
+                        module->btl_max_send_size);
+        free(s_eager);
+        free(s_max);
+        module->btl_eager_limit = module->btl_max_send_size;
     }
     if (module->btl_flags & ~supported) {
         px_show_warning("btl_%s_flags = 0x%x asks for capabilities 0x%x that btl/%s does not "
@@ -155,6 +186,58 @@ int px_btl_base_register_module_params(const px_btl_component_t *component, px_b
         module->btl_flags &= supported;
     }
     return rc < 0 ? rc : PX_SUCCESS;
+}
+
+/* Ranges a component gave before its module variables exist: applied by
+ * px_btl_base_register_module_params, so the first report of a bad value
+ * already names the component's own range. */
+static struct {
+    char name[96];
+    char min[32], max[32];
+    bool has_min, has_max;
+} pending_range[32];
+static int n_pending_range;
+
+int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
+                                   const char *min, const char *max)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "btl_%s_%s", component->base.component_name, param);
+    int idx = px_mca_var_find(name);
+    if (idx >= 0)
+        return px_mca_var_set_range(idx, min, max);
+    if ((min && strlen(min) >= sizeof(pending_range[0].min)) ||
+        (max && strlen(max) >= sizeof(pending_range[0].max)))
+        return PX_ERR_BAD_PARAM;
+    int k = 0;
+    while (k < n_pending_range && strcmp(pending_range[k].name, name) != 0)
+        k++;
+    if (k == n_pending_range) {
+        if (n_pending_range == (int)(sizeof(pending_range) / sizeof(pending_range[0])))
+            return PX_ERR_OUT_OF_RESOURCE;
+        n_pending_range++;
+    }
+    snprintf(pending_range[k].name, sizeof(pending_range[k].name), "%s", name);
+    snprintf(pending_range[k].min, sizeof(pending_range[k].min), "%s", min ? min : "");
+    snprintf(pending_range[k].max, sizeof(pending_range[k].max), "%s", max ? max : "");
+    pending_range[k].has_min = min != NULL;
+    pending_range[k].has_max = max != NULL;
+    return PX_SUCCESS;
+}
+
+/* The range a component asked for ahead of registration, if any. */
+static void take_pending_range(const char *component, const char *param, const char **min,
+                               const char **max)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "btl_%s_%s", component, param);
+    for (int k = 0; k < n_pending_range; k++) {
+        if (strcmp(pending_range[k].name, name) == 0) {
+            *min = pending_range[k].has_min ? pending_range[k].min : NULL;
+            *max = pending_range[k].has_max ? pending_range[k].max : NULL;
+            return;
+        }
+    }
 }
 
 /* ---- selection of components, progress ---- */

@@ -152,9 +152,14 @@ char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmod
         for (int m = 0; m < nmodules; ++m) {
             const px_btl_module_t *mod = reach[m].module;
             const char *why;
-            if (px_bitmap_is_set_bit(&reach[m].reachable, (int)proc_index))
-                why = "reaches it but cannot send (no PX_BTL_FLAGS_SEND)";
-            else if (reach[m].reasons && reach[m].reasons[proc_index])
+            char nosend[160];
+            if (px_bitmap_is_set_bit(&reach[m].reachable, (int)proc_index)) {
+                snprintf(nosend, sizeof(nosend),
+                         "reaches it but cannot send (btl_%s_flags = 0x%x lacks "
+                         "PX_BTL_FLAGS_SEND 0x1)",
+                         module_name(mod), mod->btl_flags);
+                why = nosend;
+            } else if (reach[m].reasons && reach[m].reasons[proc_index])
                 why = reach[m].reasons[proc_index];
             else
                 why = "declined without giving a reason";
