@@ -226,19 +226,8 @@ void px_btl_ofi_payload_free(void *ctx, void *ptr, size_t size, void *cookie);
 /* The registration cache's callbacks; ctx is the module. */
 int px_btl_ofi_rcache_reg(void *ctx, px_rcache_entry_t *e);
 int px_btl_ofi_rcache_dereg(void *ctx, px_rcache_entry_t *e);
-/* The module's btl_register_mem, btl_deregister_mem, btl_put and btl_get. */
-px_btl_registration_handle_t *px_btl_ofi_register_mem(px_btl_module_t *btl,
-                                                      px_btl_endpoint_t *endpoint, void *base,
-                                                      size_t size, uint32_t flags);
-int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t *handle);
-int px_btl_ofi_put(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                   uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                   px_btl_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                   px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
-int px_btl_ofi_get(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                   uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                   px_btl_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                   px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
+/* Set the module's btl_put, btl_get, btl_register_mem and btl_deregister_mem. */
+void px_btl_ofi_rdma_install(px_btl_module_t *btl);
 /* Complete an RDMA operation (from progress): release its temporary
  * registration and the op, then run its callback with `status`. */
 void px_btl_ofi_rdma_done(px_btl_ofi_module_t *m, px_btl_ofi_rdma_op_t *op, int status);

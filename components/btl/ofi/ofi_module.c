@@ -597,10 +597,7 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     b->btl_prepare_src = px_btl_ofi_prepare_src;
     b->btl_send = px_btl_ofi_send;
     b->btl_sendi = px_btl_ofi_sendi;
-    b->btl_put = px_btl_ofi_put;
-    b->btl_get = px_btl_ofi_get;
-    b->btl_register_mem = px_btl_ofi_register_mem;
-    b->btl_deregister_mem = px_btl_ofi_deregister_mem;
+    px_btl_ofi_rdma_install(b);
     b->btl_flush = px_btl_ofi_flush;
     b->btl_progress = px_btl_ofi_progress;
     b->btl_register_error = px_btl_ofi_register_error;

@@ -10,6 +10,7 @@
 #include "components/btl/ofi/ofi.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "frameworks/btl/base/base.h"
 
 PX_CLASS_INSTANCE(px_btl_ofi_rdma_op_t, px_free_list_item_t, NULL, NULL);
 
@@ -86,9 +87,10 @@ int px_btl_ofi_rcache_dereg(void *ctx, px_rcache_entry_t *e)
     return PX_SUCCESS;
 }
 
-px_btl_registration_handle_t *px_btl_ofi_register_mem(px_btl_module_t *btl,
-                                                      px_btl_endpoint_t *endpoint, void *base,
-                                                      size_t size, uint32_t flags)
+static px_btl_registration_handle_t *px_btl_ofi_register_mem(px_btl_module_t *btl,
+                                                             px_btl_endpoint_t *endpoint,
+                                                             void *base, size_t size,
+                                                             uint32_t flags)
 {
     (void)endpoint;
     (void)flags;
@@ -99,7 +101,7 @@ px_btl_registration_handle_t *px_btl_ofi_register_mem(px_btl_module_t *btl,
     return &((px_btl_ofi_reg_t *)e)->handle;
 }
 
-int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t *handle)
+static int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t *handle)
 {
     (void)btl;
     px_btl_ofi_reg_t *r = px_container_of(handle, px_btl_ofi_reg_t, handle);
@@ -108,33 +110,35 @@ int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t
 
 /* ---- RDMA ---- */
 
-static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, bool write,
-                           void *local_address, uint64_t remote_address,
-                           px_btl_registration_handle_t *local_handle,
-                           px_btl_registration_handle_t *remote_handle, size_t size,
-                           px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+/* put and get: fi_writemsg / fi_read of `size` bytes from / to local_address,
+ * registered (or registered now under FI_MR_LOCAL), completed from progress. */
+static inline int px_btl_ofi_rdma(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                  const px_btl_rdma_args_t *a)
 {
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    const bool write = PX_BTL_RDMA_PUT == a->dir;
     if (PX_UNLIKELY(endpoint->failed))
         return PX_ERR_UNREACH;
-    if (PX_UNLIKELY(NULL == remote_handle))
+    if (PX_UNLIKELY(NULL == a->remote_handle))
         return PX_ERR_BAD_PARAM;
     px_btl_ofi_rdma_op_t *op = (px_btl_ofi_rdma_op_t *)px_free_list_get(&m->rdma_ops);
     if (NULL == op)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     op->ctx.type = PX_BTL_OFI_OP_RDMA;
     op->endpoint = endpoint;
-    op->local_address = local_address;
-    op->local_handle = local_handle;
+    op->local_address = a->local_address;
+    op->local_handle = a->local_handle;
     op->temp_reg = NULL;
-    op->cbfunc = cbfunc;
-    op->cbcontext = cbcontext;
-    op->cbdata = cbdata;
+    op->cbfunc = a->cbfunc;
+    op->cbcontext = a->cbcontext;
+    op->cbdata = a->cbdata;
     op->write = write;
     void *desc = NULL;
-    if (local_handle) {
-        desc = local_handle->desc;
+    if (a->local_handle) {
+        desc = a->local_handle->desc;
     } else if (m->mr_local) {
-        if (PX_SUCCESS != px_rcache_register(m->rcache, local_address, size, 0, &op->temp_reg)) {
+        if (PX_SUCCESS !=
+            px_rcache_register(m->rcache, a->local_address, a->size, 0, &op->temp_reg)) {
             px_free_list_return(&m->rdma_ops, &op->super);
             return PX_ERR_TEMP_OUT_OF_RESOURCE;
         }
@@ -142,18 +146,18 @@ static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, 
     }
     /* The remote handle arrived in a message: it may be unaligned. */
     uint64_t rkey, rbase;
-    memcpy(&rkey, (const char *)remote_handle + offsetof(px_btl_registration_handle_t, key),
+    memcpy(&rkey, (const char *)a->remote_handle + offsetof(px_btl_registration_handle_t, key),
            sizeof(rkey));
-    memcpy(&rbase, (const char *)remote_handle + offsetof(px_btl_registration_handle_t, base),
+    memcpy(&rbase, (const char *)a->remote_handle + offsetof(px_btl_registration_handle_t, base),
            sizeof(rbase));
-    uint64_t raddr = m->mr_virt_addr ? remote_address : remote_address - rbase;
+    uint64_t raddr = m->mr_virt_addr ? a->remote_address : a->remote_address - rbase;
     ssize_t rc;
     if (write) {
         /* A put completes when the data is at the target (delivery
          * complete), so a message sent after the completion cannot
          * overtake it; the runtime relies on that for its FIN. */
-        struct iovec iov = {.iov_base = local_address, .iov_len = size};
-        struct fi_rma_iov riov = {.addr = raddr, .len = size, .key = rkey};
+        struct iovec iov = {.iov_base = a->local_address, .iov_len = a->size};
+        struct fi_rma_iov riov = {.addr = raddr, .len = a->size, .key = rkey};
         struct fi_msg_rma msg = {.msg_iov = &iov,
                                  .desc = &desc,
                                  .iov_count = 1,
@@ -163,7 +167,8 @@ static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, 
                                  .context = &op->ctx.fi};
         rc = fi_writemsg(m->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
     } else {
-        rc = fi_read(m->ep, local_address, size, desc, endpoint->addr, raddr, rkey, &op->ctx.fi);
+        rc = fi_read(m->ep, a->local_address, a->size, desc, endpoint->addr, raddr, rkey,
+                     &op->ctx.fi);
     }
     if (PX_LIKELY(0 == rc)) {
         endpoint->outstanding++;
@@ -182,28 +187,14 @@ static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, 
     return PX_ERR_COMM;
 }
 
-int px_btl_ofi_put(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                   uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                   px_btl_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                   px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
-{
-    (void)flags;
-    (void)order;
-    return px_btl_ofi_rdma((px_btl_ofi_module_t *)btl, endpoint, true, local_address,
-                           remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
-                           cbdata);
-}
+PX_BTL_BASE_RDMA_PUT_GET(px_btl_ofi, px_btl_ofi_rdma)
 
-int px_btl_ofi_get(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                   uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                   px_btl_registration_handle_t *remote_handle, size_t size, int flags, int order,
-                   px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+void px_btl_ofi_rdma_install(px_btl_module_t *btl)
 {
-    (void)flags;
-    (void)order;
-    return px_btl_ofi_rdma((px_btl_ofi_module_t *)btl, endpoint, false, local_address,
-                           remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
-                           cbdata);
+    btl->btl_put = px_btl_ofi_put;
+    btl->btl_get = px_btl_ofi_get;
+    btl->btl_register_mem = px_btl_ofi_register_mem;
+    btl->btl_deregister_mem = px_btl_ofi_deregister_mem;
 }
 
 void px_btl_ofi_rdma_done(px_btl_ofi_module_t *m, px_btl_ofi_rdma_op_t *op, int status)

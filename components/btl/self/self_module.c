@@ -190,35 +190,21 @@ static int px_btl_self_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, 
     return PX_SUCCESS;
 }
 
-static int px_btl_self_put(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                           uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                           px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                           int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                           void *cbdata)
+/* put and get: a memcpy in the direction asked. */
+static inline int px_btl_self_rdma(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                   const px_btl_rdma_args_t *a)
 {
-    (void)remote_handle;
-    (void)flags;
-    (void)order;
-    memcpy((void *)(uintptr_t)remote_address, local_address, size);
-    if (cbfunc)
-        cbfunc(btl, endpoint, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    void *remote = (void *)(uintptr_t)a->remote_address;
+    if (PX_BTL_RDMA_PUT == a->dir)
+        memcpy(remote, a->local_address, a->size);
+    else
+        memcpy(a->local_address, remote, a->size);
+    if (a->cbfunc)
+        a->cbfunc(btl, endpoint, a->local_address, a->local_handle, a->cbcontext, a->cbdata,
+                  PX_SUCCESS);
     return PX_SUCCESS;
 }
-
-static int px_btl_self_get(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                           uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                           px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                           int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                           void *cbdata)
-{
-    (void)remote_handle;
-    (void)flags;
-    (void)order;
-    memcpy(local_address, (const void *)(uintptr_t)remote_address, size);
-    if (cbfunc)
-        cbfunc(btl, endpoint, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
-    return PX_SUCCESS;
-}
+PX_BTL_BASE_RDMA_PUT_GET(px_btl_self, px_btl_self_rdma)
 
 static int px_btl_self_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
 {
