@@ -54,11 +54,9 @@ static int px_btl_example_finalize(px_btl_module_t *btl)
     return PX_SUCCESS;
 }
 
-static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_threads,
-                                             bool mpi_threads)
+static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_threads)
 {
     (void)progress_threads;
-    (void)mpi_threads;
     px_btl_module_t **modules = malloc(sizeof(*modules));
     if (NULL == modules) {
         *num_modules = 0;

@@ -34,7 +34,7 @@ extern int px_btl_base_num_modules;
 /* Call btl_init of every open component; components returning no module are
  * closed. Registers each module's progress function. The framework must be
  * open (px_mca_framework_open(&px_btl_base_framework)). */
-int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads);
+int px_btl_base_select(bool enable_progress_threads);
 /* Components px_btl_base_select closed because their init returned no module. */
 int px_btl_base_declined_count(void);
 const char *px_btl_base_declined_name(int i);
