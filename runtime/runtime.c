@@ -118,7 +118,7 @@ int px_init(int *argc, char ***argv)
     if (rc != PX_SUCCESS)
         goto fail;
     px_rt_stage.btl_open = true;
-    rc = px_btl_base_select(false, false);
+    rc = px_btl_base_select(false);
     px_rt_stage.btl_selected = true;
     if (rc != PX_SUCCESS)
         goto fail;

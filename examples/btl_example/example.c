@@ -76,11 +76,9 @@ static int px_btl_example_finalize(px_btl_module_t *btl)
     return PX_SUCCESS;
 }
 
-static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_threads,
-                                             bool mpi_threads)
+static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_threads)
 {
     (void)progress_threads;
-    (void)mpi_threads;
     *num_modules = 0;
     PX_OBJ_CONSTRUCT(&px_btl_example_frags, px_free_list_t);
     px_btl_example_frags_made = true;

@@ -23,7 +23,8 @@
 #include "core/mca/component.h"
 #include "core/util/proc.h"
 
-#define PX_BTL_API_MAJOR   1
+/* 2.0: btl_init lost its enable_mpi_threads argument. */
+#define PX_BTL_API_MAJOR   2
 #define PX_BTL_API_MINOR   0
 #define PX_BTL_API_RELEASE 0
 
@@ -215,8 +216,7 @@ typedef struct px_btl_module {
  * modules, or NULL with *num_modules 0 to decline. */
 typedef struct px_btl_component {
     px_mca_component_t base;
-    px_btl_module_t **(*btl_init)(int *num_modules, bool enable_progress_threads,
-                                  bool enable_mpi_threads);
+    px_btl_module_t **(*btl_init)(int *num_modules, bool enable_progress_threads);
     /* Data the component publishes through the modex before add_procs; may be NULL. */
     int (*btl_modex_send)(void);
 } px_btl_component_t;

@@ -24,7 +24,7 @@ static void open_self(void)
     setenv("PX_MCA_btl", "self", 1);
     ck_assert_int_eq(px_mca_var_init(), PX_SUCCESS);
     ck_assert_int_eq(px_mca_framework_open(&px_btl_base_framework), PX_SUCCESS);
-    ck_assert_int_eq(px_btl_base_select(false, false), PX_SUCCESS);
+    ck_assert_int_eq(px_btl_base_select(false), PX_SUCCESS);
     ck_assert_int_eq(px_btl_base_num_modules, 1);
     btl = px_btl_base_modules[0];
     ck_assert_str_eq(btl->btl_component->base.component_name, "self");

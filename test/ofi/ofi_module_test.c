@@ -70,7 +70,7 @@ static px_btl_module_t *make_module(int rank)
 {
     fake_boot.rank = rank;
     int n = -1;
-    px_btl_module_t **mods = px_btl_ofi_component.btl_init(&n, false, false);
+    px_btl_module_t **mods = px_btl_ofi_component.btl_init(&n, false);
     if (NULL == mods)
         return NULL;
     ck_assert_int_eq(n, 1);
@@ -388,17 +388,17 @@ START_TEST(provider_errors)
     int n = -1;
     /* a provider that does not exist: init declines */
     use_provider("nosuch", NULL, NULL);
-    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false));
     ck_assert_int_eq(n, 0);
     /* both lists set */
     use_provider("tcp", "sockets", NULL);
-    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false));
     /* everything excluded */
     use_provider(NULL, "cxi,efa,psm3,opx,verbs,psm2,tcp,net,udp,sockets,shm,psm,ofi_rxd", NULL);
-    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false));
     /* a domain that does not exist */
     use_provider("tcp", NULL, "nosuch0");
-    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false, false));
+    ck_assert_ptr_null(px_btl_ofi_component.btl_init(&n, false));
 }
 END_TEST
 

@@ -26,7 +26,7 @@ START_TEST(discovery_and_decline)
     int ndev = 0;
     struct ibv_device **list = ibv_get_device_list(&ndev);
     int n = -1;
-    px_btl_module_t **mods = px_btl_verbs_component.btl_init(&n, false, false);
+    px_btl_module_t **mods = px_btl_verbs_component.btl_init(&n, false);
     ck_assert_ptr_null(mods);
     ck_assert_int_eq(n, 0);
     if (0 == ndev) {

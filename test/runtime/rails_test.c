@@ -176,10 +176,9 @@ static int rail_register_error(px_btl_module_t *btl, px_btl_error_fn fn)
     return PX_SUCCESS;
 }
 
-static px_btl_module_t **rail_init(int *n, bool a, bool b)
+static px_btl_module_t **rail_init(int *n, bool progress_threads)
 {
-    (void)a;
-    (void)b;
+    (void)progress_threads;
     px_btl_module_t **mods = malloc(2 * sizeof(*mods));
     for (int i = 0; i < 2; ++i) {
         memset(&rails[i], 0, sizeof(rails[i]));

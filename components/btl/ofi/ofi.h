@@ -3,7 +3,11 @@
  * offers FI_EP_RDM with FI_MSG and FI_RMA: verbs;ofi_rxm, efa, psm3, cxi,
  * tcp;ofi_rxm, sockets, shm). Internal to the component:
  *  - ofi_component.c: variables, provider discovery and choice, init, modex;
- *  - ofi_module.c: endpoints (add/del procs), sends, RDMA, progress, errors.
+ *  - ofi_module.c: endpoint setup and teardown, sends, receives, progress,
+ *    errors;
+ *  - ofi_peers.c: peers in the address vector (add/del procs);
+ *  - ofi_rdma.c: memory registration (free-list chunks, the registration
+ *    cache, register_mem) and RDMA (put/get and their completions).
  *
  * Wire format: every message starts with px_btl_ofi_hdr_t (tag, sender's
  * rank); the receiver posts buffers of hdr + max_send_size bytes ahead of
@@ -183,5 +187,49 @@ int px_btl_ofi_module_finalize(px_btl_module_t *btl);
 
 /* Short text of a libfabric error: "fi_strerror (-code)". */
 const char *px_btl_ofi_strerror(int fi_rc);
+
+/* The module's provider name, for messages. */
+static inline const char *px_btl_ofi_prov(const px_btl_ofi_module_t *m)
+{
+    return m->info ? m->info->fabric_attr->prov_name : "?";
+}
+
+/* ofi_module.c, for ofi_rdma.c and ofi_peers.c: */
+/* A transport error on `ep` (NULL: the module) during `what`: to the
+ * runtime's error callback, or printed when none is installed. */
+void px_btl_ofi_report(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int error, const char *what,
+                       const char *detail);
+/* libfabric refused an operation to `ep` with EAGAIN: true once it has
+ * refused for longer than btl_ofi_connect_timeout. */
+bool px_btl_ofi_stuck_too_long(px_btl_endpoint_t *ep);
+/* Declare `ep` unreachable after btl_ofi_connect_timeout; PX_ERR_UNREACH. */
+int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep);
+
+/* Fail every pending send of `ep` with `status`. */
+void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int status);
+/* Before the endpoints `eps` (NULL entries skipped) go away: send a drain
+ * message to each one sent to, and wait a little for their operations. */
+void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n);
+
+/* ofi_peers.c, for ofi_module.c: the module's btl_add_procs and btl_del_procs. */
+int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                         const char **reasons);
+int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints);
+
+/* ofi_rdma.c, for ofi_module.c: */
+/* The free lists' chunk allocator (registers each chunk under FI_MR_LOCAL);
+ * ctx is the module. */
+void *px_btl_ofi_payload_alloc(void *ctx, size_t size, size_t align, void **cookie);
+void px_btl_ofi_payload_free(void *ctx, void *ptr, size_t size, void *cookie);
+/* The registration cache's callbacks; ctx is the module. */
+int px_btl_ofi_rcache_reg(void *ctx, px_rcache_entry_t *e);
+int px_btl_ofi_rcache_dereg(void *ctx, px_rcache_entry_t *e);
+/* Set the module's btl_put, btl_get, btl_register_mem and btl_deregister_mem. */
+void px_btl_ofi_rdma_install(px_btl_module_t *btl);
+/* Complete an RDMA operation (from progress): release its temporary
+ * registration and the op, then run its callback with `status`. */
+void px_btl_ofi_rdma_done(px_btl_ofi_module_t *m, px_btl_ofi_rdma_op_t *op, int status);
 
 #endif

@@ -427,11 +427,9 @@ static int px_btl_ofi_close(void)
 
 static px_btl_ofi_module_t *px_btl_ofi_the_module;
 
-static px_btl_module_t **px_btl_ofi_init(int *num_modules, bool enable_progress_threads,
-                                         bool enable_mpi_threads)
+static px_btl_module_t **px_btl_ofi_init(int *num_modules, bool enable_progress_threads)
 {
     (void)enable_progress_threads;
-    (void)enable_mpi_threads;
     *num_modules = 0;
     px_btl_ofi_the_module = NULL;
     const char *why = NULL;

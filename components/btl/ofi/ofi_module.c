@@ -1,13 +1,12 @@
 /*
  * ofi_module.c: btl/ofi module: endpoint setup and teardown, peers in the
  * address vector, eager sends (fi_inject for the smallest, fi_send from
- * fragments otherwise), receives posted ahead from a free list, RDMA through
- * fi_write/fi_read on registrations from the BTL registration cache, and
- * progress that turns completion-queue errors into errors on the requests
- * concerned (through the runtime's error callback).
+ * fragments otherwise), receives posted ahead from a free list, and progress
+ * that turns completion-queue errors into errors on the requests concerned
+ * (through the runtime's error callback). Registration and RDMA are in
+ * ofi_rdma.c.
  */
 #define _GNU_SOURCE
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,107 +19,8 @@
 #include "frameworks/btl/base/base.h"
 
 PX_CLASS_INSTANCE(px_btl_ofi_frag_t, px_btl_descriptor_t, NULL, NULL);
-PX_CLASS_INSTANCE(px_btl_ofi_rdma_op_t, px_free_list_item_t, NULL, NULL);
 
 #define PX_BTL_OFI_HDR sizeof(px_btl_ofi_hdr_t)
-#define PX_BTL_OFI_MR_ACCESS                                                                       \
-    (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
-
-static const char *px_btl_ofi_prov(const px_btl_ofi_module_t *m)
-{
-    return m->info ? m->info->fabric_attr->prov_name : "?";
-}
-
-/* ---- memory registration (free-list chunks and the rcache) ---- */
-
-static int px_btl_ofi_mr_reg(px_btl_ofi_module_t *m, void *base, size_t len, struct fid_mr **mr)
-{
-    uint64_t key = m->mr_prov_key ? 0 : m->next_key++;
-    int rc = fi_mr_reg(m->domain, base, len, PX_BTL_OFI_MR_ACCESS, 0, key, 0, mr, NULL);
-    if (0 == rc && m->mr_endpoint) {
-        rc = fi_mr_bind(*mr, &m->ep->fid, 0);
-        if (0 == rc)
-            rc = fi_mr_enable(*mr);
-        if (0 != rc) {
-            fi_close(&(*mr)->fid);
-            *mr = NULL;
-        }
-    }
-    if (0 != rc)
-        PX_OUTPUT_VERBOSE(1, px_btl_ofi_output, "btl/ofi (%s): fi_mr_reg of %zu bytes at %p: %s",
-                          px_btl_ofi_prov(m), len, base, px_btl_ofi_strerror(rc));
-    return rc;
-}
-
-static void *px_btl_ofi_payload_alloc(void *ctx, size_t size, size_t align, void **cookie)
-{
-    px_btl_ofi_module_t *m = ctx;
-    void *p = aligned_alloc(align, (size + align - 1) / align * align);
-    *cookie = NULL;
-    if (p && m->mr_local) {
-        struct fid_mr *mr = NULL;
-        if (0 != px_btl_ofi_mr_reg(m, p, size, &mr)) {
-            free(p);
-            return NULL;
-        }
-        *cookie = mr;
-    }
-    return p;
-}
-
-static void px_btl_ofi_payload_free(void *ctx, void *ptr, size_t size, void *cookie)
-{
-    (void)ctx;
-    (void)size;
-    if (cookie)
-        fi_close(&((struct fid_mr *)cookie)->fid);
-    free(ptr);
-}
-
-static int px_btl_ofi_rcache_reg(void *ctx, px_rcache_entry_t *e)
-{
-    px_btl_ofi_module_t *m = ctx;
-    px_btl_ofi_reg_t *r = (px_btl_ofi_reg_t *)e;
-    int rc = px_btl_ofi_mr_reg(m, (void *)e->base, e->bound - e->base, &r->mr);
-    if (0 != rc)
-        return (-FI_ENOMEM == rc || -FI_ENOSPC == rc || -FI_EAGAIN == rc) ? PX_ERR_OUT_OF_RESOURCE
-                                                                          : PX_ERR_COMM;
-    r->handle.key = fi_mr_key(r->mr);
-    r->handle.base = e->base;
-    r->handle.desc = fi_mr_desc(r->mr);
-    return PX_SUCCESS;
-}
-
-static int px_btl_ofi_rcache_dereg(void *ctx, px_rcache_entry_t *e)
-{
-    (void)ctx;
-    px_btl_ofi_reg_t *r = (px_btl_ofi_reg_t *)e;
-    if (r->mr)
-        fi_close(&r->mr->fid);
-    r->mr = NULL;
-    return PX_SUCCESS;
-}
-
-static px_btl_registration_handle_t *px_btl_ofi_register_mem(px_btl_module_t *btl,
-                                                             px_btl_endpoint_t *endpoint,
-                                                             void *base, size_t size,
-                                                             uint32_t flags)
-{
-    (void)endpoint;
-    (void)flags;
-    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
-    px_rcache_entry_t *e = NULL;
-    if (PX_SUCCESS != px_rcache_register(m->rcache, base, size, 0, &e))
-        return NULL;
-    return &((px_btl_ofi_reg_t *)e)->handle;
-}
-
-static int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t *handle)
-{
-    (void)btl;
-    px_btl_ofi_reg_t *r = px_container_of(handle, px_btl_ofi_reg_t, handle);
-    return px_rcache_release(&r->super);
-}
 
 /* ---- receives ---- */
 
@@ -261,8 +161,8 @@ static ssize_t px_btl_ofi_post_send(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f
 
 /* A transport error: to the runtime's callback (which fails the requests of
  * the peer), or printed when none is installed. */
-static void px_btl_ofi_report(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int error,
-                              const char *what, const char *detail)
+void px_btl_ofi_report(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int error, const char *what,
+                       const char *detail)
 {
     char text[600];
     if (ep)
@@ -289,15 +189,13 @@ static double px_btl_ofi_now(void)
 
 /* libfabric refused an operation to `ep` with EAGAIN: start or check the
  * clock; true when it has refused for longer than btl_ofi_connect_timeout. */
-static bool px_btl_ofi_stuck_too_long(px_btl_endpoint_t *ep)
+bool px_btl_ofi_stuck_too_long(px_btl_endpoint_t *ep)
 {
     double t = px_btl_ofi_now();
     if (0 == ep->stuck_since)
         ep->stuck_since = t;
     return px_btl_ofi_connect_timeout > 0 && t - ep->stuck_since > px_btl_ofi_connect_timeout;
 }
-
-static int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep);
 
 static void px_btl_ofi_queue(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, px_btl_ofi_frag_t *f)
 {
@@ -404,7 +302,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
 }
 
 /* Fail every pending send of an endpoint (its peer is lost). */
-static void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int status)
+void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int status)
 {
     while (ep->pending_head) {
         px_btl_ofi_frag_t *f = ep->pending_head;
@@ -418,7 +316,7 @@ static void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *e
 /* libfabric refused everything to `ep` for btl_ofi_connect_timeout seconds:
  * declare the peer unreachable (pending sends are failed by the caller's
  * progress pass). */
-static int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
+int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
 {
     if (!ep->failed) {
         char detail[300];
@@ -465,121 +363,6 @@ static int px_btl_ofi_retry_pending(px_btl_ofi_module_t *m)
             link = &ep->next_blocked;
     }
     return n;
-}
-
-/* ---- RDMA ---- */
-
-static int px_btl_ofi_rdma(px_btl_ofi_module_t *m, px_btl_endpoint_t *endpoint, bool write,
-                           void *local_address, uint64_t remote_address,
-                           px_btl_registration_handle_t *local_handle,
-                           px_btl_registration_handle_t *remote_handle, size_t size,
-                           px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
-{
-    if (PX_UNLIKELY(endpoint->failed))
-        return PX_ERR_UNREACH;
-    if (PX_UNLIKELY(NULL == remote_handle))
-        return PX_ERR_BAD_PARAM;
-    px_btl_ofi_rdma_op_t *op = (px_btl_ofi_rdma_op_t *)px_free_list_get(&m->rdma_ops);
-    if (NULL == op)
-        return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    op->ctx.type = PX_BTL_OFI_OP_RDMA;
-    op->endpoint = endpoint;
-    op->local_address = local_address;
-    op->local_handle = local_handle;
-    op->temp_reg = NULL;
-    op->cbfunc = cbfunc;
-    op->cbcontext = cbcontext;
-    op->cbdata = cbdata;
-    op->write = write;
-    void *desc = NULL;
-    if (local_handle) {
-        desc = local_handle->desc;
-    } else if (m->mr_local) {
-        if (PX_SUCCESS != px_rcache_register(m->rcache, local_address, size, 0, &op->temp_reg)) {
-            px_free_list_return(&m->rdma_ops, &op->super);
-            return PX_ERR_TEMP_OUT_OF_RESOURCE;
-        }
-        desc = ((px_btl_ofi_reg_t *)op->temp_reg)->handle.desc;
-    }
-    /* The remote handle arrived in a message: it may be unaligned. */
-    uint64_t rkey, rbase;
-    memcpy(&rkey, (const char *)remote_handle + offsetof(px_btl_registration_handle_t, key),
-           sizeof(rkey));
-    memcpy(&rbase, (const char *)remote_handle + offsetof(px_btl_registration_handle_t, base),
-           sizeof(rbase));
-    uint64_t raddr = m->mr_virt_addr ? remote_address : remote_address - rbase;
-    ssize_t rc;
-    if (write) {
-        /* A put completes when the data is at the target (delivery
-         * complete), so a message sent after the completion cannot
-         * overtake it; the runtime relies on that for its FIN. */
-        struct iovec iov = {.iov_base = local_address, .iov_len = size};
-        struct fi_rma_iov riov = {.addr = raddr, .len = size, .key = rkey};
-        struct fi_msg_rma msg = {.msg_iov = &iov,
-                                 .desc = &desc,
-                                 .iov_count = 1,
-                                 .addr = endpoint->addr,
-                                 .rma_iov = &riov,
-                                 .rma_iov_count = 1,
-                                 .context = &op->ctx.fi};
-        rc = fi_writemsg(m->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
-    } else {
-        rc = fi_read(m->ep, local_address, size, desc, endpoint->addr, raddr, rkey, &op->ctx.fi);
-    }
-    if (PX_LIKELY(0 == rc)) {
-        endpoint->outstanding++;
-        endpoint->stuck_since = 0;
-        m->outstanding++;
-        return PX_SUCCESS;
-    }
-    if (op->temp_reg)
-        px_rcache_release(op->temp_reg);
-    px_free_list_return(&m->rdma_ops, &op->super);
-    if (-FI_EAGAIN == rc)
-        return px_btl_ofi_stuck_too_long(endpoint) ? px_btl_ofi_give_up(m, endpoint)
-                                                   : PX_ERR_TEMP_OUT_OF_RESOURCE;
-    px_btl_ofi_report(m, endpoint, PX_ERR_COMM, write ? "fi_write to" : "fi_read from",
-                      px_btl_ofi_strerror((int)rc));
-    return PX_ERR_COMM;
-}
-
-static int px_btl_ofi_put(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                          void *cbdata)
-{
-    (void)flags;
-    (void)order;
-    return px_btl_ofi_rdma((px_btl_ofi_module_t *)btl, endpoint, true, local_address,
-                           remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
-                           cbdata);
-}
-
-static int px_btl_ofi_get(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                          void *cbdata)
-{
-    (void)flags;
-    (void)order;
-    return px_btl_ofi_rdma((px_btl_ofi_module_t *)btl, endpoint, false, local_address,
-                           remote_address, local_handle, remote_handle, size, cbfunc, cbcontext,
-                           cbdata);
-}
-
-static void px_btl_ofi_rdma_done(px_btl_ofi_module_t *m, px_btl_ofi_rdma_op_t *op, int status)
-{
-    if (op->temp_reg)
-        px_rcache_release(op->temp_reg);
-    px_btl_rdma_completion_fn cb = op->cbfunc;
-    px_btl_endpoint_t *ep = op->endpoint;
-    void *la = op->local_address, *cc = op->cbcontext, *cd = op->cbdata;
-    px_btl_registration_handle_t *lh = op->local_handle;
-    px_free_list_return(&m->rdma_ops, &op->super);
-    if (cb)
-        cb(&m->super, ep, la, lh, cc, cd, status);
 }
 
 /* ---- progress ---- */
@@ -722,109 +505,7 @@ static int px_btl_ofi_register_error(px_btl_module_t *btl, px_btl_error_fn cbfun
     return PX_SUCCESS;
 }
 
-/* ---- peers ---- */
-
-static const char *px_btl_ofi_keep_reason(px_btl_ofi_module_t *m, char *text)
-{
-    char **r = realloc(m->reasons, (m->num_reasons + 1) * sizeof(char *));
-    if (NULL == r) {
-        free(text);
-        return "out of memory";
-    }
-    m->reasons = r;
-    m->reasons[m->num_reasons++] = text;
-    return text;
-}
-
-static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...) PX_PRINTF(2, 3);
-static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...)
-{
-    va_list ap;
-    char *text = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
-    va_end(ap);
-    return text ? px_btl_ofi_keep_reason(m, text) : "out of memory";
-}
-
-static int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
-                                px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
-                                const char **reasons)
-{
-    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
-    const char *myprov = px_btl_ofi_prov(m);
-    bool host_only = 0 == strcmp(myprov, "shm");
-    for (size_t i = 0; i < nprocs; ++i) {
-        px_proc_t *p = procs[i];
-        endpoints[i] = NULL;
-        if (p->rank < 0)
-            continue;
-        if ((size_t)p->rank >= m->num_peers) {
-            size_t n = (size_t)p->rank + 1;
-            px_btl_endpoint_t **np = realloc(m->peers, n * sizeof(*np));
-            if (NULL == np)
-                return PX_ERR_OUT_OF_RESOURCE;
-            memset(np + m->num_peers, 0, (n - m->num_peers) * sizeof(*np));
-            m->peers = np;
-            m->num_peers = n;
-        }
-        if (m->peers[p->rank]) { /* already known */
-            endpoints[i] = m->peers[p->rank];
-            px_bitmap_set_bit(reachable, (int)i);
-            continue;
-        }
-        if (host_only && !(p->locality & PX_PROC_LOCAL_HOST)) {
-            reasons[i] = px_btl_ofi_reason(m,
-                                           "the shm provider reaches only same-host peers "
-                                           "and rank %d is on host %s",
-                                           p->rank, p->hostname ? p->hostname : "?");
-            continue;
-        }
-        void *blob = NULL;
-        size_t len = 0;
-        int rc = px_boot_modex_recv(&px_btl_ofi_component.base, p->rank, &blob, &len);
-        if (PX_SUCCESS != rc || len < sizeof(px_btl_ofi_modex_t)) {
-            reasons[i] = px_btl_ofi_reason(m,
-                                           "rank %d published no btl/ofi address (its "
-                                           "btl/ofi declined or is not in its btl list)",
-                                           p->rank);
-            free(blob);
-            continue;
-        }
-        px_btl_ofi_modex_t *b = blob;
-        b->prov[sizeof(b->prov) - 1] = '\0';
-        if (0 != strcmp(b->prov, myprov) || b->addr_format != m->info->addr_format ||
-            len < sizeof(*b) + b->addrlen) {
-            reasons[i] = px_btl_ofi_reason(m,
-                                           "rank %d uses libfabric provider %s, this process "
-                                           "%s: set btl_ofi_provider_include alike on all "
-                                           "hosts",
-                                           p->rank, b->prov, myprov);
-            free(blob);
-            continue;
-        }
-        fi_addr_t fa = FI_ADDR_NOTAVAIL;
-        int n = fi_av_insert(m->av, b->addr, 1, &fa, 0, NULL);
-        free(blob);
-        if (1 != n) {
-            reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",
-                                           p->rank, px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL));
-            continue;
-        }
-        px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
-        if (NULL == ep)
-            return PX_ERR_OUT_OF_RESOURCE;
-        ep->module = m;
-        ep->addr = fa;
-        ep->rank = p->rank;
-        ep->hostname = p->hostname;
-        m->peers[p->rank] = ep;
-        endpoints[i] = ep;
-        px_bitmap_set_bit(reachable, (int)i);
-    }
-    return PX_SUCCESS;
-}
+/* ---- teardown of endpoints ---- */
 
 /* Before endpoints go away: a message sent just before (the last one of a
  * barrier, say; injected, so without a completion, or completed when the
@@ -833,7 +514,7 @@ static int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t *
  * with a completion (ordered after the others, FI_ORDER_SAS) and wait, at most
  * PX_BTL_OFI_DRAIN_SECONDS, for every operation to these peers to complete. */
 #define PX_BTL_OFI_DRAIN_SECONDS 2.0
-static void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n)
+void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n)
 {
     m->draining = true;
     for (size_t i = 0; i < n; ++i) {
@@ -860,42 +541,6 @@ static void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, si
         px_btl_ofi_progress(&m->super);
     }
     m->draining = false;
-}
-
-static int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
-                                px_btl_endpoint_t **endpoints)
-{
-    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
-    px_btl_endpoint_t **eps = calloc(nprocs ? nprocs : 1, sizeof(*eps));
-    if (NULL == eps)
-        return PX_ERR_OUT_OF_RESOURCE;
-    for (size_t i = 0; i < nprocs; ++i) {
-        eps[i] = endpoints ? endpoints[i] : NULL;
-        if (NULL == eps[i] && procs[i]->rank >= 0 && (size_t)procs[i]->rank < m->num_peers)
-            eps[i] = m->peers[procs[i]->rank];
-    }
-    px_btl_ofi_drain(m, eps, nprocs);
-    for (size_t i = 0; i < nprocs; ++i) {
-        px_btl_endpoint_t *ep = eps[i];
-        if (NULL == ep)
-            continue;
-        if (ep->pending_head) { /* the drain gave up: fail them, forget the endpoint */
-            px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
-            for (px_btl_endpoint_t **l = &m->blocked; *l; l = &(*l)->next_blocked)
-                if (*l == ep) {
-                    *l = ep->next_blocked;
-                    break;
-                }
-        }
-        fi_av_remove(m->av, &ep->addr, 1, 0);
-        if ((size_t)ep->rank < m->num_peers && m->peers[ep->rank] == ep)
-            m->peers[ep->rank] = NULL;
-        free(ep);
-        if (endpoints)
-            endpoints[i] = NULL;
-    }
-    free(eps);
-    return PX_SUCCESS;
 }
 
 /* ---- setup and teardown ---- */
@@ -952,10 +597,7 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     b->btl_prepare_src = px_btl_ofi_prepare_src;
     b->btl_send = px_btl_ofi_send;
     b->btl_sendi = px_btl_ofi_sendi;
-    b->btl_put = px_btl_ofi_put;
-    b->btl_get = px_btl_ofi_get;
-    b->btl_register_mem = px_btl_ofi_register_mem;
-    b->btl_deregister_mem = px_btl_ofi_deregister_mem;
+    px_btl_ofi_rdma_install(b);
     b->btl_flush = px_btl_ofi_flush;
     b->btl_progress = px_btl_ofi_progress;
     b->btl_register_error = px_btl_ofi_register_error;

@@ -132,11 +132,9 @@ int px_btl_self_frag_lists_init(void)
     return PX_SUCCESS;
 }
 
-static px_btl_module_t **px_btl_self_init(int *num_modules, bool enable_progress_threads,
-                                          bool enable_mpi_threads)
+static px_btl_module_t **px_btl_self_init(int *num_modules, bool enable_progress_threads)
 {
     (void)enable_progress_threads;
-    (void)enable_mpi_threads;
     *num_modules = 0;
     if (!px_btl_self_state.lists_constructed)
         px_btl_self_open();

@@ -71,6 +71,20 @@ static inline px_btl_self_frag_t *px_btl_self_frag_get(size_t size)
     return (px_btl_self_frag_t *)px_free_list_get(fl);
 }
 
+/* Hand a fragment to the caller as a descriptor of `count` segments, no callback. */
+static inline px_btl_descriptor_t *px_btl_self_frag_ready(px_btl_self_frag_t *f, size_t count,
+                                                          uint32_t flags, uint8_t order)
+{
+    f->base.des_segments = f->segments;
+    f->base.des_segment_count = count;
+    f->base.des_flags = flags;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.order = order;
+    return &f->base;
+}
+
 static px_btl_descriptor_t *px_btl_self_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
                                               uint8_t order, size_t size, uint32_t flags)
 {
@@ -81,14 +95,7 @@ static px_btl_descriptor_t *px_btl_self_alloc(px_btl_module_t *btl, px_btl_endpo
         return NULL;
     f->segments[0].seg_addr = f->data;
     f->segments[0].seg_len = size;
-    f->base.des_segments = f->segments;
-    f->base.des_segment_count = 1;
-    f->base.des_flags = flags;
-    f->base.des_cbfunc = NULL;
-    f->base.des_cbdata = NULL;
-    f->base.des_context = NULL;
-    f->base.order = order;
-    return &f->base;
+    return px_btl_self_frag_ready(f, 1, flags, order);
 }
 
 static int px_btl_self_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
@@ -120,15 +127,8 @@ static px_btl_descriptor_t *px_btl_self_prepare_src(px_btl_module_t *btl,
         f->segments[1].seg_addr = px_btl_convertor_current(conv);
         f->segments[1].seg_len = data;
         conv->position += data;
-        f->base.des_segments = f->segments;
-        f->base.des_segment_count = data ? 2 : 1;
-        f->base.des_flags = flags;
-        f->base.des_cbfunc = NULL;
-        f->base.des_cbdata = NULL;
-        f->base.des_context = NULL;
-        f->base.order = order;
         *size = data;
-        return &f->base;
+        return px_btl_self_frag_ready(f, data ? 2 : 1, flags, order);
     }
     /* Packing: header and data in one fragment of the right list. */
     if (reserve + data > btl->btl_max_send_size)
@@ -190,35 +190,21 @@ static int px_btl_self_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, 
     return PX_SUCCESS;
 }
 
-static int px_btl_self_put(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                           uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                           px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                           int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                           void *cbdata)
+/* put and get: a memcpy in the direction asked. */
+static inline int px_btl_self_rdma(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                   const px_btl_rdma_args_t *a)
 {
-    (void)remote_handle;
-    (void)flags;
-    (void)order;
-    memcpy((void *)(uintptr_t)remote_address, local_address, size);
-    if (cbfunc)
-        cbfunc(btl, endpoint, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    void *remote = (void *)(uintptr_t)a->remote_address;
+    if (PX_BTL_RDMA_PUT == a->dir)
+        memcpy(remote, a->local_address, a->size);
+    else
+        memcpy(a->local_address, remote, a->size);
+    if (a->cbfunc)
+        a->cbfunc(btl, endpoint, a->local_address, a->local_handle, a->cbcontext, a->cbdata,
+                  PX_SUCCESS);
     return PX_SUCCESS;
 }
-
-static int px_btl_self_get(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,
-                           uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                           px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                           int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                           void *cbdata)
-{
-    (void)remote_handle;
-    (void)flags;
-    (void)order;
-    memcpy(local_address, (const void *)(uintptr_t)remote_address, size);
-    if (cbfunc)
-        cbfunc(btl, endpoint, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
-    return PX_SUCCESS;
-}
+PX_BTL_BASE_RDMA_PUT_GET(px_btl_self, px_btl_self_rdma)
 
 static int px_btl_self_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
 {

@@ -238,11 +238,9 @@ static bool is_pow2(size_t x)
     return x && !(x & (x - 1));
 }
 
-static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_threads,
-                                         bool enable_mpi_threads)
+static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_threads)
 {
     (void)enable_progress_threads;
-    (void)enable_mpi_threads;
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_module_t *m = &px_btl_shm_module.super;
     *num_modules = 0;

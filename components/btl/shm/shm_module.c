@@ -570,31 +570,14 @@ static int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool writ
     return PX_SUCCESS;
 }
 
-static int px_btl_shm_get(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local_address,
-                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                          void *cbdata)
+/* btl_put and btl_get: the single copy above. */
+static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
+                                  const px_btl_rdma_args_t *a)
 {
-    (void)remote_handle;
-    (void)flags;
-    (void)order;
-    return px_btl_shm_cma(btl, ep, false, local_address, remote_address, local_handle, size, cbfunc,
-                          cbcontext, cbdata);
+    return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address, a->remote_address,
+                          a->local_handle, a->size, a->cbfunc, a->cbcontext, a->cbdata);
 }
-
-static int px_btl_shm_put(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local_address,
-                          uint64_t remote_address, px_btl_registration_handle_t *local_handle,
-                          px_btl_registration_handle_t *remote_handle, size_t size, int flags,
-                          int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext,
-                          void *cbdata)
-{
-    (void)remote_handle;
-    (void)flags;
-    (void)order;
-    return px_btl_shm_cma(btl, ep, true, local_address, remote_address, local_handle, size, cbfunc,
-                          cbcontext, cbdata);
-}
+PX_BTL_BASE_RDMA_PUT_GET(px_btl_shm, px_btl_shm_rdma)
 
 /* ------------------------------------------------------------ peers */
 

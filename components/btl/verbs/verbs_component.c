@@ -119,11 +119,9 @@ static int px_btl_verbs_close(void)
     return PX_SUCCESS;
 }
 
-static px_btl_module_t **px_btl_verbs_init(int *num_modules, bool enable_progress_threads,
-                                           bool enable_mpi_threads)
+static px_btl_module_t **px_btl_verbs_init(int *num_modules, bool enable_progress_threads)
 {
     (void)enable_progress_threads;
-    (void)enable_mpi_threads;
     *num_modules = 0;
     char found[1024];
     int usable = px_btl_verbs_discover(found, sizeof(found));

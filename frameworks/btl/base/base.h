@@ -34,7 +34,7 @@ extern int px_btl_base_num_modules;
 /* Call btl_init of every open component; components returning no module are
  * closed. Registers each module's progress function. The framework must be
  * open (px_mca_framework_open(&px_btl_base_framework)). */
-int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads);
+int px_btl_base_select(bool enable_progress_threads);
 /* Components px_btl_base_select closed because their init returned no module. */
 int px_btl_base_declined_count(void);
 const char *px_btl_base_declined_name(int i);
@@ -71,6 +71,61 @@ int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc, v
 
 /* Sort modules by exclusivity, highest first (stable). */
 void px_btl_base_sort_modules(px_btl_module_t **modules, int nmodules);
+
+/* ---- put and get as one function ---- */
+
+/* The direction of an RDMA transfer. */
+typedef enum px_btl_rdma_dir {
+    PX_BTL_RDMA_GET, /* remote -> local: btl_get */
+    PX_BTL_RDMA_PUT  /* local -> remote: btl_put */
+} px_btl_rdma_dir_t;
+
+/* The arguments btl_put and btl_get take after the module and the endpoint,
+ * and which of the two was called. */
+typedef struct px_btl_rdma_args {
+    void *local_address;
+    uint64_t remote_address;
+    px_btl_registration_handle_t *local_handle;
+    px_btl_registration_handle_t *remote_handle;
+    size_t size;
+    int flags, order;
+    px_btl_rdma_completion_fn cbfunc;
+    void *cbcontext, *cbdata;
+    px_btl_rdma_dir_t dir;
+} px_btl_rdma_args_t;
+
+/* A module's btl_put and btl_get differ only in the direction, so it may
+ * write one function
+ *     static inline int foo_rdma(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+ *                                const px_btl_rdma_args_t *a);
+ * and have
+ *     PX_BTL_BASE_RDMA_PUT_GET(foo, foo_rdma)
+ * define static foo_put and foo_get, the module's btl_put and btl_get. Each
+ * gathers its arguments with the direction and calls
+ * foo_rdma; inlined there, the arguments stay in registers and the direction
+ * is a constant. */
+#define PX_BTL_BASE_RDMA_PUT_GET(prefix, rdma)                                                     \
+    PX_BTL_BASE_RDMA_ENTRY_(prefix##_put, rdma, PX_BTL_RDMA_PUT)                                   \
+    PX_BTL_BASE_RDMA_ENTRY_(prefix##_get, rdma, PX_BTL_RDMA_GET)
+#define PX_BTL_BASE_RDMA_ENTRY_(name, rdma, direction)                                             \
+    static int name(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *local_address,        \
+                    uint64_t remote_address, px_btl_registration_handle_t *local_handle,           \
+                    px_btl_registration_handle_t *remote_handle, size_t size, int flags,           \
+                    int order, px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)    \
+    {                                                                                              \
+        const px_btl_rdma_args_t args = {.local_address = local_address,                           \
+                                         .remote_address = remote_address,                         \
+                                         .local_handle = local_handle,                             \
+                                         .remote_handle = remote_handle,                           \
+                                         .size = size,                                             \
+                                         .flags = flags,                                           \
+                                         .order = order,                                           \
+                                         .cbfunc = cbfunc,                                         \
+                                         .cbcontext = cbcontext,                                   \
+                                         .cbdata = cbdata,                                         \
+                                         .dir = (direction)};                                      \
+        return rdma(btl, endpoint, &args);                                                         \
+    }
 
 /* ---- per-peer selection ---- */
 

@@ -261,7 +261,7 @@ void px_btl_base_sort_modules(px_btl_module_t **modules, int n)
     }
 }
 
-int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads)
+int px_btl_base_select(bool enable_progress_threads)
 {
     px_mca_framework_t *fw = &px_btl_base_framework;
     px_mca_component_item_t *item, *next;
@@ -271,7 +271,7 @@ int px_btl_base_select(bool enable_progress_threads, bool enable_mpi_threads)
         int n = 0;
         px_btl_module_t **mods = NULL;
         if (comp->btl_init)
-            mods = comp->btl_init(&n, enable_progress_threads, enable_mpi_threads);
+            mods = comp->btl_init(&n, enable_progress_threads);
         if (NULL == mods || n <= 0) {
             PX_OUTPUT_VERBOSE(10, fw->output, "btl %s: init returned no module; closing it",
                               comp->base.component_name);

@@ -1,0 +1,152 @@
+/*
+ * ofi_peers.c: btl/ofi peers: add_procs reads each peer's modex blob (provider,
+ * address format, fi_getname bytes), checks that it uses the same provider
+ * and inserts its address into the address vector, or says why it cannot
+ * reach it; del_procs drains what was sent to the peers, then forgets them.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "components/btl/ofi/ofi.h"
+#include "core/util/error.h"
+#include "frameworks/boot/boot.h"
+
+static const char *px_btl_ofi_keep_reason(px_btl_ofi_module_t *m, char *text)
+{
+    char **r = realloc(m->reasons, (m->num_reasons + 1) * sizeof(char *));
+    if (NULL == r) {
+        free(text);
+        return "out of memory";
+    }
+    m->reasons = r;
+    m->reasons[m->num_reasons++] = text;
+    return text;
+}
+
+static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...) PX_PRINTF(2, 3);
+static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...)
+{
+    va_list ap;
+    char *text = NULL;
+    va_start(ap, fmt);
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    return text ? px_btl_ofi_keep_reason(m, text) : "out of memory";
+}
+
+int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                         const char **reasons)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    const char *myprov = px_btl_ofi_prov(m);
+    bool host_only = 0 == strcmp(myprov, "shm");
+    for (size_t i = 0; i < nprocs; ++i) {
+        px_proc_t *p = procs[i];
+        endpoints[i] = NULL;
+        if (p->rank < 0)
+            continue;
+        if ((size_t)p->rank >= m->num_peers) {
+            size_t n = (size_t)p->rank + 1;
+            px_btl_endpoint_t **np = realloc(m->peers, n * sizeof(*np));
+            if (NULL == np)
+                return PX_ERR_OUT_OF_RESOURCE;
+            memset(np + m->num_peers, 0, (n - m->num_peers) * sizeof(*np));
+            m->peers = np;
+            m->num_peers = n;
+        }
+        if (m->peers[p->rank]) { /* already known */
+            endpoints[i] = m->peers[p->rank];
+            px_bitmap_set_bit(reachable, (int)i);
+            continue;
+        }
+        if (host_only && !(p->locality & PX_PROC_LOCAL_HOST)) {
+            reasons[i] = px_btl_ofi_reason(m,
+                                           "the shm provider reaches only same-host peers "
+                                           "and rank %d is on host %s",
+                                           p->rank, p->hostname ? p->hostname : "?");
+            continue;
+        }
+        void *blob = NULL;
+        size_t len = 0;
+        int rc = px_boot_modex_recv(&px_btl_ofi_component.base, p->rank, &blob, &len);
+        if (PX_SUCCESS != rc || len < sizeof(px_btl_ofi_modex_t)) {
+            reasons[i] = px_btl_ofi_reason(m,
+                                           "rank %d published no btl/ofi address (its "
+                                           "btl/ofi declined or is not in its btl list)",
+                                           p->rank);
+            free(blob);
+            continue;
+        }
+        px_btl_ofi_modex_t *b = blob;
+        b->prov[sizeof(b->prov) - 1] = '\0';
+        if (0 != strcmp(b->prov, myprov) || b->addr_format != m->info->addr_format ||
+            len < sizeof(*b) + b->addrlen) {
+            reasons[i] = px_btl_ofi_reason(m,
+                                           "rank %d uses libfabric provider %s, this process "
+                                           "%s: set btl_ofi_provider_include alike on all "
+                                           "hosts",
+                                           p->rank, b->prov, myprov);
+            free(blob);
+            continue;
+        }
+        fi_addr_t fa = FI_ADDR_NOTAVAIL;
+        int n = fi_av_insert(m->av, b->addr, 1, &fa, 0, NULL);
+        free(blob);
+        if (1 != n) {
+            reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",
+                                           p->rank, px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL));
+            continue;
+        }
+        px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
+        if (NULL == ep)
+            return PX_ERR_OUT_OF_RESOURCE;
+        ep->module = m;
+        ep->addr = fa;
+        ep->rank = p->rank;
+        ep->hostname = p->hostname;
+        m->peers[p->rank] = ep;
+        endpoints[i] = ep;
+        px_bitmap_set_bit(reachable, (int)i);
+    }
+    return PX_SUCCESS;
+}
+
+int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    px_btl_endpoint_t **eps = calloc(nprocs ? nprocs : 1, sizeof(*eps));
+    if (NULL == eps)
+        return PX_ERR_OUT_OF_RESOURCE;
+    for (size_t i = 0; i < nprocs; ++i) {
+        eps[i] = endpoints ? endpoints[i] : NULL;
+        if (NULL == eps[i] && procs[i]->rank >= 0 && (size_t)procs[i]->rank < m->num_peers)
+            eps[i] = m->peers[procs[i]->rank];
+    }
+    px_btl_ofi_drain(m, eps, nprocs);
+    for (size_t i = 0; i < nprocs; ++i) {
+        px_btl_endpoint_t *ep = eps[i];
+        if (NULL == ep)
+            continue;
+        if (ep->pending_head) { /* the drain gave up: fail them, forget the endpoint */
+            px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
+            for (px_btl_endpoint_t **l = &m->blocked; *l; l = &(*l)->next_blocked)
+                if (*l == ep) {
+                    *l = ep->next_blocked;
+                    break;
+                }
+        }
+        fi_av_remove(m->av, &ep->addr, 1, 0);
+        if ((size_t)ep->rank < m->num_peers && m->peers[ep->rank] == ep)
+            m->peers[ep->rank] = NULL;
+        free(ep);
+        if (endpoints)
+            endpoints[i] = NULL;
+    }
+    free(eps);
+    return PX_SUCCESS;
+}
