@@ -33,8 +33,9 @@ static int px_rt_build_procs(void)
     int n = px_rt.size;
     px_rt.procs = calloc(n, sizeof(*px_rt.procs));
     px_rt.proc_ptrs = calloc(n, sizeof(*px_rt.proc_ptrs));
+    px_rt.btl_peers = calloc(n, sizeof(*px_rt.btl_peers));
     px_rt.peers = calloc(n, sizeof(*px_rt.peers));
-    if (!px_rt.procs || !px_rt.proc_ptrs || !px_rt.peers)
+    if (!px_rt.procs || !px_rt.proc_ptrs || !px_rt.btl_peers || !px_rt.peers)
         return PX_ERR_OUT_OF_RESOURCE;
     for (int r = 0; r < n; ++r) {
         px_proc_t *p = &px_rt.procs[r];
@@ -45,7 +46,6 @@ static int px_rt_build_procs(void)
         p->locality = px_boot->locality ? px_boot->locality(r) : 0;
         if (r == px_rt.rank)
             p->locality |= PX_PROC_LOCAL_SELF | PX_PROC_LOCAL_HOST;
-        p->btl_peer = NULL;
         px_rt.proc_ptrs[r] = p;
         PX_OBJ_CONSTRUCT(&px_rt.peers[r].ooo, px_list_t);
     }
@@ -66,9 +66,11 @@ static void px_rt_free_procs(void)
         for (int r = 0; r < px_rt.size; ++r)
             PX_OBJ_DESTRUCT(&px_rt.peers[r].ooo);
     free(px_rt.peers);
+    free(px_rt.btl_peers);
     free(px_rt.proc_ptrs);
     free(px_rt.procs);
     px_rt.peers = NULL;
+    px_rt.btl_peers = NULL;
     px_rt.proc_ptrs = NULL;
     px_rt.procs = NULL;
 }
@@ -141,7 +143,8 @@ int px_init(int *argc, char ***argv)
 
     char *why = NULL;
     rc = px_btl_base_add_procs(&px_rt.table, px_btl_base_modules, px_btl_base_num_modules,
-                               px_rt.proc_ptrs, (size_t)px_rt.size, &px_rt.procs[px_rt.rank], &why);
+                               px_rt.proc_ptrs, (size_t)px_rt.size, &px_rt.procs[px_rt.rank],
+                               px_rt.btl_peers, &why);
     if (rc != PX_SUCCESS) {
         if (why)
             px_show_error("px_init: %s", why);
@@ -152,7 +155,7 @@ int px_init(int *argc, char ***argv)
     }
     px_rt.table_valid = true;
     for (int r = 0; r < px_rt.size; ++r)
-        px_rt_pml_peer_setup(&px_rt.peers[r], px_rt.procs[r].btl_peer);
+        px_rt_pml_peer_setup(&px_rt.peers[r], px_rt.btl_peers[r]);
     px_btl_base_register_error(px_rt_btl_error);
     px_rt.initialized = true;
 
@@ -172,7 +175,7 @@ fail:
 static void px_rt_teardown(void)
 {
     if (px_rt.table_valid) {
-        px_btl_base_del_procs(&px_rt.table);
+        px_btl_base_del_procs(&px_rt.table, px_rt.btl_peers);
         px_rt.table_valid = false;
     }
     if (px_rt_stage.btl_selected) {

@@ -175,9 +175,12 @@ typedef struct px_rt_peer {
 typedef struct px_runtime {
     bool initialized;
     int rank, size;
-    px_proc_t *procs;      /* [size] */
-    px_proc_t **proc_ptrs; /* [size] */
-    px_rt_peer_t *peers;   /* [size] */
+    /* The process table: who each rank is (from boot) and what this process
+     * keeps about it. */
+    px_proc_t *procs;               /* [size] */
+    px_proc_t **proc_ptrs;          /* [size] */
+    px_btl_base_peer_t **btl_peers; /* [size], from px_btl_base_add_procs */
+    px_rt_peer_t *peers;            /* [size] */
     px_btl_base_table_t table;
     bool table_valid;
     px_list_t posted;     /* px_request_t (receives), in post order */

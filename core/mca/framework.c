@@ -301,6 +301,9 @@ int px_mca_framework_register(px_mca_framework_t *fw)
     int rc = px_mca_repository_init();
     if (rc != PX_SUCCESS)
         return rc;
+    /* From now on a variable of one of its components that is not registered
+     * (excluded, or not loaded) is not "unknown". */
+    px_mca_var_set_unknown_filter(px_mca_framework_unregistered_component_var);
     fw_state_t *st = state_of(fw, true);
     if (!st)
         return PX_ERR_OUT_OF_RESOURCE;
@@ -601,9 +604,7 @@ int px_mca_repository_list(const char *framework, const px_mca_component_t **out
     return n;
 }
 
-/* A variable name "<fw>_<comp>_..." of an existing component that was not
- * registered (excluded, or not loaded) is not "unknown". */
-static bool unregistered_component_var(const char *name)
+bool px_mca_framework_unregistered_component_var(const char *name)
 {
     for (int i = 0; i < n_states; i++) {
         const char *fwn = states[i].fw->name;
@@ -643,9 +644,4 @@ static bool unregistered_component_var(const char *name)
             return true;
     }
     return false;
-}
-
-__attribute__((constructor)) static void px_mca_framework_install_filter(void)
-{
-    px_mca_var_unregistered_component_filter = unregistered_component_var;
 }

@@ -101,4 +101,11 @@ int px_mca_framework_count(void);
 px_mca_framework_t *px_mca_framework_get(int i);
 px_mca_framework_t *px_mca_framework_find(const char *name);
 
+/* True when `name` ("<fw>_<comp>_...") names a variable of a component that
+ * exists (built in or a plugin file) in a registered framework but whose
+ * variables were not registered (excluded by a selection list, or not
+ * loaded): such a name is not "unknown". px_mca_framework_register installs
+ * it as the variable system's unknown-name filter. */
+bool px_mca_framework_unregistered_component_var(const char *name);
+
 #endif

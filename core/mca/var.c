@@ -92,7 +92,7 @@ static int n_value_errors;      /* values that did not parse, reported */
 static char *param_files_value; /* storage of mca_param_files */
 static bool strict_value;       /* storage of mca_base_strict */
 
-bool (*px_mca_var_unregistered_component_filter)(const char *name);
+static px_mca_var_unknown_filter_fn unknown_filter; /* px_mca_var_set_unknown_filter */
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -1581,6 +1581,13 @@ int px_mca_var_nearest(const char *name, const char **out, int max)
     return n;
 }
 
+void px_mca_var_set_unknown_filter(px_mca_var_unknown_filter_fn filter)
+{
+    pthread_mutex_lock(&lock);
+    unknown_filter = filter;
+    pthread_mutex_unlock(&lock);
+}
+
 int px_mca_var_check_unknown(void)
 {
     pthread_mutex_lock(&lock);
@@ -1590,8 +1597,7 @@ int px_mca_var_check_unknown(void)
         entry_t *e = &entries[i];
         if (e->source == PX_MCA_VAR_SOURCE_API || find_unlocked(e->name) >= 0)
             continue;
-        if (px_mca_var_unregistered_component_filter &&
-            px_mca_var_unregistered_component_filter(e->name))
+        if (unknown_filter && unknown_filter(e->name))
             continue;
         unknown++;
         if (e->warned && !strict_value)

@@ -127,6 +127,13 @@ int px_mca_var_set_cmdline(const char *name, const char *value, bool export_to_e
  * there were some and mca_base_strict is set, else PX_SUCCESS. */
 int px_mca_var_check_unknown(void);
 
+/* A name px_mca_var_check_unknown must not report although no variable has
+ * it (e.g. one of a component that exists but was not registered). */
+typedef bool (*px_mca_var_unknown_filter_fn)(const char *name);
+/* Install the filter px_mca_var_check_unknown consults (NULL: none). The
+ * framework layer installs its own when it registers a framework. */
+void px_mca_var_set_unknown_filter(px_mca_var_unknown_filter_fn filter);
+
 /* The longest source_where kept by px_mca_var_get_info (a parameter file's
  * path and line; longer ones are cut, ending in "..."). */
 #define PX_MCA_VAR_WHERE_MAX 4160

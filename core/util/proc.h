@@ -1,7 +1,9 @@
 /*
- * proc.h: one entry of the process table. The boot framework fills it
- * (rank, host, locality), the BTL base attaches per-peer endpoints to it.
- * Read by frameworks and the runtime; components see it in add_procs.
+ * proc.h: the identity of one process of the job (rank, host, locality), as
+ * the boot framework reports it. The runtime's process table (runtime/runtime.h)
+ * holds one per rank; components see them in add_procs. Per-peer transport
+ * state is not here: px_btl_base_add_procs returns it in a separate array that
+ * the runtime keeps beside its table.
  */
 #ifndef PX_UTIL_PROC_H
 #define PX_UTIL_PROC_H
@@ -18,7 +20,6 @@ typedef struct px_proc {
     const char *hostname; /* the peer's host as boot reports it */
     uint32_t locality;    /* PX_PROC_LOCAL_* bits relative to this process */
     uint32_t local_rank;  /* index among the processes on its host */
-    void *btl_peer;       /* owned by the BTL base: the per-peer endpoint table */
 } px_proc_t;
 
 #endif

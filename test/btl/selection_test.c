@@ -78,6 +78,9 @@ static fake_module_t make(const px_btl_component_t *c, uint32_t excl, uint32_t l
 
 static px_proc_t procs[4];
 static px_proc_t *pp[4];
+/* What px_btl_base_add_procs returns per process (the runtime keeps these in
+ * its process table). Poisoned before each call: add_procs must set each. */
+static px_btl_base_peer_t *peers[4];
 static void setup_procs(int n)
 {
     const char *hosts[] = {"hostA", "hostA", "hostB", "hostC"};
@@ -87,6 +90,7 @@ static void setup_procs(int n)
         procs[i].hostname = hosts[i];
         procs[i].locality = 0 == i ? PX_PROC_LOCAL_SELF : 0;
         pp[i] = &procs[i];
+        peers[i] = (px_btl_base_peer_t *)(uintptr_t)0xdead;
     }
 }
 
@@ -107,10 +111,10 @@ START_TEST(several_rails_and_ties)
     ck_assert_ptr_eq(mods[2], &c.super);
     px_btl_base_table_t t;
     char *err = NULL;
-    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 3, pp, 2, &procs[0], &err), PX_SUCCESS);
+    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 3, pp, 2, &procs[0], peers, &err), PX_SUCCESS);
     ck_assert_ptr_null(err);
     for (int r = 0; r < 2; ++r) {
-        px_btl_base_peer_t *p = procs[r].btl_peer;
+        px_btl_base_peer_t *p = peers[r];
         ck_assert_ptr_nonnull(p);
         ck_assert_int_eq(p->rank, r);
         /* send: both rails of the highest exclusivity, not gamma */
@@ -134,10 +138,10 @@ START_TEST(several_rails_and_ties)
         ck_assert_ptr_ne(s1->module, s2->module);
         ck_assert_ptr_eq(s1->module, s3->module);
     }
-    ck_assert_int_eq(px_btl_base_del_procs(&t), PX_SUCCESS);
+    ck_assert_int_eq(px_btl_base_del_procs(&t, peers), PX_SUCCESS);
     ck_assert_int_eq(a.del_calls, 1);
     ck_assert_int_eq(c.del_calls, 1);
-    ck_assert_ptr_null(procs[0].btl_peer);
+    ck_assert_ptr_null(peers[0]);
 }
 END_TEST
 
@@ -148,15 +152,15 @@ START_TEST(latency_tie_gives_several_eager)
     fake_module_t b = make(&comp_b, 1024, 7, 0, S | RDMA, 0x1, NULL);
     px_btl_module_t *mods[] = {&a.super, &b.super};
     px_btl_base_table_t t;
-    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 2, pp, 1, &procs[0], NULL), PX_SUCCESS);
-    px_btl_base_peer_t *p = procs[0].btl_peer;
+    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 2, pp, 1, &procs[0], peers, NULL), PX_SUCCESS);
+    px_btl_base_peer_t *p = peers[0];
     ck_assert_int_eq(p->num_eager, 2);
     ck_assert_ptr_ne(px_btl_base_peer_eager(p)->module, px_btl_base_peer_eager(p)->module);
     /* zero bandwidth everywhere: equal weights */
     ck_assert_int_eq(p->num_rdma, 2);
     ck_assert_double_eq_tol(p->rdma[0].weight, 0.5, 1e-12);
     ck_assert_double_eq_tol(p->rdma[0].weight + p->rdma[1].weight, 1.0, 1e-12);
-    px_btl_base_del_procs(&t);
+    px_btl_base_del_procs(&t, peers);
 }
 END_TEST
 
@@ -170,8 +174,8 @@ START_TEST(exclusivity_per_peer)
     px_btl_module_t *mods[] = {&net.super, &shm.super, &self.super};
     px_btl_base_sort_modules(mods, 3);
     px_btl_base_table_t t;
-    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 3, pp, 3, &procs[0], NULL), PX_SUCCESS);
-    px_btl_base_peer_t *p0 = procs[0].btl_peer, *p1 = procs[1].btl_peer, *p2 = procs[2].btl_peer;
+    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 3, pp, 3, &procs[0], peers, NULL), PX_SUCCESS);
+    px_btl_base_peer_t *p0 = peers[0], *p1 = peers[1], *p2 = peers[2];
     ck_assert_int_eq(p0->num_send, 1);
     ck_assert_ptr_eq(p0->send[0].module, &self.super);
     ck_assert_int_eq(p0->num_rdma, 0); /* net reaches it, but a higher one wins */
@@ -179,7 +183,7 @@ START_TEST(exclusivity_per_peer)
     ck_assert_ptr_eq(p2->send[0].module, &net.super);
     ck_assert_int_eq(p2->num_rdma, 1);
     ck_assert_double_eq_tol(p2->rdma[0].weight, 1.0, 1e-12);
-    px_btl_base_del_procs(&t);
+    px_btl_base_del_procs(&t, peers);
 }
 END_TEST
 
@@ -195,7 +199,8 @@ START_TEST(unreachable_peer)
     px_btl_module_t *mods[] = {&self.super, &shm.super, &rdma_only.super, &broken.super};
     px_btl_base_table_t t;
     char *err = NULL;
-    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 4, pp, 3, &procs[0], &err), PX_ERR_UNREACH);
+    ck_assert_int_eq(px_btl_base_add_procs(&t, mods, 4, pp, 3, &procs[0], peers, &err),
+                     PX_ERR_UNREACH);
     ck_assert_ptr_nonnull(err);
     ck_assert_msg(strstr(err, "no transport reaches rank 2 (host hostB) from rank 0 (host hostA)"),
                   "%s", err);
@@ -208,7 +213,7 @@ START_TEST(unreachable_peer)
     free(err);
     /* Everything was released: no peer left behind, every module told. */
     for (int i = 0; i < 3; ++i)
-        ck_assert_ptr_null(procs[i].btl_peer);
+        ck_assert_ptr_null(peers[i]);
     ck_assert_int_eq(self.del_calls, 1);
     ck_assert_ptr_null(t.reach);
 }
@@ -219,11 +224,16 @@ START_TEST(no_module_at_all)
     setup_procs(1);
     px_btl_base_table_t t;
     char *err = NULL;
-    ck_assert_int_eq(px_btl_base_add_procs(&t, NULL, 0, pp, 1, &procs[0], &err), PX_ERR_UNREACH);
+    ck_assert_int_eq(px_btl_base_add_procs(&t, NULL, 0, pp, 1, &procs[0], peers, &err),
+                     PX_ERR_UNREACH);
     ck_assert_msg(strstr(err, "no transport reaches rank 0 (host hostA) from rank 0 (host hostA)"),
                   "%s", err);
     ck_assert_msg(strstr(err, "No BTL module was available"), "%s", err);
     free(err);
+    /* The per-peer results need somewhere to go. */
+    ck_assert_int_eq(px_btl_base_add_procs(&t, NULL, 0, pp, 1, &procs[0], NULL, NULL),
+                     PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_btl_base_del_procs(&t, NULL), PX_SUCCESS);
 }
 END_TEST
 

@@ -930,6 +930,39 @@ START_TEST(test_strict_makes_unknown_fatal)
 }
 END_TEST
 
+static bool gone_filter(const char *name)
+{
+    return 0 == strncmp(name, "ptest_gone_", 11);
+}
+
+START_TEST(test_unknown_filter_installed_by_call)
+{
+    /* The variable system consults the filter it was given, and only that:
+     * nothing installs one behind its back. */
+    clean_env();
+    setenv("PX_MCA_mca_base_strict", "1", 1);
+    setenv("PX_MCA_ptest_gone_x", "3", 1);
+    capture_begin();
+    int rc = px_mca_var_check_unknown();
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(err, "unknown variable \"ptest_gone_x\""));
+    px_mca_var_set_unknown_filter(gone_filter);
+    capture_begin();
+    rc = px_mca_var_check_unknown();
+    err = capture_end();
+    ck_assert_int_eq(rc, PX_SUCCESS);
+    ck_assert_ptr_null(strstr(err, "ptest_gone_x"));
+    px_mca_var_set_unknown_filter(NULL);
+    capture_begin();
+    rc = px_mca_var_check_unknown();
+    capture_end();
+    ck_assert_int_eq(rc, PX_ERR_NOT_FOUND);
+    unsetenv("PX_MCA_mca_base_strict");
+    px_mca_var_finalize();
+}
+END_TEST
+
 START_TEST(test_register_twice)
 {
     clean_env();
@@ -1264,6 +1297,7 @@ int main(void)
     tcase_add_test(tc, test_override_makes_readonly);
     tcase_add_test(tc, test_unknown_names_warn);
     tcase_add_test(tc, test_strict_makes_unknown_fatal);
+    tcase_add_test(tc, test_unknown_filter_installed_by_call);
     tcase_add_test(tc, test_register_twice);
     tcase_add_test(tc, test_info_and_nearest);
     tcase_add_test(tc, test_probe_runs_once_on_first_read);

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/mca/mca_internal.h"
+#include "core/mca/mca_tools.h"
 #include "runtime/runtime.h"
 #include "core/util/error.h"
 #include "frameworks/boot/boot.h"
@@ -500,7 +500,7 @@ int main(int argc, char **argv)
     gather(&info);
     for (int i = 0; i < nmca; i++) {
         if (px_mca_var_find(mca[i].name) < 0 &&
-            !px_mca_var_unregistered_component_filter(mca[i].name)) {
+            !px_mca_framework_unregistered_component_var(mca[i].name)) {
             unknown_variable(mca[i].name, " given with --mca");
             exit_code = 1;
             goto out;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "core/mca/mca_internal.h"
+#include "core/mca/mca_tools.h"
 #include "core/util/error.h"
 #include "tools/px_info/px_info.h"
 

@@ -135,7 +135,9 @@ typedef struct px_btl_base_peer_module {
     double weight; /* RDMA list: share of the bandwidth, summing to 1 */
 } px_btl_base_peer_module_t;
 
-/* Hung on px_proc_t.btl_peer by px_btl_base_add_procs. */
+/* The modules chosen for one peer: px_btl_base_add_procs returns one per
+ * process in its `peers` array, which the caller keeps (the runtime beside its
+ * process table) and hands back to px_btl_base_del_procs. */
 typedef struct px_btl_base_peer {
     int rank;
     int num_send, num_eager, num_rdma;
@@ -179,14 +181,19 @@ char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmod
  * selection variable to an unreachable message (takes msg, returns the new one). */
 char *px_btl_base_unreachable_add_context(char *msg);
 
-/* Call every module's add_procs over procs, then select per peer and set
- * procs[i]->btl_peer. modules must be sorted (px_btl_base_sort_modules). On
- * an unreachable peer returns PX_ERR_UNREACH and *error (caller frees) holds
- * the message; the table is released then. `local` is the calling process. */
+/* Call every module's add_procs over procs, then select per peer and store
+ * the choice for procs[i] in peers[i] (`peers` has nprocs entries, owned by
+ * the caller; the peers in it belong to the table until px_btl_base_del_procs).
+ * modules must be sorted (px_btl_base_sort_modules). On an unreachable peer
+ * returns PX_ERR_UNREACH and *error (caller frees) holds the message; the
+ * table is released then and every peers[i] is NULL. `local` is the calling
+ * process. */
 int px_btl_base_add_procs(px_btl_base_table_t *table, px_btl_module_t **modules, int nmodules,
-                          px_proc_t **procs, size_t nprocs, const px_proc_t *local, char **error);
-/* Call every module's del_procs, free the peers and the table's arrays. */
-int px_btl_base_del_procs(px_btl_base_table_t *table);
+                          px_proc_t **procs, size_t nprocs, const px_proc_t *local,
+                          px_btl_base_peer_t **peers, char **error);
+/* Call every module's del_procs, free the peers px_btl_base_add_procs put in
+ * `peers` (setting each to NULL) and the table's arrays. */
+int px_btl_base_del_procs(px_btl_base_table_t *table, px_btl_base_peer_t **peers);
 
 /* Pick the next eager / send module of a peer (round robin when several). */
 static inline px_btl_base_peer_module_t *px_btl_base_peer_eager(px_btl_base_peer_t *p)

@@ -200,11 +200,16 @@ static void reach_release(px_btl_base_reach_t *r, int n)
 }
 
 int px_btl_base_add_procs(px_btl_base_table_t *t, px_btl_module_t **modules, int nmodules,
-                          px_proc_t **procs, size_t nprocs, const px_proc_t *local, char **error)
+                          px_proc_t **procs, size_t nprocs, const px_proc_t *local,
+                          px_btl_base_peer_t **peers, char **error)
 {
     memset(t, 0, sizeof(*t));
     if (error)
         *error = NULL;
+    if (NULL == peers && nprocs > 0)
+        return PX_ERR_BAD_PARAM;
+    for (size_t i = 0; i < nprocs; ++i)
+        peers[i] = NULL;
     t->nmodules = nmodules;
     t->modules = modules;
     t->nprocs = nprocs;
@@ -249,15 +254,15 @@ int px_btl_base_add_procs(px_btl_base_table_t *t, px_btl_module_t **modules, int
             *error = px_btl_base_unreachable_add_context(msg);
         }
         if (rc != PX_SUCCESS) {
-            px_btl_base_del_procs(t);
+            px_btl_base_del_procs(t, peers);
             return rc;
         }
-        procs[i]->btl_peer = peer;
+        peers[i] = peer;
     }
     return PX_SUCCESS;
 }
 
-int px_btl_base_del_procs(px_btl_base_table_t *t)
+int px_btl_base_del_procs(px_btl_base_table_t *t, px_btl_base_peer_t **peers)
 {
     if (NULL == t->reach)
         return PX_SUCCESS;
@@ -266,9 +271,9 @@ int px_btl_base_del_procs(px_btl_base_table_t *t)
         if (mod->btl_del_procs && t->nprocs)
             mod->btl_del_procs(mod, t->nprocs, t->procs, t->reach[m].endpoints);
     }
-    for (size_t i = 0; i < t->nprocs; ++i) {
-        px_btl_base_peer_free(t->procs[i]->btl_peer);
-        t->procs[i]->btl_peer = NULL;
+    for (size_t i = 0; peers && i < t->nprocs; ++i) {
+        px_btl_base_peer_free(peers[i]);
+        peers[i] = NULL;
     }
     reach_release(t->reach, t->nmodules);
     t->reach = NULL;

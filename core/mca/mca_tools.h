@@ -1,0 +1,36 @@
+/*
+ * mca_tools.h: what the project's tools (px_info) read of the MCA internals
+ * beyond the public framework.h and var.h: the components on disk, the
+ * folder of the system parameter files, name suggestions. Not installed:
+ * tools built with the library include it; core/mca's own helpers stay in
+ * mca_internal.h.
+ */
+#ifndef PX_MCA_TOOLS_H
+#define PX_MCA_TOOLS_H
+
+#include "core/mca/component.h"
+#include "core/util/argv.h" /* px_argv_free for what these return */
+
+/* Up to `max` (<= 16) of `cands` nearest to `name`, best first, within the
+ * suggestion limit (a candidate containing `name` counts as near). `ncands`
+ * < 0: `cands` is NULL-terminated. Returns how many were written. */
+int px_mca_nearest_among(const char *name, const char *const *cands, int ncands, const char **out,
+                         int max);
+
+/* The folder of the system parameter files: $PX_SYSCONFDIR or the
+ * compiled-in one. */
+const char *px_mca_sysconfdir(void);
+
+/* Split `s` at `sep`, trimming blanks around each part and dropping empty
+ * ones: "self, shm," -> {"self", "shm"}. NULL when there is no part; free
+ * with px_argv_free (core/util/argv.h). */
+char **px_mca_split_trimmed(const char *s, char sep);
+
+/* Built-in components of a framework, in list order. */
+int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out, int max);
+/* Plugin files on mca_component_path for a framework: component names and
+ * paths, as parallel argv vectors (the first folder with a name wins).
+ * Returns the count; the caller frees both with px_argv_free. */
+int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths);
+
+#endif
