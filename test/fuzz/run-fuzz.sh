@@ -48,6 +48,7 @@ for h in "${harnesses[@]}"; do
     n=$((n + 1))
     extra=""
     [ "$h" = selection ] && extra="$src/test/mca/ptest_base.c"
+    [ "$h" = pxrun_server ] && extra="$src/tools/pxrun/pxrun_server.c"
     bin=fuzz/bin/fuzz_$h
     log=$build/fuzz/logs/$h.log
     # shellcheck disable=SC2086

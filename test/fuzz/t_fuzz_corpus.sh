@@ -34,4 +34,15 @@ check "the regression input of the short MATCH header is in the corpus" \
     >/dev/null 2>"$T/short.err"
 check "a MATCH message shorter than its header is dropped, saying so" \
     contains "$(cat "$T/short.err")" "less than its 16-byte header"
+# The rank-side harness survives the end of the launcher's stream: the
+# launcher watch of boot/pxrun must not exit the harness (it did in about
+# 2 replays of 5 when its thread ran before finalize stopped it).
+died=0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    timeout -s KILL 60 "$PX_BUILD/test/fuzz/fuzz_pxrun_client" "$PX_SRC/test/fuzz/corpus/pxrun_client" \
+        >"$T/client.out" 2>"$T/client.err" </dev/null || died=$((died + 1))
+    grep -q 'the launcher pxrun' "$T/client.err" && died=$((died + 1))
+done
+check "pxrun_client: 10 replays of its corpus, none ended by the launcher watch ($died did)" \
+    [ "$died" -eq 0 ]
 tap_done
