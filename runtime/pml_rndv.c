@@ -565,7 +565,7 @@ static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
 {
     r->rdma_mode = PX_RT_RDMA_NONE;
     r->nrails = 0;
-    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol)
+    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol || 0 == peer->btl->num_rdma)
         return;
     if (px_rt.rndv_protocol != PX_RT_RNDV_PUT && send_offer_rails(r, peer, PX_RT_RDMA_GET))
         r->rdma_mode = PX_RT_RDMA_GET;
