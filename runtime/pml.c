@@ -139,12 +139,9 @@ void px_rt_pending_remove(px_request_t *r)
     }
 }
 
-/* Drop every memory registration the request holds (put's, and each get rail's). */
+/* Drop every memory registration the request holds (one per RDMA rail). */
 void px_rt_req_release_regs(px_request_t *r)
 {
-    if (r->reg && r->rdma && r->rdma->module->btl_deregister_mem)
-        r->rdma->module->btl_deregister_mem(r->rdma->module, r->reg);
-    r->reg = NULL;
     for (int k = 0; k < r->nrails; ++k) {
         px_btl_module_t *m = r->rails[k].pm->module;
         if (r->rails[k].reg && m->btl_deregister_mem)
@@ -539,20 +536,14 @@ static int pending_progress(void)
         case PX_RT_PEND_ACK:
             px_rt_recv_send_ack(r);
             break;
-        case PX_RT_PEND_GET:
-            px_rt_recv_schedule_gets(r);
+        case PX_RT_PEND_RDMA:
+            px_rt_rdma_schedule(r);
             break;
         case PX_RT_PEND_FIN:
-            px_rt_recv_send_fin(r);
+            px_rt_rdma_send_fin(r);
             break;
         case PX_RT_PEND_PUTACK:
             px_rt_recv_send_putack(r);
-            break;
-        case PX_RT_PEND_PUT:
-            px_rt_send_schedule_puts(r);
-            break;
-        case PX_RT_PEND_PUTFIN:
-            px_rt_send_put_finish(r);
             break;
         default:
             break;

@@ -1,7 +1,8 @@
 /*
  * pml.h: what the two halves of the messaging layer share: pml.c (matching,
  * eager messages, the API, errors) and pml_rndv.c (the rendezvous protocols:
- * RDMA get striped over rails, RDMA put, pipelined fragments). Internal to
+ * RDMA get striped over rails and RDMA put, one chunk scheduler; pipelined
+ * fragments). Internal to
  * runtime; the hot-path helpers are static inline here.
  */
 #ifndef PX_RUNTIME_PML_H
@@ -27,8 +28,6 @@ static inline px_request_t *req_alloc(int type)
     r->des_held = false;
     r->released = false;
     r->outstanding = 0;
-    r->reg = NULL;
-    r->rdma = NULL;
     r->nrails = 0;
     r->rdma_mode = PX_RT_RDMA_NONE;
     r->rndv_prepared = false;
@@ -161,12 +160,12 @@ void px_rt_send_start_rndv(px_request_t *r);
 void px_rt_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob);
 /* Steps retried from progress. */
 void px_rt_send_schedule_frags(px_request_t *r);
-void px_rt_send_schedule_puts(px_request_t *r);
-void px_rt_send_put_finish(px_request_t *r);
 void px_rt_recv_send_ack(px_request_t *r);
-void px_rt_recv_schedule_gets(px_request_t *r);
-void px_rt_recv_send_fin(px_request_t *r);
 void px_rt_recv_send_putack(px_request_t *r);
+/* RDMA (get on the receiver, put on the sender, per r->rdma_mode): more
+ * chunks over the rails; then FIN (get) or PUT-FIN (put). */
+void px_rt_rdma_schedule(px_request_t *r);
+void px_rt_rdma_send_fin(px_request_t *r);
 /* Active-message callbacks of the rendezvous tags. */
 void px_rt_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);

@@ -8,10 +8,16 @@
  *    shares by bandwidth weight, reads with btl_get, then sends FIN.
  *  - RDMA put (no GET, or runtime_rndv_protocol put): the receiver answers
  *    PUT-ACK with its buffer and the length it takes; the sender writes with
- *    btl_put and sends PUT-FIN.
+ *    btl_put over one rail and sends PUT-FIN.
  *  - Pipelined fragments (no RDMA, runtime_rndv_protocol pipeline, or RDMA
  *    refused before any byte moved): the receiver answers ACK; the sender
  *    sends fragments of btl_max_send_size over the peer's send modules.
+ * Get and put are one chunk scheduler (rdma_schedule): the side that moves
+ * the data walks its rails (r->rails, each a byte range of the message, a
+ * local registration and the peer's handle) in chunks of the module's
+ * get/put limit, and the direction (r->rdma_mode) only picks btl_get or
+ * btl_put, and FIN or PUT-FIN at the end. Their fallback to fragments is one
+ * function too (rndv_use_frags).
  * A truncating receive reads (or keeps) only what fits and still completes
  * the protocol, so the sender finishes and no other message is lost.
  */
@@ -20,9 +26,87 @@
 #include "core/util/error.h"
 #include "core/util/output.h"
 
-void px_rt_recv_send_fin(px_request_t *r)
+/* ---- rails ---- */
+
+/* Can module `m` carry a rendezvous in direction `mode` (PX_RT_RDMA_GET/PUT)? */
+static bool rdma_can(const px_btl_module_t *m, int mode)
 {
-    int rc = px_rt_send_ctl(r->status.source, PX_RT_AM_FIN, r->remote, 0);
+    if (m->btl_registration_handle_size > PX_RT_MAX_HANDLE)
+        return false;
+    if (PX_RT_RDMA_GET == mode)
+        return (m->btl_flags & PX_BTL_FLAGS_GET) && m->btl_get;
+    return (m->btl_flags & PX_BTL_FLAGS_PUT) && m->btl_put;
+}
+
+/* Most rails a rendezvous in direction `mode` uses: get stripes, put does not
+ * (PUT-ACK carries one handle). */
+static int rails_max(int mode)
+{
+    return PX_RT_RDMA_GET == mode ? PX_RT_MAX_RAILS : 1;
+}
+
+/* Split [0, len) over the request's rails by bandwidth weight (the last rail
+ * takes the remainder) and register each rail's range of the local buffer.
+ * false when a range cannot be registered (the caller falls back). */
+static bool rails_split(px_request_t *r, size_t len)
+{
+    double wsum = 0;
+    for (int k = 0; k < r->nrails; ++k)
+        wsum += r->rails[k].pm->weight;
+    size_t start = 0;
+    for (int k = 0; k < r->nrails; ++k) {
+        px_rt_rail_t *rl = &r->rails[k];
+        size_t n = len - start;
+        if (k + 1 < r->nrails) {
+            double share = wsum > 0 ? rl->pm->weight / wsum : 1.0 / r->nrails;
+            n = (size_t)((double)len * share);
+            if (n > len - start)
+                n = len - start;
+        }
+        rl->cursor = start;
+        rl->end = start + n;
+        start += n;
+        px_btl_module_t *m = rl->pm->module;
+        if (n && m->btl_register_mem) {
+            rl->reg = m->btl_register_mem(m, rl->pm->endpoint, (char *)r->buf + rl->cursor, n, 0);
+            if (NULL == rl->reg)
+                return false;
+        }
+    }
+    return true;
+}
+
+/* RDMA cannot carry this rendezvous (a module refused before any byte moved,
+ * or memory could not be registered): move it by pipelined fragments. The
+ * receiver asks for them with ACK; the sender, already told where to put,
+ * sends them unasked (the receiver takes them as after an ACK). */
+static void rndv_use_frags(px_request_t *r)
+{
+    px_rt_req_release_regs(r);
+    r->rdma_mode = PX_RT_RDMA_NONE;
+    r->done = 0;
+    px_rt_pending_remove(r);
+    if (PX_RT_REQ_RECV == r->type) {
+        px_rt_recv_send_ack(r);
+        return;
+    }
+    r->scheduled = 0;
+    px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
+    px_rt_send_schedule_frags(r);
+}
+
+/* ---- the chunk scheduler (get: receiver, put: sender) ---- */
+
+/* The data has moved: tell the peer (FIN to the sender after get, PUT-FIN to
+ * the receiver after put, with whether the puts failed) and complete. */
+void px_rt_rdma_send_fin(px_request_t *r)
+{
+    int rc;
+    if (PX_RT_RDMA_GET == r->rdma_mode)
+        rc = px_rt_send_ctl(r->status.source, PX_RT_AM_FIN, r->remote, 0);
+    else
+        rc = px_rt_send_ctl(r->peer, PX_RT_AM_PUTFIN, PX_SUCCESS != r->status.error ? 1 : 0,
+                            r->remote);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
         px_rt_pending_add(r, PX_RT_PEND_FIN);
         return;
@@ -34,18 +118,18 @@ void px_rt_recv_send_fin(px_request_t *r)
     req_complete(r);
 }
 
-static void recv_get_check(px_request_t *r)
+static void rdma_check(px_request_t *r)
 {
-    size_t want = r->status.length;
-    if (r->finishing || r->complete || r->outstanding || r->done < want || r->scheduled < want)
+    if (r->finishing || r->complete || r->outstanding || r->done < r->rlen ||
+        r->scheduled < r->rlen)
         return;
     r->finishing = true;
     px_rt_req_release_regs(r);
-    px_rt_recv_send_fin(r);
+    px_rt_rdma_send_fin(r);
 }
 
-static void recv_get_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
-                          px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
+static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                      px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
 {
     (void)btl;
     (void)ep;
@@ -61,8 +145,61 @@ static void recv_get_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *loc
         (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error))
         r->status.error = PX_ERR_COMM;
     r->done += (size_t)(uintptr_t)cbdata;
-    recv_get_check(r);
+    rdma_check(r);
 }
+
+/* Hand the rest of every rail's range to its module, in chunks of its get or
+ * put limit (r->rdma_mode says which); r->rlen bytes move in all. */
+void px_rt_rdma_schedule(px_request_t *r)
+{
+    const bool get = PX_RT_RDMA_GET == r->rdma_mode;
+    for (int k = 0; k < r->nrails; ++k) {
+        px_rt_rail_t *rl = &r->rails[k];
+        px_btl_module_t *m = rl->pm->module;
+        const size_t limit = get ? m->btl_get_limit : m->btl_put_limit;
+        while (rl->cursor < rl->end) {
+            size_t off = rl->cursor, chunk = rl->end - off;
+            if (limit && chunk > limit)
+                chunk = limit;
+            rl->cursor += chunk;
+            r->scheduled += chunk;
+            r->outstanding++;
+            int rc = (get ? m->btl_get
+                          : m->btl_put)(m, rl->pm->endpoint, (char *)r->buf + off, r->raddr + off,
+                                        rl->reg, (px_btl_registration_handle_t *)rl->rhandle, chunk,
+                                        0, PX_BTL_NO_ORDER, rdma_done, r, (void *)(uintptr_t)chunk);
+            if (PX_SUCCESS == rc)
+                continue;
+            rl->cursor -= chunk;
+            r->scheduled -= chunk;
+            r->outstanding--;
+            if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+                px_rt_pending_add(r, PX_RT_PEND_RDMA);
+                return;
+            }
+            if (0 == r->scheduled && 0 == r->outstanding) {
+                PX_OUTPUT_VERBOSE(10, 0, "runtime: btl %s %s failed (%s); using fragments",
+                                  m->btl_component->base.component_name, get ? "get" : "put",
+                                  px_strerror(rc));
+                rndv_use_frags(r);
+                return;
+            }
+            /* Give up on the rest: count it as done so the FIN (PUT-FIN)
+             * still goes once the operations in flight finish. */
+            r->status.error = PX_ERR_COMM;
+            r->done += r->rlen - r->scheduled;
+            r->scheduled = r->rlen;
+            for (int j = 0; j < r->nrails; ++j)
+                r->rails[j].cursor = r->rails[j].end;
+            break;
+        }
+    }
+    if (PX_RT_PEND_RDMA == r->pending)
+        px_rt_pending_remove(r);
+    rdma_check(r);
+}
+
+/* ---- receiver ---- */
 
 void px_rt_recv_send_ack(px_request_t *r)
 {
@@ -76,68 +213,15 @@ void px_rt_recv_send_ack(px_request_t *r)
         px_rt_req_fail(r, rc);
 }
 
-void px_rt_recv_schedule_gets(px_request_t *r)
-{
-    size_t want = r->status.length;
-    for (int k = 0; k < r->nrails; ++k) {
-        px_rt_rail_t *rl = &r->rails[k];
-        px_btl_module_t *m = rl->pm->module;
-        while (rl->cursor < rl->end) {
-            size_t chunk = rl->end - rl->cursor;
-            if (m->btl_get_limit && chunk > m->btl_get_limit)
-                chunk = m->btl_get_limit;
-            size_t off = rl->cursor;
-            rl->cursor += chunk;
-            r->scheduled += chunk;
-            r->outstanding++;
-            int rc = m->btl_get(m, rl->pm->endpoint, (char *)r->buf + off, r->raddr + off, rl->reg,
-                                (px_btl_registration_handle_t *)rl->rhandle, chunk, 0,
-                                PX_BTL_NO_ORDER, recv_get_done, r, (void *)(uintptr_t)chunk);
-            if (PX_SUCCESS == rc)
-                continue;
-            rl->cursor -= chunk;
-            r->scheduled -= chunk;
-            r->outstanding--;
-            if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-                px_rt_pending_add(r, PX_RT_PEND_GET);
-                return;
-            }
-            if (0 == r->scheduled && 0 == r->outstanding) {
-                /* RDMA refused before anything moved: fall back to fragments. */
-                PX_OUTPUT_VERBOSE(10, 0, "runtime: btl %s get failed (%s); using fragments",
-                                  m->btl_component->base.component_name, px_strerror(rc));
-                px_rt_req_release_regs(r);
-                r->rdma_mode = PX_RT_RDMA_NONE;
-                r->done = 0;
-                px_rt_pending_remove(r);
-                px_rt_recv_send_ack(r);
-                return;
-            }
-            /* Give up on the rest: count it as done so the FIN still goes
-             * once the reads in flight finish. */
-            r->status.error = PX_ERR_COMM;
-            r->done += want - r->scheduled;
-            r->scheduled = want;
-            for (int j = 0; j < r->nrails; ++j)
-                r->rails[j].cursor = r->rails[j].end;
-            break;
-        }
-    }
-    if (PX_RT_PEND_GET == r->pending)
-        px_rt_pending_remove(r);
-    recv_get_check(r);
-}
-
-/* Match the rails the sender offered with this process's RDMA modules for
- * the peer, split the receive by their weights, register each range.
- * Returns the number of rails (0: use fragments). */
-static int recv_setup_get_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt_rndv_hdr_t *h,
-                                const unsigned char *blob)
+/* Match the rails the sender offered with this process's modules for the
+ * peer that can move data in direction `mode` (get: the sender's handle must
+ * fit the module). Returns the number of rails (0: use fragments). */
+static int recv_match_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt_rndv_hdr_t *h,
+                            const unsigned char *blob, int mode)
 {
     r->nrails = 0;
     size_t pos = 0;
-    double wsum = 0;
-    for (uint32_t e = 0; e < h->nrails && r->nrails < PX_RT_MAX_RAILS; ++e) {
+    for (uint32_t e = 0; e < h->nrails && r->nrails < rails_max(mode); ++e) {
         px_rt_rail_wire_t w;
         if (pos + sizeof(w) > h->blob)
             break;
@@ -152,41 +236,17 @@ static int recv_setup_get_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt
             bool used = false;
             for (int k = 0; k < r->nrails; ++k)
                 used |= r->rails[k].pm == pm;
-            if (used || !(m->btl_flags & PX_BTL_FLAGS_GET) || NULL == m->btl_get ||
-                px_rt_rdma_id(m) != w.rdma_id || hs != w.hsize)
+            if (used || !rdma_can(m, mode) || px_rt_rdma_id(m) != w.rdma_id ||
+                (PX_RT_RDMA_GET == mode && hs != w.hsize))
                 continue;
             px_rt_rail_t *rl = &r->rails[r->nrails++];
             rl->pm = pm;
             rl->reg = NULL;
             rl->hsize = w.hsize;
             memcpy(rl->rhandle, blob + pos, w.hsize);
-            wsum += pm->weight;
             break;
         }
         pos += w.hsize;
-    }
-    /* Split [0, want) by weight; the last rail takes the remainder. */
-    size_t want = r->status.length, start = 0;
-    for (int k = 0; k < r->nrails; ++k) {
-        px_rt_rail_t *rl = &r->rails[k];
-        size_t n = want - start;
-        if (k + 1 < r->nrails) {
-            double share = wsum > 0 ? rl->pm->weight / wsum : 1.0 / r->nrails;
-            n = (size_t)((double)want * share);
-            if (n > want - start)
-                n = want - start;
-        }
-        rl->cursor = start;
-        rl->end = start + n;
-        start += n;
-        px_btl_module_t *m = rl->pm->module;
-        if (n && m->btl_register_mem) {
-            rl->reg = m->btl_register_mem(m, rl->pm->endpoint, (char *)r->buf + rl->cursor, n, 0);
-            if (NULL == rl->reg) {
-                px_rt_req_release_regs(r);
-                return 0;
-            }
-        }
     }
     return r->nrails;
 }
@@ -194,17 +254,18 @@ static int recv_setup_get_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt
 /* Tell the sender where to put the data (RDMA put). */
 void px_rt_recv_send_putack(px_request_t *r)
 {
-    px_btl_module_t *m = r->rdma->module;
+    px_rt_rail_t *rl = &r->rails[0];
+    px_btl_module_t *m = rl->pm->module;
     struct {
         px_rt_putack_hdr_t h;
         unsigned char handle[PX_RT_MAX_HANDLE];
     } msg;
-    size_t hs = r->reg ? m->btl_registration_handle_size : 0;
+    size_t hs = rl->reg ? m->btl_registration_handle_size : 0;
     msg.h =
         (px_rt_putack_hdr_t){r->remote,        (uint64_t)(uintptr_t)r, (uint64_t)(uintptr_t)r->buf,
                              r->status.length, px_rt_rdma_id(m),       (uint32_t)hs};
     if (hs)
-        memcpy(msg.handle, r->reg, hs);
+        memcpy(msg.handle, rl->reg, hs);
     int rc = px_rt_send_ctl_buf(r->status.source, PX_RT_AM_PUTACK, &msg, sizeof(msg.h) + hs);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
         px_rt_pending_add(r, PX_RT_PEND_PUTACK);
@@ -277,39 +338,28 @@ void px_rt_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const uns
     }
     px_rt_active_add(r);
     px_rt_peer_t *peer = &px_rt.peers[h->m.src];
-    const bool rdma_ok = h->nrails && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl;
-    if (rdma_ok && (h->m.flags & PX_RT_RNDV_FLAG_GET)) {
-        if (recv_setup_get_rails(r, peer, h, blob) > 0) {
-            r->rdma_mode = PX_RT_RDMA_GET;
-            r->raddr = h->addr;
-            px_rt_recv_schedule_gets(r);
-            return;
-        }
-    } else if (rdma_ok && (h->m.flags & PX_RT_RNDV_FLAG_PUT) &&
-               h->blob >= sizeof(px_rt_rail_wire_t)) {
-        px_rt_rail_wire_t w;
-        memcpy(&w, blob, sizeof(w));
-        for (int i = 0; i < peer->btl->num_rdma; ++i) {
-            px_btl_base_peer_module_t *pm = &peer->btl->rdma[i];
-            px_btl_module_t *m = pm->module;
-            if (!(m->btl_flags & PX_BTL_FLAGS_PUT) || NULL == m->btl_put ||
-                px_rt_rdma_id(m) != w.rdma_id)
-                continue;
-            if (r->status.length && m->btl_register_mem) {
-                r->reg = m->btl_register_mem(m, pm->endpoint, r->buf, r->status.length, 0);
-                if (NULL == r->reg)
-                    break; /* cannot register: fragments instead */
-            }
-            r->rdma = pm;
-            r->rdma_mode = PX_RT_RDMA_PUT;
+    int mode = PX_RT_RDMA_NONE;
+    if (h->nrails && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl) {
+        if (h->m.flags & PX_RT_RNDV_FLAG_GET)
+            mode = PX_RT_RDMA_GET;
+        else if (h->m.flags & PX_RT_RNDV_FLAG_PUT)
+            mode = PX_RT_RDMA_PUT;
+    }
+    /* Get: the receiver reads its rails' ranges. Put: its buffer is
+     * registered whole with the one rail, for the sender to write. */
+    if (mode != PX_RT_RDMA_NONE && recv_match_rails(r, peer, h, blob, mode) > 0 &&
+        rails_split(r, r->status.length)) {
+        r->rdma_mode = (uint8_t)mode;
+        if (PX_RT_RDMA_PUT == mode) {
             px_rt_recv_send_putack(r);
             return;
         }
+        r->raddr = h->addr;
+        r->rlen = r->status.length;
+        px_rt_rdma_schedule(r);
+        return;
     }
-    px_rt_req_release_regs(r);
-    r->rdma = NULL;
-    r->rdma_mode = PX_RT_RDMA_NONE;
-    px_rt_recv_send_ack(r);
+    rndv_use_frags(r);
 }
 
 /* AM callback: a pipelined fragment. */
@@ -445,93 +495,6 @@ void px_rt_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     req_complete(r);
 }
 
-void px_rt_send_put_finish(px_request_t *r)
-{
-    uint64_t failed = PX_SUCCESS != r->status.error ? 1 : 0;
-    int rc = px_rt_send_ctl(r->peer, PX_RT_AM_PUTFIN, failed, r->remote);
-    if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        px_rt_pending_add(r, PX_RT_PEND_PUTFIN);
-        return;
-    }
-    px_rt_pending_remove(r);
-    px_rt_active_remove(r);
-    if (rc != PX_SUCCESS && PX_SUCCESS == r->status.error)
-        r->status.error = rc;
-    req_complete(r);
-}
-
-static void send_put_check(px_request_t *r)
-{
-    if (r->finishing || r->complete || r->outstanding || r->done < r->rlen ||
-        r->scheduled < r->rlen)
-        return;
-    r->finishing = true;
-    px_rt_req_release_regs(r);
-    px_rt_send_put_finish(r);
-}
-
-static void send_put_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
-                          px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
-{
-    (void)btl;
-    (void)ep;
-    (void)local;
-    (void)lh;
-    px_request_t *r = context;
-    r->outstanding--;
-    if (PX_UNLIKELY(r->released)) {
-        px_rt_req_unhold(r);
-        return;
-    }
-    if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
-        r->status.error = PX_ERR_COMM;
-    r->done += (size_t)(uintptr_t)cbdata;
-    send_put_check(r);
-}
-
-void px_rt_send_schedule_puts(px_request_t *r)
-{
-    px_btl_module_t *m = r->rdma->module;
-    while (r->scheduled < r->rlen) {
-        size_t chunk = r->rlen - r->scheduled;
-        if (m->btl_put_limit && chunk > m->btl_put_limit)
-            chunk = m->btl_put_limit;
-        size_t off = r->scheduled;
-        r->scheduled += chunk;
-        r->outstanding++;
-        int rc = m->btl_put(m, r->rdma->endpoint, (char *)r->buf + off, r->raddr + off, r->reg,
-                            (px_btl_registration_handle_t *)r->rhandle, chunk, 0, PX_BTL_NO_ORDER,
-                            send_put_done, r, (void *)(uintptr_t)chunk);
-        if (PX_SUCCESS == rc)
-            continue;
-        r->scheduled -= chunk;
-        r->outstanding--;
-        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-            px_rt_pending_add(r, PX_RT_PEND_PUT);
-            return;
-        }
-        if (0 == r->scheduled && 0 == r->outstanding) {
-            /* RDMA refused before anything moved: send fragments instead;
-             * the receiver takes them as for an ACK. */
-            if (r->reg && m->btl_deregister_mem)
-                m->btl_deregister_mem(m, r->reg);
-            r->reg = NULL;
-            r->rdma_mode = PX_RT_RDMA_NONE;
-            r->done = 0;
-            px_rt_pending_remove(r);
-            px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
-            px_rt_send_schedule_frags(r);
-            return;
-        }
-        r->status.error = PX_ERR_COMM;
-        r->scheduled = r->rlen;
-        break;
-    }
-    if (PX_RT_PEND_PUT == r->pending)
-        px_rt_pending_remove(r);
-    send_put_check(r);
-}
-
 /* AM callback (sender): where to put the data. */
 void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
@@ -546,79 +509,68 @@ void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         r = NULL;
     if (NULL == r && px_rt_rank_failed(d->src_rank))
         return;
-    if (NULL == r || PX_RT_RDMA_PUT != r->rdma_mode || h.hsize > PX_RT_MAX_HANDLE ||
-        total < sizeof(h) + h.hsize || h.len > r->total) {
+    if (NULL == r || PX_RT_RDMA_PUT != r->rdma_mode || r->nrails < 1 ||
+        h.hsize > PX_RT_MAX_HANDLE || total < sizeof(h) + h.hsize || h.len > r->total) {
         px_show_error("runtime: a malformed PUT-ACK or one for an unknown send; dropped");
         return;
     }
-    px_btl_module_t *m = r->rdma->module;
+    px_rt_rail_t *rl = &r->rails[0];
     r->remote = h.rreq;
     r->raddr = h.addr;
     r->rlen = h.len;
-    r->hsize = h.hsize;
+    rl->hsize = h.hsize;
     if (h.hsize)
-        seg_copy(r->rhandle, h.hsize, d->des_segments, d->des_segment_count, sizeof(h));
+        seg_copy(rl->rhandle, h.hsize, d->des_segments, d->des_segment_count, sizeof(h));
     r->scheduled = 0;
     r->done = 0;
     r->outstanding = 0;
     r->finishing = false;
-    if (r->rlen && m->btl_register_mem) {
-        r->reg = m->btl_register_mem(m, r->rdma->endpoint, r->buf, r->rlen, 0);
-        if (NULL == r->reg) { /* fragments instead */
-            r->rdma_mode = PX_RT_RDMA_NONE;
-            px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
-            px_rt_send_schedule_frags(r);
-            return;
-        }
+    if (!rails_split(r, r->rlen)) {
+        rndv_use_frags(r); /* cannot register: fragments instead */
+        return;
     }
-    px_rt_send_schedule_puts(r);
+    px_rt_rdma_schedule(r);
+}
+
+/* Offer rails of direction `mode` for the whole buffer: get, every
+ * GET-capable module (up to PX_RT_MAX_RAILS), the buffer registered with
+ * each (a module that cannot register it is left out); put, the first
+ * PUT-capable module, registered when the receiver answers. */
+static int send_offer_rails(px_request_t *r, px_rt_peer_t *peer, int mode)
+{
+    r->nrails = 0;
+    for (int i = 0; i < peer->btl->num_rdma && r->nrails < rails_max(mode); ++i) {
+        px_btl_base_peer_module_t *rp = &peer->btl->rdma[i];
+        px_btl_module_t *rm = rp->module;
+        if (!rdma_can(rm, mode))
+            continue;
+        px_btl_registration_handle_t *reg = NULL;
+        if (PX_RT_RDMA_GET == mode && rm->btl_register_mem) {
+            reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
+            if (NULL == reg)
+                continue;
+        }
+        px_rt_rail_t *rl = &r->rails[r->nrails++];
+        rl->pm = rp;
+        rl->reg = reg;
+        rl->hsize = reg ? (uint32_t)rm->btl_registration_handle_size : 0;
+    }
+    return r->nrails;
 }
 
 /* How a rendezvous moves its data: by get over every RDMA module of the peer
- * that offers GET (up to PX_RT_MAX_RAILS, the sender's buffer registered with
- * each; the receiver splits the read by bandwidth weight), else by put over
- * the heaviest module offering PUT, else by pipelined fragments. */
+ * that offers GET (the receiver splits the read by bandwidth weight), else by
+ * put over the heaviest module offering PUT, else by pipelined fragments. */
 static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
 {
     r->rdma_mode = PX_RT_RDMA_NONE;
-    r->rdma = NULL;
     r->nrails = 0;
-    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol)
+    if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol || 0 == peer->btl->num_rdma)
         return;
-    if (px_rt.rndv_protocol != PX_RT_RNDV_PUT) {
-        for (int i = 0; i < peer->btl->num_rdma && r->nrails < PX_RT_MAX_RAILS; ++i) {
-            px_btl_base_peer_module_t *rp = &peer->btl->rdma[i];
-            px_btl_module_t *rm = rp->module;
-            if (!(rm->btl_flags & PX_BTL_FLAGS_GET) || NULL == rm->btl_get ||
-                rm->btl_registration_handle_size > PX_RT_MAX_HANDLE)
-                continue;
-            px_btl_registration_handle_t *reg = NULL;
-            if (rm->btl_register_mem) {
-                reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
-                if (NULL == reg)
-                    continue;
-            }
-            px_rt_rail_t *rl = &r->rails[r->nrails++];
-            rl->pm = rp;
-            rl->reg = reg;
-            rl->hsize = reg ? (uint32_t)rm->btl_registration_handle_size : 0;
-        }
-        if (r->nrails) {
-            r->rdma_mode = PX_RT_RDMA_GET;
-            return;
-        }
-    }
-    if (px_rt.rndv_protocol == PX_RT_RNDV_GET)
-        return;
-    for (int i = 0; i < peer->btl->num_rdma; ++i) {
-        px_btl_module_t *rm = peer->btl->rdma[i].module;
-        if ((rm->btl_flags & PX_BTL_FLAGS_PUT) && rm->btl_put &&
-            rm->btl_registration_handle_size <= PX_RT_MAX_HANDLE) {
-            r->rdma = &peer->btl->rdma[i]; /* registered when the receiver answers */
-            r->rdma_mode = PX_RT_RDMA_PUT;
-            return;
-        }
-    }
+    if (px_rt.rndv_protocol != PX_RT_RNDV_PUT && send_offer_rails(r, peer, PX_RT_RDMA_GET))
+        r->rdma_mode = PX_RT_RDMA_GET;
+    else if (px_rt.rndv_protocol != PX_RT_RNDV_GET && send_offer_rails(r, peer, PX_RT_RDMA_PUT))
+        r->rdma_mode = PX_RT_RDMA_PUT;
 }
 
 /* Start a rendezvous: the RNDV header with the RDMA rails offered. */
@@ -644,8 +596,8 @@ void px_rt_send_start_rndv(px_request_t *r)
         r->rndv_prepared = true;
     }
     size_t pos = 0;
-    if (PX_RT_RDMA_GET == r->rdma_mode) {
-        msg.h.m.flags |= PX_RT_RNDV_FLAG_GET;
+    if (r->rdma_mode != PX_RT_RDMA_NONE) {
+        msg.h.m.flags |= PX_RT_RDMA_GET == r->rdma_mode ? PX_RT_RNDV_FLAG_GET : PX_RT_RNDV_FLAG_PUT;
         for (int k = 0; k < r->nrails; ++k) {
             px_rt_rail_wire_t w = {px_rt_rdma_id(r->rails[k].pm->module), r->rails[k].hsize};
             memcpy(msg.blob + pos, &w, sizeof(w));
@@ -655,12 +607,6 @@ void px_rt_send_start_rndv(px_request_t *r)
             pos += w.hsize;
         }
         msg.h.nrails = (uint32_t)r->nrails;
-    } else if (PX_RT_RDMA_PUT == r->rdma_mode) {
-        msg.h.m.flags |= PX_RT_RNDV_FLAG_PUT;
-        px_rt_rail_wire_t w = {px_rt_rdma_id(r->rdma->module), 0};
-        memcpy(msg.blob, &w, sizeof(w));
-        pos = sizeof(w);
-        msg.h.nrails = 1;
     }
     msg.h.blob = (uint32_t)pos;
     size_t bytes = sizeof(msg.h) + msg.h.blob;

@@ -57,13 +57,14 @@ typedef struct px_rt_rail_wire {
 #define PX_RT_MAX_RAILS 4
 #define PX_RT_MAX_BLOB  (PX_RT_MAX_RAILS * (sizeof(px_rt_rail_wire_t) + PX_RT_MAX_HANDLE))
 
-/* A rail of a striped RDMA get. */
+/* A rail of an RDMA rendezvous: one module of the peer. Get: one per rail
+ * offered and shared (the receiver reads a range over each); put: one. */
 typedef struct px_rt_rail {
     px_btl_base_peer_module_t *pm;
     px_btl_registration_handle_t *reg; /* local registration */
-    size_t cursor, end;                /* recv: the byte range still to read */
-    uint32_t hsize;
-    unsigned char rhandle[PX_RT_MAX_HANDLE]; /* recv: the sender's handle */
+    size_t cursor, end;                /* the side moving the data: its range still to move */
+    uint32_t hsize;                    /* bytes of the handle (rhandle, or reg when offered) */
+    unsigned char rhandle[PX_RT_MAX_HANDLE]; /* the side moving the data: the peer's handle */
 } px_rt_rail_t;
 
 typedef struct px_rt_ctl_hdr {
@@ -98,11 +99,9 @@ enum {
     PX_RT_PEND_START,  /* send: its first message */
     PX_RT_PEND_FRAGS,  /* send: more fragments */
     PX_RT_PEND_ACK,    /* recv: the ACK */
-    PX_RT_PEND_GET,    /* recv: more RDMA gets */
-    PX_RT_PEND_FIN,    /* recv: the FIN */
+    PX_RT_PEND_RDMA,   /* recv (get) or send (put): more RDMA operations */
+    PX_RT_PEND_FIN,    /* recv (get): the FIN; send (put): the PUT-FIN */
     PX_RT_PEND_PUTACK, /* recv: the PUT-ACK */
-    PX_RT_PEND_PUT,    /* send: more RDMA puts */
-    PX_RT_PEND_PUTFIN, /* send: the PUT-FIN */
 };
 
 struct px_request {
@@ -112,7 +111,7 @@ struct px_request {
     bool complete;
     bool on_active;     /* on px_rt.active (can be failed by a peer error) */
     bool on_posted;     /* on px_rt.posted */
-    bool finishing;     /* recv: the RDMA part is done, FIN under way */
+    bool finishing;     /* the RDMA part is done, FIN (PUT-FIN) under way */
     bool des_held;      /* send: an eager descriptor naming it is still in the BTL */
     bool released;      /* the application let go (px_wait returned) while a transport
                          * still held it: freed by the last callback (req_unhold) */
@@ -127,17 +126,13 @@ struct px_request {
     /* rendezvous */
     size_t total;     /* message length */
     size_t done;      /* bytes delivered (recv) / acknowledged (send) */
-    size_t scheduled; /* bytes handed to the BTL (send frags / recv gets) */
+    size_t scheduled; /* bytes handed to the BTL (send frags / RDMA gets or puts) */
     int outstanding;  /* BTL operations not yet completed */
     uint64_t remote;  /* the peer's request */
-    size_t rlen;      /* send by put: bytes the receiver takes */
+    size_t rlen;      /* RDMA: bytes to move (what the receive takes) */
     uint64_t raddr;   /* the peer's buffer (get: the sender's, put: the receiver's) */
-    px_btl_base_peer_module_t *rdma;
-    px_btl_registration_handle_t *reg;
     px_btl_convertor_t conv;
-    uint32_t hsize; /* put: the receiver's handle */
-    unsigned char rhandle[PX_RT_MAX_HANDLE];
-    int nrails; /* get: rails in use */
+    int nrails; /* RDMA rails in use (get: up to PX_RT_MAX_RAILS, put: 1) */
     px_rt_rail_t rails[PX_RT_MAX_RAILS];
     px_list_item_t pend_link; /* on px_rt.pending */
 };

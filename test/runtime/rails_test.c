@@ -4,7 +4,8 @@
  * latency: one delivers at once, the other from its progress function in
  * reverse order). Messages of every protocol then arrive out of order, and
  * must still be received in send order; a transport error reported from
- * progress fails the requests of that peer.
+ * progress fails the requests of that peer. With RDMA get or put offered,
+ * the rendezvous chunk scheduler stripes, falls back and fails as it should.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -34,10 +35,14 @@ typedef struct rail_module {
     int sent;
     size_t got_bytes; /* read by btl_get */
     int gets;
+    size_t put_bytes; /* written by btl_put */
+    int puts;
+    int rdma_ok_left; /* >= 0: RDMA operations that succeed before the rest fail */
 } rail_module_t;
 
-/* Set before px_init: the rails offer RDMA get, with bandwidths 3000 and 1000. */
-static int rails_with_get;
+/* Set before px_init: the rails offer RDMA get (or put), with bandwidths 3000
+ * and 1000. */
+static int rails_with_get, rails_with_put;
 
 static rail_module_t rails[2];
 static const px_btl_component_t px_btl_rail_component;
@@ -163,9 +168,27 @@ static int rail_get(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local, ui
     (void)flags;
     (void)order;
     rail_module_t *m = (rail_module_t *)btl;
+    if (m->rdma_ok_left >= 0 && 0 == m->rdma_ok_left--)
+        return PX_ERROR;
     memcpy(local, (void *)(uintptr_t)remote, size);
     m->got_bytes += size;
     m->gets++;
+    cb(btl, ep, local, lh, ctx, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+static int rail_put(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local, uint64_t remote,
+                    px_btl_registration_handle_t *lh, px_btl_registration_handle_t *rh, size_t size,
+                    int flags, int order, px_btl_rdma_completion_fn cb, void *ctx, void *cbdata)
+{
+    (void)rh;
+    (void)flags;
+    (void)order;
+    rail_module_t *m = (rail_module_t *)btl;
+    if (m->rdma_ok_left >= 0 && 0 == m->rdma_ok_left--)
+        return PX_ERROR;
+    memcpy((void *)(uintptr_t)remote, local, size);
+    m->put_bytes += size;
+    m->puts++;
     cb(btl, ep, local, lh, ctx, cbdata, PX_SUCCESS);
     return PX_SUCCESS;
 }
@@ -205,6 +228,13 @@ static px_btl_module_t **rail_init(int *n, bool progress_threads)
             m->btl_get_limit = 100000; /* several reads per rail */
             m->btl_bandwidth = i ? 1000 : 3000;
         }
+        if (rails_with_put) {
+            m->btl_flags |= PX_BTL_FLAGS_PUT;
+            m->btl_put = rail_put;
+            m->btl_put_limit = 100000;
+            m->btl_bandwidth = i ? 1000 : 3000;
+        }
+        rails[i].rdma_ok_left = -1;
         rails[i].delayed = i;
         mods[i] = m;
     }
@@ -339,6 +369,93 @@ START_TEST(error_from_progress)
 }
 END_TEST
 
+/* Send `n` bytes to ourselves by rendezvous, the receive posted first; the
+ * receive's and the send's errors in *rrc and *src. */
+static void rndv_to_self(unsigned char *s, unsigned char *r, size_t n, int *rrc, int *src)
+{
+    px_request_t *sr, *rr;
+    ck_assert_int_eq(px_irecv(r, n, 0, 8, &rr), PX_SUCCESS);
+    ck_assert_int_eq(px_isend(s, n, 0, 8, &sr), PX_SUCCESS);
+    *rrc = px_wait(&rr, NULL);
+    *src = px_wait(&sr, NULL);
+}
+
+/* RDMA put over the heaviest rail, in chunks of put_limit; refused before
+ * any byte moved, the data goes as fragments instead. */
+START_TEST(put_and_fallback)
+{
+    rails_with_put = 1;
+    init_rails();
+    ck_assert_int_eq(px_rt.peers[0].btl->num_rdma, 2);
+    size_t n = 1u << 20;
+    unsigned char *s = malloc(n), *r = malloc(n);
+    fill(s, n, 7);
+    int rrc, src;
+    rndv_to_self(s, r, n, &rrc, &src);
+    ck_assert_int_eq(rrc, PX_SUCCESS);
+    ck_assert_int_eq(src, PX_SUCCESS);
+    ck_assert(0 == memcmp(r, s, n));
+    ck_assert_uint_eq(rails[0].put_bytes, n);
+    ck_assert_int_eq(rails[0].puts, (int)((n + 99999) / 100000));
+    ck_assert_int_eq(rails[1].puts, 0);
+    /* the first put refused: fragments carry it all */
+    memset(r, 0, n);
+    rails[0].put_bytes = 0;
+    rails[0].rdma_ok_left = 0;
+    rndv_to_self(s, r, n, &rrc, &src);
+    ck_assert_int_eq(rrc, PX_SUCCESS);
+    ck_assert_int_eq(src, PX_SUCCESS);
+    ck_assert(0 == memcmp(r, s, n));
+    ck_assert_uint_eq(rails[0].put_bytes, 0);
+    free(s);
+    free(r);
+    ck_assert_int_eq(px_finalize(), PX_SUCCESS);
+}
+END_TEST
+
+/* An RDMA operation failing after others moved data fails both sides with
+ * PX_ERR_COMM, and neither waits for the rest. A put failing so used to leave
+ * the sender waiting for bytes it would never write: it never sent PUT-FIN,
+ * and both sides hung. */
+static void rdma_fails_midway(int get)
+{
+    rails_with_get = get;
+    rails_with_put = !get;
+    setenv("PX_MCA_runtime_wait_timeout", "10", 1); /* the old hang, bounded */
+    init_rails();
+    unsetenv("PX_MCA_runtime_wait_timeout");
+    size_t n = 1u << 20;
+    unsigned char *s = malloc(n), *r = malloc(n);
+    fill(s, n, 9);
+    rails[0].rdma_ok_left = 2;
+    int rrc, src;
+    rndv_to_self(s, r, n, &rrc, &src);
+    ck_assert_int_eq(rrc, PX_ERR_COMM);
+    ck_assert_int_eq(src, get ? PX_SUCCESS : PX_ERR_COMM); /* get: the receiver's error */
+    ck_assert_int_eq(rails[0].gets + rails[0].puts, 2);
+    /* the pair still works */
+    rails[0].rdma_ok_left = -1;
+    rndv_to_self(s, r, n, &rrc, &src);
+    ck_assert_int_eq(rrc, PX_SUCCESS);
+    ck_assert_int_eq(src, PX_SUCCESS);
+    ck_assert(0 == memcmp(r, s, n));
+    free(s);
+    free(r);
+    ck_assert_int_eq(px_finalize(), PX_SUCCESS);
+}
+
+START_TEST(get_fails_midway)
+{
+    rdma_fails_midway(1);
+}
+END_TEST
+
+START_TEST(put_fails_midway)
+{
+    rdma_fails_midway(0);
+}
+END_TEST
+
 /* A message arriving ahead of its turn whose record cannot be allocated
  * (test hook PX_RT_TEST_UX_FAIL=1: the first one fails) used to be dropped
  * with recv_seq never reaching past it: every later message from that peer
@@ -385,6 +502,9 @@ int main(void)
     tcase_add_test(tc, striped_get);
     tcase_add_test(tc, error_from_progress);
     tcase_add_test(tc, ooo_record_fails);
+    tcase_add_test(tc, put_and_fallback);
+    tcase_add_test(tc, get_fails_midway);
+    tcase_add_test(tc, put_fails_midway);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
