@@ -12,16 +12,6 @@
 #include "core/mca/var.h"
 #include "core/util/argv.h"
 
-/* Levenshtein distance (insert, delete, substitute cost 1). */
-int px_mca_edit_distance(const char *a, const char *b);
-/* Largest distance still worth suggesting for a name of this length. */
-int px_mca_suggest_limit(const char *name);
-/* Up to `max` (<= 16) of `cands` nearest to `name`, best first, within the
- * suggestion limit (a candidate containing `name` counts as near). `ncands`
- * < 0: `cands` is NULL-terminated. Returns how many were written. */
-int px_mca_nearest_among(const char *name, const char *const *cands, int ncands, const char **out,
-                         int max);
-
 /* The folder of the system parameter files: $PX_SYSCONFDIR or the
  * compiled-in one. */
 const char *px_mca_sysconfdir(void);
