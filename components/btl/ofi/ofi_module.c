@@ -16,6 +16,7 @@
 #include "components/btl/ofi/ofi.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 
@@ -740,10 +741,8 @@ static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ..
 static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...)
 {
     va_list ap;
-    char *text = NULL;
     va_start(ap, fmt);
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
+    char *text = px_vasprintf(fmt, ap);
     va_end(ap);
     return text ? px_btl_ofi_keep_reason(m, text) : "out of memory";
 }
