@@ -257,6 +257,94 @@ int px_mca_var_register_range(const char *framework, const char *component, cons
                         true, min, max, storage);
 }
 
+/* A row of a registration table that cannot be registered: say which. */
+static int bad_field(const char *framework, const char *component, int row,
+                     const px_mca_var_field_t *f, const char *why)
+{
+    char *full = join_name(framework, component, f->name ? f->name : "");
+    px_show_error("registration table of %s%s%s, row %d (variable %s): %s; the variable is not "
+                  "registered",
+                  framework ? framework : "", component ? "/" : "", component ? component : "", row,
+                  full && full[0] ? full : "with no name", why);
+    free(full);
+    return PX_ERR_BAD_PARAM;
+}
+
+/* Check row `row` and write its default; returns its storage or NULL (after
+ * a message). */
+static void *field_storage(const char *framework, const char *component, int row,
+                           const px_mca_var_field_t *f, void *base)
+{
+    char why[256];
+    void *storage = f->storage ? f->storage : base ? (char *)base + f->offset : NULL;
+    bool ranged = f->min || f->max;
+    if (!f->name || !f->name[0])
+        snprintf(why, sizeof(why), "the row has no name");
+    else if (f->type > PX_MCA_VAR_TYPE_ENUM)
+        snprintf(why, sizeof(why), "type %d is not a px_mca_var_type_t", (int)f->type);
+    else if (!storage)
+        snprintf(why, sizeof(why), "no storage (give .storage, or .offset with a base pointer)");
+    else if ((f->type == PX_MCA_VAR_TYPE_ENUM) != (f->enum_values != NULL))
+        snprintf(why, sizeof(why), "%s",
+                 f->enum_values ? "an enum table is given for a variable that is not an enum"
+                                : "an enum variable needs its table of names (.enum_values)");
+    else if (ranged && !px_mca_var_has_range_type(f->type))
+        snprintf(why, sizeof(why),
+                 "a range is given for a %s variable; only int, unsigned, size and double "
+                 "variables have one",
+                 px_mca_var_type_name(f->type));
+    else
+        why[0] = '\0';
+    if (why[0]) {
+        bad_field(framework, component, row, f, why);
+        return NULL;
+    }
+    if (f->dflt) {
+        if (f->type == PX_MCA_VAR_TYPE_STRING) {
+            *(const char **)storage = f->dflt;
+            return storage;
+        }
+        var_t tmp = {.type = f->type, .enum_values = f->enum_values, .storage = storage};
+        value_t val;
+        if (!px_mca_var_parse(&tmp, f->dflt, &val)) {
+            char *forms = px_mca_var_accepted_forms(f->type, f->enum_values);
+            snprintf(why, sizeof(why), "the default \"%s\" is not a %s value (accepted: %s)",
+                     f->dflt, px_mca_var_type_name(f->type), forms ? forms : "?");
+            free(forms);
+            bad_field(framework, component, row, f, why);
+            return NULL;
+        }
+        px_mca_var_write_storage(&tmp, &val);
+    }
+    return storage;
+}
+
+int px_mca_var_register_table(const char *framework, const char *component,
+                              const px_mca_var_field_t *table, int n, void *base)
+{
+    if (!table)
+        return PX_ERR_BAD_PARAM;
+    int first = PX_SUCCESS;
+    for (int i = 0; n < 0 ? table[i].name != NULL : i < n; i++) {
+        const px_mca_var_field_t *f = &table[i];
+        void *storage = field_storage(framework, component, i, f, base);
+        int rc;
+        if (!storage)
+            rc = PX_ERR_BAD_PARAM;
+        else if (f->min || f->max)
+            rc = register_var(framework, component, f->name, f->help, f->type, NULL, f->info_level,
+                              f->scope, f->flags, true, f->min, f->max, storage);
+        else
+            rc = register_var(framework, component, f->name, f->help, f->type, f->enum_values,
+                              f->info_level, f->scope, f->flags, false, NULL, NULL, storage);
+        if (rc >= 0 && f->probe)
+            rc = px_mca_var_set_probe(rc, f->probe);
+        if (rc < 0 && first == PX_SUCCESS)
+            first = rc;
+    }
+    return first;
+}
+
 int px_mca_var_register_synonym(int index, const char *framework, const char *component,
                                 const char *name, unsigned flags)
 {
