@@ -48,51 +48,63 @@ static const px_mca_var_enum_value_t rndv_values[] = {
     {0, NULL},
 };
 
+#define PX_RT_AT(field) .offset = PX_MCA_VAR_AT(px_runtime_t, field)
+static const px_mca_var_field_t px_rt_vars[] = {
+    {.name = "tiny_limit",
+     .help = "Largest message (bytes of data) sent with the transport's immediate path (btl "
+             "sendi); 0 disables it",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "256",
+     .min = "0",
+     PX_RT_AT(tiny_limit)},
+    {.name = "eager_limit",
+     .help = "Largest message (bytes of data) sent eagerly; 0: as large as the peer's eager "
+             "transport allows (btl_<name>_eager_limit minus the 16-byte header); larger "
+             "messages use the rendezvous protocol",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     PX_RT_AT(eager_limit)},
+    {.name = "rndv_protocol",
+     .help = "How rendezvous data moves: auto (RDMA get when the peer's heaviest RDMA transport "
+             "offers it, else RDMA put, else pipelined fragments), get (get or fragments), put "
+             "(put or fragments), pipeline (always fragments of btl_<name>_max_send_size)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = rndv_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .dflt = "auto",
+     PX_RT_AT(rndv_protocol)},
+    {.name = "wait_timeout",
+     .help = "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) waits before failing "
+             "with PX_ERR_TIMEOUT; 0: no limit",
+     .type = PX_MCA_VAR_TYPE_DOUBLE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     PX_RT_AT(wait_timeout)},
+    {.name = "verbose",
+     .help = "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize discards (messages "
+             "never received, from each rank, and receives never matched)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 8,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     .max = "100",
+     PX_RT_AT(verbose)},
+    {.name = NULL},
+};
+#undef PX_RT_AT
+
 int px_rt_pml_register_params(void)
 {
-    px_rt.tiny_limit = 256;
-    px_rt.eager_limit = 0;
-    px_rt.rndv_protocol = PX_RT_RNDV_AUTO;
-    px_rt.wait_timeout = 0;
-    px_rt.verbose = 0;
-    int rc;
-    rc = px_mca_var_register_range("runtime", NULL, "tiny_limit",
-                                   "Largest message (bytes of data) sent with the transport's "
-                                   "immediate path (btl sendi); 0 disables it",
-                                   PX_MCA_VAR_TYPE_SIZE, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
-                                   &px_rt.tiny_limit);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register_range(
-        "runtime", NULL, "eager_limit",
-        "Largest message (bytes of data) sent eagerly; 0: as large as the "
-        "peer's eager transport allows (btl_<name>_eager_limit minus the "
-        "16-byte header); larger messages use the rendezvous protocol",
-        PX_MCA_VAR_TYPE_SIZE, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL, &px_rt.eager_limit);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register("runtime", NULL, "rndv_protocol",
-                             "How rendezvous data moves: auto (RDMA get when the peer's "
-                             "heaviest RDMA transport offers it, else RDMA put, else pipelined "
-                             "fragments), get (get or fragments), put (put or fragments), "
-                             "pipeline (always fragments of btl_<name>_max_send_size)",
-                             PX_MCA_VAR_TYPE_ENUM, rndv_values, 5, PX_MCA_VAR_SCOPE_ALL, 0,
-                             &px_rt.rndv_protocol);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register_range("runtime", NULL, "wait_timeout",
-                                   "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) "
-                                   "waits before failing with PX_ERR_TIMEOUT; 0: no limit",
-                                   PX_MCA_VAR_TYPE_DOUBLE, 4, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
-                                   &px_rt.wait_timeout);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register_range("runtime", NULL, "verbose",
-                                   "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize "
-                                   "discards (messages never received, from each rank, and "
-                                   "receives never matched)",
-                                   PX_MCA_VAR_TYPE_INT, 8, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "100",
-                                   &px_rt.verbose);
+    int rc = px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt);
     return rc < 0 ? rc : PX_SUCCESS;
 }
 

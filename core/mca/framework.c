@@ -11,6 +11,7 @@
 #include "core/mca/mca_internal.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/suggest.h"
 
 PX_CLASS_INSTANCE(px_mca_component_item_t, px_list_item_t, NULL, NULL);
 
@@ -221,7 +222,7 @@ static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, char **known,
 #endif
         if (!reason) {
             const char *best = NULL;
-            px_mca_nearest_among(name, (const char *const *)known, -1, &best, 1);
+            px_suggest_nearest(name, (const char *const *)known, -1, &best, 1);
             if (best) {
                 if (asprintf(&reason, "probably a misspelling of \"%s\"", best) < 0)
                     reason = NULL;
@@ -429,7 +430,7 @@ int px_mca_framework_register(px_mca_framework_t *fw)
             if (in_list(known, name) || px_mca_repository_failure_for(fw->name, name))
                 continue;
             const char *best = NULL;
-            px_mca_nearest_among(name, (const char *const *)known, -1, &best, 1);
+            px_suggest_nearest(name, (const char *const *)known, -1, &best, 1);
             char *src = selection_origin(fw);
             px_show_warning(
                 "the %s selection list \"%s\" (from %s) excludes \"%s\", which is not a "

@@ -14,11 +14,6 @@
 #include "core/mca/var.h"
 #include "core/util/argv.h"
 
-/* Levenshtein distance (insert, delete, substitute cost 1). */
-int px_mca_edit_distance(const char *a, const char *b);
-/* Largest distance still worth suggesting for a name of this length. */
-int px_mca_suggest_limit(const char *name);
-
 /* Load parameter files and the environment once (no refcount). */
 int px_mca_var_load(void);
 

@@ -1,7 +1,8 @@
 /*
  * mca_tools.h: what the project's tools (px_info) read of the MCA internals
  * beyond the public framework.h and var.h: the components on disk, the
- * folder of the system parameter files, name suggestions. Not installed:
+ * folder of the system parameter files. (Name suggestions are in
+ * core/util/suggest.h.) Not installed:
  * tools built with the library include it; core/mca's own helpers stay in
  * mca_internal.h.
  */
@@ -10,12 +11,6 @@
 
 #include "core/mca/component.h"
 #include "core/util/argv.h" /* px_argv_free for what these return */
-
-/* Up to `max` (<= 16) of `cands` nearest to `name`, best first, within the
- * suggestion limit (a candidate containing `name` counts as near). `ncands`
- * < 0: `cands` is NULL-terminated. Returns how many were written. */
-int px_mca_nearest_among(const char *name, const char *const *cands, int ncands, const char **out,
-                         int max);
 
 /* The folder of the system parameter files: $PX_SYSCONFDIR or the
  * compiled-in one. */

@@ -23,6 +23,7 @@
 #include "core/mca/mca_internal.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/printf.h"
 
 extern const px_mca_component_t *const px_mca_static_components[];
 
@@ -135,11 +136,9 @@ static void record_failure(const char *framework, const char *component, const c
 static void record_failure(const char *framework, const char *component, const char *path,
                            const char *fmt, ...)
 {
-    char *reason = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&reason, fmt, ap) < 0)
-        reason = NULL;
+    char *reason = px_vasprintf(fmt, ap);
     va_end(ap);
     /* The same file refused again (a framework opened twice): update. */
     for (int i = 0; i < n_failed; i++) {

@@ -95,6 +95,48 @@ int px_mca_var_get_range(int index, const char **min, const char **max);
  * Caller frees. */
 char *px_mca_var_accepted_string(int index);
 
+/* One row of a registration table (px_mca_var_register_table): what
+ * px_mca_var_register or px_mca_var_register_range take, as data. */
+/* (Declared again below with px_mca_var_set_probe; C11 allows the repeat.) */
+typedef int (*px_mca_var_probe_fn)(void);
+
+typedef struct px_mca_var_field {
+    const char *name; /* "eager_limit"; NULL ends a table given with n < 0 */
+    const char *help;
+    px_mca_var_type_t type;
+    const px_mca_var_enum_value_t *enum_values; /* enum variables only */
+    int info_level;
+    px_mca_var_scope_t scope;
+    unsigned flags;
+    /* The default as text ("64k", "auto", "/dev/shm"), written into the
+     * storage before registration; NULL: the storage already holds it. A
+     * string default must be a literal (the storage points at it). */
+    const char *dflt;
+    /* Range texts as for px_mca_var_set_range; NULL: that side is open. Only
+     * int, unsigned, size and double variables may have them. */
+    const char *min, *max;
+    /* Where the value lives: `storage` when not NULL, else `offset` bytes
+     * into the `base` given to px_mca_var_register_table (PX_MCA_VAR_AT). */
+    void *storage;
+    size_t offset;
+    px_mca_var_probe_fn probe; /* optional, see px_mca_var_set_probe */
+} px_mca_var_field_t;
+
+/* The storage of a table row as a field of the struct given as `base`:
+ * .offset = PX_MCA_VAR_AT(px_btl_module_t, btl_latency). */
+#define PX_MCA_VAR_AT(type, member) offsetof(type, member)
+
+/* Register every row of `table` (`n` rows, or up to the row whose name is
+ * NULL when `n` < 0) for framework/component, in order. A row that is
+ * malformed (no name, no storage, an enum without its table, a range on a
+ * type that has none, a default that does not parse) is reported, naming the
+ * variable and the row, and skipped. Every other row is registered even when
+ * an earlier one failed. Returns PX_SUCCESS or the first error (a value
+ * refused from a file, the environment or the command line is
+ * PX_ERR_BAD_PARAM, as for px_mca_var_register). */
+int px_mca_var_register_table(const char *framework, const char *component,
+                              const px_mca_var_field_t *table, int n, void *base);
+
 /* Another name for a registered variable. With PX_MCA_VAR_FLAG_DEPRECATED,
  * setting it warns once, naming the replacement. */
 int px_mca_var_register_synonym(int index, const char *framework, const char *component,

@@ -33,13 +33,22 @@ PX_CLASS_INSTANCE(px_btl_example_frag_t, px_free_list_item_t, px_btl_example_fra
 static px_free_list_t px_btl_example_frags;
 static bool px_btl_example_frags_made;
 
+/* The component's variables, as a table (docs/writing-a-component.md). */
+static const px_mca_var_field_t px_btl_example_vars[] = {
+    {.name = "greeting",
+     .help = "A string this example component registers",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 9,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "hello from an out-of-tree component",
+     .storage = &px_btl_example_greeting},
+    {.name = NULL},
+};
+
 static int px_btl_example_register(void)
 {
-    px_btl_example_greeting = "hello from an out-of-tree component";
-    int idx = px_mca_var_register(
-        "btl", "example", "greeting", "A string this example component registers",
-        PX_MCA_VAR_TYPE_STRING, NULL, 9, PX_MCA_VAR_SCOPE_LOCAL, 0, &px_btl_example_greeting);
-    return idx < 0 ? idx : PX_SUCCESS;
+    int rc = px_mca_var_register_table("btl", "example", px_btl_example_vars, -1, NULL);
+    return rc < 0 ? rc : PX_SUCCESS;
 }
 
 static int px_btl_example_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,

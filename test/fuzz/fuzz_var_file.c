@@ -1,5 +1,5 @@
 /*
- * fuzz_var_file.c: the parameter-file parser (core/mca/var.c read_file and
+ * fuzz_var_file.c: the parameter-file parser (core/mca/var_source.c read_file and
  * the resolution of file entries against registered variables). The input
  * is the content of a parameter file named by mca_param_files (a memfd,
  * /proc/self/fd/N); every variable type is registered, with a synonym and a

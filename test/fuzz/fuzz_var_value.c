@@ -1,5 +1,5 @@
 /*
- * fuzz_var_value.c: typed value parsing (core/mca/var.c parse_value) through
+ * fuzz_var_value.c: typed value parsing (core/mca/var_value.c px_mca_var_parse) through
  * px_mca_var_set_source and through registration with a PX_MCA_* value.
  * Input: byte 0 picks the variable type (bits 0-2), the source (bits 3-4:
  * API, environment, command line, a PX_MCA_ value read at registration) and

@@ -1260,6 +1260,226 @@ START_TEST(test_range_survives_detach)
 }
 END_TEST
 
+/* ---- registration tables ---- */
+
+typedef struct {
+    int level;
+    size_t limit;
+    bool fast;
+    int mode;
+    char *path;
+    double ratio;
+} tbl_conf_t;
+
+static const px_mca_var_enum_value_t tbl_modes[] = {{1, "one"}, {2, "two"}, {0, NULL}};
+
+START_TEST(test_table_registers_every_row)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_tbl_limit", "2M", 1);
+    static int outside = 5;
+    tbl_conf_t c = {0};
+    const px_mca_var_field_t table[] = {
+        {.name = "level",
+         .help = "h level",
+         .type = PX_MCA_VAR_TYPE_INT,
+         .info_level = 3,
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .dflt = "7",
+         .min = "0",
+         .max = "9",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, level)},
+        {.name = "limit",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h limit",
+         .type = PX_MCA_VAR_TYPE_SIZE,
+         .info_level = 4,
+         .dflt = "64k",
+         .min = "1k",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, limit)},
+        {.name = "fast",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h fast",
+         .type = PX_MCA_VAR_TYPE_BOOL,
+         .info_level = 5,
+         .dflt = "yes",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, fast)},
+        {.name = "mode",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h mode",
+         .type = PX_MCA_VAR_TYPE_ENUM,
+         .enum_values = tbl_modes,
+         .info_level = 6,
+         .dflt = "two",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, mode)},
+        {.name = "path",
+         .help = "h path",
+         .type = PX_MCA_VAR_TYPE_STRING,
+         .info_level = 7,
+         .scope = PX_MCA_VAR_SCOPE_ALL,
+         .dflt = "/tmp",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, path)},
+        {.name = "outside",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h outside",
+         .type = PX_MCA_VAR_TYPE_INT,
+         .info_level = 8,
+         .flags = PX_MCA_VAR_FLAG_SETTABLE,
+         .storage = &outside},
+        {.name = NULL},
+    };
+    px_mca_var_init();
+    ck_assert_int_eq(px_mca_var_register_table("ptest", "tbl", table, -1, &c), PX_SUCCESS);
+    ck_assert_int_eq(c.level, 7);
+    ck_assert_uint_eq(c.limit, 2u << 20); /* from the environment */
+    ck_assert(c.fast);
+    ck_assert_int_eq(c.mode, 2);
+    ck_assert_str_eq(c.path, "/tmp");
+    ck_assert_int_eq(outside, 5);
+    /* Each row is a variable as px_mca_var_register would make it. */
+    px_mca_var_info_t info;
+    int idx = px_mca_var_find("ptest_tbl_level");
+    ck_assert_int_ge(idx, 0);
+    ck_assert_int_eq(px_mca_var_get_info(idx, &info), PX_SUCCESS);
+    ck_assert_str_eq(info.help, "h level");
+    ck_assert_int_eq(info.info_level, 3);
+    const char *lo = NULL, *hi = NULL;
+    px_mca_var_get_range(idx, &lo, &hi);
+    ck_assert_str_eq(lo, "0");
+    ck_assert_str_eq(hi, "9");
+    char *d = px_mca_var_default_string(px_mca_var_find("ptest_tbl_limit"));
+    ck_assert_str_eq(d, "65536");
+    free(d);
+    assert_source("ptest_tbl_limit", "environment PX_MCA_ptest_tbl_limit");
+    idx = px_mca_var_find("ptest_tbl_path");
+    px_mca_var_get_info(idx, &info);
+    ck_assert_int_eq(info.scope, PX_MCA_VAR_SCOPE_ALL);
+    idx = px_mca_var_find("ptest_tbl_outside");
+    px_mca_var_get_info(idx, &info);
+    ck_assert_uint_eq(info.flags, PX_MCA_VAR_FLAG_SETTABLE);
+    ck_assert_int_eq(px_mca_var_set("ptest_tbl_mode", "one"), PX_SUCCESS);
+    ck_assert_int_eq(c.mode, 1);
+    /* A count instead of the end row: only the first two. */
+    tbl_conf_t c2 = {0};
+    px_mca_var_finalize();
+    clean_env();
+    ck_assert_int_eq(px_mca_var_register_table("ptest", "tbl", table, 2, &c2), PX_SUCCESS);
+    ck_assert_int_ge(px_mca_var_find("ptest_tbl_limit"), 0);
+    ck_assert_int_eq(px_mca_var_find("ptest_tbl_fast"), PX_ERR_NOT_FOUND);
+    px_mca_var_finalize();
+}
+END_TEST
+
+START_TEST(test_table_error_in_the_middle)
+{
+    clean_env();
+    tbl_conf_t c = {0};
+    const px_mca_var_field_t table[] = {
+        {.name = "level",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_INT,
+         .dflt = "3",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, level)},
+        /* An enum without its table of names. */
+        {.name = "mode",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_ENUM,
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, mode)},
+        /* A bool cannot have a range. */
+        {.name = "fast",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_BOOL,
+         .min = "0",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, fast)},
+        /* A default that is not a size. */
+        {.name = "limit",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_SIZE,
+         .dflt = "lots",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, limit)},
+        {.name = "ratio",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_DOUBLE,
+         .dflt = "0.5",
+         .min = "0",
+         .max = "1",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, ratio)},
+        {.name = NULL},
+    };
+    px_mca_var_init();
+    capture_begin();
+    int rc = px_mca_var_register_table("ptest", "tbl", table, -1, &c);
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    /* Every bad row is named, with what is wrong. */
+    ck_assert_ptr_nonnull(strstr(err, "row 1 (variable ptest_tbl_mode)"));
+    ck_assert_ptr_nonnull(strstr(err, "needs its table of names"));
+    ck_assert_ptr_nonnull(strstr(err, "row 2 (variable ptest_tbl_fast)"));
+    ck_assert_ptr_nonnull(strstr(err, "only int, unsigned, size and double"));
+    ck_assert_ptr_nonnull(strstr(err, "row 3 (variable ptest_tbl_limit)"));
+    ck_assert_ptr_nonnull(strstr(err, "the default \"lots\" is not a size value"));
+    ck_assert_ptr_null(strstr(err, "ptest_tbl_level"));
+    ck_assert_ptr_null(strstr(err, "ptest_tbl_ratio"));
+    /* The good rows before and after are registered; the bad ones are not. */
+    ck_assert_int_ge(px_mca_var_find("ptest_tbl_level"), 0);
+    ck_assert_int_eq(c.level, 3);
+    ck_assert_int_ge(px_mca_var_find("ptest_tbl_ratio"), 0);
+    ck_assert(c.ratio == 0.5);
+    ck_assert_int_eq(px_mca_var_find("ptest_tbl_mode"), PX_ERR_NOT_FOUND);
+    ck_assert_int_eq(px_mca_var_find("ptest_tbl_fast"), PX_ERR_NOT_FOUND);
+    ck_assert_int_eq(px_mca_var_find("ptest_tbl_limit"), PX_ERR_NOT_FOUND);
+    px_mca_var_finalize();
+
+    /* A refused user value in the middle: reported once, the first error
+     * returned, the later rows still registered. */
+    clean_env();
+    setenv("PX_MCA_ptest_tbl_mode", "three", 1);
+    const px_mca_var_field_t good[] = {
+        {.name = "level",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_INT,
+         .dflt = "3",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, level)},
+        {.name = "mode",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_ENUM,
+         .enum_values = tbl_modes,
+         .dflt = "one",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, mode)},
+        {.name = "ratio",
+         .scope = PX_MCA_VAR_SCOPE_LOCAL,
+         .help = "h",
+         .type = PX_MCA_VAR_TYPE_DOUBLE,
+         .dflt = "0.25",
+         .offset = PX_MCA_VAR_AT(tbl_conf_t, ratio)},
+    };
+    px_mca_var_init();
+    capture_begin();
+    rc = px_mca_var_register_table("ptest", "tbl", good, 3, &c);
+    err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_ptr_nonnull(strstr(err, "invalid value \"three\" for variable ptest_tbl_mode"));
+    ck_assert_int_eq(px_mca_var_error_count(), 1);
+    ck_assert_int_eq(c.mode, 1);
+    ck_assert(c.ratio == 0.25);
+    ck_assert_int_ge(px_mca_var_find("ptest_tbl_ratio"), 0);
+    /* No base and no storage: reported, not a crash. */
+    capture_begin();
+    rc = px_mca_var_register_table("ptest", "tbl2", good, 1, NULL);
+    err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_ptr_nonnull(strstr(err, "row 0 (variable ptest_tbl2_level): no storage"));
+    px_mca_var_finalize();
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("mca_var");
@@ -1307,6 +1527,8 @@ int main(void)
     tcase_add_test(tc, test_range_set_later_checks_current_value);
     tcase_add_test(tc, test_range_double_and_bad_ranges);
     tcase_add_test(tc, test_range_survives_detach);
+    tcase_add_test(tc, test_table_registers_every_row);
+    tcase_add_test(tc, test_table_error_in_the_middle);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -17,6 +17,7 @@
 #include "core/mca/mca_tools.h"
 #include "runtime/runtime.h"
 #include "core/util/error.h"
+#include "core/util/suggest.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 #include "tools/px_info/px_info.h"
@@ -81,7 +82,7 @@ static void usage_error(const char *fmt, const char *arg)
 static void suggest(const char *name, const char *const *cands, int n)
 {
     const char *best[3];
-    int nb = px_mca_nearest_among(name, cands, n, best, 3);
+    int nb = px_suggest_nearest(name, cands, n, best, 3);
     if (nb)
         fprintf(stderr, "; nearest: %s%s%s%s%s", best[0], nb > 1 ? ", " : "", nb > 1 ? best[1] : "",
                 nb > 2 ? ", " : "", nb > 2 ? best[2] : "");

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "core/mca/mca_tools.h"
 #include "core/util/error.h"
+#include "core/util/printf.h"
 #include "tools/px_info/px_info.h"
 
 /* ------------------------------------------------------------------ text */
@@ -75,18 +76,6 @@ static void wrap(const char *label, const char *text)
     printf("\n");
 }
 
-static char *fmt(const char *f, ...) PX_PRINTF(1, 2);
-static char *fmt(const char *f, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, f);
-    if (vasprintf(&s, f, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
 /* Parsable values stay on one line. */
 static void one_line(const char *prefix, const char *value)
 {
@@ -121,7 +110,7 @@ const char *px_info_scope_name(px_mca_var_scope_t scope)
 
 static char *version_string(px_mca_version_t v)
 {
-    return fmt("%d.%d.%d", v.major, v.minor, v.release);
+    return px_asprintf("%d.%d.%d", v.major, v.minor, v.release);
 }
 
 /* ----------------------------------------------------------------- paths */
@@ -158,10 +147,10 @@ const px_info_path_t *px_info_paths(void)
     char *extra = var_value("mca_param_files");
     const char *home = getenv("HOME");
     paths[7].value =
-        fmt("%s%s%s/.plexus/mca-params.conf:%s/plexus-mca-params.conf", extra ? extra : "",
-            extra && *extra ? ":" : "", home ? home : "~", px_mca_sysconfdir());
+        px_asprintf("%s%s%s/.plexus/mca-params.conf:%s/plexus-mca-params.conf", extra ? extra : "",
+                    extra && *extra ? ":" : "", home ? home : "~", px_mca_sysconfdir());
     free(extra);
-    paths[8].value = fmt("%s/plexus-mca-params-override.conf", px_mca_sysconfdir());
+    paths[8].value = px_asprintf("%s/plexus-mca-params-override.conf", px_mca_sysconfdir());
     return paths;
 }
 
@@ -172,7 +161,7 @@ void px_info_print_path(const px_info_t *info, const char *what)
         if (strcmp(what, "all") != 0 && strcmp(what, p->name) != 0)
             continue;
         if (info->format == PX_INFO_PARSABLE) {
-            char *pre = fmt("path:%s:", p->name);
+            char *pre = px_asprintf("path:%s:", p->name);
             one_line(pre, p->value);
             free(pre);
         } else {
@@ -243,7 +232,7 @@ void px_info_print_header(const px_info_t *info, bool version, bool config, bool
         } else {
             wrap("Package", "Plexus");
             wrap("Plexus", PX_VERSION_STRING);
-            char *abi = fmt("%d", PX_MCA_ABI_VERSION_CURRENT);
+            char *abi = px_asprintf("%d", PX_MCA_ABI_VERSION_CURRENT);
             wrap("MCA ABI version", abi);
             free(abi);
         }
@@ -253,7 +242,7 @@ void px_info_print_header(const px_info_t *info, bool version, bool config, bool
         int n = config_items(items);
         for (int i = 0; i < n; i++) {
             if (parsable) {
-                char *pre = fmt("config:%s:", items[i].key);
+                char *pre = px_asprintf("config:%s:", items[i].key);
                 one_line(pre, items[i].value);
                 free(pre);
             } else {
@@ -276,13 +265,13 @@ void px_info_print_components(const px_info_t *info)
 {
     for (int i = 0; i < info->nframeworks; i++) {
         const px_info_framework_t *f = &info->frameworks[i];
-        char *label = fmt("MCA %s", f->fw->name);
+        char *label = px_asprintf("MCA %s", f->fw->name);
         for (int k = 0; k < f->ncomponents; k++) {
             const px_info_component_t *c = &f->components[k];
             if (!component_shown(info, c))
                 continue;
             if (info->format == PX_INFO_PARSABLE) {
-                char *pre = fmt("mca:%s:%s:", c->framework, c->name);
+                char *pre = px_asprintf("mca:%s:%s:", c->framework, c->name);
                 if (c->component) {
                     char *api = version_string(c->component->framework_version);
                     char *ver = version_string(c->component->component_version);
@@ -303,22 +292,23 @@ void px_info_print_components(const px_info_t *info)
             if (c->component) {
                 char *api = version_string(c->component->framework_version);
                 char *ver = version_string(c->component->component_version);
-                text = fmt("%s (MCA ABI %d, API %s, component %s, %s%s%s%s)", c->name,
-                           c->component->mca_abi_version, api, ver, c->origin,
-                           strcmp(c->state, "registered") ? ", " : "",
-                           strcmp(c->state, "registered") ? c->state : "", "");
+                text = px_asprintf("%s (MCA ABI %d, API %s, component %s, %s%s%s%s)", c->name,
+                                   c->component->mca_abi_version, api, ver, c->origin,
+                                   strcmp(c->state, "registered") ? ", " : "",
+                                   strcmp(c->state, "registered") ? c->state : "", "");
                 free(api);
                 free(ver);
             } else if (0 == strcmp(c->state, "excluded")) {
-                text = fmt("%s (%s, not loaded: excluded by %s=\"%s\")", c->name, c->origin,
-                           f->fw->name, f->fw->selection ? f->fw->selection : "");
+                text = px_asprintf("%s (%s, not loaded: excluded by %s=\"%s\")", c->name, c->origin,
+                                   f->fw->name, f->fw->selection ? f->fw->selection : "");
             } else {
-                text = fmt("%s (%s, %s: see px_info --show-failed)", c->name, c->origin, c->state);
+                text = px_asprintf("%s (%s, %s: see px_info --show-failed)", c->name, c->origin,
+                                   c->state);
             }
             wrap(label, text);
             free(text);
             if (c->path && info->all) {
-                char *from = fmt("from %s", c->path);
+                char *from = px_asprintf("from %s", c->path);
                 wrap(NULL, from);
                 free(from);
             }
@@ -375,8 +365,8 @@ static char *var_label(const px_info_t *info, const px_mca_var_info_t *vi)
         if (0 == strcmp(info->frameworks[i].fw->name, vi->framework))
             real = true;
     if (vi->component[0] && strcmp(vi->component, "base") != 0)
-        return fmt("%s%s %s", real ? "MCA " : "", vi->framework, vi->component);
-    return fmt("%s%s", real ? "MCA " : "", vi->framework[0] ? vi->framework : "base");
+        return px_asprintf("%s%s %s", real ? "MCA " : "", vi->framework, vi->component);
+    return px_asprintf("%s%s", real ? "MCA " : "", vi->framework[0] ? vi->framework : "base");
 }
 
 /* The value, or NULL when it would need a probe px_info was not asked to run. */
@@ -389,8 +379,8 @@ static char *shown_value(const px_info_t *info, int idx, const px_mca_var_info_t
 
 static char *not_probed_text(const px_mca_var_info_t *vi)
 {
-    return fmt("(not probed: px_info --param %s %s shows it)", vi->framework,
-               vi->component[0] ? vi->component : "base");
+    return px_asprintf("(not probed: px_info --param %s %s shows it)", vi->framework,
+                       vi->component[0] ? vi->component : "base");
 }
 
 static void print_var_pretty(const px_info_t *info, int idx)
@@ -406,32 +396,33 @@ static void print_var_pretty(const px_info_t *info, int idx)
     if (vi.source_where &&
         (vi.source == PX_MCA_VAR_SOURCE_FILE || vi.source == PX_MCA_VAR_SOURCE_OVERRIDE ||
          vi.source == PX_MCA_VAR_SOURCE_ENV || vi.source == PX_MCA_VAR_SOURCE_COMMAND_LINE))
-        src = fmt("%s (%s)", px_mca_var_source_name(vi.source), vi.source_where);
+        src = px_asprintf("%s (%s)", px_mca_var_source_name(vi.source), vi.source_where);
     else
         src = strdup(px_mca_var_source_name(vi.source));
-    char *dpart =
-        vi.source != PX_MCA_VAR_SOURCE_DEFAULT ? fmt(", default: \"%s\"", dflt) : strdup("");
+    char *dpart = vi.source != PX_MCA_VAR_SOURCE_DEFAULT ? px_asprintf(", default: \"%s\"", dflt)
+                                                         : strdup("");
     char *np = value ? NULL : not_probed_text(&vi);
-    char *quoted = value ? fmt("\"%s\"", value) : np;
+    char *quoted = value ? px_asprintf("\"%s\"", value) : np;
     const char *rmin = NULL, *rmax = NULL;
     px_mca_var_get_range(idx, &rmin, &rmax);
-    char *range =
-        rmin || rmax ? fmt(", range: %s..%s", rmin ? rmin : "", rmax ? rmax : "") : strdup("");
-    char *head = fmt("%s \"%s\" (current value: %s%s, source: %s, level: %d %s, type: %s%s, "
-                     "scope: %s%s%s)",
-                     (vi.flags & PX_MCA_VAR_FLAG_READONLY) || vi.scope == PX_MCA_VAR_SCOPE_CONSTANT
-                         ? "informational"
-                         : "parameter",
-                     vi.full_name, quoted ? quoted : "", dpart, src, vi.info_level,
-                     px_info_level_name(vi.info_level), px_mca_var_type_name(vi.type),
-                     range ? range : "", px_info_scope_name(vi.scope), fl[0] ? ", " : "", fl);
+    char *range = rmin || rmax ? px_asprintf(", range: %s..%s", rmin ? rmin : "", rmax ? rmax : "")
+                               : strdup("");
+    char *head =
+        px_asprintf("%s \"%s\" (current value: %s%s, source: %s, level: %d %s, type: %s%s, "
+                    "scope: %s%s%s)",
+                    (vi.flags & PX_MCA_VAR_FLAG_READONLY) || vi.scope == PX_MCA_VAR_SCOPE_CONSTANT
+                        ? "informational"
+                        : "parameter",
+                    vi.full_name, quoted ? quoted : "", dpart, src, vi.info_level,
+                    px_info_level_name(vi.info_level), px_mca_var_type_name(vi.type),
+                    range ? range : "", px_info_scope_name(vi.scope), fl[0] ? ", " : "", fl);
     free(range);
     wrap(label, head);
     if (vi.help && vi.help[0])
         wrap(NULL, vi.help);
     char *valid = valid_values(&vi);
     if (valid) {
-        char *t = fmt("Valid values: %s", valid);
+        char *t = px_asprintf("Valid values: %s", valid);
         wrap(NULL, t);
         free(t);
         free(valid);
@@ -452,7 +443,7 @@ static void print_var_pretty(const px_info_t *info, int idx)
             if (dep)
                 strcat(syn, " (deprecated)");
         }
-        char *t = fmt("Synonyms: %s", syn ? syn : "");
+        char *t = px_asprintf("Synonyms: %s", syn ? syn : "");
         wrap(NULL, t);
         free(t);
         free(syn);
@@ -474,8 +465,8 @@ static void print_var_parsable(const px_info_t *info, int idx)
     px_mca_var_info_t vi;
     if (px_mca_var_get_info(idx, &vi) != PX_SUCCESS)
         return;
-    char *pre = fmt("mca:%s:%s:param:%s:", vi.framework[0] ? vi.framework : "base",
-                    vi.component[0] ? vi.component : "base", vi.full_name);
+    char *pre = px_asprintf("mca:%s:%s:param:%s:", vi.framework[0] ? vi.framework : "base",
+                            vi.component[0] ? vi.component : "base", vi.full_name);
     char *value = shown_value(info, idx, &vi);
     if (!value) {
         printf("%sprobe_pending:yes\n", pre);
@@ -483,15 +474,15 @@ static void print_var_parsable(const px_info_t *info, int idx)
     }
     char *dflt = px_mca_var_default_string(idx);
     char *p;
-    p = fmt("%svalue:", pre);
+    p = px_asprintf("%svalue:", pre);
     one_line(p, value);
     free(p);
-    p = fmt("%sdefault:", pre);
+    p = px_asprintf("%sdefault:", pre);
     one_line(p, dflt);
     free(p);
     printf("%ssource:%s\n", pre, px_mca_var_source_name(vi.source));
     if (vi.source_where) {
-        p = fmt("%ssource_where:", pre);
+        p = px_asprintf("%ssource_where:", pre);
         one_line(p, vi.source_where);
         free(p);
     }
@@ -501,7 +492,7 @@ static void print_var_parsable(const px_info_t *info, int idx)
                ? "read-only"
                : "writeable");
     printf("%slevel:%d\n", pre, vi.info_level);
-    p = fmt("%shelp:", pre);
+    p = px_asprintf("%shelp:", pre);
     one_line(p, vi.help);
     free(p);
     printf("%sdeprecated:%s\n", pre, (vi.flags & PX_MCA_VAR_FLAG_DEPRECATED) ? "yes" : "no");
@@ -547,19 +538,19 @@ void px_info_print_failed(const px_info_t *info)
     for (int i = 0; i < n; i++) {
         const px_mca_failed_component_t *f = px_mca_repository_failed(i);
         if (info->format == PX_INFO_PARSABLE) {
-            char *pre = fmt("failed:%s:%s:", f->framework, f->component);
-            char *p = fmt("%spath:", pre);
+            char *pre = px_asprintf("failed:%s:%s:", f->framework, f->component);
+            char *p = px_asprintf("%spath:", pre);
             one_line(p, f->path);
             free(p);
-            p = fmt("%sreason:", pre);
+            p = px_asprintf("%sreason:", pre);
             one_line(p, f->reason);
             free(p);
             free(pre);
             continue;
         }
-        char *label = fmt("Failed %s %s", f->framework, f->component);
+        char *label = px_asprintf("Failed %s %s", f->framework, f->component);
         wrap(label, f->reason);
-        char *from = fmt("file: %s", f->path);
+        char *from = px_asprintf("file: %s", f->path);
         wrap(NULL, from);
         free(from);
         free(label);

@@ -13,20 +13,31 @@
 int px_boot_pmix_priority = 60;
 int px_boot_pmix_fence_timeout = 300;
 
+static const px_mca_var_field_t px_boot_pmix_vars[] = {
+    {.name = "priority",
+     .help = "Priority of boot/pmix when the PMIx environment (PMIX_NAMESPACE, PMIX_RANK) is "
+             "present; singleton is lower, pxrun higher (a job started by pxrun inside a PMIx "
+             "job is pxrun's)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .min = "0",
+     .max = "100",
+     .storage = &px_boot_pmix_priority},
+    {.name = "fence_timeout",
+     .help = "Seconds a modex fence may wait for the other ranks before it fails with a PMIx "
+             "timeout (0: wait forever)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .min = "0",
+     .storage = &px_boot_pmix_fence_timeout},
+    {.name = NULL},
+};
+
 static int px_boot_pmix_register(void)
 {
-    px_mca_var_register_range("boot", "pmix", "priority",
-                              "Priority of boot/pmix when the PMIx environment (PMIX_NAMESPACE, "
-                              "PMIX_RANK) is present; singleton is lower, pxrun higher (a job "
-                              "started by pxrun inside a PMIx job is pxrun's)",
-                              PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_READONLY, 0, "0", "100",
-                              &px_boot_pmix_priority);
-    px_mca_var_register_range("boot", "pmix", "fence_timeout",
-                              "Seconds a modex fence may wait for the other ranks before it fails "
-                              "with a PMIx timeout (0: wait forever)",
-                              PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_ALL, 0, "0", NULL,
-                              &px_boot_pmix_fence_timeout);
-    return PX_SUCCESS;
+    return px_mca_var_register_table("boot", "pmix", px_boot_pmix_vars, -1, NULL);
 }
 
 bool px_boot_pmix_env_present(const char **why)

@@ -10,21 +10,30 @@
 int px_boot_pxrun_priority = 80;
 int px_boot_pxrun_timeout = 600;
 
+static const px_mca_var_field_t px_boot_pxrun_vars[] = {
+    {.name = "priority",
+     .help = "Priority of boot/pxrun when the process runs under pxrun (above pmix's 60 and "
+             "singleton's 1)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 9,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .min = "0",
+     .max = "100",
+     .storage = &px_boot_pxrun_priority},
+    {.name = "timeout",
+     .help = "Seconds to wait for an answer from pxrun (a fence waits for every rank) before "
+             "failing with PX_ERR_TIMEOUT",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "1",
+     .storage = &px_boot_pxrun_timeout},
+    {.name = NULL},
+};
+
 static int px_boot_pxrun_register(void)
 {
-    int rc = px_mca_var_register_range("boot", "pxrun", "priority",
-                                       "Priority of boot/pxrun when the process runs under pxrun "
-                                       "(above pmix's 60 and singleton's 1)",
-                                       PX_MCA_VAR_TYPE_INT, 9, PX_MCA_VAR_SCOPE_READONLY, 0, "0",
-                                       "100", &px_boot_pxrun_priority);
-    if (rc < 0)
-        return rc;
-    rc = px_mca_var_register_range(
-        "boot", "pxrun", "timeout",
-        "Seconds to wait for an answer from pxrun (a fence waits for every "
-        "rank) before failing with PX_ERR_TIMEOUT",
-        PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "1", NULL, &px_boot_pxrun_timeout);
-    return rc < 0 ? rc : PX_SUCCESS;
+    return px_mca_var_register_table("boot", "pxrun", px_boot_pxrun_vars, -1, NULL);
 }
 
 static int px_boot_pxrun_query(int *priority, px_boot_module_t **module)

@@ -7,14 +7,22 @@
 
 int px_boot_singleton_priority = 1;
 
+static const px_mca_var_field_t px_boot_singleton_vars[] = {
+    {.name = "priority",
+     .help = "Priority of boot/singleton (a process with no launcher); launcher components use "
+             "higher values",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 9,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .min = "0",
+     .max = "100",
+     .storage = &px_boot_singleton_priority},
+    {.name = NULL},
+};
+
 static int px_boot_singleton_register(void)
 {
-    int rc = px_mca_var_register_range("boot", "singleton", "priority",
-                                       "Priority of boot/singleton (a process with no launcher); "
-                                       "launcher components use higher values",
-                                       PX_MCA_VAR_TYPE_INT, 9, PX_MCA_VAR_SCOPE_READONLY, 0, "0",
-                                       "100", &px_boot_singleton_priority);
-    return rc < 0 ? rc : PX_SUCCESS;
+    return px_mca_var_register_table("boot", "singleton", px_boot_singleton_vars, -1, NULL);
 }
 
 static int px_boot_singleton_query(int *priority, px_boot_module_t **module)

@@ -322,87 +322,135 @@ static bool px_btl_ofi_single_host_job(const char **why)
     return true;
 }
 
+static const px_mca_var_field_t px_btl_ofi_vars[] = {
+    {.name = "provider_include",
+     .help = "Comma-separated libfabric providers btl/ofi may use, in order of preference (e.g. "
+             "\"tcp;ofi_rxm\", \"verbs\", \"sockets\", \"shm\"); a core name also matches its "
+             "utility stack (\"tcp\" = \"tcp;ofi_rxm\"). Exclusive with btl_ofi_provider_exclude",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 1,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .storage = &px_btl_ofi_provider_include},
+    {.name = "provider_exclude",
+     .help = "Comma-separated libfabric providers btl/ofi must not use. Exclusive with "
+             "btl_ofi_provider_include",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 1,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .storage = &px_btl_ofi_provider_exclude},
+    {.name = "provider_order",
+     .help = "Preference order of providers when btl_ofi_provider_include is not set; providers "
+             "found but not listed come after those listed",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .storage = &px_btl_ofi_provider_order},
+    {.name = "domain",
+     .help = "Use only this libfabric domain of the chosen provider (a NIC or interface name such "
+             "as \"lo\", \"eth0\", \"mlx5_0\"); empty: the first non-loopback one",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .storage = &px_btl_ofi_domain},
+    {.name = "num_recvs",
+     .help = "Receive buffers (each header + btl_ofi_max_send_size bytes) posted ahead of time",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "1",
+     .max = "1024",
+     .storage = &px_btl_ofi_num_recvs},
+    {.name = "rcache_max_entries",
+     .help = "Registrations the cache keeps (unused ones are deregistered least recently used "
+             "first beyond this); 0: no limit",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_ofi_rcache_max_entries},
+    {.name = "rcache_max_bytes",
+     .help = "Registered bytes the cache keeps; 0: no limit",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_ofi_rcache_max_bytes},
+    {.name = "flush_timeout",
+     .help = "Seconds btl_flush waits for outstanding operations before failing; 0: no limit",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_ofi_flush_timeout},
+    {.name = "connect_timeout",
+     .help = "Seconds libfabric may refuse every operation to a peer (EAGAIN, as tcp;ofi_rxm does "
+             "while it cannot connect) before the peer is declared unreachable and its pending "
+             "requests fail",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_ofi_connect_timeout},
+    {.name = "verbose",
+     .help = "Verbosity of btl/ofi (0-100)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "100",
+     .storage = &px_btl_ofi_verbose},
+    {.name = NULL},
+};
+
+/* After the base's module variables. Discovery costs real time: the
+ * informational variables are probed when read (px_info --param btl ofi),
+ * not at registration. */
+static const px_mca_var_field_t px_btl_ofi_late_vars[] = {
+    {.name = "skip_single_host",
+     .help = "Decline without asking libfabric (fi_getinfo costs about 0.1 s of CPU here) when "
+             "every rank of the job is on this host and btl/shm is allowed, since shm would serve "
+             "every pair; false keeps ofi as a fallback on one host",
+     .type = PX_MCA_VAR_TYPE_BOOL,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .storage = &px_btl_ofi_skip_single_host},
+    {.name = "providers_available",
+     .help = "libfabric providers offering RDM endpoints with messages and RMA here "
+             "(informational)",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 1,
+     .scope = PX_MCA_VAR_SCOPE_CONSTANT,
+     .flags = PX_MCA_VAR_FLAG_READONLY,
+     .storage = &px_btl_ofi_providers_available,
+     .probe = px_btl_ofi_probe},
+    {.name = "provider_selected",
+     .help = "The provider and domain btl/ofi will use, or why none (informational)",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 1,
+     .scope = PX_MCA_VAR_SCOPE_CONSTANT,
+     .flags = PX_MCA_VAR_FLAG_READONLY,
+     .storage = &px_btl_ofi_provider_selected,
+     .probe = px_btl_ofi_probe},
+    {.name = NULL},
+};
+
 static int px_btl_ofi_register(void)
 {
-    px_mca_var_register("btl", "ofi", "provider_include",
-                        "Comma-separated libfabric providers btl/ofi may use, in order of "
-                        "preference (e.g. \"tcp;ofi_rxm\", \"verbs\", \"sockets\", \"shm\"); a "
-                        "core name also matches its utility stack (\"tcp\" = \"tcp;ofi_rxm\"). "
-                        "Exclusive with btl_ofi_provider_exclude",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_ALL, 0,
-                        &px_btl_ofi_provider_include);
-    px_mca_var_register("btl", "ofi", "provider_exclude",
-                        "Comma-separated libfabric providers btl/ofi must not use. Exclusive "
-                        "with btl_ofi_provider_include",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_ALL, 0,
-                        &px_btl_ofi_provider_exclude);
-    px_mca_var_register("btl", "ofi", "provider_order",
-                        "Preference order of providers when btl_ofi_provider_include is not "
-                        "set; providers found but not listed come after those listed",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 5, PX_MCA_VAR_SCOPE_ALL, 0,
-                        &px_btl_ofi_provider_order);
-    px_mca_var_register("btl", "ofi", "domain",
-                        "Use only this libfabric domain of the chosen provider (a NIC or "
-                        "interface name such as \"lo\", \"eth0\", \"mlx5_0\"); empty: the first "
-                        "non-loopback one",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_ofi_domain);
-    px_mca_var_register_range("btl", "ofi", "num_recvs",
-                              "Receive buffers (each header + btl_ofi_max_send_size bytes) posted "
-                              "ahead of time",
-                              PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "1", "1024",
-                              &px_btl_ofi_num_recvs);
-    px_mca_var_register_range("btl", "ofi", "rcache_max_entries",
-                              "Registrations the cache keeps (unused ones are deregistered least "
-                              "recently used first beyond this); 0: no limit",
-                              PX_MCA_VAR_TYPE_SIZE, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
-                              &px_btl_ofi_rcache_max_entries);
-    px_mca_var_register_range("btl", "ofi", "rcache_max_bytes",
-                              "Registered bytes the cache keeps; 0: no limit", PX_MCA_VAR_TYPE_SIZE,
-                              6, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL,
-                              &px_btl_ofi_rcache_max_bytes);
-    px_mca_var_register_range(
-        "btl", "ofi", "flush_timeout",
-        "Seconds btl_flush waits for outstanding operations before failing; 0: no "
-        "limit",
-        PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL, &px_btl_ofi_flush_timeout);
-    px_mca_var_register_range(
-        "btl", "ofi", "connect_timeout",
-        "Seconds libfabric may refuse every operation to a peer (EAGAIN, as "
-        "tcp;ofi_rxm does while it cannot connect) before the peer is declared "
-        "unreachable and its pending requests fail",
-        PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", NULL, &px_btl_ofi_connect_timeout);
-    px_mca_var_register_range("btl", "ofi", "verbose", "Verbosity of btl/ofi (0-100)",
-                              PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "100",
-                              &px_btl_ofi_verbose);
-    px_btl_base_register_module_params(&px_btl_ofi_component, &px_btl_ofi_module_template.super);
-
-    px_mca_var_register("btl", "ofi", "skip_single_host",
-                        "Decline without asking libfabric (fi_getinfo costs about 0.1 s of "
-                        "CPU here) when every rank of the job is on this host and btl/shm is "
-                        "allowed, since shm would serve every pair; false keeps ofi as a "
-                        "fallback on one host",
-                        PX_MCA_VAR_TYPE_BOOL, NULL, 5, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_ofi_skip_single_host);
     /* Settings may have changed: discover again when next needed. */
     px_btl_ofi_discovered = false;
-    /* Discovery costs real time: the informational variables are probed
-     * when read (px_info --param btl ofi), not at registration. */
-    int idx = px_mca_var_register("btl", "ofi", "providers_available",
-                                  "libfabric providers offering RDM endpoints with messages and "
-                                  "RMA here (informational)",
-                                  PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
-                                  PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_providers_available);
-    if (idx >= 0)
-        px_mca_var_set_probe(idx, px_btl_ofi_probe);
-    idx = px_mca_var_register("btl", "ofi", "provider_selected",
-                              "The provider and domain btl/ofi will use, or why none "
-                              "(informational)",
-                              PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
-                              PX_MCA_VAR_FLAG_READONLY, &px_btl_ofi_provider_selected);
-    if (idx >= 0)
-        px_mca_var_set_probe(idx, px_btl_ofi_probe);
-    return PX_SUCCESS;
+    /* A refused value was reported and its default kept: go on with the
+     * others, and return the first error at the end. */
+    int first = px_mca_var_register_table("btl", "ofi", px_btl_ofi_vars, -1, NULL);
+    if (first < 0 && first != PX_ERR_BAD_PARAM)
+        return first;
+    int rc = px_btl_base_register_module_params(&px_btl_ofi_component,
+                                                &px_btl_ofi_module_template.super);
+    if (rc < 0 && first == PX_SUCCESS)
+        first = rc;
+    if (rc < 0 && rc != PX_ERR_BAD_PARAM)
+        return rc;
+    rc = px_mca_var_register_table("btl", "ofi", px_btl_ofi_late_vars, -1, NULL);
+    return first < 0 ? first : rc;
 }
 
 static int px_btl_ofi_open(void)

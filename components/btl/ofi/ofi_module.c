@@ -15,6 +15,7 @@
 #include "components/btl/ofi/ofi.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "components/btl/ofi/ofi.h"
 #include "core/util/error.h"
+#include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 
 static const char *px_btl_ofi_keep_reason(px_btl_ofi_module_t *m, char *text)
@@ -29,10 +30,8 @@ static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ..
 static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...)
 {
     va_list ap;
-    char *text = NULL;
     va_start(ap, fmt);
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
+    char *text = px_vasprintf(fmt, ap);
     va_end(ap);
     return text ? px_btl_ofi_keep_reason(m, text) : "out of memory";
 }

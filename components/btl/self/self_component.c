@@ -17,31 +17,27 @@ px_btl_self_state_t px_btl_self_state = {
     .free_list_inc = 8,
 };
 
+#define PX_BTL_SELF_COUNT(field, text, lo, hi)                                                     \
+    {                                                                                              \
+        .name = #field, .help = text, .type = PX_MCA_VAR_TYPE_INT, .info_level = 5,                \
+        .scope = PX_MCA_VAR_SCOPE_LOCAL, .min = lo, .max = hi,                                     \
+        .offset = PX_MCA_VAR_AT(px_btl_self_state_t, field)                                        \
+    }
+static const px_mca_var_field_t px_btl_self_vars[] = {
+    PX_BTL_SELF_COUNT(free_list_num, "Fragments allocated in each free list at init", "0", "65536"),
+    PX_BTL_SELF_COUNT(free_list_max, "Most fragments each free list may hold (-1 or 0: unlimited)",
+                      "-1", "1048576"),
+    PX_BTL_SELF_COUNT(free_list_inc, "Fragments added each time a free list grows", "1", "65536"),
+    {.name = NULL},
+};
+#undef PX_BTL_SELF_COUNT
+
 static int px_btl_self_register(void)
 {
-    px_btl_self_state_t *s = &px_btl_self_state;
-    struct {
-        const char *name, *help;
-        int *storage;
-        const char *min, *max;
-    } v[] = {
-        {"free_list_num", "Fragments allocated in each free list at init", &s->free_list_num, "0",
-         "65536"},
-        {"free_list_max", "Most fragments each free list may hold (-1 or 0: unlimited)",
-         &s->free_list_max, "-1", "1048576"},
-        {"free_list_inc", "Fragments added each time a free list grows", &s->free_list_inc, "1",
-         "65536"},
-    };
-    int first = PX_SUCCESS;
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
-        int rc =
-            px_mca_var_register_range("btl", "self", v[i].name, v[i].help, PX_MCA_VAR_TYPE_INT, 5,
-                                      PX_MCA_VAR_SCOPE_LOCAL, 0, v[i].min, v[i].max, v[i].storage);
-        if (rc < 0 && rc != PX_ERR_BAD_PARAM) /* a refused value was reported; go on */
-            return rc;
-        if (rc < 0 && first == PX_SUCCESS)
-            first = rc;
-    }
+    /* A refused value was reported and its default kept: go on. */
+    int first = px_mca_var_register_table("btl", "self", px_btl_self_vars, -1, &px_btl_self_state);
+    if (first < 0 && first != PX_ERR_BAD_PARAM)
+        return first;
     /* Smaller eager fragments than the inline ones make no sense. */
     px_btl_base_module_param_range(&px_btl_self_component, "eager_limit", "128", "64M");
     int rc = px_btl_base_register_module_params(&px_btl_self_component, &px_btl_self_module.super);

@@ -46,9 +46,82 @@ static const px_mca_var_enum_value_t px_btl_shm_sc_values[] = {
     {0, NULL},
 };
 
+#define PX_BTL_SHM_AT(field) .offset = PX_MCA_VAR_AT(px_btl_shm_state_t, field)
+static const px_mca_var_field_t px_btl_shm_vars[] = {
+    {.name = "backing_dir",
+     .help = "Folder holding the per-job folder plexus-<uid>-<jobid> of segment files (a tmpfs "
+             "such as /dev/shm)",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 3,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .dflt = "/dev/shm",
+     PX_BTL_SHM_AT(backing_dir)},
+    {.name = "fbox_size",
+     .help = "Bytes of each per-pair fast box ring (a power of two, 4k..16M)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .min = "4k",
+     .max = "16M",
+     PX_BTL_SHM_AT(fbox_size)},
+    {.name = "fbox_max_send",
+     .help = "Largest message (bytes, headers included) sent through a fast box; larger ones go "
+             "as fragments on the receiver's queue (at most a quarter of btl_shm_fbox_size is "
+             "used; 0: no fast box)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "4M",
+     PX_BTL_SHM_AT(fbox_max_send)},
+    {.name = "single_copy",
+     .help = "Single-copy mechanism for large messages: none (pipelined fragments through the "
+             "segment), cma (process_vm_readv/writev as btl_get/btl_put), auto (cma when the "
+             "kernel allows it)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = px_btl_shm_sc_values,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     PX_BTL_SHM_AT(single_copy)},
+    {.name = "free_list_eager_max",
+     .help = "Eager fragments (btl_shm_eager_limit bytes) carved from the segment",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "8",
+     .max = "65536",
+     PX_BTL_SHM_AT(free_list_eager_max)},
+    {.name = "free_list_send_max",
+     .help = "Pipeline fragments (btl_shm_max_send_size bytes) carved from the segment",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "2",
+     .max = "65536",
+     PX_BTL_SHM_AT(free_list_send_max)},
+    {.name = "poll_batch",
+     .help = "Most messages taken from one peer's fast box per progress call (1: the receiver "
+             "does not read the next slot right after a message, which keeps a cache miss off "
+             "the ping-pong path)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 7,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "1",
+     PX_BTL_SHM_AT(poll_batch)},
+    {.name = "yield_when_idle",
+     .help = "sched_yield after 32 progress calls that found nothing: never, always, or auto "
+             "(when this host runs more ranks of the job than it has online cores)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = px_btl_shm_yield_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     PX_BTL_SHM_AT(yield_mode)},
+    {.name = NULL},
+};
+#undef PX_BTL_SHM_AT
+
 static int px_btl_shm_register(void)
 {
-    px_btl_shm_state_t *s = &px_btl_shm_state;
     int rc, first = PX_SUCCESS;
     /* A value that is refused (reported, default kept) does not stop the
      * registration of the others. */
@@ -60,47 +133,7 @@ static int px_btl_shm_register(void)
         if (rc < 0 && rc != PX_ERR_BAD_PARAM)                                                      \
             return rc;                                                                             \
     } while (0)
-    s->backing_dir = (char *)"/dev/shm";
-    SHM_KEEP(px_mca_var_register("btl", "shm", "backing_dir",
-                                 "Folder holding the per-job folder plexus-<uid>-<jobid> of "
-                                 "segment files (a tmpfs such as /dev/shm)",
-                                 PX_MCA_VAR_TYPE_STRING, NULL, 3, PX_MCA_VAR_SCOPE_ALL, 0,
-                                 &s->backing_dir));
-    SHM_KEEP(px_mca_var_register_range(
-        "btl", "shm", "fbox_size", "Bytes of each per-pair fast box ring (a power of two, 4k..16M)",
-        PX_MCA_VAR_TYPE_SIZE, 5, PX_MCA_VAR_SCOPE_ALL, 0, "4k", "16M", &s->fbox_size));
-    SHM_KEEP(px_mca_var_register_range(
-        "btl", "shm", "fbox_max_send",
-        "Largest message (bytes, headers included) sent through a fast box; larger ones go as "
-        "fragments on the receiver's queue (at most a quarter of btl_shm_fbox_size is used; 0: "
-        "no fast box)",
-        PX_MCA_VAR_TYPE_SIZE, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "4M", &s->fbox_max_send));
-    SHM_KEEP(px_mca_var_register("btl", "shm", "single_copy",
-                                 "Single-copy mechanism for large messages: none (pipelined "
-                                 "fragments through the segment), cma (process_vm_readv/writev "
-                                 "as btl_get/btl_put), auto (cma when the kernel allows it)",
-                                 PX_MCA_VAR_TYPE_ENUM, px_btl_shm_sc_values, 4,
-                                 PX_MCA_VAR_SCOPE_ALL, 0, &s->single_copy));
-    SHM_KEEP(px_mca_var_register_range(
-        "btl", "shm", "free_list_eager_max",
-        "Eager fragments (btl_shm_eager_limit bytes) carved from the segment", PX_MCA_VAR_TYPE_INT,
-        6, PX_MCA_VAR_SCOPE_LOCAL, 0, "8", "65536", &s->free_list_eager_max));
-    SHM_KEEP(px_mca_var_register_range(
-        "btl", "shm", "free_list_send_max",
-        "Pipeline fragments (btl_shm_max_send_size bytes) carved from the segment",
-        PX_MCA_VAR_TYPE_INT, 6, PX_MCA_VAR_SCOPE_LOCAL, 0, "2", "65536", &s->free_list_send_max));
-    SHM_KEEP(px_mca_var_register_range(
-        "btl", "shm", "poll_batch",
-        "Most messages taken from one peer's fast box per progress call (1: the receiver does "
-        "not read the next slot right after a message, which keeps a cache miss off the "
-        "ping-pong path)",
-        PX_MCA_VAR_TYPE_INT, 7, PX_MCA_VAR_SCOPE_LOCAL, 0, "1", NULL, &s->poll_batch));
-    SHM_KEEP(px_mca_var_register("btl", "shm", "yield_when_idle",
-                                 "sched_yield after 32 progress calls that found nothing: never, "
-                                 "always, or auto (when this host runs more ranks of the job "
-                                 "than it has online cores)",
-                                 PX_MCA_VAR_TYPE_ENUM, px_btl_shm_yield_values, 5,
-                                 PX_MCA_VAR_SCOPE_LOCAL, 0, &s->yield_mode));
+    SHM_KEEP(px_mca_var_register_table("btl", "shm", px_btl_shm_vars, -1, &px_btl_shm_state));
     /* A fragment's length is 32 bits in its header, and the segment holds
      * btl_shm_free_list_send_max of them: 16M keeps both sane. */
     SHM_KEEP(px_btl_base_module_param_range(&px_btl_shm_component, "eager_limit", "256", "16M"));

@@ -83,26 +83,55 @@ int px_btl_verbs_discover(char *out, size_t len)
     return usable;
 }
 
+static const px_mca_var_field_t px_btl_verbs_vars[] = {
+    {.name = "device_include",
+     .help = "Comma-separated RDMA devices btl/verbs may use (e.g. \"mlx5_0\"); empty: all with "
+             "an active port",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 3,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .storage = &px_btl_verbs_device_include},
+    {.name = "verbose",
+     .help = "Verbosity of btl/verbs (0-100)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "100",
+     .storage = &px_btl_verbs_verbose},
+    {.name = NULL},
+};
+
+/* Registered after discovery, which fills its storage. */
+static const px_mca_var_field_t px_btl_verbs_info_vars[] = {
+    {.name = "devices_found",
+     .help = "RDMA devices and active ports found by ibv_get_device_list (informational)",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 1,
+     .scope = PX_MCA_VAR_SCOPE_CONSTANT,
+     .flags = PX_MCA_VAR_FLAG_READONLY,
+     .storage = &px_btl_verbs_devices_found},
+    {.name = NULL},
+};
+
 static int px_btl_verbs_register(void)
 {
-    px_mca_var_register("btl", "verbs", "device_include",
-                        "Comma-separated RDMA devices btl/verbs may use (e.g. \"mlx5_0\"); "
-                        "empty: all with an active port",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 3, PX_MCA_VAR_SCOPE_LOCAL, 0,
-                        &px_btl_verbs_device_include);
-    px_mca_var_register_range("btl", "verbs", "verbose", "Verbosity of btl/verbs (0-100)",
-                              PX_MCA_VAR_TYPE_INT, 5, PX_MCA_VAR_SCOPE_LOCAL, 0, "0", "100",
-                              &px_btl_verbs_verbose);
-    px_btl_base_register_module_params(&px_btl_verbs_component, &px_btl_verbs_module_template);
+    /* A refused value was reported and its default kept: go on with the
+     * others, and return the first error at the end. */
+    int first = px_mca_var_register_table("btl", "verbs", px_btl_verbs_vars, -1, NULL);
+    if (first < 0 && first != PX_ERR_BAD_PARAM)
+        return first;
+    int rc =
+        px_btl_base_register_module_params(&px_btl_verbs_component, &px_btl_verbs_module_template);
+    if (rc < 0 && first == PX_SUCCESS)
+        first = rc;
+    if (rc < 0 && rc != PX_ERR_BAD_PARAM)
+        return rc;
     px_btl_verbs_discover(px_btl_verbs_found_text, sizeof(px_btl_verbs_found_text));
     if (NULL == px_btl_verbs_devices_found)
         px_btl_verbs_devices_found = px_btl_verbs_found_text;
-    px_mca_var_register("btl", "verbs", "devices_found",
-                        "RDMA devices and active ports found by ibv_get_device_list "
-                        "(informational)",
-                        PX_MCA_VAR_TYPE_STRING, NULL, 1, PX_MCA_VAR_SCOPE_CONSTANT,
-                        PX_MCA_VAR_FLAG_READONLY, &px_btl_verbs_devices_found);
-    return PX_SUCCESS;
+    rc = px_mca_var_register_table("btl", "verbs", px_btl_verbs_info_vars, -1, NULL);
+    return first < 0 ? first : rc;
 }
 
 static int px_btl_verbs_open(void)

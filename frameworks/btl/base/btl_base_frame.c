@@ -106,63 +106,107 @@ size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max)
 static void take_pending_range(const char *component, const char *param, const char **min,
                                const char **max);
 
+#define PX_BTL_BASE_AT(field) .offset = PX_MCA_VAR_AT(px_btl_module_t, field)
+/* The figures of every module, registered as btl_<component>_<name>. */
+static const px_mca_var_field_t px_btl_base_module_vars[] = {
+    {.name = "exclusivity",
+     .help = "Priority of this transport for a peer: the highest exclusivity that reaches a peer "
+             "serves all its sends (self 65536, shm above the network transports, network 1024)",
+     .type = PX_MCA_VAR_TYPE_UNSIGNED,
+     .info_level = 7,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     PX_BTL_BASE_AT(btl_exclusivity)},
+    {.name = "latency",
+     .help = "Latency in ns; among the send modules of a peer, the lowest latency carries eager "
+             "messages",
+     .type = PX_MCA_VAR_TYPE_UNSIGNED,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     PX_BTL_BASE_AT(btl_latency)},
+    {.name = "bandwidth",
+     .help = "Bandwidth in MB/s; RDMA transfers are weighted across modules by it",
+     .type = PX_MCA_VAR_TYPE_UNSIGNED,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     PX_BTL_BASE_AT(btl_bandwidth)},
+    {.name = "eager_limit",
+     .help = "Largest message (bytes, including the runtime's header) sent eagerly; larger "
+             "messages use the rendezvous protocol",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "64",
+     .max = "64M",
+     PX_BTL_BASE_AT(btl_eager_limit)},
+    {.name = "max_send_size",
+     .help = "Largest fragment (bytes) of a pipelined rendezvous send; at least 600, which holds "
+             "the runtime's largest control message (592 bytes)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "600",
+     .max = "64M",
+     PX_BTL_BASE_AT(btl_max_send_size)},
+    {.name = "put_limit",
+     .help = "Largest single RDMA put (bytes); at least 4k, as smaller pieces make a large "
+             "transfer take very many operations",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "4k",
+     PX_BTL_BASE_AT(btl_put_limit)},
+    {.name = "put_alignment",
+     .help = "Alignment (bytes) required for RDMA put",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "4k",
+     PX_BTL_BASE_AT(btl_put_alignment)},
+    {.name = "get_limit",
+     .help = "Largest single RDMA get (bytes); at least 4k, as smaller pieces make a large "
+             "transfer take very many operations",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "4k",
+     PX_BTL_BASE_AT(btl_get_limit)},
+    {.name = "get_alignment",
+     .help = "Alignment (bytes) required for RDMA get",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "4k",
+     PX_BTL_BASE_AT(btl_get_alignment)},
+    {.name = "flags",
+     .help = "Capabilities, OR of: 0x1 send, 0x2 put, 0x4 get, 0x8 send in place, 0x10 single "
+             "copy, 0x20 needs registration; a user may clear bits (e.g. to disable RDMA) but "
+             "not add ones the transport lacks; without 0x1 the transport cannot be used",
+     .type = PX_MCA_VAR_TYPE_UNSIGNED,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "0x3f",
+     PX_BTL_BASE_AT(btl_flags)},
+};
+#undef PX_BTL_BASE_AT
+#define PX_BTL_BASE_N_VARS (sizeof(px_btl_base_module_vars) / sizeof(px_btl_base_module_vars[0]))
+
 int px_btl_base_register_module_params(const px_btl_component_t *component, px_btl_module_t *module)
 {
     const char *c = component->base.component_name;
     const uint32_t supported = module->btl_flags;
-    struct {
-        const char *name;
-        px_mca_var_type_t type;
-        int level;
-        void *storage;
-        const char *help;
-        const char *min, *max;
-    } v[] = {
-        {"exclusivity", PX_MCA_VAR_TYPE_UNSIGNED, 7, &module->btl_exclusivity,
-         "Priority of this transport for a peer: the highest exclusivity that reaches a peer "
-         "serves all its sends (self 65536, shm above the network transports, network 1024)",
-         "0", NULL},
-        {"latency", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_latency,
-         "Latency in ns; among the send modules of a peer, the lowest latency carries eager "
-         "messages",
-         "0", NULL},
-        {"bandwidth", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_bandwidth,
-         "Bandwidth in MB/s; RDMA transfers are weighted across modules by it", "0", NULL},
-        {"eager_limit", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_eager_limit,
-         "Largest message (bytes, including the runtime's header) sent eagerly; larger "
-         "messages use the rendezvous protocol",
-         "64", "64M"},
-        {"max_send_size", PX_MCA_VAR_TYPE_SIZE, 4, &module->btl_max_send_size,
-         "Largest fragment (bytes) of a pipelined rendezvous send; at least 600, which holds "
-         "the runtime's largest control message (592 bytes)",
-         "600", "64M"},
-        {"put_limit", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_put_limit,
-         "Largest single RDMA put (bytes); at least 4k, as smaller pieces make a large "
-         "transfer take very many operations",
-         "4k", NULL},
-        {"put_alignment", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_put_alignment,
-         "Alignment (bytes) required for RDMA put", "0", "4k"},
-        {"get_limit", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_get_limit,
-         "Largest single RDMA get (bytes); at least 4k, as smaller pieces make a large "
-         "transfer take very many operations",
-         "4k", NULL},
-        {"get_alignment", PX_MCA_VAR_TYPE_SIZE, 6, &module->btl_get_alignment,
-         "Alignment (bytes) required for RDMA get", "0", "4k"},
-        {"flags", PX_MCA_VAR_TYPE_UNSIGNED, 5, &module->btl_flags,
-         "Capabilities, OR of: 0x1 send, 0x2 put, 0x4 get, 0x8 send in place, 0x10 single "
-         "copy, 0x20 needs registration; a user may clear bits (e.g. to disable RDMA) but "
-         "not add ones the transport lacks; without 0x1 the transport cannot be used",
-         "0", "0x3f"},
-    };
-    int rc = PX_SUCCESS;
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
-        const char *min = v[i].min, *max = v[i].max;
-        take_pending_range(c, v[i].name, &min, &max);
-        int r = px_mca_var_register_range("btl", c, v[i].name, v[i].help, v[i].type, v[i].level,
-                                          PX_MCA_VAR_SCOPE_LOCAL, 0, min, max, v[i].storage);
-        if (r < 0 && PX_SUCCESS == rc)
-            rc = r;
-    }
+    /* The component's own ranges (px_btl_base_module_param_range) replace
+     * the shared ones. */
+    px_mca_var_field_t v[PX_BTL_BASE_N_VARS];
+    memcpy(v, px_btl_base_module_vars, sizeof(v));
+    for (size_t i = 0; i < PX_BTL_BASE_N_VARS; ++i)
+        take_pending_range(c, v[i].name, &v[i].min, &v[i].max);
+    int rc = px_mca_var_register_table("btl", c, v, (int)PX_BTL_BASE_N_VARS, module);
     if (module->btl_eager_limit > module->btl_max_send_size) {
         char n_eager[96], n_max[96];
         snprintf(n_eager, sizeof(n_eager), "btl_%s_eager_limit", c);
