@@ -21,8 +21,8 @@ int px_mca_suggest_limit(const char *name);
 /* Up to `max` (<= 16) of `cands` nearest to `name`, best first, within the
  * suggestion limit (a candidate containing `name` counts as near). `ncands`
  * < 0: `cands` is NULL-terminated. Returns how many were written. */
-PX_EXPORT int px_mca_nearest_among(const char *name, const char *const *cands, int ncands, const char **out,
-                         int max);
+PX_EXPORT int px_mca_nearest_among(const char *name, const char *const *cands, int ncands,
+                                   const char **out, int max);
 
 /* The folder of the system parameter files: $PX_SYSCONFDIR or the
  * compiled-in one. */
@@ -45,7 +45,8 @@ PX_EXPORT char **px_mca_split_trimmed(const char *s, char sep);
 int px_mca_repository_init(void);
 void px_mca_repository_finalize(void);
 /* Components of a framework, built-in first (in list order). */
-PX_EXPORT int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out, int max);
+PX_EXPORT int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out,
+                                           int max);
 /* Plugin files on mca_component_path for a framework: component names and
  * paths, as parallel argv vectors (the first folder with a name wins).
  * Returns the count; the caller frees both with px_argv_free. */
