@@ -100,7 +100,8 @@ static inline void px_free_list_return(px_free_list_t *fl, px_free_list_item_t *
     fl->put(fl, item);
 }
 
-/* Slow paths of the inline functions below. */
+/* Slow paths of the inline functions below (exported for them: they compile
+ * into the caller, plugins included). */
 PX_EXPORT px_free_list_item_t *px_free_list_get_st_slow(px_free_list_t *fl);
 PX_EXPORT px_free_list_item_t *px_free_list_get_mt_slow(px_free_list_t *fl);
 PX_EXPORT void px_free_list_return_mt_slow(px_free_list_t *fl, px_free_list_item_t *item);

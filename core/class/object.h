@@ -140,7 +140,8 @@ PX_EXPORT void px_obj_debug_on_destruct(px_object_t *obj, const char *file, int 
 PX_EXPORT int px_obj_debug_free(px_object_t *obj); /* returns 1 when it kept the memory */
 #endif
 /* Slow paths of the per-thread object cache: allocate (binding this thread's
- * cache for the class) / cache or free a dead object. */
+ * cache for the class) / cache or free a dead object. Exported because the
+ * inline PX_OBJ_NEW/PX_OBJ_RELEASE call them from a plugin's code. */
 PX_EXPORT px_object_t *px_obj_alloc_slow(px_class_t *cls);
 PX_EXPORT void px_obj_free_slow(px_object_t *obj);
 

@@ -26,6 +26,8 @@ typedef struct px_progress_entry {
     px_progress_fn fn;
     void *ctx;
 } px_progress_entry_t;
+/* Exported on purpose: the inline px_progress_engine below reads them from
+ * the caller's code (plugins included); register through the functions. */
 PX_EXPORT extern px_progress_entry_t *px_progress_entries;
 PX_EXPORT extern int px_progress_nentries;
 

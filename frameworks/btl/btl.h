@@ -102,7 +102,8 @@ typedef struct px_btl_active_message_callback {
     px_btl_active_message_fn cbfunc;
     void *cbdata;
 } px_btl_active_message_callback_t;
-/* Indexed by tag; components dispatch through it on receive. */
+/* Indexed by tag; components dispatch through it on receive. Exported on
+ * purpose: plugins read it directly (docs/writing-a-component.md). */
 PX_EXPORT extern px_btl_active_message_callback_t px_btl_base_active_message_trigger[256];
 
 /* RDMA completion. */
