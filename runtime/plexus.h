@@ -15,6 +15,7 @@
 #define PLEXUS_H
 
 #include <stddef.h>
+#include "core/util/compiler.h"
 #include "core/util/error.h"
 
 #ifdef __cplusplus
@@ -33,35 +34,35 @@ typedef struct px_status {
 
 typedef struct px_request px_request_t;
 
-int px_init(int *argc, char ***argv);
-int px_finalize(void);
-int px_initialized(void);
+PX_EXPORT int px_init(int *argc, char ***argv);
+PX_EXPORT int px_finalize(void);
+PX_EXPORT int px_initialized(void);
 
-int px_rank(void);
-int px_size(void);
+PX_EXPORT int px_rank(void);
+PX_EXPORT int px_size(void);
 
-int px_send(const void *buf, size_t len, int dest, int tag);
-int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status);
-int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
-int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request);
+PX_EXPORT int px_send(const void *buf, size_t len, int dest, int tag);
+PX_EXPORT int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status);
+PX_EXPORT int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+PX_EXPORT int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request);
 
 /* Complete a request and free it (*request becomes NULL). status may be NULL. */
-int px_wait(px_request_t **request, px_status_t *status);
+PX_EXPORT int px_wait(px_request_t **request, px_status_t *status);
 /* *flag = 1 and the request freed when complete; 0 otherwise. */
-int px_test(px_request_t **request, int *flag, px_status_t *status);
+PX_EXPORT int px_test(px_request_t **request, int *flag, px_status_t *status);
 /* Wait for all; returns the first error, with each status filled. */
-int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses);
+PX_EXPORT int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses);
 
 /* Drive the transports once; returns the number of events handled. */
-int px_progress(void);
+PX_EXPORT int px_progress(void);
 /* A barrier over all ranks (for benchmarks and tests). */
-int px_barrier(void);
+PX_EXPORT int px_barrier(void);
 /* Seconds since an arbitrary point (monotonic clock). */
-double px_wtime(void);
+PX_EXPORT double px_wtime(void);
 /* Name of the transport that serves sends to `peer` ("self", "shm", "ofi"). */
-const char *px_transport_name(int peer);
+PX_EXPORT const char *px_transport_name(int peer);
 /* End the whole job with `code`, printing msg. Does not return. */
-void px_abort(int code, const char *msg);
+PX_EXPORT void px_abort(int code, const char *msg);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,10 @@
 /*
  * runtime.h: the runtime's internal state, shared by runtime.c (px_init,
  * px_finalize, the process table) and pml.c (matching and the protocols).
- * Not installed; tests include it to reach the hooks at the bottom.
+ * Not installed; tests include it to reach the hooks at the bottom (they link
+ * libplexus statically, see test/runtime/Makefile.inc). px_rt and
+ * px_rt_pml_register_params are exported (PX_EXPORT) only because the in-tree
+ * tools px_perf (--btl) and px_info use them; they are not API.
  */
 #ifndef PX_RUNTIME_RUNTIME_H
 #define PX_RUNTIME_RUNTIME_H
@@ -197,13 +200,13 @@ typedef struct px_runtime {
     unsigned long ux_fail_countdown;
 } px_runtime_t;
 
-extern px_runtime_t px_rt;
+PX_EXPORT extern px_runtime_t px_rt;
 
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
 enum { PX_RT_RDMA_NONE = 0, PX_RT_RDMA_GET = 1, PX_RT_RDMA_PUT = 2 };
 
 /* pml.c */
-int px_rt_pml_register_params(void);
+PX_EXPORT int px_rt_pml_register_params(void);
 int px_rt_pml_init(void); /* free lists, AM callbacks */
 void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl);
 int px_rt_pml_finalize(void);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/class/free_list.h"
+#include "core/class/tcache.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 

@@ -28,9 +28,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "core/util/compiler.h"
 #include "core/class/lifo.h"
 #include "core/class/list.h"
-#include "core/class/tcache.h"
+#include "core/class/tcache_fast.h"
 
 typedef struct px_free_list px_free_list_t;
 
@@ -40,7 +41,7 @@ typedef struct px_free_list_item {
     px_free_list_t *owner; /* the free list the item belongs to */
     void *registration;    /* allocator cookie for the payload (e.g. an MR) */
 } px_free_list_item_t;
-PX_CLASS_DECLARATION(px_free_list_item_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_free_list_item_t);
 
 /* Allocator hook: where chunks of items and payloads come from.
  * alloc(ctx, size, align, &cookie) returns memory or NULL; free(ctx, ptr, size,
@@ -81,12 +82,12 @@ struct px_free_list {
     void *grow_lock;      /* pthread_mutex_t, opaque here */
     px_tcache_owner_t tc; /* per-thread caches (thread-safe, unlimited lists) */
 };
-PX_CLASS_DECLARATION(px_free_list_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_free_list_t);
 
 /* Initialise a constructed free list; allocates params->num_initial items. */
-int px_free_list_init(px_free_list_t *fl, const px_free_list_params_t *params);
+PX_EXPORT int px_free_list_init(px_free_list_t *fl, const px_free_list_params_t *params);
 /* Allocate `count` more items (respecting the maximum). */
-int px_free_list_grow(px_free_list_t *fl, size_t count);
+PX_EXPORT int px_free_list_grow(px_free_list_t *fl, size_t count);
 
 /* An item, growing when empty; NULL at the maximum or out of memory. */
 static inline px_free_list_item_t *px_free_list_get(px_free_list_t *fl)
@@ -99,10 +100,11 @@ static inline void px_free_list_return(px_free_list_t *fl, px_free_list_item_t *
     fl->put(fl, item);
 }
 
-/* Slow paths of the inline functions below. */
-px_free_list_item_t *px_free_list_get_st_slow(px_free_list_t *fl);
-px_free_list_item_t *px_free_list_get_mt_slow(px_free_list_t *fl);
-void px_free_list_return_mt_slow(px_free_list_t *fl, px_free_list_item_t *item);
+/* Slow paths of the inline functions below (exported for them: they compile
+ * into the caller, plugins included). */
+PX_EXPORT px_free_list_item_t *px_free_list_get_st_slow(px_free_list_t *fl);
+PX_EXPORT px_free_list_item_t *px_free_list_get_mt_slow(px_free_list_t *fl);
+PX_EXPORT void px_free_list_return_mt_slow(px_free_list_t *fl, px_free_list_item_t *item);
 
 /* Single-thread list (thread_safe false) only. */
 static inline px_free_list_item_t *px_free_list_get_st(px_free_list_t *fl)

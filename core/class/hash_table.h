@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/util/compiler.h"
 #include "core/class/object.h"
 
 typedef struct px_hash_entry px_hash_entry_t;
@@ -33,7 +34,7 @@ typedef struct px_hash_table {
     size_t num_buckets; /* a power of two */
     size_t count;       /* entries stored */
 } px_hash_table_t;
-PX_CLASS_DECLARATION(px_hash_table_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_hash_table_t);
 
 /* Iteration cursor. After px_hash_table_next returns true, exactly one of
  * key_str (string key) or key_u64 (when key_str is NULL) names the entry. */
@@ -50,23 +51,23 @@ typedef struct px_hash_table_iter {
     }
 
 /* Allocate about `initial_size` buckets (rounded up to a power of two, min 8). */
-int px_hash_table_init(px_hash_table_t *ht, size_t initial_size);
-size_t px_hash_table_get_size(const px_hash_table_t *ht); /* entries stored */
+PX_EXPORT int px_hash_table_init(px_hash_table_t *ht, size_t initial_size);
+PX_EXPORT size_t px_hash_table_get_size(const px_hash_table_t *ht); /* entries stored */
 /* Drop every entry (values are not touched). */
-void px_hash_table_remove_all(px_hash_table_t *ht);
+PX_EXPORT void px_hash_table_remove_all(px_hash_table_t *ht);
 
 /* set inserts or replaces; get returns PX_ERR_NOT_FOUND when absent; remove
  * returns PX_ERR_NOT_FOUND when absent. */
-int px_hash_table_set_value_uint64(px_hash_table_t *ht, uint64_t key, void *value);
-int px_hash_table_get_value_uint64(const px_hash_table_t *ht, uint64_t key, void **value);
-int px_hash_table_remove_value_uint64(px_hash_table_t *ht, uint64_t key);
+PX_EXPORT int px_hash_table_set_value_uint64(px_hash_table_t *ht, uint64_t key, void *value);
+PX_EXPORT int px_hash_table_get_value_uint64(const px_hash_table_t *ht, uint64_t key, void **value);
+PX_EXPORT int px_hash_table_remove_value_uint64(px_hash_table_t *ht, uint64_t key);
 
-int px_hash_table_set_value_str(px_hash_table_t *ht, const char *key, void *value);
-int px_hash_table_get_value_str(const px_hash_table_t *ht, const char *key, void **value);
-int px_hash_table_remove_value_str(px_hash_table_t *ht, const char *key);
+PX_EXPORT int px_hash_table_set_value_str(px_hash_table_t *ht, const char *key, void *value);
+PX_EXPORT int px_hash_table_get_value_str(const px_hash_table_t *ht, const char *key, void **value);
+PX_EXPORT int px_hash_table_remove_value_str(px_hash_table_t *ht, const char *key);
 
 /* Advance the cursor; false when every entry has been visited. Do not change
  * the table while iterating. */
-bool px_hash_table_next(const px_hash_table_t *ht, px_hash_table_iter_t *it);
+PX_EXPORT bool px_hash_table_next(const px_hash_table_t *ht, px_hash_table_iter_t *it);
 
 #endif

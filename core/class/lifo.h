@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "core/util/compiler.h"
 #include "core/class/list.h"
 
 typedef union px_counted_pointer {
@@ -32,15 +33,15 @@ typedef struct px_lifo {
     px_counted_pointer_t px_lifo_head;
     px_list_item_t px_lifo_ghost; /* end marker */
 } px_lifo_t;
-PX_CLASS_DECLARATION(px_lifo_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_lifo_t);
 
-bool px_lifo_is_empty(px_lifo_t *lifo);
+PX_EXPORT bool px_lifo_is_empty(px_lifo_t *lifo);
 /* Thread-safe push/pop. pop returns NULL when empty. */
-void px_lifo_push_atomic(px_lifo_t *lifo, px_list_item_t *item);
-px_list_item_t *px_lifo_pop_atomic(px_lifo_t *lifo);
+PX_EXPORT void px_lifo_push_atomic(px_lifo_t *lifo, px_list_item_t *item);
+PX_EXPORT px_list_item_t *px_lifo_pop_atomic(px_lifo_t *lifo);
 /* Single-thread push/pop. */
-void px_lifo_push_st(px_lifo_t *lifo, px_list_item_t *item);
-px_list_item_t *px_lifo_pop_st(px_lifo_t *lifo);
+PX_EXPORT void px_lifo_push_st(px_lifo_t *lifo, px_list_item_t *item);
+PX_EXPORT px_list_item_t *px_lifo_pop_st(px_lifo_t *lifo);
 
 /* ---- inline implementations ---- */
 

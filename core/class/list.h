@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "core/util/compiler.h"
 #include "core/class/object.h"
 
 typedef struct px_list_item {
@@ -23,14 +24,14 @@ typedef struct px_list_item {
     struct px_list_item *volatile px_list_prev;
     int32_t item_free; /* used by the atomic LIFO: 0 while on a LIFO */
 } px_list_item_t;
-PX_CLASS_DECLARATION(px_list_item_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_list_item_t);
 
 typedef struct px_list {
     px_object_t super;
     px_list_item_t px_list_sentinel; /* head and tail link through it */
     size_t px_list_length;
 } px_list_t;
-PX_CLASS_DECLARATION(px_list_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_list_t);
 
 #define px_list_get_next(item) (((px_list_item_t *)(item))->px_list_next)
 #define px_list_get_prev(item) (((px_list_item_t *)(item))->px_list_prev)
@@ -111,7 +112,7 @@ static inline px_list_item_t *px_list_remove_last(px_list_t *l)
 }
 
 /* Move every item of `src` to the end of `dst`; `src` becomes empty. */
-void px_list_splice(px_list_t *dst, px_list_t *src);
+PX_EXPORT void px_list_splice(px_list_t *dst, px_list_t *src);
 
 /* Iterate: `item` is a `type *` cursor; do not remove it inside the loop
  * (use PX_LIST_FOREACH_SAFE for that). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/class/object.h"
+#include "core/class/tcache.h"
 #include "core/util/error.h"
 
 px_class_t px_object_t_class = {

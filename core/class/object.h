@@ -41,7 +41,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "core/px_config.h"
-#include "core/class/tcache.h"
+#include "core/class/tcache_fast.h"
 #include "core/util/compiler.h"
 
 /* Freed heap objects are kept in a small per-thread, per-class cache
@@ -109,16 +109,16 @@ struct px_object {
                                NULL,                                                               \
                                {NULL, 0, 0, 0}}
 
-PX_CLASS_DECLARATION(px_object_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_object_t);
 
 /* Build the class's flattened constructor/destructor arrays. Called
  * automatically on first use; thread-safe and idempotent. Returns 0 or
  * PX_ERR_OUT_OF_RESOURCE. */
-int px_class_initialize(px_class_t *cls);
+PX_EXPORT int px_class_initialize(px_class_t *cls);
 /* Free every class's arrays and, in debug builds, print every object still
  * alive with the file:line that made it. Returns the number still alive
  * (always 0 in non-debug builds). */
-int px_class_finalize(void);
+PX_EXPORT int px_class_finalize(void);
 /* Forget every class defined in the shared object that contains `addr` (any
  * symbol of a plugin, e.g. its component struct) before that object is
  * unloaded, so that nothing in the class registry points into unmapped
@@ -130,19 +130,20 @@ int px_class_finalize(void);
  * returned; the caller must then keep the module loaded (the repository does).
  * Returns 0 when the module may be unloaded (always, in non-debug builds,
  * which keep no list of live objects). */
-int px_class_unload_module(const void *addr, const char *module_name);
+PX_EXPORT int px_class_unload_module(const void *addr, const char *module_name);
 
 /* ---- implementation helpers: use the macros below ---- */
 #if PX_ENABLE_DEBUG
-void px_obj_debug_on_new(px_object_t *obj, const char *file, int line, int heap);
-void px_obj_debug_check(px_object_t *obj, const char *what, const char *file, int line);
-void px_obj_debug_on_destruct(px_object_t *obj, const char *file, int line);
-int px_obj_debug_free(px_object_t *obj); /* returns 1 when it kept the memory */
+PX_EXPORT void px_obj_debug_on_new(px_object_t *obj, const char *file, int line, int heap);
+PX_EXPORT void px_obj_debug_check(px_object_t *obj, const char *what, const char *file, int line);
+PX_EXPORT void px_obj_debug_on_destruct(px_object_t *obj, const char *file, int line);
+PX_EXPORT int px_obj_debug_free(px_object_t *obj); /* returns 1 when it kept the memory */
 #endif
 /* Slow paths of the per-thread object cache: allocate (binding this thread's
- * cache for the class) / cache or free a dead object. */
-px_object_t *px_obj_alloc_slow(px_class_t *cls);
-void px_obj_free_slow(px_object_t *obj);
+ * cache for the class) / cache or free a dead object. Exported because the
+ * inline PX_OBJ_NEW/PX_OBJ_RELEASE call them from a plugin's code. */
+PX_EXPORT px_object_t *px_obj_alloc_slow(px_class_t *cls);
+PX_EXPORT void px_obj_free_slow(px_object_t *obj);
 
 static inline void px_obj_run_constructors(px_object_t *obj, const px_class_t *cls)
 {
@@ -169,8 +170,8 @@ static inline int px_class_ensure(px_class_t *cls)
 /* PX_OBJ_CONSTRUCT has no way to report an error and its caller would go on
  * to use and destruct an object that was never constructed: it aborts with a
  * message naming the class and the call site. */
-__attribute__((noreturn, cold)) void px_class_init_failed(const px_class_t *cls, const char *file,
-                                                          int line);
+PX_EXPORT __attribute__((noreturn, cold)) void px_class_init_failed(const px_class_t *cls,
+                                                                    const char *file, int line);
 
 static inline px_object_t *px_obj_new_(px_class_t *cls, const char *file, int line)
 {

@@ -18,6 +18,7 @@
 #define PX_CLASS_POINTER_ARRAY_H
 
 #include <pthread.h>
+#include "core/util/compiler.h"
 #include "core/class/object.h"
 
 typedef struct px_pointer_array {
@@ -30,26 +31,27 @@ typedef struct px_pointer_array {
     int block_size;  /* growth step */
     void **addr;
 } px_pointer_array_t;
-PX_CLASS_DECLARATION(px_pointer_array_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_pointer_array_t);
 
 /* Size the table: `initial_size` slots now, growing by `block_size` (0: 16)
  * up to `max_size` (0: INT_MAX). PX_ERR_BAD_PARAM for negative sizes or an
  * initial size above the maximum. */
-int px_pointer_array_init(px_pointer_array_t *pa, int initial_size, int max_size, int block_size);
+PX_EXPORT int px_pointer_array_init(px_pointer_array_t *pa, int initial_size, int max_size,
+                                    int block_size);
 /* Store `ptr` in the lowest free slot, growing when full. Returns the index,
  * PX_ERR_BAD_PARAM for NULL, or PX_ERR_OUT_OF_RESOURCE at the maximum. */
-int px_pointer_array_add(px_pointer_array_t *pa, void *ptr);
+PX_EXPORT int px_pointer_array_add(px_pointer_array_t *pa, void *ptr);
 /* Store `ptr` (NULL frees the slot) at `index`, growing to reach it.
  * PX_ERR_BAD_PARAM for an index < 0 or >= max_size. */
-int px_pointer_array_set_item(px_pointer_array_t *pa, int index, void *ptr);
+PX_EXPORT int px_pointer_array_set_item(px_pointer_array_t *pa, int index, void *ptr);
 /* The pointer at `index`, or NULL (free, or outside the table). */
-void *px_pointer_array_get_item(px_pointer_array_t *pa, int index);
+PX_EXPORT void *px_pointer_array_get_item(px_pointer_array_t *pa, int index);
 /* Free the slot at `index`. PX_ERR_BAD_PARAM when outside the table,
  * PX_ERR_NOT_FOUND when the slot is already free. */
-int px_pointer_array_remove(px_pointer_array_t *pa, int index);
+PX_EXPORT int px_pointer_array_remove(px_pointer_array_t *pa, int index);
 /* Number of slots (used or free) currently allocated. */
-int px_pointer_array_get_size(px_pointer_array_t *pa);
+PX_EXPORT int px_pointer_array_get_size(px_pointer_array_t *pa);
 /* Number of slots in use. */
-int px_pointer_array_get_count(px_pointer_array_t *pa);
+PX_EXPORT int px_pointer_array_get_count(px_pointer_array_t *pa);
 
 #endif

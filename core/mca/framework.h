@@ -16,6 +16,7 @@
 #define PX_MCA_FRAMEWORK_H
 
 #include <stdbool.h>
+#include "core/util/compiler.h"
 #include "core/class/list.h"
 #include "core/mca/component.h"
 
@@ -26,7 +27,7 @@ typedef struct px_mca_component_item {
     void *dl_handle;  /* lt_dlhandle for plugins, NULL for built-in */
     const char *path; /* file a plugin came from, NULL for built-in */
 } px_mca_component_item_t;
-PX_CLASS_DECLARATION(px_mca_component_item_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_mca_component_item_t);
 
 typedef struct px_mca_framework {
     const char *name;             /* "btl" */
@@ -48,39 +49,39 @@ typedef struct px_mca_framework {
 
 /* Register the framework's variables and every candidate component's
  * variables (those the selection list allows). Idempotent. */
-int px_mca_framework_register(px_mca_framework_t *fw);
+PX_EXPORT int px_mca_framework_register(px_mca_framework_t *fw);
 /* Register if needed, then open every allowed component; those whose open
  * fails are closed and unloaded, saying why at <fw>_base_verbose. An include
  * list naming unknown components fails with every unknown name and its reason.
  * Refcounted: a second open only counts. */
-int px_mca_framework_open(px_mca_framework_t *fw);
+PX_EXPORT int px_mca_framework_open(px_mca_framework_t *fw);
 /* Drop one open; at zero close every component (reverse order) and unload. */
-int px_mca_framework_close(px_mca_framework_t *fw);
+PX_EXPORT int px_mca_framework_close(px_mca_framework_t *fw);
 
 /* "highest priority" selection: call query(component, &priority, &module) on
  * each open component; keep the highest non-negative priority, close and
  * remove the others. Returns PX_ERR_NOT_FOUND when none accepts. */
 typedef int (*px_mca_query_fn)(const px_mca_component_t *component, int *priority, void **module);
-int px_mca_select_highest(px_mca_framework_t *fw, px_mca_query_fn query,
-                          const px_mca_component_t **best, void **module);
+PX_EXPORT int px_mca_select_highest(px_mca_framework_t *fw, px_mca_query_fn query,
+                                    const px_mca_component_t **best, void **module);
 
 /* After register: the error an open would report for an include list that
  * names unusable components (every name with its reason), or NULL. For tools
  * that register without opening (px_info). */
-const char *px_mca_framework_selection_error(px_mca_framework_t *fw);
+PX_EXPORT const char *px_mca_framework_selection_error(px_mca_framework_t *fw);
 
 /* Whether the framework's selection list allows `component_name`. */
-bool px_mca_framework_allows(px_mca_framework_t *fw, const char *component_name);
+PX_EXPORT bool px_mca_framework_allows(px_mca_framework_t *fw, const char *component_name);
 
 /* Close one component and remove it from the framework's list (after it
  * declined in init/query). */
-void px_mca_framework_drop(px_mca_framework_t *fw, px_mca_component_item_t *item);
+PX_EXPORT void px_mca_framework_drop(px_mca_framework_t *fw, px_mca_component_item_t *item);
 
 /* ---- repository: where components come from ---- */
 
 /* Add a built-in component at run time (used by the test suite for its own
  * test framework); the configure-generated list is added automatically. */
-int px_mca_repository_add_static(const px_mca_component_t *component);
+PX_EXPORT int px_mca_repository_add_static(const px_mca_component_t *component);
 
 /* A plugin that was refused, and why; kept for px_info --show-failed. */
 typedef struct px_mca_failed_component {
@@ -89,23 +90,24 @@ typedef struct px_mca_failed_component {
     const char *path;
     const char *reason;
 } px_mca_failed_component_t;
-int px_mca_repository_failed_count(void);
-const px_mca_failed_component_t *px_mca_repository_failed(int i);
+PX_EXPORT int px_mca_repository_failed_count(void);
+PX_EXPORT const px_mca_failed_component_t *px_mca_repository_failed(int i);
 
 /* Every component known for a framework (built in and plugins found), for
  * px_info: fills up to `max` entries, returns the total. */
-int px_mca_repository_list(const char *framework, const px_mca_component_t **out, int max);
+PX_EXPORT int px_mca_repository_list(const char *framework, const px_mca_component_t **out,
+                                     int max);
 
 /* Frameworks known to the process (registered at least once), for px_info. */
-int px_mca_framework_count(void);
-px_mca_framework_t *px_mca_framework_get(int i);
-px_mca_framework_t *px_mca_framework_find(const char *name);
+PX_EXPORT int px_mca_framework_count(void);
+PX_EXPORT px_mca_framework_t *px_mca_framework_get(int i);
+PX_EXPORT px_mca_framework_t *px_mca_framework_find(const char *name);
 
 /* True when `name` ("<fw>_<comp>_...") names a variable of a component that
  * exists (built in or a plugin file) in a registered framework but whose
  * variables were not registered (excluded by a selection list, or not
  * loaded): such a name is not "unknown". px_mca_framework_register installs
  * it as the variable system's unknown-name filter. */
-bool px_mca_framework_unregistered_component_var(const char *name);
+PX_EXPORT bool px_mca_framework_unregistered_component_var(const char *name);
 
 #endif

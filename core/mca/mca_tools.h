@@ -9,23 +9,25 @@
 #ifndef PX_MCA_TOOLS_H
 #define PX_MCA_TOOLS_H
 
+#include "core/util/compiler.h"
 #include "core/mca/component.h"
 #include "core/util/argv.h" /* px_argv_free for what these return */
 
 /* The folder of the system parameter files: $PX_SYSCONFDIR or the
  * compiled-in one. */
-const char *px_mca_sysconfdir(void);
+PX_EXPORT const char *px_mca_sysconfdir(void);
 
 /* Split `s` at `sep`, trimming blanks around each part and dropping empty
  * ones: "self, shm," -> {"self", "shm"}. NULL when there is no part; free
  * with px_argv_free (core/util/argv.h). */
-char **px_mca_split_trimmed(const char *s, char sep);
+PX_EXPORT char **px_mca_split_trimmed(const char *s, char sep);
 
 /* Built-in components of a framework, in list order. */
-int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out, int max);
+PX_EXPORT int px_mca_repository_static_for(const char *framework, const px_mca_component_t **out,
+                                           int max);
 /* Plugin files on mca_component_path for a framework: component names and
  * paths, as parallel argv vectors (the first folder with a name wins).
  * Returns the count; the caller frees both with px_argv_free. */
-int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths);
+PX_EXPORT int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "core/util/compiler.h"
 
 typedef enum {
     PX_MCA_VAR_TYPE_INT,      /* int */
@@ -65,10 +66,10 @@ typedef struct px_mca_var_enum_value {
  * does not parse prints an error naming the variable, the value, its source
  * and the accepted forms, and returns PX_ERR_BAD_PARAM (storage keeps the
  * default). Registering the same full name again returns the existing index. */
-int px_mca_var_register(const char *framework, const char *component, const char *name,
-                        const char *help, px_mca_var_type_t type,
-                        const px_mca_var_enum_value_t *enum_values, int info_level,
-                        px_mca_var_scope_t scope, unsigned flags, void *storage);
+PX_EXPORT int px_mca_var_register(const char *framework, const char *component, const char *name,
+                                  const char *help, px_mca_var_type_t type,
+                                  const px_mca_var_enum_value_t *enum_values, int info_level,
+                                  px_mca_var_scope_t scope, unsigned flags, void *storage);
 
 /* Valid range of an int, unsigned, size or double variable. `min` and `max`
  * are texts parsed as values of the variable ("64k", "1G", "-1", "0.5");
@@ -80,20 +81,20 @@ int px_mca_var_register(const char *framework, const char *component, const char
  * then on every source is checked against the range. A default outside its
  * own range is a programming error: PX_ERR_BAD_PARAM and a message, and no
  * range is set. The range stays when a plugin's variables are detached. */
-int px_mca_var_set_range(int index, const char *min, const char *max);
+PX_EXPORT int px_mca_var_set_range(int index, const char *min, const char *max);
 /* px_mca_var_register with a range in one call (int, unsigned, size, double;
  * no enum table). Returns as px_mca_var_register. */
-int px_mca_var_register_range(const char *framework, const char *component, const char *name,
-                              const char *help, px_mca_var_type_t type, int info_level,
-                              px_mca_var_scope_t scope, unsigned flags, const char *min,
-                              const char *max, void *storage);
+PX_EXPORT int px_mca_var_register_range(const char *framework, const char *component,
+                                        const char *name, const char *help, px_mca_var_type_t type,
+                                        int info_level, px_mca_var_scope_t scope, unsigned flags,
+                                        const char *min, const char *max, void *storage);
 /* The range as normalised texts ("65536", not "64k"), NULL for an open side.
  * The texts belong to the variable system and stay valid until
  * px_mca_var_finalize. */
-int px_mca_var_get_range(int index, const char **min, const char **max);
+PX_EXPORT int px_mca_var_get_range(int index, const char **min, const char **max);
 /* What the variable accepts, with its range ("an integer from 1 to 1024").
  * Caller frees. */
-char *px_mca_var_accepted_string(int index);
+PX_EXPORT char *px_mca_var_accepted_string(int index);
 
 /* One row of a registration table (px_mca_var_register_table): what
  * px_mca_var_register or px_mca_var_register_range take, as data. */
@@ -134,47 +135,47 @@ typedef struct px_mca_var_field {
  * an earlier one failed. Returns PX_SUCCESS or the first error (a value
  * refused from a file, the environment or the command line is
  * PX_ERR_BAD_PARAM, as for px_mca_var_register). */
-int px_mca_var_register_table(const char *framework, const char *component,
-                              const px_mca_var_field_t *table, int n, void *base);
+PX_EXPORT int px_mca_var_register_table(const char *framework, const char *component,
+                                        const px_mca_var_field_t *table, int n, void *base);
 
 /* Another name for a registered variable. With PX_MCA_VAR_FLAG_DEPRECATED,
  * setting it warns once, naming the replacement. */
-int px_mca_var_register_synonym(int index, const char *framework, const char *component,
-                                const char *name, unsigned flags);
+PX_EXPORT int px_mca_var_register_synonym(int index, const char *framework, const char *component,
+                                          const char *name, unsigned flags);
 
 /* Read parameter files and the environment (once per process; refcounted).
  * Registration loads them on demand too. The system files live in
  * PX_SYSCONFDIR, which the environment variable PX_SYSCONFDIR replaces
  * (used by the test suite to point at its own plexus-mca-params.conf and
  * plexus-mca-params-override.conf). */
-int px_mca_var_init(void);
+PX_EXPORT int px_mca_var_init(void);
 /* Free everything (last caller of init). Storage of string vars is freed. */
-int px_mca_var_finalize(void);
+PX_EXPORT int px_mca_var_finalize(void);
 
 /* Index of a full name or synonym, or PX_ERR_NOT_FOUND. */
-int px_mca_var_find(const char *full_name);
+PX_EXPORT int px_mca_var_find(const char *full_name);
 /* Set a value from a string with source API (or `source` for the _source
  * variant). Errors as for registration. Read-only variables refuse. */
-int px_mca_var_set(const char *full_name, const char *value);
-int px_mca_var_set_source(const char *full_name, const char *value, px_mca_var_source_t source,
-                          const char *where);
+PX_EXPORT int px_mca_var_set(const char *full_name, const char *value);
+PX_EXPORT int px_mca_var_set_source(const char *full_name, const char *value,
+                                    px_mca_var_source_t source, const char *where);
 /* A launcher's or tool's `--mca name value`: recorded with source "command
  * line" for this process and, for children, exported as the environment
  * variable PX_CMDLINE_MCA_<name>=value (which the child reads back with source
  * "command line"). */
-int px_mca_var_set_cmdline(const char *name, const char *value, bool export_to_env);
+PX_EXPORT int px_mca_var_set_cmdline(const char *name, const char *value, bool export_to_env);
 
 /* Report PX_MCA_* environment names and file entries that match no registered
  * variable, with the nearest registered names. Returns PX_ERR_NOT_FOUND when
  * there were some and mca_base_strict is set, else PX_SUCCESS. */
-int px_mca_var_check_unknown(void);
+PX_EXPORT int px_mca_var_check_unknown(void);
 
 /* A name px_mca_var_check_unknown must not report although no variable has
  * it (e.g. one of a component that exists but was not registered). */
 typedef bool (*px_mca_var_unknown_filter_fn)(const char *name);
 /* Install the filter px_mca_var_check_unknown consults (NULL: none). The
  * framework layer installs its own when it registers a framework. */
-void px_mca_var_set_unknown_filter(px_mca_var_unknown_filter_fn filter);
+PX_EXPORT void px_mca_var_set_unknown_filter(px_mca_var_unknown_filter_fn filter);
 
 /* The longest source_where kept by px_mca_var_get_info (a parameter file's
  * path and line; longer ones are cut, ending in "..."). */
@@ -204,24 +205,24 @@ typedef struct px_mca_var_info {
     char source_where_buf[PX_MCA_VAR_WHERE_MAX]; /* storage of source_where */
 } px_mca_var_info_t;
 
-int px_mca_var_count(void);
+PX_EXPORT int px_mca_var_count(void);
 /* How many values that did not parse were reported since init (tools use it
  * for their exit status). */
-int px_mca_var_error_count(void);
-int px_mca_var_get_info(int index, px_mca_var_info_t *info);
+PX_EXPORT int px_mca_var_error_count(void);
+PX_EXPORT int px_mca_var_get_info(int index, px_mca_var_info_t *info);
 /* Value as text, in a buffer the caller frees. */
-char *px_mca_var_value_string(int index);
+PX_EXPORT char *px_mca_var_value_string(int index);
 /* "default", "file /etc/x.conf:12", "environment PX_MCA_btl", "command line",
  * "API", "override file /etc/y.conf:3". Caller frees. */
-char *px_mca_var_source_string(int index);
-const char *px_mca_var_type_name(px_mca_var_type_t type);
+PX_EXPORT char *px_mca_var_source_string(int index);
+PX_EXPORT const char *px_mca_var_type_name(px_mca_var_type_t type);
 /* "default", "file", "environment", "command line", "API", "override file". */
-const char *px_mca_var_source_name(px_mca_var_source_t source);
+PX_EXPORT const char *px_mca_var_source_name(px_mca_var_source_t source);
 
 /* Before a plugin is unloaded: every variable of framework/component moves
  * its value, default and enum table into the variable system, so nothing
  * points into the unloaded file. Returns how many variables were detached. */
-int px_mca_var_detach_component(const char *framework, const char *component);
+PX_EXPORT int px_mca_var_detach_component(const char *framework, const char *component);
 
 /* Informational variables whose value costs real time to compute (hardware
  * or network discovery): instead of computing it in register_params, give a
@@ -231,18 +232,19 @@ int px_mca_var_detach_component(const char *framework, const char *component);
  * (--param FW COMP, --var NAME), so a full listing stays fast. A probe of a
  * plugin is dropped when the plugin is unloaded. */
 typedef int (*px_mca_var_probe_fn)(void);
-int px_mca_var_set_probe(int index, px_mca_var_probe_fn probe);
+PX_EXPORT int px_mca_var_set_probe(int index, px_mca_var_probe_fn probe);
 /* Run the variable's probe now if it has not run (no-op otherwise). */
-int px_mca_var_probe(int index);
+PX_EXPORT int px_mca_var_probe(int index);
 
 /* The default value as text (caller frees). */
-char *px_mca_var_default_string(int index);
+PX_EXPORT char *px_mca_var_default_string(int index);
 /* The accepted forms of a type, for messages ("1/0, true/false, ..."). For
  * enums pass the table; the result lists its names. Caller frees. */
-char *px_mca_var_accepted_forms(px_mca_var_type_t type, const px_mca_var_enum_value_t *ev);
+PX_EXPORT char *px_mca_var_accepted_forms(px_mca_var_type_t type,
+                                          const px_mca_var_enum_value_t *ev);
 
 /* Up to `max` registered names nearest to `name` (edit distance), best first.
  * Returns how many were written; names point into the registry. */
-int px_mca_var_nearest(const char *name, const char **out, int max);
+PX_EXPORT int px_mca_var_nearest(const char *name, const char **out, int max);
 
 #endif

@@ -14,6 +14,15 @@
 #define PX_COLD         __attribute__((cold, noinline))
 #define PX_UNUSED       __attribute__((unused))
 
+/* PX_EXPORT: the one mark of what libplexus exports. The library is built
+ * with -fvisibility=hidden, so a function or variable is callable from an
+ * application, a plugin (btl/ofi, btl/verbs, boot/pmix, out-of-tree
+ * components) or a tool only when its declaration in an installed header
+ * starts with PX_EXPORT. Everything else stays inside libplexus.so.
+ * test/build/t_exported_symbols.sh compares the exported list with
+ * test/build/exported-symbols.txt, so an export is always deliberate. */
+#define PX_EXPORT __attribute__((visibility("default")))
+
 /* container_of: from a pointer to a member back to the enclosing struct. */
 #define px_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 

@@ -6,6 +6,8 @@
 #ifndef PX_UTIL_ERROR_H
 #define PX_UTIL_ERROR_H
 
+#include "core/util/compiler.h"
+
 enum {
     PX_SUCCESS = 0,
     PX_ERROR = -1,                    /* generic failure; a message was printed */
@@ -30,6 +32,6 @@ enum {
 };
 
 /* Text for a return code; never NULL. */
-const char *px_strerror(int code);
+PX_EXPORT const char *px_strerror(int code);
 
 #endif

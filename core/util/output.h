@@ -15,17 +15,17 @@
 
 /* Open a stream whose lines start with "[host:pid] prefix: ". Returns its id
  * (>= 0) or a negative error code. Stream 0 is always open, prefix "plexus". */
-int px_output_open(const char *prefix, int verbosity);
-void px_output_close(int stream);
-void px_output_set_verbosity(int stream, int level);
-int px_output_get_verbosity(int stream);
+PX_EXPORT int px_output_open(const char *prefix, int verbosity);
+PX_EXPORT void px_output_close(int stream);
+PX_EXPORT void px_output_set_verbosity(int stream, int level);
+PX_EXPORT int px_output_get_verbosity(int stream);
 
 /* Print unconditionally on the stream (a trailing newline is added if missing). */
-void px_output(int stream, const char *fmt, ...) PX_PRINTF(2, 3);
-void px_output_vprint(int stream, const char *fmt, va_list ap);
+PX_EXPORT void px_output(int stream, const char *fmt, ...) PX_PRINTF(2, 3);
+PX_EXPORT void px_output_vprint(int stream, const char *fmt, va_list ap);
 
 /* True when a message at `level` would be printed on `stream`. */
-bool px_output_check(int stream, int level);
+PX_EXPORT bool px_output_check(int stream, int level);
 
 /* Print only when the stream's verbosity is >= level; the arguments are not
  * evaluated otherwise. */
@@ -37,7 +37,7 @@ bool px_output_check(int stream, int level);
 
 /* Errors meant for a user: printed to stderr regardless of verbosity as
  * "plexus: error: ..." plus the text. */
-void px_show_error(const char *fmt, ...) PX_PRINTF(1, 2);
-void px_show_warning(const char *fmt, ...) PX_PRINTF(1, 2);
+PX_EXPORT void px_show_error(const char *fmt, ...) PX_PRINTF(1, 2);
+PX_EXPORT void px_show_warning(const char *fmt, ...) PX_PRINTF(1, 2);
 
 #endif

@@ -9,7 +9,7 @@
 
 /* The formatted text in a buffer the caller frees, or NULL when memory (or
  * the format) fails. */
-char *px_asprintf(const char *fmt, ...) PX_PRINTF(1, 2);
-char *px_vasprintf(const char *fmt, va_list ap) PX_PRINTF(1, 0);
+PX_EXPORT char *px_asprintf(const char *fmt, ...) PX_PRINTF(1, 2);
+PX_EXPORT char *px_vasprintf(const char *fmt, va_list ap) PX_PRINTF(1, 0);
 
 #endif

@@ -10,22 +10,26 @@
 #ifndef PX_UTIL_PROGRESS_H
 #define PX_UTIL_PROGRESS_H
 
+#include "core/util/compiler.h"
+
 /* Poll once; returns the number of events handled (>= 0). */
 typedef int (*px_progress_fn)(void *ctx);
 
 /* Add a callback (the same fn+ctx twice is PX_ERR_EXISTS). */
-int px_progress_register(px_progress_fn fn, void *ctx);
+PX_EXPORT int px_progress_register(px_progress_fn fn, void *ctx);
 /* Remove it; PX_ERR_NOT_FOUND when it was not registered. */
-int px_progress_unregister(px_progress_fn fn, void *ctx);
+PX_EXPORT int px_progress_unregister(px_progress_fn fn, void *ctx);
 /* Number of callbacks registered. */
-int px_progress_count(void);
+PX_EXPORT int px_progress_count(void);
 
 typedef struct px_progress_entry {
     px_progress_fn fn;
     void *ctx;
 } px_progress_entry_t;
-extern px_progress_entry_t *px_progress_entries;
-extern int px_progress_nentries;
+/* Exported on purpose: the inline px_progress_engine below reads them from
+ * the caller's code (plugins included); register through the functions. */
+PX_EXPORT extern px_progress_entry_t *px_progress_entries;
+PX_EXPORT extern int px_progress_nentries;
 
 /* Run every callback once; returns the sum of their events. */
 static inline int px_progress_engine(void)
@@ -37,6 +41,6 @@ static inline int px_progress_engine(void)
 }
 
 /* Free the table (at finalize, once everything has unregistered). */
-void px_progress_finalize(void);
+PX_EXPORT void px_progress_finalize(void);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/util/compiler.h"
 #include "core/mca/component.h"
 
 #define PX_BOOT_API_MAJOR   1
@@ -50,14 +51,15 @@ typedef struct px_boot_component {
 /* ---- frameworks/boot/base: used by the runtime and BTL components ---- */
 
 /* Open the boot framework and select the module (highest priority). */
-int px_boot_base_select(void);
-int px_boot_base_close(void);
+PX_EXPORT int px_boot_base_select(void);
+PX_EXPORT int px_boot_base_close(void);
 /* The selected module, or NULL before selection. */
-extern px_boot_module_t *px_boot;
-extern struct px_mca_framework px_boot_base_framework;
+PX_EXPORT extern px_boot_module_t *px_boot;
+PX_EXPORT extern struct px_mca_framework px_boot_base_framework;
 
 /* Modex helpers keyed by component: key "<fw>.<component>". */
-int px_boot_modex_send(const px_mca_component_t *component, const void *data, size_t len);
-int px_boot_modex_recv(const px_mca_component_t *component, int rank, void **data, size_t *len);
+PX_EXPORT int px_boot_modex_send(const px_mca_component_t *component, const void *data, size_t len);
+PX_EXPORT int px_boot_modex_recv(const px_mca_component_t *component, int rank, void **data,
+                                 size_t *len);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include "core/util/compiler.h"
 #include "core/class/bitmap.h"
 #include "core/class/free_list.h"
 #include "core/mca/component.h"
@@ -84,7 +85,7 @@ typedef struct px_btl_descriptor {
     uint32_t des_flags;
     uint8_t order;
 } px_btl_descriptor_t;
-PX_CLASS_DECLARATION(px_btl_descriptor_t);
+PX_EXPORT PX_CLASS_DECLARATION(px_btl_descriptor_t);
 
 /* What an active-message callback receives. */
 typedef struct px_btl_receive_descriptor {
@@ -102,8 +103,9 @@ typedef struct px_btl_active_message_callback {
     px_btl_active_message_fn cbfunc;
     void *cbdata;
 } px_btl_active_message_callback_t;
-/* Indexed by tag; components dispatch through it on receive. */
-extern px_btl_active_message_callback_t px_btl_base_active_message_trigger[256];
+/* Indexed by tag; components dispatch through it on receive. Exported on
+ * purpose: plugins read it directly (docs/writing-a-component.md). */
+PX_EXPORT extern px_btl_active_message_callback_t px_btl_base_active_message_trigger[256];
 
 /* RDMA completion. */
 typedef void (*px_btl_rdma_completion_fn)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint,
@@ -144,7 +146,7 @@ static inline void *px_btl_convertor_current(const px_btl_convertor_t *c)
     return (char *)c->single.iov_base + c->position;
 }
 /* Copy up to `max` bytes from the current position into dst; returns bytes packed. */
-size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max);
+PX_EXPORT size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max);
 
 typedef struct px_btl_module {
     const struct px_btl_component *btl_component;

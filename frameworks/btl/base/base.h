@@ -21,30 +21,31 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "core/util/compiler.h"
 #include "core/class/bitmap.h"
 #include "core/mca/framework.h"
 #include "frameworks/btl/btl.h"
 
-extern px_mca_framework_t px_btl_base_framework;
+PX_EXPORT extern px_mca_framework_t px_btl_base_framework;
 
 /* Modules kept by px_btl_base_select, highest exclusivity first. */
-extern px_btl_module_t **px_btl_base_modules;
-extern int px_btl_base_num_modules;
+PX_EXPORT extern px_btl_module_t **px_btl_base_modules;
+PX_EXPORT extern int px_btl_base_num_modules;
 
 /* Call btl_init of every open component; components returning no module are
  * closed. Registers each module's progress function. The framework must be
  * open (px_mca_framework_open(&px_btl_base_framework)). */
-int px_btl_base_select(bool enable_progress_threads);
+PX_EXPORT int px_btl_base_select(bool enable_progress_threads);
 /* Components px_btl_base_select closed because their init returned no module. */
-int px_btl_base_declined_count(void);
-const char *px_btl_base_declined_name(int i);
+PX_EXPORT int px_btl_base_declined_count(void);
+PX_EXPORT const char *px_btl_base_declined_name(int i);
 /* Call btl_modex_send of every component that returned modules. */
-int px_btl_base_modex_send(void);
+PX_EXPORT int px_btl_base_modex_send(void);
 /* Install the runtime's error callback on every module. */
-int px_btl_base_register_error(px_btl_error_fn cbfunc);
+PX_EXPORT int px_btl_base_register_error(px_btl_error_fn cbfunc);
 /* Finalize every module (reverse order), unregister progress, close the
  * framework. */
-int px_btl_base_finalize(void);
+PX_EXPORT int px_btl_base_finalize(void);
 
 /* Register the figures of `module` as variables btl_<component>_<field>
  * (exclusivity, latency, bandwidth, eager_limit, max_send_size, put_limit,
@@ -52,8 +53,8 @@ int px_btl_base_finalize(void);
  * with the module's current values as defaults. Flags a user sets are masked
  * by the defaults (a module cannot gain a capability). Call it from the
  * component's register_params on the module template its init copies. */
-int px_btl_base_register_module_params(const px_btl_component_t *component,
-                                       px_btl_module_t *module);
+PX_EXPORT int px_btl_base_register_module_params(const px_btl_component_t *component,
+                                                 px_btl_module_t *module);
 /* The base gives every module variable a range that any transport can work
  * with (eager_limit 64..64M; max_send_size 600..64M, room for the runtime's
  * largest control message; put/get_limit at least 4k; alignments 0..4k;
@@ -63,14 +64,15 @@ int px_btl_base_register_module_params(const px_btl_component_t *component,
  * which then registers with it, so the first report of a bad value names it;
  * after, it is px_mca_var_set_range on the registered variable (and returns
  * as that does). */
-int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
-                                   const char *min, const char *max);
+PX_EXPORT int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
+                                             const char *min, const char *max);
 
 /* Set the callback for an active-message tag (NULL cbfunc: unset). */
-int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc, void *cbdata);
+PX_EXPORT int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc,
+                                      void *cbdata);
 
 /* Sort modules by exclusivity, highest first (stable). */
-void px_btl_base_sort_modules(px_btl_module_t **modules, int nmodules);
+PX_EXPORT void px_btl_base_sort_modules(px_btl_module_t **modules, int nmodules);
 
 /* ---- put and get as one function ---- */
 
@@ -169,17 +171,17 @@ typedef struct px_btl_base_table {
 /* Pure: choose the modules for procs[proc_index] (with `rank`) from the reach
  * tables of modules sorted by exclusivity. Returns PX_SUCCESS with *peer
  * (free with px_btl_base_peer_free), or PX_ERR_UNREACH with *peer NULL. */
-int px_btl_base_select_peer(const px_btl_base_reach_t *reach, int nmodules, size_t proc_index,
-                            int rank, px_btl_base_peer_t **peer);
-void px_btl_base_peer_free(px_btl_base_peer_t *peer);
+PX_EXPORT int px_btl_base_select_peer(const px_btl_base_reach_t *reach, int nmodules,
+                                      size_t proc_index, int rank, px_btl_base_peer_t **peer);
+PX_EXPORT void px_btl_base_peer_free(px_btl_base_peer_t *peer);
 /* The error text for an unreachable peer (caller frees). */
-char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmodules,
-                                      const px_proc_t *local, const px_proc_t *peer,
-                                      size_t proc_index);
+PX_EXPORT char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmodules,
+                                                const px_proc_t *local, const px_proc_t *peer,
+                                                size_t proc_index);
 
 /* Append the components that declined in init and the value of the "btl"
  * selection variable to an unreachable message (takes msg, returns the new one). */
-char *px_btl_base_unreachable_add_context(char *msg);
+PX_EXPORT char *px_btl_base_unreachable_add_context(char *msg);
 
 /* Call every module's add_procs over procs, then select per peer and store
  * the choice for procs[i] in peers[i] (`peers` has nprocs entries, owned by
@@ -188,12 +190,13 @@ char *px_btl_base_unreachable_add_context(char *msg);
  * returns PX_ERR_UNREACH and *error (caller frees) holds the message; the
  * table is released then and every peers[i] is NULL. `local` is the calling
  * process. */
-int px_btl_base_add_procs(px_btl_base_table_t *table, px_btl_module_t **modules, int nmodules,
-                          px_proc_t **procs, size_t nprocs, const px_proc_t *local,
-                          px_btl_base_peer_t **peers, char **error);
+PX_EXPORT int px_btl_base_add_procs(px_btl_base_table_t *table, px_btl_module_t **modules,
+                                    int nmodules, px_proc_t **procs, size_t nprocs,
+                                    const px_proc_t *local, px_btl_base_peer_t **peers,
+                                    char **error);
 /* Call every module's del_procs, free the peers px_btl_base_add_procs put in
  * `peers` (setting each to NULL) and the table's arrays. */
-int px_btl_base_del_procs(px_btl_base_table_t *table, px_btl_base_peer_t **peers);
+PX_EXPORT int px_btl_base_del_procs(px_btl_base_table_t *table, px_btl_base_peer_t **peers);
 
 /* Pick the next eager / send module of a peer (round robin when several). */
 static inline px_btl_base_peer_module_t *px_btl_base_peer_eager(px_btl_base_peer_t *p)

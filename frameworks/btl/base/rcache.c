@@ -326,6 +326,8 @@ void px_rcache_get_stats(px_rcache_t *c, px_rcache_stats_t *stats)
 }
 
 /* ---- munmap / mremap interposition ---- */
+/* Exported (PX_EXPORT): the interposition only works if the dynamic linker
+ * sees these definitions in libplexus.so. */
 typedef int (*px_munmap_fn)(void *, size_t);
 typedef void *(*px_mremap_fn)(void *, size_t, size_t, int, ...);
 
@@ -340,7 +342,7 @@ static px_munmap_fn px_real_munmap(void)
     return f;
 }
 
-int munmap(void *addr, size_t len)
+PX_EXPORT int munmap(void *addr, size_t len)
 {
     atomic_fetch_add_explicit(&px_rcache_hook_calls, 1, memory_order_relaxed);
     px_rcache_invalidate(addr, len);
@@ -350,7 +352,7 @@ int munmap(void *addr, size_t len)
     return f(addr, len);
 }
 
-void *mremap(void *old_addr, size_t old_size, size_t new_size, int flags, ...)
+PX_EXPORT void *mremap(void *old_addr, size_t old_size, size_t new_size, int flags, ...)
 {
     static _Atomic(px_mremap_fn) fn;
     void *new_addr = NULL;

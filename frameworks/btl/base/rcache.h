@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/util/compiler.h"
 
 typedef struct px_rcache px_rcache_t;
 
@@ -58,18 +59,18 @@ typedef struct px_rcache_params {
 
 /* Create / destroy a cache. Destroy deregisters every entry (entries still
  * in use are reported and deregistered anyway). */
-int px_rcache_create(const px_rcache_params_t *params, px_rcache_t **cache);
-void px_rcache_destroy(px_rcache_t *cache);
+PX_EXPORT int px_rcache_create(const px_rcache_params_t *params, px_rcache_t **cache);
+PX_EXPORT void px_rcache_destroy(px_rcache_t *cache);
 
 /* A referenced entry covering [addr, addr+len) with at least `flags`. */
-int px_rcache_register(px_rcache_t *cache, void *addr, size_t len, uint32_t flags,
-                       px_rcache_entry_t **entry);
+PX_EXPORT int px_rcache_register(px_rcache_t *cache, void *addr, size_t len, uint32_t flags,
+                                 px_rcache_entry_t **entry);
 /* Drop a reference from px_rcache_register. */
-int px_rcache_release(px_rcache_entry_t *entry);
+PX_EXPORT int px_rcache_release(px_rcache_entry_t *entry);
 
 /* Memory [addr, addr+len) is going away or changing: invalidate every
  * overlapping entry of every cache. Safe from any thread. */
-void px_rcache_invalidate(const void *addr, size_t len);
+PX_EXPORT void px_rcache_invalidate(const void *addr, size_t len);
 
 /* Figures, for tests and verbose output. */
 typedef struct px_rcache_stats {
@@ -78,11 +79,11 @@ typedef struct px_rcache_stats {
     size_t bytes;   /* registered bytes */
     size_t hits, misses, evictions, invalidations;
 } px_rcache_stats_t;
-void px_rcache_get_stats(px_rcache_t *cache, px_rcache_stats_t *stats);
+PX_EXPORT void px_rcache_get_stats(px_rcache_t *cache, px_rcache_stats_t *stats);
 
 /* Whether the munmap/mremap interposer is the one the process calls
  * (false when another library, e.g. a sanitizer, took the symbols and does
  * not chain to ours). */
-bool px_rcache_hooks_active(void);
+PX_EXPORT bool px_rcache_hooks_active(void);
 
 #endif

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# libplexus.so is built with -fvisibility=hidden and exports only what is
+# marked PX_EXPORT (core/util/compiler.h): the application API and what
+# components call. Its dynamic symbol table must match
+# test/build/exported-symbols.txt, so no internal symbol becomes exported (and
+# no API symbol disappears) by accident.
+. "$PX_SRC/test/lib/tap.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+lib=$PX_BUILD/.libs/libplexus.so
+list=$PX_SRC/test/build/exported-symbols.txt
+check "libplexus.so is built" test -f "$lib"
+
+debug=$(sed -n 's/^#define PX_ENABLE_DEBUG \([0-9]\).*/\1/p' "$PX_BUILD/core/px_config.h")
+# Expected: the list, with the debug-only names in a debug build.
+grep -v '^#' "$list" | awk -v d="${debug:-0}" '$2 != "debug" || d == 1 {print $1}' |
+    LC_ALL=C sort >"$tmp/expected"
+# Actual: defined dynamic symbols, without the ones toolchains and sanitizers
+# generate (names starting with "__") and absolute ones.
+nm -D --defined-only "$lib" | awk '$2 != "A" && $3 !~ /^__/ {print $3}' | LC_ALL=C sort -u >"$tmp/actual"
+check "nm -D lists symbols of libplexus.so" test -s "$tmp/actual"
+
+appeared=$(LC_ALL=C comm -13 "$tmp/expected" "$tmp/actual" | tr '\n' ' ')
+gone=$(LC_ALL=C comm -23 "$tmp/expected" "$tmp/actual" | tr '\n' ' ')
+fix="mark the declaration PX_EXPORT and add the name to test/build/exported-symbols.txt only if components or applications must call it (docs/writing-a-component.md, \"What libplexus exports\")"
+[ -z "$appeared" ] || echo "# newly exported, not in test/build/exported-symbols.txt: $appeared" >&2
+[ -z "$appeared" ] || echo "# if internal, drop PX_EXPORT or make it static; if API on purpose, $fix" >&2
+[ -z "$gone" ] || echo "# listed in test/build/exported-symbols.txt but no longer exported: $gone" >&2
+[ -z "$gone" ] || echo "# an application or plugin calling it would fail to load; restore PX_EXPORT, or remove the line if dropping it from the API is deliberate" >&2
+check "no symbol exported beyond the list (appeared: ${appeared:-none})" test -z "$appeared"
+check "every listed symbol is exported (disappeared: ${gone:-none})" test -z "$gone"
+
+# Internals named in the issue stay inside the library.
+for s in px_mca_repository_load_plugin px_btl_shm_state px_tcache_bind px_rt_wait; do
+    check "internal $s is not exported" test -z "$(grep -x "$s" "$tmp/actual")"
+done
+tap_done
