@@ -38,76 +38,6 @@ static void px_request_destruct(px_request_t *r)
 PX_CLASS_INSTANCE(px_request_t, px_free_list_item_t, px_request_construct, px_request_destruct);
 PX_CLASS_INSTANCE(px_rt_ux_t, px_free_list_item_t, NULL, NULL);
 
-/* ------------------------------------------------------------------ variables */
-
-static const px_mca_var_enum_value_t rndv_values[] = {
-    {PX_RT_RNDV_AUTO, "auto"},
-    {PX_RT_RNDV_GET, "get"},
-    {PX_RT_RNDV_PIPELINE, "pipeline"},
-    {PX_RT_RNDV_PUT, "put"},
-    {0, NULL},
-};
-
-#define PX_RT_AT(field) .offset = PX_MCA_VAR_AT(px_runtime_t, field)
-static const px_mca_var_field_t px_rt_vars[] = {
-    {.name = "tiny_limit",
-     .help = "Largest message (bytes of data) sent with the transport's immediate path (btl "
-             "sendi); 0 disables it",
-     .type = PX_MCA_VAR_TYPE_SIZE,
-     .info_level = 4,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "256",
-     .min = "0",
-     PX_RT_AT(tiny_limit)},
-    {.name = "eager_limit",
-     .help = "Largest message (bytes of data) sent eagerly; 0: as large as the peer's eager "
-             "transport allows (btl_<name>_eager_limit minus the 16-byte header); larger "
-             "messages use the rendezvous protocol",
-     .type = PX_MCA_VAR_TYPE_SIZE,
-     .info_level = 4,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "0",
-     .min = "0",
-     PX_RT_AT(eager_limit)},
-    {.name = "rndv_protocol",
-     .help = "How rendezvous data moves: auto (RDMA get when the peer's heaviest RDMA transport "
-             "offers it, else RDMA put, else pipelined fragments), get (get or fragments), put "
-             "(put or fragments), pipeline (always fragments of btl_<name>_max_send_size)",
-     .type = PX_MCA_VAR_TYPE_ENUM,
-     .enum_values = rndv_values,
-     .info_level = 5,
-     .scope = PX_MCA_VAR_SCOPE_ALL,
-     .dflt = "auto",
-     PX_RT_AT(rndv_protocol)},
-    {.name = "wait_timeout",
-     .help = "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) waits before failing "
-             "with PX_ERR_TIMEOUT; 0: no limit",
-     .type = PX_MCA_VAR_TYPE_DOUBLE,
-     .info_level = 4,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "0",
-     .min = "0",
-     PX_RT_AT(wait_timeout)},
-    {.name = "verbose",
-     .help = "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize discards (messages "
-             "never received, from each rank, and receives never matched)",
-     .type = PX_MCA_VAR_TYPE_INT,
-     .info_level = 8,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "0",
-     .min = "0",
-     .max = "100",
-     PX_RT_AT(verbose)},
-    {.name = NULL},
-};
-#undef PX_RT_AT
-
-int px_rt_pml_register_params(void)
-{
-    int rc = px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt);
-    return rc < 0 ? rc : PX_SUCCESS;
-}
-
 void px_rt_active_add(px_request_t *r)
 {
     if (!r->on_active) {
@@ -341,7 +271,7 @@ static PX_COLD void drop_from_failed(px_rt_peer_t *peer)
 }
 
 /* AM callback: tiny and eager messages. */
-static void am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     const px_rt_match_hdr_t *h = d->des_segments[0].seg_addr;
@@ -411,7 +341,7 @@ static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 }
 
 /* AM callback: rendezvous request. */
-static void am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_rt_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_rndv_hdr_t h;
@@ -574,6 +504,11 @@ static inline int rt_progress(void)
     return n;
 }
 
+int px_rt_progress_once(void)
+{
+    return rt_progress();
+}
+
 int px_progress(void)
 {
     if (!px_rt.initialized)
@@ -662,155 +597,6 @@ int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **reque
     }
     px_list_append(&px_rt.posted, &r->super.super);
     r->on_posted = true;
-    return PX_SUCCESS;
-}
-
-const char *px_rt_tag_name(int tag)
-{
-    return PX_RT_TAG_BARRIER == tag ? "px_barrier" : "a runtime-internal operation";
-}
-
-/* A send to ourselves whose RNDV header still waits in our own unexpected
- * queue: nothing outside this process knows of it. Removes that header. */
-static bool self_rndv_unqueue(px_request_t *r)
-{
-    if (PX_RT_REQ_SEND != r->type || r->peer != px_rt.rank)
-        return false;
-    uint64_t id = (uint64_t)(uintptr_t)r;
-    px_rt_ux_t *u, *n;
-    PX_LIST_FOREACH_SAFE(u, n, &px_rt.unexpected, px_rt_ux_t)
-    {
-        if (PX_RT_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
-            px_list_remove_item(&px_rt.unexpected, &u->super.super);
-            ux_free(u);
-            return true;
-        }
-    }
-    return false;
-}
-
-/* A wait gave up on `r` (`what` says which operation and why). The request
- * leaves the application either way; what becomes of it depends on how far
- * it got, and the message printed says which:
- *  - nothing outside this process knows of it (a receive no message matched,
- *    a send to ourselves not yet matched): cancelled and freed, the buffer is
- *    the application's again;
- *  - a transport or the peer may still use it (an eager send whose descriptor
- *    the transport has not handed back, a rendezvous under way, a send that
- *    spent its sequence number): it is "released" and freed by the last
- *    callback that names it (req_held), never before; a rendezvous (or a send
- *    that never left) also fails the peer, since that pair's stream of
- *    messages can no longer be completed in order. The buffer belongs to
- *    Plexus until px_finalize. */
-static PX_COLD void req_give_up(px_request_t *r, const char *what)
-{
-    px_rt_pending_remove(r);
-    if (r->on_posted) {
-        px_list_remove_item(&px_rt.posted, &r->super.super);
-        r->on_posted = false;
-        px_show_error("%s; the receive was cancelled (its buffer is free again)", what);
-        req_free(r);
-        return;
-    }
-    if (self_rndv_unqueue(r)) {
-        px_rt_active_remove(r);
-        px_rt_req_release_regs(r);
-        px_show_error("%s; the send was cancelled (its buffer is free again)", what);
-        req_free(r);
-        return;
-    }
-    const bool send = PX_RT_REQ_SEND == r->type;
-    const int peer = send ? r->peer : r->status.source;
-    /* An eager send whose data the transport has taken arrives whole: the
-     * peer's stream is intact. Anything else leaves a hole in it. */
-    const bool eager_out = send && r->des_held && !r->on_active;
-    /* The peer may still read a buffer offered for RDMA get: keep it
-     * registered, and the request findable for the FIN, until it says so. */
-    const bool peer_reads = send && r->on_active && PX_RT_RDMA_GET == r->rdma_mode;
-    if (!peer_reads)
-        px_rt_active_remove(r);
-    r->released = true;
-    r->status.error = PX_ERR_TIMEOUT;
-    const bool held = req_held(r);
-    if (held)
-        px_show_error("%s; the %s is still held by the transport%s, so Plexus frees it when that "
-                      "lets go: do not reuse or free its buffer before px_finalize",
-                      what, send ? "send" : "receive",
-                      peer_reads ? " (the receiver may still read the buffer)" : "");
-    else
-        px_show_error("%s; the %s was abandoned (no transport holds it: its buffer is free again)",
-                      what, send ? "send" : "receive");
-    if (!eager_out && peer >= 0 && peer < px_rt.size && !px_rt.peers[peer].failed) {
-        char why[256];
-        snprintf(why, sizeof(why), "a %s %s it timed out after its transfer had begun",
-                 send ? "send" : "receive", send ? "to" : "from");
-        px_rt_fail_peer(peer, PX_ERR_PEER_FAILED, why);
-    }
-    px_rt_req_unhold(r); /* frees it now when nothing holds it */
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void describe(char *buf, size_t n, const px_request_t *r, const char *who, const char *tail)
-{
-    const bool send = PX_RT_REQ_SEND == r->type;
-    int peer = send ? r->peer : r->status.source;
-    char rank[32], tag[48];
-    if (PX_ANY_SOURCE == peer)
-        snprintf(rank, sizeof(rank), "any rank");
-    else
-        snprintf(rank, sizeof(rank), "rank %d", peer);
-    if (r->tag >= 0)
-        snprintf(tag, sizeof(tag), " with tag %d", r->tag);
-    else if (PX_ANY_TAG == r->tag)
-        snprintf(tag, sizeof(tag), " with any tag");
-    else
-        tag[0] = '\0'; /* runtime-internal: `who` names the operation */
-    snprintf(buf, n, "%s: the %s of %zu bytes %s %s%s %s", who, send ? "send" : "receive", r->len,
-             send ? "to" : "from", rank, tag, tail);
-}
-
-/* Progress until `r` completes; PX_ERR_TIMEOUT (after giving it up) when it
- * can never complete or runtime_wait_timeout passes. */
-static PX_NOINLINE int wait_slow(px_request_t *r, const char *who)
-{
-    double start = 0;
-    unsigned spins = 0;
-    char what[512];
-    while (!r->complete) {
-        int n = rt_progress();
-        if (r->complete)
-            break;
-        if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
-            px_list_is_empty(&px_rt.pending)) {
-            describe(what, sizeof(what), r, who,
-                     PX_RT_REQ_SEND == r->type
-                         ? "can never complete: this process is alone in the job and no "
-                           "matching receive is queued"
-                         : "can never complete: this process is alone in the job and no "
-                           "matching message is queued");
-            req_give_up(r, what);
-            return PX_ERR_TIMEOUT;
-        }
-        if (px_rt.wait_timeout > 0 && 0 == (++spins & 1023)) {
-            double t = now();
-            if (0 == start)
-                start = t;
-            else if (t - start > px_rt.wait_timeout) {
-                char tail[96];
-                snprintf(tail, sizeof(tail), "did not complete within runtime_wait_timeout = %g s",
-                         px_rt.wait_timeout);
-                describe(what, sizeof(what), r, who, tail);
-                req_give_up(r, what);
-                return PX_ERR_TIMEOUT;
-            }
-        }
-    }
     return PX_SUCCESS;
 }
 
@@ -931,7 +717,7 @@ static inline int rt_wait(px_request_t **request, px_status_t *status, const cha
     }
     if (PX_UNLIKELY(!r->complete)) {
         px_status_t st = r->status;
-        int rc = wait_slow(r, who);
+        int rc = px_rt_wait_slow(r, who);
         if (rc != PX_SUCCESS) {
             /* r is gone or belongs to the transport now (req_give_up). */
             st.error = rc;
@@ -990,226 +776,4 @@ int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
             first = rc;
     }
     return first;
-}
-
-/* ------------------------------------------------------------------ errors */
-
-/* Complete every pending operation with `rank` with `error`. Requests the
- * application has let go of ("released") are not failed again: when the
- * transport is gone (`transport_gone`) nothing will come for them, so they
- * leave px_rt.active and are freed once their local operations end. */
-static void fail_rank(int rank, int error, bool transport_gone)
-{
-    px_request_t *r, *n;
-    PX_LIST_FOREACH_SAFE(r, n, &px_rt.posted, px_request_t)
-    {
-        if (r->peer == rank)
-            px_rt_req_fail(r, error);
-    }
-    PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
-    {
-        int who = PX_RT_REQ_SEND == r->type ? r->peer : r->status.source;
-        if (who != rank)
-            continue;
-        if (!r->released) {
-            px_rt_req_fail(r, error);
-        } else if (transport_gone) {
-            px_rt_active_remove(r);
-            px_rt_req_unhold(r);
-        }
-    }
-    px_list_item_t *it = px_list_get_first(&px_rt.pending), *next;
-    for (; it != px_list_get_end(&px_rt.pending); it = next) {
-        next = it->px_list_next;
-        px_request_t *q = px_container_of(it, px_request_t, pend_link);
-        int who = PX_RT_REQ_SEND == q->type ? q->peer : q->status.source;
-        if (who == rank)
-            px_rt_req_fail(q, error);
-    }
-}
-
-static void peer_mark_failed(int rank, int code)
-{
-    px_rt_peer_t *p = &px_rt.peers[rank];
-    p->failed = code;
-    p->tiny_below = 0;
-}
-
-void px_rt_fail_peer(int rank, int error, const char *why)
-{
-    if (rank < 0 || rank >= px_rt.size || px_rt.peers[rank].failed)
-        return;
-    px_show_error("runtime: rank %d (host %s) is treated as failed by this process: %s; its "
-                  "pending sends and receives fail with \"%s\", later ones fail at once, and its "
-                  "messages are discarded",
-                  rank, px_rt.procs[rank].hostname ? px_rt.procs[rank].hostname : "?", why,
-                  px_strerror(error));
-    peer_mark_failed(rank, error);
-    px_rt.peers[rank].failed_here = true;
-    fail_rank(rank, error, false);
-}
-
-void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
-                     const char *description)
-{
-    const char *name = btl && btl->btl_component ? btl->btl_component->base.component_name : "?";
-    int code = (PX_ERR_PEER_FAILED == error) ? PX_ERR_PEER_FAILED : PX_ERR_COMM;
-    for (int r = 0; r < px_rt.size; ++r) {
-        px_rt_peer_t *p = &px_rt.peers[r];
-        /* A peer this process failed itself may still lose its transport:
-         * then what waited on that transport is let go too. */
-        if (NULL == p->btl || (p->failed && !p->failed_here))
-            continue;
-        bool hit = false;
-        if (rank >= 0) {
-            hit = (r == rank);
-        } else {
-            for (int i = 0; i < p->btl->num_send && !hit; ++i)
-                hit = p->btl->send[i].module == btl &&
-                      (NULL == endpoint || p->btl->send[i].endpoint == endpoint);
-        }
-        if (!hit)
-            continue;
-        if (!p->failed)
-            px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
-                          "sends and receives fail with \"%s\"",
-                          name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
-                          description ? description : "no description", px_strerror(error),
-                          px_strerror(code));
-        else
-            code = p->failed;
-        peer_mark_failed(r, code);
-        p->failed_here = false;
-        fail_rank(r, code, true);
-    }
-}
-
-void px_rt_pml_quiesce(void)
-{
-    /* Released requests still waiting for a peer (a FIN that will not come
-     * now): their registrations must go before the transports do. */
-    px_request_t *r, *n;
-    PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
-    {
-        if (r->released) {
-            px_rt_active_remove(r);
-            px_rt_req_unhold(r);
-        }
-    }
-}
-
-size_t px_rt_unexpected_count(void)
-{
-    return px_list_get_size(&px_rt.unexpected);
-}
-size_t px_rt_posted_count(void)
-{
-    return px_list_get_size(&px_rt.posted);
-}
-
-/* ------------------------------------------------------------------ setup */
-
-void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
-{
-    peer->btl = btl;
-    peer->send_seq = 0;
-    peer->recv_seq = 0;
-    peer->failed = PX_SUCCESS;
-    peer->failed_here = false;
-    peer->dropped = 0;
-    px_btl_base_peer_module_t *pm = &btl->eager[0];
-    peer->eager_btl = pm->module;
-    peer->eager_ep = pm->endpoint;
-    size_t limit = btl->eager_limit;
-    size_t data = limit > sizeof(px_rt_match_hdr_t) ? limit - sizeof(px_rt_match_hdr_t) : 0;
-    if (px_rt.eager_limit && px_rt.eager_limit < data)
-        data = px_rt.eager_limit;
-    peer->eager_data = data;
-    /* The immediate path needs one eager module with sendi (several rotate,
-     * which the slow path handles). */
-    peer->tiny_below = 0;
-    if (1 == btl->num_eager && pm->module->btl_sendi && px_rt.tiny_limit > 0)
-        peer->tiny_below = (px_rt.tiny_limit < data ? px_rt.tiny_limit : data) + 1;
-}
-
-int px_rt_pml_init(void)
-{
-    PX_OBJ_CONSTRUCT(&px_rt.posted, px_list_t);
-    PX_OBJ_CONSTRUCT(&px_rt.unexpected, px_list_t);
-    PX_OBJ_CONSTRUCT(&px_rt.pending, px_list_t);
-    PX_OBJ_CONSTRUCT(&px_rt.active, px_list_t);
-    PX_OBJ_CONSTRUCT(&px_rt.requests, px_free_list_t);
-    PX_OBJ_CONSTRUCT(&px_rt.ux_items, px_free_list_t);
-    px_free_list_params_t p = {
-        .item_class = PX_CLASS(px_request_t),
-        .num_initial = 32,
-        .num_per_grow = 64,
-        .thread_safe = false,
-    };
-    int rc = px_free_list_init(&px_rt.requests, &p);
-    if (rc != PX_SUCCESS)
-        return rc;
-    p.item_class = PX_CLASS(px_rt_ux_t);
-    rc = px_free_list_init(&px_rt.ux_items, &p);
-    if (rc != PX_SUCCESS)
-        return rc;
-    px_rt.output = px_output_open("runtime", px_rt.verbose);
-    /* Test hook (docs/testing.md): the Nth unexpected-message record fails. */
-    const char *hook = getenv("PX_RT_TEST_UX_FAIL");
-    px_rt.ux_fail_countdown = hook ? strtoul(hook, NULL, 10) : 0;
-    px_btl_base_register_am(PX_RT_AM_MATCH, am_match, NULL);
-    px_btl_base_register_am(PX_RT_AM_RNDV, am_rndv, NULL);
-    px_btl_base_register_am(PX_RT_AM_ACK, px_rt_am_ack, NULL);
-    px_btl_base_register_am(PX_RT_AM_FRAG, px_rt_am_frag, NULL);
-    px_btl_base_register_am(PX_RT_AM_FIN, px_rt_am_fin, NULL);
-    px_btl_base_register_am(PX_RT_AM_PUTACK, px_rt_am_putack, NULL);
-    px_btl_base_register_am(PX_RT_AM_PUTFIN, px_rt_am_putfin, NULL);
-    return PX_SUCCESS;
-}
-
-int px_rt_pml_finalize(void)
-{
-    /* Requests the application never completed, queued messages nobody received. */
-    if (px_output_check(px_rt.output, 1) && px_rt.peers) {
-        for (int r = 0; r < px_rt.size; ++r) {
-            size_t n = px_rt.peers[r].dropped + px_list_get_size(&px_rt.peers[r].ooo);
-            px_rt_ux_t *u;
-            PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
-            {
-                n += u->src == r;
-            }
-            if (n)
-                px_output(px_rt.output,
-                          "px_finalize: %zu message(s) from rank %d were never received; "
-                          "discarded",
-                          n, r);
-        }
-        size_t posted = px_list_get_size(&px_rt.posted);
-        if (posted)
-            px_output(px_rt.output, "px_finalize: %zu receive(s) never matched a message", posted);
-    }
-    px_list_item_t *it;
-    while ((it = px_list_remove_first(&px_rt.unexpected)))
-        ux_free((px_rt_ux_t *)it);
-    for (int r = 0; px_rt.peers && r < px_rt.size; ++r)
-        while ((it = px_list_remove_first(&px_rt.peers[r].ooo)))
-            ux_free((px_rt_ux_t *)it);
-    while ((it = px_list_remove_first(&px_rt.pending)))
-        ;
-    while ((it = px_list_remove_first(&px_rt.posted)))
-        ;
-    while ((it = px_list_remove_first(&px_rt.active)))
-        ;
-    for (int t = PX_RT_AM_MATCH; t <= PX_RT_AM_PUTFIN; ++t)
-        px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
-    PX_OBJ_DESTRUCT(&px_rt.ux_items);
-    PX_OBJ_DESTRUCT(&px_rt.requests);
-    PX_OBJ_DESTRUCT(&px_rt.active);
-    PX_OBJ_DESTRUCT(&px_rt.pending);
-    PX_OBJ_DESTRUCT(&px_rt.unexpected);
-    PX_OBJ_DESTRUCT(&px_rt.posted);
-    if (px_rt.output > 0)
-        px_output_close(px_rt.output);
-    px_rt.output = -1;
-    return PX_SUCCESS;
 }

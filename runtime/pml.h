@@ -173,4 +173,16 @@ void px_rt_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_rt_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 
+/* Receive callbacks of the matched-message and rendezvous-header tags
+ * (pml.c), registered by px_rt_pml_init (pml_peer.c). */
+void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_rt_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+/* The slow path of a wait (pml_wait.c): progress until `r` completes, the
+ * peer fails or runtime_wait_timeout passes (then the request is given up:
+ * freed, or handed to the transport that still holds it). */
+PX_NOINLINE int px_rt_wait_slow(px_request_t *r, const char *who);
+/* One round of the runtime's progress (engine and pending steps), for the
+ * slow paths outside pml.c. */
+int px_rt_progress_once(void);
+
 #endif

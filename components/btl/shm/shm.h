@@ -204,4 +204,11 @@ int px_btl_shm_peer_gone(int lockfd);
 int px_btl_shm_module_setup(void); /* shm_module.c: called by init */
 void px_btl_shm_module_cleanup(void);
 
+/* add_procs and del_procs of the module (shm_peers.c). */
+int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                         const char **reasons);
+int px_btl_shm_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints);
+
 #endif

@@ -1,0 +1,141 @@
+/*
+ * shm_peers.c: btl/shm's add_procs and del_procs: attach each same-host
+ * peer's segment (checking its job key), set up the endpoint's fast boxes
+ * and queue, and unlink the segment files once every peer has attached.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "components/btl/shm/shm.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/boot/boot.h"
+#include "frameworks/btl/base/base.h"
+
+/* ------------------------------------------------------------ peers */
+
+int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                         const char **reasons)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    bool probed = false;
+    for (size_t i = 0; i < nprocs; i++) {
+        px_proc_t *p = procs[i];
+        if (p->locality & PX_PROC_LOCAL_SELF) {
+            if (reasons)
+                reasons[i] = "self (the calling process is served by btl/self)";
+            continue;
+        }
+        if (!(p->locality & PX_PROC_LOCAL_HOST) || p->rank < 0 || p->rank >= px_boot->size ||
+            s->local_index[p->rank] < 0) {
+            if (reasons)
+                reasons[i] = "on another host";
+            continue;
+        }
+        int idx = s->local_index[p->rank];
+        if (s->by_idx[idx]) { /* already known */
+            endpoints[i] = s->by_idx[idx];
+            px_bitmap_set_bit(reachable, (int)i);
+            continue;
+        }
+        px_btl_shm_modex_t *mx = NULL;
+        size_t mlen = 0;
+        int rc = px_boot_modex_recv(&px_btl_shm_component.base, p->rank, (void **)&mx, &mlen);
+        if (rc != PX_SUCCESS || mlen != sizeof *mx || mx->local_index != idx) {
+            if (reasons)
+                reasons[i] = "its shm modex entry is missing or malformed";
+            free(mx);
+            continue;
+        }
+        mx->path[sizeof mx->path - 1] = '\0';
+        char *base;
+        int lockfd = -1;
+        rc = px_btl_shm_segment_attach(mx->path, mx->size, px_boot->jobid, mx->key, &base, &lockfd);
+        if (rc != PX_SUCCESS) {
+            if (reasons)
+                reasons[i] = "its segment could not be attached (see the error above)";
+            free(mx);
+            continue;
+        }
+        px_btl_endpoint_t *ep = calloc(1, sizeof *ep);
+        if (!ep) {
+            munmap(base, mx->size);
+            if (lockfd >= 0)
+                close(lockfd);
+            free(mx);
+            return PX_ERR_OUT_OF_RESOURCE;
+        }
+        ep->lockfd = lockfd;
+        if (lockfd < 0)
+            PX_OUTPUT_VERBOSE(1, 0,
+                              "btl shm: rank %d's segment carries no liveness lock (flock refused "
+                              "in %s): its death will not be noticed by btl/shm",
+                              p->rank, mx->path);
+        ep->rank = p->rank;
+        ep->idx = idx;
+        ep->pid = mx->pid;
+        ep->seg = base;
+        ep->seg_size = mx->size;
+        ep->fb_out = base + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
+        ep->fb_zeroed = s->fbox_size; /* a new ring is all zero */
+        ep->fb_out_ack = (_Atomic uint64_t *)(base + px_btl_shm_off_ack(s->my_idx));
+        ep->fifo = (px_btl_shm_fifo_t *)(base + px_btl_shm_off_fifo());
+        ep->fb_in = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, idx);
+        ep->fb_in_ack = (_Atomic uint64_t *)(s->seg + px_btl_shm_off_ack(idx));
+        s->bases[idx] = base;
+        s->by_idx[idx] = ep;
+        s->active[s->nactive++] = ep;
+        px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)base;
+        uint32_t n = atomic_fetch_add_explicit(&h->attached, 1, memory_order_acq_rel) + 1;
+        if (n == h->nlocal - 1) {
+            /* Every peer has it mapped: the name is no longer needed. */
+            unlink(mx->path);
+            char *slash = strrchr(mx->path, '/');
+            if (slash) {
+                *slash = '\0';
+                rmdir(mx->path); /* succeeds for the last segment of the job */
+            }
+        }
+        if (!probed && (btl->btl_flags & PX_BTL_FLAGS_GET)) {
+            probed = true;
+            uint64_t magic = 0;
+            struct iovec l = {&magic, sizeof magic}, r = {(void *)(uintptr_t)mx->vaddr, 8};
+            /* PX_BTL_SHM_TEST_DENY_CMA: the test suite's stand-in for a kernel
+             * that refuses (root passes the probe here). */
+            const char *deny = getenv("PX_BTL_SHM_TEST_DENY_CMA");
+            ssize_t got = deny && *deny == '1' ? (errno = EPERM, -1)
+                                               : process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
+            if (got != 8 || magic != PX_BTL_SHM_MAGIC) {
+                int e = got < 0 ? errno : EIO;
+                btl->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
+                btl->btl_get = NULL;
+                btl->btl_put = NULL;
+                if (s->single_copy == PX_BTL_SHM_SC_CMA)
+                    px_show_warning("btl shm: btl_shm_single_copy=cma but process_vm_readv from "
+                                    "rank %d is refused (%s; ptrace rules or a container); "
+                                    "using pipelined copies",
+                                    p->rank, strerror(e));
+            }
+        }
+        free(mx);
+        endpoints[i] = ep;
+        px_bitmap_set_bit(reachable, (int)i);
+    }
+    return PX_SUCCESS;
+}
+
+int px_btl_shm_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                         px_btl_endpoint_t **endpoints)
+{
+    (void)btl;
+    (void)nprocs;
+    (void)procs;
+    (void)endpoints;
+    return PX_SUCCESS; /* endpoints go away in finalize */
+}

@@ -1,0 +1,305 @@
+/*
+ * pml_peer.c: the messaging layer's variables, per-peer setup and teardown,
+ * and what happens when a peer fails (its pending operations complete with
+ * the error; see docs/api.md, "When a peer fails"). The send and receive
+ * paths are in pml.c, rendezvous in pml_rndv.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/mca/var.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "core/util/progress.h"
+#include "runtime/pml.h"
+
+/* ------------------------------------------------------------------ variables */
+
+static const px_mca_var_enum_value_t rndv_values[] = {
+    {PX_RT_RNDV_AUTO, "auto"},
+    {PX_RT_RNDV_GET, "get"},
+    {PX_RT_RNDV_PIPELINE, "pipeline"},
+    {PX_RT_RNDV_PUT, "put"},
+    {0, NULL},
+};
+
+#define PX_RT_AT(field) .offset = PX_MCA_VAR_AT(px_runtime_t, field)
+static const px_mca_var_field_t px_rt_vars[] = {
+    {.name = "tiny_limit",
+     .help = "Largest message (bytes of data) sent with the transport's immediate path (btl "
+             "sendi); 0 disables it",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "256",
+     .min = "0",
+     PX_RT_AT(tiny_limit)},
+    {.name = "eager_limit",
+     .help = "Largest message (bytes of data) sent eagerly; 0: as large as the peer's eager "
+             "transport allows (btl_<name>_eager_limit minus the 16-byte header); larger "
+             "messages use the rendezvous protocol",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     PX_RT_AT(eager_limit)},
+    {.name = "rndv_protocol",
+     .help = "How rendezvous data moves: auto (RDMA get when the peer's heaviest RDMA transport "
+             "offers it, else RDMA put, else pipelined fragments), get (get or fragments), put "
+             "(put or fragments), pipeline (always fragments of btl_<name>_max_send_size)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = rndv_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .dflt = "auto",
+     PX_RT_AT(rndv_protocol)},
+    {.name = "wait_timeout",
+     .help = "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) waits before failing "
+             "with PX_ERR_TIMEOUT; 0: no limit",
+     .type = PX_MCA_VAR_TYPE_DOUBLE,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     PX_RT_AT(wait_timeout)},
+    {.name = "verbose",
+     .help = "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize discards (messages "
+             "never received, from each rank, and receives never matched)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 8,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     .max = "100",
+     PX_RT_AT(verbose)},
+    {.name = NULL},
+};
+#undef PX_RT_AT
+
+int px_rt_pml_register_params(void)
+{
+    int rc = px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt);
+    return rc < 0 ? rc : PX_SUCCESS;
+}
+/* ------------------------------------------------------------------ errors */
+
+/* Complete every pending operation with `rank` with `error`. Requests the
+ * application has let go of ("released") are not failed again: when the
+ * transport is gone (`transport_gone`) nothing will come for them, so they
+ * leave px_rt.active and are freed once their local operations end. */
+static void fail_rank(int rank, int error, bool transport_gone)
+{
+    px_request_t *r, *n;
+    PX_LIST_FOREACH_SAFE(r, n, &px_rt.posted, px_request_t)
+    {
+        if (r->peer == rank)
+            px_rt_req_fail(r, error);
+    }
+    PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
+    {
+        int who = PX_RT_REQ_SEND == r->type ? r->peer : r->status.source;
+        if (who != rank)
+            continue;
+        if (!r->released) {
+            px_rt_req_fail(r, error);
+        } else if (transport_gone) {
+            px_rt_active_remove(r);
+            px_rt_req_unhold(r);
+        }
+    }
+    px_list_item_t *it = px_list_get_first(&px_rt.pending), *next;
+    for (; it != px_list_get_end(&px_rt.pending); it = next) {
+        next = it->px_list_next;
+        px_request_t *q = px_container_of(it, px_request_t, pend_link);
+        int who = PX_RT_REQ_SEND == q->type ? q->peer : q->status.source;
+        if (who == rank)
+            px_rt_req_fail(q, error);
+    }
+}
+
+static void peer_mark_failed(int rank, int code)
+{
+    px_rt_peer_t *p = &px_rt.peers[rank];
+    p->failed = code;
+    p->tiny_below = 0;
+}
+
+void px_rt_fail_peer(int rank, int error, const char *why)
+{
+    if (rank < 0 || rank >= px_rt.size || px_rt.peers[rank].failed)
+        return;
+    px_show_error("runtime: rank %d (host %s) is treated as failed by this process: %s; its "
+                  "pending sends and receives fail with \"%s\", later ones fail at once, and its "
+                  "messages are discarded",
+                  rank, px_rt.procs[rank].hostname ? px_rt.procs[rank].hostname : "?", why,
+                  px_strerror(error));
+    peer_mark_failed(rank, error);
+    px_rt.peers[rank].failed_here = true;
+    fail_rank(rank, error, false);
+}
+
+void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
+                     const char *description)
+{
+    const char *name = btl && btl->btl_component ? btl->btl_component->base.component_name : "?";
+    int code = (PX_ERR_PEER_FAILED == error) ? PX_ERR_PEER_FAILED : PX_ERR_COMM;
+    for (int r = 0; r < px_rt.size; ++r) {
+        px_rt_peer_t *p = &px_rt.peers[r];
+        /* A peer this process failed itself may still lose its transport:
+         * then what waited on that transport is let go too. */
+        if (NULL == p->btl || (p->failed && !p->failed_here))
+            continue;
+        bool hit = false;
+        if (rank >= 0) {
+            hit = (r == rank);
+        } else {
+            for (int i = 0; i < p->btl->num_send && !hit; ++i)
+                hit = p->btl->send[i].module == btl &&
+                      (NULL == endpoint || p->btl->send[i].endpoint == endpoint);
+        }
+        if (!hit)
+            continue;
+        if (!p->failed)
+            px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
+                          "sends and receives fail with \"%s\"",
+                          name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
+                          description ? description : "no description", px_strerror(error),
+                          px_strerror(code));
+        else
+            code = p->failed;
+        peer_mark_failed(r, code);
+        p->failed_here = false;
+        fail_rank(r, code, true);
+    }
+}
+
+void px_rt_pml_quiesce(void)
+{
+    /* Released requests still waiting for a peer (a FIN that will not come
+     * now): their registrations must go before the transports do. */
+    px_request_t *r, *n;
+    PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
+    {
+        if (r->released) {
+            px_rt_active_remove(r);
+            px_rt_req_unhold(r);
+        }
+    }
+}
+
+size_t px_rt_unexpected_count(void)
+{
+    return px_list_get_size(&px_rt.unexpected);
+}
+size_t px_rt_posted_count(void)
+{
+    return px_list_get_size(&px_rt.posted);
+}
+
+/* ------------------------------------------------------------------ setup */
+
+void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
+{
+    peer->btl = btl;
+    peer->send_seq = 0;
+    peer->recv_seq = 0;
+    peer->failed = PX_SUCCESS;
+    peer->failed_here = false;
+    peer->dropped = 0;
+    px_btl_base_peer_module_t *pm = &btl->eager[0];
+    peer->eager_btl = pm->module;
+    peer->eager_ep = pm->endpoint;
+    size_t limit = btl->eager_limit;
+    size_t data = limit > sizeof(px_rt_match_hdr_t) ? limit - sizeof(px_rt_match_hdr_t) : 0;
+    if (px_rt.eager_limit && px_rt.eager_limit < data)
+        data = px_rt.eager_limit;
+    peer->eager_data = data;
+    /* The immediate path needs one eager module with sendi (several rotate,
+     * which the slow path handles). */
+    peer->tiny_below = 0;
+    if (1 == btl->num_eager && pm->module->btl_sendi && px_rt.tiny_limit > 0)
+        peer->tiny_below = (px_rt.tiny_limit < data ? px_rt.tiny_limit : data) + 1;
+}
+
+int px_rt_pml_init(void)
+{
+    PX_OBJ_CONSTRUCT(&px_rt.posted, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.unexpected, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.pending, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.active, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.requests, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.ux_items, px_free_list_t);
+    px_free_list_params_t p = {
+        .item_class = PX_CLASS(px_request_t),
+        .num_initial = 32,
+        .num_per_grow = 64,
+        .thread_safe = false,
+    };
+    int rc = px_free_list_init(&px_rt.requests, &p);
+    if (rc != PX_SUCCESS)
+        return rc;
+    p.item_class = PX_CLASS(px_rt_ux_t);
+    rc = px_free_list_init(&px_rt.ux_items, &p);
+    if (rc != PX_SUCCESS)
+        return rc;
+    px_rt.output = px_output_open("runtime", px_rt.verbose);
+    /* Test hook (docs/testing.md): the Nth unexpected-message record fails. */
+    const char *hook = getenv("PX_RT_TEST_UX_FAIL");
+    px_rt.ux_fail_countdown = hook ? strtoul(hook, NULL, 10) : 0;
+    px_btl_base_register_am(PX_RT_AM_MATCH, px_rt_am_match, NULL);
+    px_btl_base_register_am(PX_RT_AM_RNDV, px_rt_am_rndv, NULL);
+    px_btl_base_register_am(PX_RT_AM_ACK, px_rt_am_ack, NULL);
+    px_btl_base_register_am(PX_RT_AM_FRAG, px_rt_am_frag, NULL);
+    px_btl_base_register_am(PX_RT_AM_FIN, px_rt_am_fin, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTACK, px_rt_am_putack, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTFIN, px_rt_am_putfin, NULL);
+    return PX_SUCCESS;
+}
+
+int px_rt_pml_finalize(void)
+{
+    /* Requests the application never completed, queued messages nobody received. */
+    if (px_output_check(px_rt.output, 1) && px_rt.peers) {
+        for (int r = 0; r < px_rt.size; ++r) {
+            size_t n = px_rt.peers[r].dropped + px_list_get_size(&px_rt.peers[r].ooo);
+            px_rt_ux_t *u;
+            PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
+            {
+                n += u->src == r;
+            }
+            if (n)
+                px_output(px_rt.output,
+                          "px_finalize: %zu message(s) from rank %d were never received; "
+                          "discarded",
+                          n, r);
+        }
+        size_t posted = px_list_get_size(&px_rt.posted);
+        if (posted)
+            px_output(px_rt.output, "px_finalize: %zu receive(s) never matched a message", posted);
+    }
+    px_list_item_t *it;
+    while ((it = px_list_remove_first(&px_rt.unexpected)))
+        ux_free((px_rt_ux_t *)it);
+    for (int r = 0; px_rt.peers && r < px_rt.size; ++r)
+        while ((it = px_list_remove_first(&px_rt.peers[r].ooo)))
+            ux_free((px_rt_ux_t *)it);
+    while ((it = px_list_remove_first(&px_rt.pending)))
+        ;
+    while ((it = px_list_remove_first(&px_rt.posted)))
+        ;
+    while ((it = px_list_remove_first(&px_rt.active)))
+        ;
+    for (int t = PX_RT_AM_MATCH; t <= PX_RT_AM_PUTFIN; ++t)
+        px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
+    PX_OBJ_DESTRUCT(&px_rt.ux_items);
+    PX_OBJ_DESTRUCT(&px_rt.requests);
+    PX_OBJ_DESTRUCT(&px_rt.active);
+    PX_OBJ_DESTRUCT(&px_rt.pending);
+    PX_OBJ_DESTRUCT(&px_rt.unexpected);
+    PX_OBJ_DESTRUCT(&px_rt.posted);
+    if (px_rt.output > 0)
+        px_output_close(px_rt.output);
+    px_rt.output = -1;
+    return PX_SUCCESS;
+}

@@ -1,0 +1,163 @@
+/*
+ * pml_wait.c: the slow path of a wait: progress until a request completes,
+ * runtime_wait_timeout, and what a timeout does to a request a transport may
+ * still hold (docs/api.md, "When a wait times out"). The fast path is inline
+ * in pml.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "core/util/progress.h"
+#include "runtime/pml.h"
+
+const char *px_rt_tag_name(int tag)
+{
+    return PX_RT_TAG_BARRIER == tag ? "px_barrier" : "a runtime-internal operation";
+}
+
+/* A send to ourselves whose RNDV header still waits in our own unexpected
+ * queue: nothing outside this process knows of it. Removes that header. */
+static bool self_rndv_unqueue(px_request_t *r)
+{
+    if (PX_RT_REQ_SEND != r->type || r->peer != px_rt.rank)
+        return false;
+    uint64_t id = (uint64_t)(uintptr_t)r;
+    px_rt_ux_t *u, *n;
+    PX_LIST_FOREACH_SAFE(u, n, &px_rt.unexpected, px_rt_ux_t)
+    {
+        if (PX_RT_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
+            px_list_remove_item(&px_rt.unexpected, &u->super.super);
+            ux_free(u);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A wait gave up on `r` (`what` says which operation and why). The request
+ * leaves the application either way; what becomes of it depends on how far
+ * it got, and the message printed says which:
+ *  - nothing outside this process knows of it (a receive no message matched,
+ *    a send to ourselves not yet matched): cancelled and freed, the buffer is
+ *    the application's again;
+ *  - a transport or the peer may still use it (an eager send whose descriptor
+ *    the transport has not handed back, a rendezvous under way, a send that
+ *    spent its sequence number): it is "released" and freed by the last
+ *    callback that names it (req_held), never before; a rendezvous (or a send
+ *    that never left) also fails the peer, since that pair's stream of
+ *    messages can no longer be completed in order. The buffer belongs to
+ *    Plexus until px_finalize. */
+static PX_COLD void req_give_up(px_request_t *r, const char *what)
+{
+    px_rt_pending_remove(r);
+    if (r->on_posted) {
+        px_list_remove_item(&px_rt.posted, &r->super.super);
+        r->on_posted = false;
+        px_show_error("%s; the receive was cancelled (its buffer is free again)", what);
+        req_free(r);
+        return;
+    }
+    if (self_rndv_unqueue(r)) {
+        px_rt_active_remove(r);
+        px_rt_req_release_regs(r);
+        px_show_error("%s; the send was cancelled (its buffer is free again)", what);
+        req_free(r);
+        return;
+    }
+    const bool send = PX_RT_REQ_SEND == r->type;
+    const int peer = send ? r->peer : r->status.source;
+    /* An eager send whose data the transport has taken arrives whole: the
+     * peer's stream is intact. Anything else leaves a hole in it. */
+    const bool eager_out = send && r->des_held && !r->on_active;
+    /* The peer may still read a buffer offered for RDMA get: keep it
+     * registered, and the request findable for the FIN, until it says so. */
+    const bool peer_reads = send && r->on_active && PX_RT_RDMA_GET == r->rdma_mode;
+    if (!peer_reads)
+        px_rt_active_remove(r);
+    r->released = true;
+    r->status.error = PX_ERR_TIMEOUT;
+    const bool held = req_held(r);
+    if (held)
+        px_show_error("%s; the %s is still held by the transport%s, so Plexus frees it when that "
+                      "lets go: do not reuse or free its buffer before px_finalize",
+                      what, send ? "send" : "receive",
+                      peer_reads ? " (the receiver may still read the buffer)" : "");
+    else
+        px_show_error("%s; the %s was abandoned (no transport holds it: its buffer is free again)",
+                      what, send ? "send" : "receive");
+    if (!eager_out && peer >= 0 && peer < px_rt.size && !px_rt.peers[peer].failed) {
+        char why[256];
+        snprintf(why, sizeof(why), "a %s %s it timed out after its transfer had begun",
+                 send ? "send" : "receive", send ? "to" : "from");
+        px_rt_fail_peer(peer, PX_ERR_PEER_FAILED, why);
+    }
+    px_rt_req_unhold(r); /* frees it now when nothing holds it */
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void describe(char *buf, size_t n, const px_request_t *r, const char *who, const char *tail)
+{
+    const bool send = PX_RT_REQ_SEND == r->type;
+    int peer = send ? r->peer : r->status.source;
+    char rank[32], tag[48];
+    if (PX_ANY_SOURCE == peer)
+        snprintf(rank, sizeof(rank), "any rank");
+    else
+        snprintf(rank, sizeof(rank), "rank %d", peer);
+    if (r->tag >= 0)
+        snprintf(tag, sizeof(tag), " with tag %d", r->tag);
+    else if (PX_ANY_TAG == r->tag)
+        snprintf(tag, sizeof(tag), " with any tag");
+    else
+        tag[0] = '\0'; /* runtime-internal: `who` names the operation */
+    snprintf(buf, n, "%s: the %s of %zu bytes %s %s%s %s", who, send ? "send" : "receive", r->len,
+             send ? "to" : "from", rank, tag, tail);
+}
+
+/* Progress until `r` completes; PX_ERR_TIMEOUT (after giving it up) when it
+ * can never complete or runtime_wait_timeout passes. */
+int px_rt_wait_slow(px_request_t *r, const char *who)
+{
+    double start = 0;
+    unsigned spins = 0;
+    char what[512];
+    while (!r->complete) {
+        int n = px_rt_progress_once();
+        if (r->complete)
+            break;
+        if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
+            px_list_is_empty(&px_rt.pending)) {
+            describe(what, sizeof(what), r, who,
+                     PX_RT_REQ_SEND == r->type
+                         ? "can never complete: this process is alone in the job and no "
+                           "matching receive is queued"
+                         : "can never complete: this process is alone in the job and no "
+                           "matching message is queued");
+            req_give_up(r, what);
+            return PX_ERR_TIMEOUT;
+        }
+        if (px_rt.wait_timeout > 0 && 0 == (++spins & 1023)) {
+            double t = now();
+            if (0 == start)
+                start = t;
+            else if (t - start > px_rt.wait_timeout) {
+                char tail[96];
+                snprintf(tail, sizeof(tail), "did not complete within runtime_wait_timeout = %g s",
+                         px_rt.wait_timeout);
+                describe(what, sizeof(what), r, who, tail);
+                req_give_up(r, what);
+                return PX_ERR_TIMEOUT;
+            }
+        }
+    }
+    return PX_SUCCESS;
+}
