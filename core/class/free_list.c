@@ -352,7 +352,10 @@ static int grow_locked(px_free_list_t *fl, size_t count)
     px_list_item_t *first = NULL;
     for (size_t i = count; i-- > 0;) {
         px_list_item_t *item = (px_list_item_t *)((char *)chunk->items + i * stride);
-        item->px_list_next = first;
+        /* atomic (a plain store on x86): poppers read px_list_next with
+         * atomic loads, and ThreadSanitizer cannot see the 16-byte CAS that
+         * orders this store before them (libatomic is not instrumented) */
+        __atomic_store_n(&item->px_list_next, first, __ATOMIC_RELAXED);
         first = item;
     }
     px_list_item_t *last = (px_list_item_t *)((char *)chunk->items + (count - 1) * stride);
