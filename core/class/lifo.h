@@ -45,6 +45,19 @@ PX_EXPORT px_list_item_t *px_lifo_pop_st(px_lifo_t *lifo);
 
 /* ---- inline implementations ---- */
 
+/* ThreadSanitizer cannot see inside inline assembly, so its builds take the
+ * builtin (gcc says so with __SANITIZE_THREAD__, clang with __has_feature). */
+#if defined(__SANITIZE_THREAD__)
+#define PX_LIFO_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PX_LIFO_TSAN 1
+#endif
+#endif
+#ifndef PX_LIFO_TSAN
+#define PX_LIFO_TSAN 0
+#endif
+
 /* 16-byte CAS of the counted head. On failure *expected holds the current
  * value. x86_64: cmpxchg16b inline (no -mcx16 or libatomic needed); other
  * targets and ThreadSanitizer builds: the __atomic builtin (may need
@@ -52,7 +65,7 @@ PX_EXPORT px_list_item_t *px_lifo_pop_st(px_lifo_t *lifo);
 static inline bool px_lifo_cas_head(px_counted_pointer_t *addr, px_counted_pointer_t *expected,
                                     px_list_item_t *item, uintptr_t counter)
 {
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !PX_LIFO_TSAN
     bool ok;
     __asm__ __volatile__("lock cmpxchg16b %1"
                          : "=@ccz"(ok), "+m"(addr->value), "+a"(expected->data.item),
