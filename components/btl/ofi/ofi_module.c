@@ -491,10 +491,13 @@ static int px_btl_ofi_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
         px_btl_ofi_progress(btl);
         clock_gettime(CLOCK_MONOTONIC, &t);
         if (px_btl_ofi_flush_timeout > 0 && t.tv_sec - t0.tv_sec > px_btl_ofi_flush_timeout) {
-            px_show_error("btl/ofi (%s): flush%s%s gave up after %d s (btl_ofi_flush_timeout) "
+            char who[160] = "";
+            if (endpoint)
+                snprintf(who, sizeof(who), " of rank %d (host %s)", endpoint->rank,
+                         endpoint->hostname ? endpoint->hostname : "?");
+            px_show_error("btl/ofi (%s): flush%s gave up after %d s (btl_ofi_flush_timeout) "
                           "with %zu operation(s) outstanding",
-                          px_btl_ofi_prov(m), endpoint ? " of rank " : "", endpoint ? "" : "",
-                          px_btl_ofi_flush_timeout, left);
+                          px_btl_ofi_prov(m), who, px_btl_ofi_flush_timeout, left);
             return PX_ERR_TIMEOUT;
         }
     }
