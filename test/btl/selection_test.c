@@ -4,7 +4,7 @@
  * without the send capability, failed add_procs, and unreachable peers with
  * the error text.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include "core/util/error.h"
@@ -302,21 +302,6 @@ START_TEST(convertor_pack)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("btl_selection");
-    TCase *tc = tcase_create("selection");
-    tcase_add_test(tc, several_rails_and_ties);
-    tcase_add_test(tc, latency_tie_gives_several_eager);
-    tcase_add_test(tc, exclusivity_per_peer);
-    tcase_add_test(tc, unreachable_peer);
-    tcase_add_test(tc, no_module_at_all);
-    tcase_add_test(tc, select_peer_pure);
-    tcase_add_test(tc, convertor_pack);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("btl_selection", NULL, NULL, 0, several_rails_and_ties,
+              latency_tie_gives_several_eager, exclusivity_per_peer, unreachable_peer,
+              no_module_at_all, select_peer_pure, convertor_pack)

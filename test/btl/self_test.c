@@ -4,7 +4,7 @@
  * btl_self_free_list_max, zero-copy and packing prepare_src, send with its
  * completion and ownership rules, sendi, put/get, and the module variables.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include "components/btl/self/self.h"
@@ -230,20 +230,5 @@ START_TEST(flags_cannot_grow)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("btl_self");
-    TCase *tc = tcase_create("self");
-    tcase_add_test(tc, reachability);
-    tcase_add_test(tc, alloc_by_size);
-    tcase_add_test(tc, free_list_max);
-    tcase_add_test(tc, prepare_src_and_send);
-    tcase_add_test(tc, sendi_put_get);
-    tcase_add_test(tc, flags_cannot_grow);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("btl_self", NULL, NULL, 0, reachability, alloc_by_size, free_list_max,
+              prepare_src_and_send, sendi_put_get, flags_cannot_grow)

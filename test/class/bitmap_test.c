@@ -2,7 +2,7 @@
  * bitmap_test.c: px_bitmap_t: bits 0, 63, 64 (word edges), growth on demand,
  * find first set/unset, counting, max_size and out-of-range errors.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -141,19 +141,5 @@ START_TEST(out_of_range_errors)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("bitmap");
-    TCase *tc = tcase_create("bitmap");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, edges_0_63_64);
-    tcase_add_test(tc, growth_preserves_bits);
-    tcase_add_test(tc, find_and_set_first_unset);
-    tcase_add_test(tc, out_of_range_errors);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("bitmap", setup, teardown, 0, edges_0_63_64, growth_preserves_bits,
+              find_and_set_first_unset, out_of_range_errors)

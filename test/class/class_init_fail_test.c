@@ -7,7 +7,7 @@
  * such a class must fail to initialise, and PX_OBJ_CONSTRUCT, which cannot
  * report an error, must abort with a message naming the class and call site.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <signal.h>
 #include <stdlib.h>
 #include "core/class/free_list.h"
@@ -88,15 +88,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("class_init_fail");
-    TCase *tc = tcase_create("init_fail");
-    tcase_add_test(tc, test_new_returns_null_then_recovers);
-    tcase_add_test(tc, test_free_list_init_fails);
+    const TTest *tests[] = {test_new_returns_null_then_recovers, test_free_list_init_fails};
+    TCase *tc = px_check_tcase("class_init_fail", NULL, NULL, 0, tests, PX_CHECK_COUNT(tests));
     tcase_add_test_raise_signal(tc, test_construct_aborts, SIGABRT);
+    Suite *s = suite_create("class_init_fail");
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return px_check_run(s);
 }

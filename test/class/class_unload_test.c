@@ -10,7 +10,7 @@
  * path is tested in every build.
  */
 #define _GNU_SOURCE
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,17 +133,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("class_unload");
-    TCase *tc = tcase_create("unload");
-    tcase_add_test(tc, test_unload_then_finalize);
-    tcase_add_test(tc, test_unload_keeps_other_classes);
+    const TTest *tests[] = {
+        test_unload_then_finalize,
+        test_unload_keeps_other_classes,
 #if PX_ENABLE_DEBUG
-    tcase_add_test(tc, test_live_object_reported_and_kept);
+        test_live_object_reported_and_kept
 #endif
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    };
+    Suite *s = suite_create("class_unload");
+    suite_add_tcase(s, px_check_tcase("class_unload", NULL, NULL, 0, tests, PX_CHECK_COUNT(tests)));
+    return px_check_run(s);
 }

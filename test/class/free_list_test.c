@@ -4,7 +4,7 @@
  * the item-init callback, parameter errors, and the thread-safe path under 4
  * threads with an owner mark on every item.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -537,26 +537,9 @@ START_TEST(inline_st_api)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("free_list");
-    TCase *tc = tcase_create("free_list");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, grows_to_max_then_null_alignment_honoured);
-    tcase_add_test(tc, st_path_lifo_order_and_defaults);
-    tcase_add_test(tc, path_chosen_once_at_init);
-    tcase_add_test(tc, allocator_hooks_and_item_init_used);
-    tcase_add_test(tc, item_init_error_stops_grow_and_cleans_up);
-    tcase_add_test(tc, allocator_failure_is_reported);
-    tcase_add_test(tc, bad_params_rejected);
-    tcase_add_test(tc, threads_get_return_no_item_held_twice);
-    tcase_add_test(tc, threads_cached_path_no_item_held_twice);
-    tcase_add_test(tc, stale_thread_cache_not_reused);
-    tcase_add_test(tc, inline_st_api);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("free_list", NULL, NULL, 60, grows_to_max_then_null_alignment_honoured,
+              st_path_lifo_order_and_defaults, path_chosen_once_at_init,
+              allocator_hooks_and_item_init_used, item_init_error_stops_grow_and_cleans_up,
+              allocator_failure_is_reported, bad_params_rejected,
+              threads_get_return_no_item_held_twice, threads_cached_path_no_item_held_twice,
+              stale_thread_cache_not_reused, inline_st_api)

@@ -3,7 +3,7 @@
  * set/replace/get/remove, growth past many entries, the two key kinds side by
  * side, iteration, remove_all, and errors.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -173,20 +173,6 @@ START_TEST(uninitialised_table_and_null_key)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("hash_table");
-    TCase *tc = tcase_create("hash_table");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, uint64_set_get_replace_remove);
-    tcase_add_test(tc, uint64_growth_and_removal);
-    tcase_add_test(tc, string_keys);
-    tcase_add_test(tc, both_kinds_side_by_side_and_iteration);
-    tcase_add_test(tc, uninitialised_table_and_null_key);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("hash_table", setup, teardown, 0, uint64_set_get_replace_remove,
+              uint64_growth_and_removal, string_keys, both_kinds_side_by_side_and_iteration,
+              uninitialised_table_and_null_key)

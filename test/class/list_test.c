@@ -3,7 +3,7 @@
  * px_lifo_t (single-thread order, and the atomic path under 4 threads with
  * an owner mark on every item).
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -277,23 +277,12 @@ END_TEST
 
 int main(void)
 {
+    const TTest *st[] = {list_append_prepend_order, list_remove,   list_splice,
+                         list_foreach_safe_removal, lifo_st_order, lifo_aba_detected};
+    const TTest *mt[] = {lifo_atomic_threads_no_double_pop};
     Suite *s = suite_create("list");
-    TCase *tl = tcase_create("list");
-    tcase_add_checked_fixture(tl, setup_nodes, teardown_nodes);
-    tcase_add_test(tl, list_append_prepend_order);
-    tcase_add_test(tl, list_remove);
-    tcase_add_test(tl, list_splice);
-    tcase_add_test(tl, list_foreach_safe_removal);
-    tcase_add_test(tl, lifo_st_order);
-    tcase_add_test(tl, lifo_aba_detected);
-    suite_add_tcase(s, tl);
-    TCase *tt = tcase_create("lifo_threads");
-    tcase_set_timeout(tt, 60);
-    tcase_add_test(tt, lifo_atomic_threads_no_double_pop);
-    suite_add_tcase(s, tt);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    suite_add_tcase(s,
+                    px_check_tcase("list", setup_nodes, teardown_nodes, 0, st, PX_CHECK_COUNT(st)));
+    suite_add_tcase(s, px_check_tcase("lifo_threads", NULL, NULL, 60, mt, PX_CHECK_COUNT(mt)));
+    return px_check_run(s);
 }

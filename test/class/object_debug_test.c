@@ -5,7 +5,7 @@
  * Each misuse runs in a forked child whose stderr is captured; the child must
  * abort with a message naming the operation and the file:line of the misuse.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -238,23 +238,8 @@ START_TEST(debug_fields_record_origin)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("object_debug");
-    TCase *tc = tcase_create("debug");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, retain_of_dead_object_caught);
-    tcase_add_test(tc, release_of_dead_object_caught);
-    tcase_add_test(tc, destruct_of_destructed_object_caught);
-    tcase_add_test(tc, destruct_of_never_constructed_caught);
-    tcase_add_test(tc, retain_of_never_constructed_caught);
-    tcase_add_test(tc, leak_report_names_file_and_line);
-    tcase_add_test(tc, clean_program_reports_nothing);
-    tcase_add_test(tc, debug_fields_record_origin);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("object_debug", NULL, NULL, 60, retain_of_dead_object_caught,
+              release_of_dead_object_caught, destruct_of_destructed_object_caught,
+              destruct_of_never_constructed_caught, retain_of_never_constructed_caught,
+              leak_report_names_file_and_line, clean_program_reports_nothing,
+              debug_fields_record_origin)

@@ -5,7 +5,7 @@
  * PX_OBJ_CONSTRUCT/PX_OBJ_DESTRUCT on caller memory, classes deeper than any
  * fixed bound.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -393,25 +393,8 @@ START_TEST(objects_die_on_other_threads)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("object");
-    TCase *tc = tcase_create("object");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, ctor_dtor_order_four_levels);
-    tcase_add_test(tc, ctor_dtor_order_construct_destruct);
-    tcase_add_test(tc, ctor_dtor_skip_missing_levels);
-    tcase_add_test(tc, refcount_retain_release);
-    tcase_add_test(tc, threads_retain_release_one_destruction);
-    tcase_add_test(tc, lazy_class_init_threads);
-    tcase_add_test(tc, deep_hierarchy_no_limit);
-    tcase_add_test(tc, finalize_resets_classes);
-    tcase_add_test(tc, reuse_reconstructs);
-    tcase_add_test(tc, objects_die_on_other_threads);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("object", NULL, NULL, 60, ctor_dtor_order_four_levels,
+              ctor_dtor_order_construct_destruct, ctor_dtor_skip_missing_levels,
+              refcount_retain_release, threads_retain_release_one_destruction,
+              lazy_class_init_threads, deep_hierarchy_no_limit, finalize_resets_classes,
+              reuse_reconstructs, objects_die_on_other_threads)

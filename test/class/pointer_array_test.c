@@ -2,7 +2,7 @@
  * pointer_array_test.c: px_pointer_array_t: lowest-free slot reuse, growth
  * by blocks, set_item past the end, the maximum, errors, and concurrent adds.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -134,19 +134,6 @@ START_TEST(concurrent_adds_get_distinct_slots)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("pointer_array");
-    TCase *tc = tcase_create("pointer_array");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, add_reuses_lowest_free_slot);
-    tcase_add_test(tc, set_item_grows_and_tracks_free);
-    tcase_add_test(tc, max_size_and_errors);
-    tcase_add_test(tc, concurrent_adds_get_distinct_slots);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("pointer_array", setup, teardown, 0, add_reuses_lowest_free_slot,
+              set_item_grows_and_tracks_free, max_size_and_errors,
+              concurrent_adds_get_distinct_slots)

@@ -410,36 +410,12 @@ START_TEST(test_excluded_component_vars_not_unknown)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("mca_framework");
-    TCase *tc = tcase_create("framework");
-    tcase_add_checked_fixture(tc, NULL, remove_tmpdirs);
-    tcase_add_test(tc, test_lifecycle_order);
-    tcase_add_test(tc, test_failing_open_is_reported_at_verbose);
-    tcase_add_test(tc, test_verbose_routine);
-    tcase_add_test(tc, test_quiet_by_default);
-    tcase_add_test(tc, test_refcount);
-    tcase_add_test(tc, test_register_without_open);
-    tcase_add_test(tc, test_automatic_variables);
-    tcase_add_test(tc, test_include_list);
-    tcase_add_test(tc, test_exclude_list);
-    tcase_add_test(tc, test_mixing_is_an_error);
-    tcase_add_test(tc, test_empty_exclude_is_an_error);
-    tcase_add_test(tc, test_empty_list_means_all);
-    tcase_add_test(tc, test_include_unknown_reports_all);
-    tcase_add_test(tc, test_include_failed_open_names_reason);
-    tcase_add_test(tc, test_exclude_unknown_warns);
-    tcase_add_test(tc, test_select_highest);
-    tcase_add_test(tc, test_select_highest_follows_variable);
-    tcase_add_test(tc, test_select_none);
-    tcase_add_test(tc, test_drop);
-    tcase_add_test(tc, test_repository_list);
-    tcase_add_test(tc, test_excluded_component_vars_not_unknown);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("mca_framework", NULL, remove_tmpdirs, 0, test_lifecycle_order,
+              test_failing_open_is_reported_at_verbose, test_verbose_routine, test_quiet_by_default,
+              test_refcount, test_register_without_open, test_automatic_variables,
+              test_include_list, test_exclude_list, test_mixing_is_an_error,
+              test_empty_exclude_is_an_error, test_empty_list_means_all,
+              test_include_unknown_reports_all, test_include_failed_open_names_reason,
+              test_exclude_unknown_warns, test_select_highest, test_select_highest_follows_variable,
+              test_select_none, test_drop, test_repository_list,
+              test_excluded_component_vars_not_unknown)

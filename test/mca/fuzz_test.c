@@ -174,16 +174,9 @@ END_TEST
 int main(void)
 {
     ptest_add_builtins();
+    const TTest *tests[] = {test_fuzz_sources, test_fuzz_values_round_trip};
     Suite *s = suite_create("mca_fuzz");
-    TCase *tc = tcase_create("fuzz");
-    tcase_add_checked_fixture(tc, NULL, remove_tmpdirs);
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_fuzz_sources);
-    tcase_add_test(tc, test_fuzz_values_round_trip);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    suite_add_tcase(
+        s, px_check_tcase("mca_fuzz", NULL, remove_tmpdirs, 120, tests, PX_CHECK_COUNT(tests)));
+    return px_check_run(s);
 }

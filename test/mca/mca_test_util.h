@@ -10,7 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>

@@ -547,37 +547,14 @@ START_TEST(test_plugin_vars_not_unknown_when_excluded)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("mca_plugin");
-    TCase *tc = tcase_create("plugin");
-    tcase_add_checked_fixture(tc, NULL, remove_tmpdirs);
-    tcase_add_test(tc, test_good_plugin);
-    tcase_add_test(tc, test_close_unloads);
-    tcase_add_test(tc, test_refuse_wrong_abi);
-    tcase_add_test(tc, test_refuse_wrong_api);
-    tcase_add_test(tc, test_refuse_mismatched_name);
-    tcase_add_test(tc, test_refuse_unresolved_symbol);
-    tcase_add_test(tc, test_refuse_world_writable_file);
-    tcase_add_test(tc, test_refuse_world_writable_folder);
-    tcase_add_test(tc, test_fixed_plugin_loses_its_refusal);
-    tcase_add_test(tc, test_failing_open_plugin_closed_and_unloaded);
-    tcase_add_test(tc, test_failing_open_plugin_close_called);
-    tcase_add_test(tc, test_probe_dropped_at_unload);
-    tcase_add_test(tc, test_plugin_classes_forgotten_at_unload);
-    tcase_add_test(tc, test_declining_plugin_classes_forgotten);
-    tcase_add_test(tc, test_missing_named_folder_warns_once);
-    tcase_add_test(tc, test_missing_default_folder_quiet);
-    tcase_add_test(tc, test_builtin_wins);
-    tcase_add_test(tc, test_unwanted_never_loaded_exclude);
-    tcase_add_test(tc, test_unwanted_never_loaded_include);
-    tcase_add_test(tc, test_path_order_first_wins);
-    tcase_add_test(tc, test_include_mixes_reasons);
-    tcase_add_test(tc, test_plugin_vars_not_unknown_when_excluded);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("mca_plugin", NULL, remove_tmpdirs, 0, test_good_plugin, test_close_unloads,
+              test_refuse_wrong_abi, test_refuse_wrong_api, test_refuse_mismatched_name,
+              test_refuse_unresolved_symbol, test_refuse_world_writable_file,
+              test_refuse_world_writable_folder, test_fixed_plugin_loses_its_refusal,
+              test_failing_open_plugin_closed_and_unloaded, test_failing_open_plugin_close_called,
+              test_probe_dropped_at_unload, test_plugin_classes_forgotten_at_unload,
+              test_declining_plugin_classes_forgotten, test_missing_named_folder_warns_once,
+              test_missing_default_folder_quiet, test_builtin_wins,
+              test_unwanted_never_loaded_exclude, test_unwanted_never_loaded_include,
+              test_path_order_first_wins, test_include_mixes_reasons,
+              test_plugin_vars_not_unknown_when_excluded)

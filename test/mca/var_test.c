@@ -1480,59 +1480,21 @@ START_TEST(test_table_error_in_the_middle)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("mca_var");
-    TCase *tc = tcase_create("var");
-    tcase_add_checked_fixture(tc, NULL, remove_tmpdirs);
-    tcase_add_test(tc, test_default);
-    tcase_add_test(tc, test_full_names);
-    tcase_add_test(tc, test_int_forms);
-    tcase_add_test(tc, test_unsigned_forms);
-    tcase_add_test(tc, test_size_forms);
-    tcase_add_test(tc, test_bool_forms);
-    tcase_add_test(tc, test_double_and_string);
-    tcase_add_test(tc, test_enum_forms);
-    tcase_add_test(tc, test_env_source);
-    tcase_add_test(tc, test_env_parse_error_keeps_default);
-    tcase_add_test(tc, test_file_source_and_line);
-    tcase_add_test(tc, test_file_parse_error_names_line);
-    tcase_add_test(tc, test_file_syntax_warnings);
-    tcase_add_test(tc, test_file_precedence);
-    tcase_add_test(tc, test_missing_listed_file_warns);
-    tcase_add_test(tc, test_param_file_fifo_refused);
-    tcase_add_test(tc, test_param_file_not_regular_refused);
-    tcase_add_test(tc, test_param_file_size_cap);
-    tcase_add_test(tc, test_env_empty_name_warns);
-    tcase_add_test(tc, test_info_where_survives_concurrent_set);
-    tcase_add_test(tc, test_precedence_chain);
-    tcase_add_test(tc, test_cmdline_handoff);
-    tcase_add_test(tc, test_cmdline_before_register);
-    tcase_add_test(tc, test_api_unknown_name);
-    tcase_add_test(tc, test_synonyms);
-    tcase_add_test(tc, test_primary_beats_synonym);
-    tcase_add_test(tc, test_latest_set_wins_across_names);
-    tcase_add_test(tc, test_deprecated_variable);
-    tcase_add_test(tc, test_readonly);
-    tcase_add_test(tc, test_override_makes_readonly);
-    tcase_add_test(tc, test_unknown_names_warn);
-    tcase_add_test(tc, test_strict_makes_unknown_fatal);
-    tcase_add_test(tc, test_unknown_filter_installed_by_call);
-    tcase_add_test(tc, test_register_twice);
-    tcase_add_test(tc, test_info_and_nearest);
-    tcase_add_test(tc, test_probe_runs_once_on_first_read);
-    tcase_add_test(tc, test_init_refcount);
-    tcase_add_test(tc, test_range_in_and_out_from_api);
-    tcase_add_test(tc, test_range_env_refused_at_registration);
-    tcase_add_test(tc, test_range_set_later_checks_current_value);
-    tcase_add_test(tc, test_range_double_and_bad_ranges);
-    tcase_add_test(tc, test_range_survives_detach);
-    tcase_add_test(tc, test_table_registers_every_row);
-    tcase_add_test(tc, test_table_error_in_the_middle);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("mca_var", NULL, remove_tmpdirs, 0, test_default, test_full_names, test_int_forms,
+              test_unsigned_forms, test_size_forms, test_bool_forms, test_double_and_string,
+              test_enum_forms, test_env_source, test_env_parse_error_keeps_default,
+              test_file_source_and_line, test_file_parse_error_names_line,
+              test_file_syntax_warnings, test_file_precedence, test_missing_listed_file_warns,
+              test_param_file_fifo_refused, test_param_file_not_regular_refused,
+              test_param_file_size_cap, test_env_empty_name_warns,
+              test_info_where_survives_concurrent_set, test_precedence_chain, test_cmdline_handoff,
+              test_cmdline_before_register, test_api_unknown_name, test_synonyms,
+              test_primary_beats_synonym, test_latest_set_wins_across_names,
+              test_deprecated_variable, test_readonly, test_override_makes_readonly,
+              test_unknown_names_warn, test_strict_makes_unknown_fatal,
+              test_unknown_filter_installed_by_call, test_register_twice, test_info_and_nearest,
+              test_probe_runs_once_on_first_read, test_init_refcount,
+              test_range_in_and_out_from_api, test_range_env_refused_at_registration,
+              test_range_set_later_checks_current_value, test_range_double_and_bad_ranges,
+              test_range_survives_detach, test_table_registers_every_row,
+              test_table_error_in_the_middle)

@@ -10,7 +10,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -487,22 +487,10 @@ int main(void)
     /* keep the tcp and sockets providers on loopback */
     setenv("FI_TCP_IFACE", "lo", 0);
     setenv("FI_SOCKETS_IFACE", "lo", 0);
+    const TTest *tests[] = {exchange_tcp,    exchange_sockets, exchange_shm,
+                            rdma_tcp,        rdma_sockets,     rdma_shm,
+                            provider_choice, provider_errors,  unreachable_peer};
     Suite *s = suite_create("btl_ofi");
-    TCase *tc = tcase_create("ofi");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, exchange_tcp);
-    tcase_add_test(tc, exchange_sockets);
-    tcase_add_test(tc, exchange_shm);
-    tcase_add_test(tc, rdma_tcp);
-    tcase_add_test(tc, rdma_sockets);
-    tcase_add_test(tc, rdma_shm);
-    tcase_add_test(tc, provider_choice);
-    tcase_add_test(tc, provider_errors);
-    tcase_add_test(tc, unreachable_peer);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    suite_add_tcase(s, px_check_tcase("btl_ofi", NULL, NULL, 60, tests, PX_CHECK_COUNT(tests)));
+    return px_check_run(s);
 }

@@ -5,7 +5,7 @@
  * registration, and invalidation by px_rcache_invalidate and by munmap.
  */
 #define _GNU_SOURCE
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -240,18 +240,10 @@ END_TEST
 int main(void)
 {
     page = sysconf(_SC_PAGESIZE);
+    const TTest *tests[] = {
+        refcount_and_hits,   lru_eviction_by_count, lru_eviction_by_bytes_and_oor_retry,
+        invalidate_explicit, invalidate_on_munmap,  bad_params};
     Suite *s = suite_create("rcache");
-    TCase *tc = tcase_create("rcache");
-    tcase_add_test(tc, refcount_and_hits);
-    tcase_add_test(tc, lru_eviction_by_count);
-    tcase_add_test(tc, lru_eviction_by_bytes_and_oor_retry);
-    tcase_add_test(tc, invalidate_explicit);
-    tcase_add_test(tc, invalidate_on_munmap);
-    tcase_add_test(tc, bad_params);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    suite_add_tcase(s, px_check_tcase("rcache", NULL, NULL, 0, tests, PX_CHECK_COUNT(tests)));
+    return px_check_run(s);
 }

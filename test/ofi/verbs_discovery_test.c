@@ -5,7 +5,7 @@
  * declines with "no RDMA device found"; with some, both name the first one.
  * Either way init returns no module and its variables are registered.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <infiniband/verbs.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +56,4 @@ START_TEST(device_include_filters)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("btl_verbs");
-    TCase *tc = tcase_create("verbs");
-    tcase_add_test(tc, discovery_and_decline);
-    tcase_add_test(tc, device_include_filters);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+PX_CHECK_MAIN("btl_verbs", NULL, NULL, 0, discovery_and_decline, device_include_filters)

@@ -2,7 +2,7 @@
  * boot_test.c: the boot framework's selection and modex helpers with
  * boot/singleton, and the progress engine (core/util/progress.h).
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -119,18 +119,5 @@ START_TEST(progress_engine)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("boot");
-    TCase *tc = tcase_create("boot");
-    tcase_add_test(tc, singleton_selected);
-    tcase_add_test(tc, modex_roundtrip);
-    tcase_add_test(tc, no_boot_component);
-    tcase_add_test(tc, progress_engine);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("boot", NULL, NULL, 0, singleton_selected, modex_roundtrip, no_boot_component,
+              progress_engine)

@@ -6,7 +6,7 @@
  * bad arguments. Each test case runs in its own process (Check's fork mode),
  * so it may set PX_MCA_* variables before px_init.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -450,31 +450,7 @@ START_TEST(reinit)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("pml");
-    TCase *tc = tcase_create("self");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, sizes_rdma_get);
-    tcase_add_test(tc, sizes_pipelined);
-    tcase_add_test(tc, sizes_rdma_put);
-    tcase_add_test(tc, sizes_no_sendi_small_eager);
-    tcase_add_test(tc, wildcards);
-    tcase_add_test(tc, ordering);
-    tcase_add_test(tc, unexpected_queue);
-    tcase_add_test(tc, truncation_get);
-    tcase_add_test(tc, truncation_pipelined);
-    tcase_add_test(tc, truncation_put);
-    tcase_add_test(tc, many_outstanding);
-    tcase_add_test(tc, test_incomplete);
-    tcase_add_test(tc, never_completes);
-    tcase_add_test(tc, transport_error);
-    tcase_add_test(tc, bad_arguments);
-    tcase_add_test(tc, reinit);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("pml", NULL, NULL, 120, sizes_rdma_get, sizes_pipelined, sizes_rdma_put,
+              sizes_no_sendi_small_eager, wildcards, ordering, unexpected_queue, truncation_get,
+              truncation_pipelined, truncation_put, many_outstanding, test_incomplete,
+              never_completes, transport_error, bad_arguments, reinit)

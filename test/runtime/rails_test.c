@@ -7,7 +7,7 @@
  * progress fails the requests of that peer. With RDMA get or put offered,
  * the rendezvous chunk scheduler stripes, falls back and fails as it should.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include "core/class/list.h"
@@ -493,22 +493,5 @@ START_TEST(ooo_record_fails)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("rails");
-    TCase *tc = tcase_create("rails");
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, ordering_across_rails);
-    tcase_add_test(tc, striped_get);
-    tcase_add_test(tc, error_from_progress);
-    tcase_add_test(tc, ooo_record_fails);
-    tcase_add_test(tc, put_and_fallback);
-    tcase_add_test(tc, get_fails_midway);
-    tcase_add_test(tc, put_fails_midway);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("rails", NULL, NULL, 60, ordering_across_rails, striped_get, error_from_progress,
+              ooo_record_fails, put_and_fallback, get_fails_midway, put_fails_midway)

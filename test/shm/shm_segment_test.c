@@ -5,7 +5,7 @@
  * that fails after making the folder removes it; the liveness lock tells a
  * peer that the owner has ended (also while it is an unreaped zombie).
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,22 +206,6 @@ START_TEST(liveness_lock)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("btl_shm_segment");
-    TCase *tc = tcase_create("segment");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, create_modes_and_attach);
-    tcase_add_test(tc, other_job_cannot_attach);
-    tcase_add_test(tc, not_a_segment);
-    tcase_add_test(tc, open_folder_refused);
-    tcase_add_test(tc, exclusive_create);
-    tcase_add_test(tc, failed_create_removes_the_folder);
-    tcase_add_test(tc, liveness_lock);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("btl_shm_segment", setup, teardown, 0, create_modes_and_attach,
+              other_job_cannot_attach, not_a_segment, open_folder_refused, exclusive_create,
+              failed_create_removes_the_folder, liveness_lock)

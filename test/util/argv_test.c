@@ -2,7 +2,7 @@
  * argv_test.c: argv helpers: append/prepend, split (with and without empty
  * tokens), join, count, copy, free.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdlib.h>
 #include <string.h>
 #include "core/util/argv.h"
@@ -105,18 +105,5 @@ START_TEST(copy_is_deep)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("argv");
-    TCase *tc = tcase_create("argv");
-    tcase_add_test(tc, append_count_prepend);
-    tcase_add_test(tc, split_drops_or_keeps_empty);
-    tcase_add_test(tc, join_and_round_trip);
-    tcase_add_test(tc, copy_is_deep);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("argv", NULL, NULL, 0, append_count_prepend, split_drops_or_keeps_empty,
+              join_and_round_trip, copy_is_deep)

@@ -2,7 +2,7 @@
  * atomic_test.c: the C11 atomic wrappers: return values (old vs new), cas
  * success/failure semantics, swap, and 4 threads adding concurrently.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <pthread.h>
 #include "core/util/atomic.h"
 
@@ -82,16 +82,4 @@ START_TEST(threads_lose_no_update)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("atomic");
-    TCase *tc = tcase_create("atomic");
-    tcase_add_test(tc, return_values);
-    tcase_add_test(tc, threads_lose_no_update);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("atomic", NULL, NULL, 0, return_values, threads_lose_no_update)

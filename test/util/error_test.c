@@ -2,7 +2,7 @@
  * error_test.c: px_strerror gives distinct, non-empty text for every code and
  * a fallback for unknown ones.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <string.h>
 #include "core/util/error.h"
 
@@ -32,16 +32,4 @@ START_TEST(unknown_codes)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("error");
-    TCase *tc = tcase_create("error");
-    tcase_add_test(tc, every_code_has_distinct_text);
-    tcase_add_test(tc, unknown_codes);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("error", NULL, NULL, 0, every_code_has_distinct_text, unknown_codes)

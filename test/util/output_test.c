@@ -3,7 +3,7 @@
  * lazy argument evaluation in PX_OUTPUT_VERBOSE, px_show_error/warning, and
  * open/close. stderr is captured through a pipe (dup2).
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -142,18 +142,5 @@ START_TEST(show_error_and_warning)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("output");
-    TCase *tc = tcase_create("output");
-    tcase_add_test(tc, verbosity_filters_per_stream);
-    tcase_add_test(tc, stream_zero_and_bad_ids);
-    tcase_add_test(tc, streams_run_out_and_are_reused);
-    tcase_add_test(tc, show_error_and_warning);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("output", NULL, NULL, 0, verbosity_filters_per_stream, stream_zero_and_bad_ids,
+              streams_run_out_and_are_reused, show_error_and_warning)
