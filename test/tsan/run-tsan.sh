@@ -38,7 +38,7 @@ echo "# building (make all, then make build-tests)"
 # forked Check child or a rank started by pxrun.
 rm -rf "$build/tsan-reports"
 mkdir -p "$build/tsan-reports"
-export TSAN_OPTIONS="exitcode=66 halt_on_error=0 second_deadlock_stack=1 log_path=$build/tsan-reports/report ${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS="exitcode=66 suppressions=$src/test/tsan/tsan.supp halt_on_error=0 second_deadlock_stack=1 log_path=$build/tsan-reports/report ${TSAN_OPTIONS:-}"
 bash "$src/test/run-tests.sh" "$build" "$filter"
 rc=$?
 reports=$(find "$build/tsan-reports" -type f | wc -l)
