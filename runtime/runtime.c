@@ -241,6 +241,17 @@ int px_size(void)
     return px_rt.initialized ? px_rt.size : PX_ERR_NOT_INITIALIZED;
 }
 
+int px_rt_tool_peer_btl(int peer, px_btl_module_t **btl, px_btl_endpoint_t **ep)
+{
+    if (!px_rt.initialized)
+        return PX_ERR_NOT_INITIALIZED;
+    if (peer < 0 || peer >= px_rt.size || !btl || !ep)
+        return PX_ERR_BAD_PARAM;
+    *btl = px_rt.peers[peer].eager_btl;
+    *ep = px_rt.peers[peer].eager_ep;
+    return *btl ? PX_SUCCESS : PX_ERR_UNREACH;
+}
+
 int px_barrier(void)
 {
     if (!px_rt.initialized)

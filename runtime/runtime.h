@@ -2,9 +2,9 @@
  * runtime.h: the runtime's internal state, shared by runtime.c (px_init,
  * px_finalize, the process table) and pml.c (matching and the protocols).
  * Not installed; tests include it to reach the hooks at the bottom (they link
- * libplexus statically, see test/runtime/Makefile.inc). px_rt and
- * px_rt_pml_register_params are exported (PX_EXPORT) only because the in-tree
- * tools px_perf (--btl) and px_info use them; they are not API.
+ * libplexus statically, see test/runtime/Makefile.inc). px_rt_tool_peer_btl
+ * and px_rt_pml_register_params are exported (PX_EXPORT) only because the
+ * in-tree tools px_perf (--btl) and px_info use them; they are not API.
  */
 #ifndef PX_RUNTIME_RUNTIME_H
 #define PX_RUNTIME_RUNTIME_H
@@ -200,7 +200,13 @@ typedef struct px_runtime {
     unsigned long ux_fail_countdown;
 } px_runtime_t;
 
-PX_EXPORT extern px_runtime_t px_rt;
+extern px_runtime_t px_rt;
+
+/* For the in-tree tools only (px_perf --btl drives a BTL module directly): the
+ * eager BTL module and endpoint the runtime chose for `peer`. PX_SUCCESS, or
+ * PX_ERR_BAD_PARAM before px_init or for a rank out of range, or
+ * PX_ERR_UNREACH when no BTL reaches it. Exported, not API. */
+PX_EXPORT int px_rt_tool_peer_btl(int peer, px_btl_module_t **btl, px_btl_endpoint_t **ep);
 
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
 enum { PX_RT_RDMA_NONE = 0, PX_RT_RDMA_GET = 1, PX_RT_RDMA_PUT = 2 };

@@ -219,9 +219,9 @@ static void btl_mode(const size_t *sizes, int nsizes, long iters_override)
     int rank = px_rank(), peer = rank == 0 ? 1 : 0;
     if (rank > 1 || px_size() < 2)
         return;
-    px_btl_module_t *m = px_rt.peers[peer].eager_btl;
-    px_btl_endpoint_t *ep = px_rt.peers[peer].eager_ep;
-    if (!m || !m->btl_sendi) {
+    px_btl_module_t *m = NULL;
+    px_btl_endpoint_t *ep = NULL;
+    if (px_rt_tool_peer_btl(peer, &m, &ep) != PX_SUCCESS || !m->btl_sendi) {
         if (rank == 0)
             printf("px_perf --btl: the transport to rank 1 has no sendi\n");
         return;
