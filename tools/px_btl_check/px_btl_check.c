@@ -76,8 +76,16 @@ int bc_worker(int job, const char *name, double timeout, int argc, char **argv)
     if (job == BC_JOB_DEATH)
         signal(SIGTERM, SIG_IGN); /* again: a transport's library may have set a handler */
     bc_ctx_t c = {.name = name, .rank = px_rank(), .size = px_size(), .timeout = timeout};
-    for (int i = 0; i < px_btl_base_num_modules; i++)
-        if (!strcmp(px_btl_base_modules[i]->btl_component->base.component_name, name))
+    /* The selection is this component beside self (and shm): its module
+     * names it, or is the one that names no component (btl_component is the
+     * module's to fill; the base does not). */
+    for (int i = 0; i < px_btl_base_num_modules && !c.m; i++) {
+        const px_btl_component_t *bc = px_btl_base_modules[i]->btl_component;
+        if (bc && !strcmp(bc->base.component_name, name))
+            c.m = px_btl_base_modules[i];
+    }
+    for (int i = 0; i < px_btl_base_num_modules && !c.m; i++)
+        if (NULL == px_btl_base_modules[i]->btl_component)
             c.m = px_btl_base_modules[i];
     if (NULL == c.m) {
         for (int i = 0; i < px_btl_base_declined_count(); i++)
@@ -167,6 +175,8 @@ static void emit(int i, int result, const char *reason)
 
 static void add_reason(slot_t *s, int rank, const char *why)
 {
+    if (*why && strstr(s->reason, why))
+        return; /* another rank said the same */
     size_t l = strlen(s->reason);
     snprintf(s->reason + l, sizeof s->reason - l, "%srank %d: %s", l ? "; " : "", rank, why);
 }
