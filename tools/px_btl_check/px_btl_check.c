@@ -141,6 +141,8 @@ int bc_worker(int job, const char *name, double timeout, int argc, char **argv)
     if (job == BC_JOB_DEATH)
         _exit(0); /* rank 1 is gone: px_finalize would wait for it */
     if (job == BC_JOB_PROTO) {
+        free(c.ep);
+        free(c.why_not);
         rc = px_finalize();
         return rc == PX_SUCCESS ? 0 : 1;
     }
@@ -366,6 +368,7 @@ static void check_known(const char *name, char **mca)
     }
     px_argv_free(names);
     px_argv_free(paths);
+    px_mca_var_finalize();
     if (!found) {
         fprintf(stderr,
                 "px_btl_check: error: no btl component named \"%s\" here; available: %s\n"
