@@ -79,9 +79,11 @@ static int broken_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descr
         /* The defect: report "started" and never complete it. */
         return 0;
     }
-    if (des->des_flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK && des->des_cbfunc)
+    /* Without BTL ownership the callback may free the descriptor. */
+    const uint32_t flags = des->des_flags;
+    if (flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK && des->des_cbfunc)
         des->des_cbfunc(btl, ep, des, PX_SUCCESS);
-    if (des->des_flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+    if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
         free(des);
     return 1;
 }

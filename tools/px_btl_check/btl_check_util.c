@@ -267,10 +267,13 @@ void bc_send_cb(px_btl_module_t *m, px_btl_endpoint_t *ep, px_btl_descriptor_t *
 static int send_des(bc_ctx_t *c, int dest, px_btl_descriptor_t *des, int tag, size_t len)
 {
     double end = bc_now() + c->timeout;
+    /* Read before the send: with BTL ownership the descriptor may be gone
+     * when btl_send returns 1. */
+    const uint32_t flags = des->des_flags;
     for (;;) {
         int rc = c->m->btl_send(c->m, c->ep[dest], des, (px_btl_tag_t)tag);
         if (rc == 1) {
-            if (!(des->des_flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP))
+            if (!(flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP))
                 c->m->btl_free(c->m, des);
             return BC_OK;
         }
