@@ -488,6 +488,9 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
 {
     px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
     size_t len = f->segment.seg_len;
+    /* A peer known to be gone would never hand the fragment back. */
+    if (PX_UNLIKELY(ep->gone))
+        return PX_ERR_PEER_FAILED;
     if (f->fb_esz) { /* in place: the data is already in the fast box */
         fbox_publish(ep, f->fb_off, f->fb_esz, tag, len, f->fb_lead);
         ep->fb_reserved = false;
@@ -578,11 +581,25 @@ static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
 }
 PX_BTL_BASE_RDMA_PUT_GET(px_btl_shm, px_btl_shm_rdma)
 
+/* get/put complete before they return; a queued send completes when the
+ * peer hands its fragment back, so progress until the fragments to `ep`
+ * (NULL: every peer) are back, or their peer is gone. */
 static int px_btl_shm_flush(px_btl_module_t *btl, px_btl_endpoint_t *ep)
 {
-    (void)btl;
-    (void)ep;
-    return PX_SUCCESS; /* get/put complete before they return */
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (s->in_progress)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE; /* from a callback: progress cannot run here */
+    for (;;) {
+        bool busy = false, lost = false;
+        for (int i = 0; i < s->nlocal; i++) {
+            px_btl_endpoint_t *e = s->by_idx ? s->by_idx[i] : NULL;
+            if (e && (NULL == ep || e == ep) && e->inflight)
+                *(e->gone ? &lost : &busy) = true;
+        }
+        if (!busy)
+            return lost ? PX_ERR_PEER_FAILED : PX_SUCCESS;
+        px_btl_shm_progress(btl);
+    }
 }
 
 static int px_btl_shm_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc)
