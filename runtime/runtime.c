@@ -15,6 +15,7 @@
 #include "runtime/runtime.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/printf.h"
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
 
@@ -73,6 +74,37 @@ static void px_rt_free_procs(void)
     px_rt.btl_peers = NULL;
     px_rt.proc_ptrs = NULL;
     px_rt.procs = NULL;
+}
+
+/* Append to `msg` the btl components that could not be used at all (a
+ * refused plugin, a failed open or register_params) and unusable plugin
+ * folders, each with its reason: the "no transport reaches" error would not
+ * name them otherwise. Takes and returns msg. */
+static char *px_rt_add_failed_components(char *msg)
+{
+    int n = px_mca_repository_failed_count(), listed = 0;
+    for (int i = 0; i < n && msg; ++i) {
+        const px_mca_failed_component_t *f = px_mca_repository_failed(i);
+        bool btl = 0 == strcmp(f->framework, "btl");
+        if (!btl && 0 != strcmp(f->framework, "mca"))
+            continue;
+        char *next = px_asprintf(
+            "%s%s\n    %s%s%s%s", msg,
+            listed ? ""
+                   : "\n  Components that could not be used (px_info --show-failed lists them):",
+            btl ? "btl " : "", btl ? f->component : "", btl ? ": " : "", f->reason);
+        if (next && btl) {
+            char *with_path = px_asprintf("%s (%s)", next, f->path);
+            free(next);
+            next = with_path;
+        }
+        if (next) {
+            free(msg);
+            msg = next;
+            listed++;
+        }
+    }
+    return msg;
 }
 
 int px_init(int *argc, char ***argv)
@@ -146,6 +178,8 @@ int px_init(int *argc, char ***argv)
                                px_rt.proc_ptrs, (size_t)px_rt.size, &px_rt.procs[px_rt.rank],
                                px_rt.btl_peers, &why);
     if (rc != PX_SUCCESS) {
+        if (why)
+            why = px_rt_add_failed_components(why);
         if (why)
             px_show_error("px_init: %s", why);
         else

@@ -210,7 +210,7 @@ static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, char **known,
         } else if (in_config_list(PX_PLUGIN_COMPONENTS_STR, fw->name, name)) {
             if (asprintf(&reason,
                          "not found: it was built as a plugin, but plexus_%s_%s.so is not in "
-                         "any folder of mca_component_path",
+                         "any folder searched (below)",
                          fw->name, name) < 0)
                 reason = NULL;
         }
@@ -226,8 +226,11 @@ static int explain_unknown(px_mca_framework_t *fw, fw_state_t *st, char **known,
             if (best) {
                 if (asprintf(&reason, "probably a misspelling of \"%s\"", best) < 0)
                     reason = NULL;
-            } else {
-                reason = strdup("not built: no such component in this installation");
+            } else if (asprintf(&reason,
+                                "not found: no built-in component of that name, and no file "
+                                "plexus_%s_%s.so in the plugin folders searched (below)",
+                                fw->name, name) < 0) {
+                reason = NULL;
             }
         }
         char *next = NULL;
@@ -337,7 +340,8 @@ int px_mca_framework_register(px_mca_framework_t *fw)
     }
 
     /* Candidates: built-in components, then plugins. */
-    char **known = NULL; /* every name that exists, for suggestions */
+    char **known = NULL;   /* every name that exists, for suggestions */
+    char **refused = NULL; /* plugins refused, components dropped: not usable here */
     const px_mca_component_t *builtin[128];
     int nb = px_mca_repository_static_for(fw->name, builtin, 128);
     if (nb > 128)
@@ -377,6 +381,7 @@ int px_mca_framework_register(px_mca_framework_t *fw)
             const px_mca_failed_component_t *f = px_mca_repository_failure_for(fw->name, name);
             PX_OUTPUT_VERBOSE(VERB_PROBLEM, fw->output, "plugin %s refused: %s", path,
                               f ? f->reason : "?");
+            px_argv_append_nosize(&refused, name);
             continue;
         }
         PX_OUTPUT_VERBOSE(VERB_ROUTINE, fw->output, "plugin %s loaded (component %s %d.%d.%d)",
@@ -403,6 +408,7 @@ int px_mca_framework_register(px_mca_framework_t *fw)
             px_mca_repository_record_failure(fw->name, c->component_name, it->path, reason);
             PX_OUTPUT_VERBOSE(VERB_PROBLEM, fw->output, "component %s dropped: %s",
                               c->component_name, reason);
+            px_argv_append_nosize(&refused, c->component_name);
             px_list_remove_item(&fw->components, &it->super);
             item_unload(it);
         }
@@ -413,15 +419,23 @@ int px_mca_framework_register(px_mca_framework_t *fw)
         char *lines = NULL;
         if (explain_unknown(fw, st, known, &lines) > 0) {
             char *src = selection_origin(fw);
-            char *avail = join_for_message(known);
+            char **usable = NULL; /* a refused plugin is not "here" */
+            for (int i = 0; known && known[i]; i++)
+                if (!in_list(refused, known[i]))
+                    px_argv_append_nosize(&usable, known[i]);
+            char *avail = join_for_message(usable);
+            char *folders = px_mca_repository_search_report();
             if (asprintf(&st->include_error,
                          "the %s selection list \"%s\" (from %s) names components that cannot be "
-                         "used:%s\n(%s components here: %s)",
+                         "used:%s\n(%s components here: %s; plugin folders searched, "
+                         "mca_component_path_prepend then mca_component_path: %s)",
                          fw->name, fw->selection, src, lines ? lines : "", fw->name,
-                         avail && avail[0] ? avail : "none") < 0)
+                         avail && avail[0] ? avail : "none", folders ? folders : "?") < 0)
                 st->include_error = NULL;
             free(src);
             free(avail);
+            free(folders);
+            px_argv_free(usable);
         }
         free(lines);
     } else if (st->mode == SEL_EXCLUDE && !st->exclude_warned) {
@@ -442,6 +456,7 @@ int px_mca_framework_register(px_mca_framework_t *fw)
         }
     }
     px_argv_free(known);
+    px_argv_free(refused);
     fw->registered = true;
     return PX_SUCCESS;
 }
@@ -517,7 +532,12 @@ int px_mca_framework_close(px_mca_framework_t *fw)
             px_mca_component_item_t *it = (px_mca_component_item_t *)li;
             if (was_open && it->component->close)
                 it->component->close();
-            PX_OUTPUT_VERBOSE(VERB_ROUTINE, fw->output, "component %s closed",
+            /* Registered only (px_info, a framework that failed to open):
+             * nothing was opened, so nothing is said to be closed. */
+            PX_OUTPUT_VERBOSE(VERB_ROUTINE, fw->output,
+                              was_open ? "component %s closed"
+                                       : "component %s released (it was "
+                                         "registered, never opened)",
                               it->component->component_name);
             item_unload(it);
         }

@@ -29,5 +29,11 @@ PX_EXPORT int px_mca_repository_static_for(const char *framework, const px_mca_c
  * paths, as parallel argv vectors (the first folder with a name wins).
  * Returns the count; the caller frees both with px_argv_free. */
 PX_EXPORT int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths);
+/* The plugin search path as searched: mca_component_path_prepend's folders,
+ * then mca_component_path's, colon-separated (caller frees). */
+PX_EXPORT char *px_mca_repository_search_path(void);
+/* The same folders for a message inside the library: "A, B (does not
+ * exist)", "~" expanded (caller frees). Not exported. */
+char *px_mca_repository_search_report(void);
 
 #endif

@@ -33,8 +33,9 @@ static px_mca_failed_component_t *failed;
 static int n_failed, cap_failed;
 static int lt_inited;
 static char *component_path; /* storage of mca_component_path */
-static char **bad_folders;   /* its folders already reported as unusable */
-static int path_var = -1;
+static char *path_prepend;   /* storage of mca_component_path_prepend */
+static char **bad_folders;   /* folders already reported as unusable */
+static int path_var = -1, prepend_var = -1;
 
 static char *default_path(void)
 {
@@ -65,8 +66,17 @@ int px_mca_repository_init(void)
         path_var = px_mca_var_register(
             "mca", NULL, "component_path",
             "Folders searched for plugins plexus_<framework>_<component>.so, colon-separated "
-            "(earlier folders win)",
+            "(earlier folders win); setting it replaces the default, so to add a folder use "
+            "mca_component_path_prepend",
             PX_MCA_VAR_TYPE_STRING, NULL, 5, PX_MCA_VAR_SCOPE_READONLY, 0, &component_path);
+    }
+    if (prepend_var < 0 || px_mca_var_find("mca_component_path_prepend") < 0) {
+        path_prepend = NULL;
+        prepend_var = px_mca_var_register(
+            "mca", NULL, "component_path_prepend",
+            "Folders searched for plugins before those of mca_component_path, colon-separated: "
+            "add your own plugins' folder here and keep the default path",
+            PX_MCA_VAR_TYPE_STRING, NULL, 5, PX_MCA_VAR_SCOPE_READONLY, 0, &path_prepend);
     }
     return PX_SUCCESS;
 }
@@ -84,7 +94,7 @@ void px_mca_repository_finalize(void)
     n_failed = cap_failed = 0;
     px_argv_free(bad_folders);
     bad_folders = NULL;
-    path_var = -1;
+    path_var = prepend_var = -1;
     /* libltdl stays initialised: plugins of frameworks still open keep
      * their handles. */
 }
@@ -212,35 +222,101 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A folder of mca_component_path that cannot be opened. One of the default
+/* A folder of the search path that cannot be opened. One of the default
  * path's own folders (the install's plugin folder, ~/.plexus/components) may
  * well not exist: that is quiet. A folder the user named is a mistake: warn
- * once, naming it and where the path was set, and list it for
+ * once, naming it, the variable and where that was set, and list it for
  * px_info --show-failed. */
-static void report_bad_folder(const char *named, const char *dir, int err)
+static void report_bad_folder(const char *named, const char *dir, int err, int var,
+                              const char *varname)
 {
-    char **defaults = px_mca_split_trimmed(path_default_storage, ':');
-    bool is_default = false;
-    for (int i = 0; defaults && defaults[i]; i++)
-        is_default |= (0 == strcmp(defaults[i], named) || 0 == strcmp(defaults[i], dir));
-    px_argv_free(defaults);
-    for (int i = 0; !is_default && bad_folders && bad_folders[i]; i++)
-        is_default = (0 == strcmp(bad_folders[i], dir)); /* reported already */
-    if (is_default)
+    bool quiet = false;
+    if (var == path_var) {
+        char **defaults = px_mca_split_trimmed(path_default_storage, ':');
+        for (int i = 0; defaults && defaults[i]; i++)
+            quiet |= (0 == strcmp(defaults[i], named) || 0 == strcmp(defaults[i], dir));
+        px_argv_free(defaults);
+    }
+    for (int i = 0; !quiet && bad_folders && bad_folders[i]; i++)
+        quiet = (0 == strcmp(bad_folders[i], dir)); /* reported already */
+    if (quiet)
         return;
     px_argv_append_nosize(&bad_folders, dir);
-    char *src = path_var >= 0 ? px_mca_var_source_string(path_var) : NULL;
+    char *src = var >= 0 ? px_mca_var_source_string(var) : NULL;
     const char *why = err == ENOENT    ? "does not exist"
                       : err == ENOTDIR ? "is not a folder"
                                        : strerror(err);
-    px_show_warning("plugin folder %s (in mca_component_path, set by %s) %s; no plugins are "
-                    "loaded from it (mca_component_path is a colon-separated list of existing "
-                    "folders)",
-                    dir, src ? src : "?", err == ENOENT || err == ENOTDIR ? why : "cannot be read");
-    record_failure("mca", "component_path", dir,
-                   "plugin folder %s named in mca_component_path (set by %s) %s", dir,
-                   src ? src : "?", why);
+    px_show_warning("plugin folder %s (in %s, set by %s) %s; no plugins are loaded from it (%s "
+                    "is a colon-separated list of existing folders)",
+                    dir, varname, src ? src : "?",
+                    err == ENOENT || err == ENOTDIR ? why : "cannot be read", varname);
+    record_failure("mca", "component_path", dir, "plugin folder %s named in %s (set by %s) %s", dir,
+                   varname, src ? src : "?", why);
     free(src);
+}
+
+/* The folders searched, in order: mca_component_path_prepend's, then
+ * mca_component_path's (not yet expanded), each with the variable naming it. */
+static int search_folders(char ***dirs, int **vars)
+{
+    char **pre = px_mca_split_trimmed(path_prepend, ':');
+    char **path = px_mca_split_trimmed(component_path, ':');
+    int np = px_argv_count(pre), n = np + px_argv_count(path);
+    *dirs = NULL;
+    *vars = calloc((size_t)n + 1, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        px_argv_append_nosize(dirs, i < np ? pre[i] : path[i - np]);
+        if (*vars)
+            (*vars)[i] = i < np ? prepend_var : path_var;
+    }
+    px_argv_free(pre);
+    px_argv_free(path);
+    return *vars ? n : 0;
+}
+
+char *px_mca_repository_search_path(void)
+{
+    px_mca_repository_init();
+    char **dirs;
+    int *vars;
+    int n = search_folders(&dirs, &vars);
+    char *out = strdup("");
+    for (int i = 0; out && i < n; i++) {
+        char *next = px_asprintf("%s%s%s", out, i ? ":" : "", dirs[i]);
+        free(out);
+        out = next;
+    }
+    px_argv_free(dirs);
+    free(vars);
+    return out;
+}
+
+char *px_mca_repository_search_report(void)
+{
+    px_mca_repository_init();
+    char **dirs;
+    int *vars;
+    int n = search_folders(&dirs, &vars);
+    char *out = strdup("");
+    for (int i = 0; out && i < n; i++) {
+        char *dir = expand_home(dirs[i]);
+        struct stat st;
+        const char *state = !dir                   ? ""
+                            : stat(dir, &st) != 0  ? " (does not exist)"
+                            : !S_ISDIR(st.st_mode) ? " (not a folder)"
+                                                   : "";
+        char *next = px_asprintf("%s%s%s%s", out, i ? ", " : "", dir ? dir : dirs[i], state);
+        free(dir);
+        free(out);
+        out = next;
+    }
+    if (out && n == 0) {
+        free(out);
+        out = strdup("none (mca_component_path and mca_component_path_prepend are empty)");
+    }
+    px_argv_free(dirs);
+    free(vars);
+    return out;
 }
 
 int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths)
@@ -248,16 +324,20 @@ int px_mca_repository_plugin_files(const char *framework, char ***names, char **
     px_mca_repository_init();
     *names = *paths = NULL;
     int count = 0;
-    char **dirs = px_mca_split_trimmed(component_path, ':');
+    char **dirs;
+    int *vars;
+    int ndirs = search_folders(&dirs, &vars);
     char prefix[128];
     snprintf(prefix, sizeof(prefix), "plexus_%s_", framework);
     size_t plen = strlen(prefix);
-    for (int d = 0; dirs && dirs[d]; d++) {
+    for (int d = 0; d < ndirs; d++) {
         char *dir = expand_home(dirs[d]);
         DIR *dh = dir ? opendir(dir) : NULL;
         if (!dh) {
             if (dir)
-                report_bad_folder(dirs[d], dir, errno);
+                report_bad_folder(dirs[d], dir, errno, vars[d],
+                                  vars[d] == prepend_var ? "mca_component_path_prepend"
+                                                         : "mca_component_path");
             free(dir);
             continue;
         }
@@ -293,6 +373,7 @@ int px_mca_repository_plugin_files(const char *framework, char ***names, char **
         free(dir);
     }
     px_argv_free(dirs);
+    free(vars);
     return count;
 }
 

@@ -268,7 +268,11 @@ START_TEST(test_include_unknown_reports_all)
                                       "command line) names components that cannot be used:"));
     ck_assert_ptr_nonnull(strstr(err, "  alpah: probably a misspelling of \"alpha\""));
     ck_assert_ptr_nonnull(strstr(err, "  bta: probably a misspelling of \"beta\""));
-    ck_assert_ptr_nonnull(strstr(err, "  zzzzzzzz: not built: no such component"));
+    ck_assert_ptr_nonnull(strstr(err, "  zzzzzzzz: not found: no built-in component of that name, "
+                                      "and no file plexus_ptest_zzzzzzzz.so in the plugin "
+                                      "folders searched (below)"));
+    ck_assert_ptr_nonnull(strstr(err, "; plugin folders searched, mca_component_path_prepend then "
+                                      "mca_component_path: "));
     ck_assert_ptr_null(strstr(err, "  beta:"));
     ck_assert_ptr_nonnull(strstr(err, "(ptest components here: alpha, beta, shy, broken"));
     ck_assert_int_eq(fw->refcount, 0);

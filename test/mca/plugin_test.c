@@ -526,8 +526,15 @@ START_TEST(test_include_mixes_reasons)
     ck_assert_int_eq(count_of(err, "plexus: error:"), 1);
     ck_assert_ptr_nonnull(strstr(err, "  badapi: refused: framework API version mismatch"));
     ck_assert_ptr_nonnull(strstr(err, "  godo: probably a misspelling of \"good\""));
-    ck_assert_ptr_nonnull(strstr(err, "  nosuchthing: not built"));
+    ck_assert_ptr_nonnull(strstr(err, "  nosuchthing: not found: no built-in component of that "
+                                      "name, and no file plexus_ptest_nosuchthing.so in the "
+                                      "plugin folders searched"));
     ck_assert_ptr_null(strstr(err, "  good:"));
+    /* The refused plugin is not offered as one of the components here. */
+    const char *here = strstr(err, "(ptest components here: ");
+    ck_assert_ptr_nonnull(here);
+    ck_assert_ptr_nonnull(strstr(here, "good"));
+    ck_assert_ptr_null(strstr(here, "badapi"));
     teardown_fw();
 }
 END_TEST

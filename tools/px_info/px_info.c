@@ -5,7 +5,9 @@
  * could not be used. Options follow ompi_info; see docs/px_info.md.
  *
  * px_info registers the frameworks (which loads the plugins the selection
- * lists allow and registers every variable) but opens no component.
+ * lists allow and registers every variable). Only when failures are asked
+ * for (--show-failed, --all, --json) does it also open each framework's
+ * components, so that one whose open fails is listed, and close them again.
  */
 #define _GNU_SOURCE
 #include "config.h"
@@ -127,6 +129,24 @@ static bool in_framework_list(px_mca_framework_t *fw, const char *name,
     return false;
 }
 
+/* The failure recorded for a component, if any. */
+static const px_mca_failed_component_t *failure_of(const char *framework, const char *name)
+{
+    for (int i = px_mca_repository_failed_count() - 1; i >= 0; i--) {
+        const px_mca_failed_component_t *f = px_mca_repository_failed(i);
+        if (0 == strcmp(f->framework, framework) && 0 == strcmp(f->component, name))
+            return f;
+    }
+    return NULL;
+}
+
+/* Not in the framework's list any more: its open failed, or it was refused. */
+static const char *gone_state(const char *framework, const char *name)
+{
+    const px_mca_failed_component_t *f = failure_of(framework, name);
+    return f && 0 == strncmp(f->reason, "open failed", 11) ? "failed" : "refused";
+}
+
 static void gather(px_info_t *info)
 {
     int n = 0;
@@ -144,6 +164,8 @@ static void gather(px_info_t *info)
         if (selerr) {
             fprintf(stderr, "plexus: error: %s\n", selerr);
             exit_code = 1;
+        } else if (info->open_components && px_mca_framework_open(fw) != PX_SUCCESS) {
+            exit_code = 1; /* the reason was printed */
         }
         const px_mca_component_t *builtin[128];
         int nb = px_mca_repository_static_for(fw->name, builtin, 128);
@@ -156,7 +178,7 @@ static void gather(px_info_t *info)
                                          px_mca_framework_allows(fw, builtin[k]->component_name)};
             c.state = !c.allowed                            ? "excluded"
                       : in_framework_list(fw, c.name, NULL) ? "registered"
-                                                            : "refused";
+                                                            : gone_state(fw->name, c.name);
             add_component(f, &c);
         }
         char **names, **paths;
@@ -178,7 +200,7 @@ static void gather(px_info_t *info)
                 c.component = it->component;
                 c.state = "registered";
             } else {
-                c.state = c.allowed ? "refused" : "excluded";
+                c.state = c.allowed ? gone_state(fw->name, names[k]) : "excluded";
             }
             add_component(f, &c);
         }
@@ -335,8 +357,9 @@ static void unknown_variable(const char *name, const char *how)
     fprintf(stderr, "\n");
 }
 
-/* Indices of the variables to show. */
-static int *select_vars(const px_info_t *info, int *count)
+/* Indices of the variables to show, of info level <= `level`; *max_level
+ * (when not NULL) gets the highest level among them. */
+static int *select_vars_at(const px_info_t *info, int level, int *count, int *max_level)
 {
     int nv = px_mca_var_count();
     int *out = calloc((size_t)nv + 1, sizeof(int));
@@ -350,7 +373,7 @@ static int *select_vars(const px_info_t *info, int *count)
                 out[n++] = i;
             continue;
         }
-        if (vi.info_level > info->level)
+        if (vi.info_level > level)
             continue;
         if ((vi.flags & PX_MCA_VAR_FLAG_INTERNAL) && !info->all)
             continue;
@@ -365,10 +388,44 @@ static int *select_vars(const px_info_t *info, int *count)
         }
         if (info->selected_only && !px_info_var_selected(info, &vi))
             continue;
+        if (max_level && vi.info_level > *max_level)
+            *max_level = vi.info_level;
         out[n++] = i;
     }
     *count = n;
     return out;
+}
+
+static int *select_vars(const px_info_t *info, int *count)
+{
+    return select_vars_at(info, info->level, count, NULL);
+}
+
+/* --param at a level that hides some of the variables asked for: say how
+ * many there are and the exact option that shows them. */
+static void note_hidden_vars(const px_info_t *info, int shown)
+{
+    int all = 0, max_level = 0;
+    free(select_vars_at(info, 9, &all, &max_level));
+    if (all <= shown)
+        return;
+    const char *fw = info->param_fw, *comp = info->param_comp;
+    bool fw_all = 0 == strcmp(fw, "all"), comp_all = 0 == strcmp(comp, "all");
+    char what[256];
+    snprintf(what, sizeof(what), "%s%s%s%s", fw_all ? "" : fw, fw_all || comp_all ? "" : " ",
+             comp_all ? "" : comp, fw_all && comp_all ? "" : " ");
+    if (shown == 0)
+        fprintf(stderr,
+                "px_info: note: no %svariable is at info level %d or below; %d %s at levels up "
+                "to %d: px_info --param %s %s --level %d shows %s\n",
+                what, info->level, all, all == 1 ? "is" : "are", max_level, fw, comp, max_level,
+                all == 1 ? "it" : "them");
+    else
+        fprintf(stderr,
+                "px_info: note: %d more %svariable%s %s at info levels above %d: px_info --param "
+                "%s %s --level %d shows all %d\n",
+                all - shown, what, all - shown == 1 ? "" : "s", all - shown == 1 ? "is" : "are",
+                info->level, fw, comp, max_level, all);
 }
 
 /* ------------------------------------------------------------------ main */
@@ -498,6 +555,7 @@ int main(int argc, char **argv)
             exit_code = 1; /* the reason was printed */
     }
     px_rt_pml_register_params();
+    info.open_components = info.show_failed || info.format == PX_INFO_JSON;
     gather(&info);
     for (int i = 0; i < nmca; i++) {
         if (px_mca_var_find(mca[i].name) < 0 &&
@@ -543,6 +601,8 @@ int main(int argc, char **argv)
     info.run_probes = info.one_var || (info.param_comp && strcmp(info.param_comp, "all") != 0);
     int nvars = 0;
     int *vars = info.show_params || info.format == PX_INFO_JSON ? select_vars(&info, &nvars) : NULL;
+    if (info.param_fw && !info.one_var)
+        note_hidden_vars(&info, nvars);
 
     if (info.format == PX_INFO_JSON) {
         px_info_print_json(&info, vars, nvars, true, true, true);

@@ -25,7 +25,7 @@ typedef struct px_info_component {
     const char *origin;                  /* "built-in" or "plugin" */
     const char *path;                    /* plugin file, or NULL */
     bool allowed;                        /* the selection list allows it */
-    const char *state;                   /* "registered", "excluded", "refused" */
+    const char *state; /* "registered", "excluded", "refused", "failed" (open failed) */
 } px_info_component_t;
 
 typedef struct px_info_framework {
@@ -49,7 +49,8 @@ typedef struct px_info {
     const char *param_fw, *param_comp;
     const char *one_var; /* --var */
     int level;
-    bool run_probes; /* a component or variable was named: compute probed values */
+    bool run_probes;      /* a component or variable was named: compute probed values */
+    bool open_components; /* open (then close) each framework, so failed opens show */
     /* What was gathered. */
     px_info_framework_t *frameworks;
     int nframeworks;

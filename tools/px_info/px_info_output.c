@@ -143,7 +143,7 @@ const px_info_path_t *px_info_paths(void)
     paths[3].value = strdup(PX_INCLUDEDIR);
     paths[4].value = strdup(PX_PLUGIN_DIR);
     paths[5].value = strdup(px_mca_sysconfdir());
-    paths[6].value = var_value("mca_component_path");
+    paths[6].value = px_mca_repository_search_path(); /* _prepend's folders first */
     char *extra = var_value("mca_param_files");
     const char *home = getenv("HOME");
     paths[7].value =
@@ -301,6 +301,9 @@ void px_info_print_components(const px_info_t *info)
             } else if (0 == strcmp(c->state, "excluded")) {
                 text = px_asprintf("%s (%s, not loaded: excluded by %s=\"%s\")", c->name, c->origin,
                                    f->fw->name, f->fw->selection ? f->fw->selection : "");
+            } else if (0 == strcmp(c->state, "failed")) {
+                text = px_asprintf("%s (%s, open failed: see px_info --show-failed)", c->name,
+                                   c->origin);
             } else {
                 text = px_asprintf("%s (%s, %s: see px_info --show-failed)", c->name, c->origin,
                                    c->state);

@@ -2,11 +2,17 @@
  * boot_base.c: the boot framework object, selection of the boot module by
  * priority, and the modex helpers keyed "<framework>.<component>".
  */
+#include "config.h"
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "core/mca/framework.h"
+#include "core/mca/mca_tools.h"
+#include "core/mca/var.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 
 px_boot_module_t *px_boot = NULL;
@@ -33,6 +39,87 @@ static int px_boot_base_query(const px_mca_component_t *component, int *priority
     return rc;
 }
 
+extern char **environ;
+
+/* Does the environment say a PMIx launcher (mpirun, srun --mpi=pmix, prterun)
+ * or a launcher of several processes started this one? Then the evidence,
+ * "NAME=value", in buf; else false. */
+static bool px_boot_base_launcher_evidence(char *buf, size_t len)
+{
+    static const char *const pmix[] = {"PMIX_NAMESPACE", "PMIX_RANK", NULL};
+    for (int i = 0; pmix[i]; ++i) {
+        const char *v = getenv(pmix[i]);
+        if (v && *v) {
+            snprintf(buf, len, "%s=%.64s", pmix[i], v);
+            return true;
+        }
+    }
+    for (char **e = environ; e && *e; ++e) {
+        if (0 == strncmp(*e, "PMIX_SERVER_URI", 15) && strchr(*e, '=') && strchr(*e, '=')[1]) {
+            snprintf(buf, len, "%.96s", *e);
+            return true;
+        }
+    }
+    /* Launchers that imply a PMIx server when they start several processes. */
+    static const char *const sizes[] = {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", NULL};
+    for (int i = 0; sizes[i]; ++i) {
+        const char *v = getenv(sizes[i]);
+        if (v && atoi(v) > 1) {
+            snprintf(buf, len, "%s=%.16s", sizes[i], v);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Why boot/pmix cannot serve this process (caller frees), and in *fix what
+ * to do about it. */
+static char *px_boot_base_pmix_missing_reason(bool listed, const char **fix)
+{
+    px_mca_framework_t *fw = &px_boot_base_framework;
+    *fix = "Check the launcher: it must give each process PMIX_NAMESPACE and PMIX_RANK";
+    if (listed)
+        return strdup("boot/pmix declined: PMIX_NAMESPACE and PMIX_RANK are not both set "
+                      "(PX_MCA_boot_base_verbose=10 shows its answer)");
+    char *out = NULL;
+    if (!px_mca_framework_allows(fw, "pmix")) {
+        *fix = "Allow pmix in the selection variable boot (or leave it unset)";
+        int idx = px_mca_var_find("boot");
+        char *src = idx >= 0 ? px_mca_var_source_string(idx) : NULL;
+        out = px_asprintf("boot/pmix is excluded by the selection variable boot = \"%s\" (from "
+                          "%s)",
+                          fw->selection ? fw->selection : "", src ? src : "?");
+        free(src);
+        return out;
+    }
+    for (int i = px_mca_repository_failed_count() - 1; i >= 0; --i) {
+        const px_mca_failed_component_t *f = px_mca_repository_failed(i);
+        if (0 == strcmp(f->framework, "boot") && 0 == strcmp(f->component, "pmix")) {
+            *fix = "Fix what the reason says (px_info --show-failed lists it too)";
+            return px_asprintf("boot/pmix could not be used: %s (%s)", f->reason, f->path);
+        }
+    }
+    char *folders = px_mca_repository_search_report();
+    bool plugin = NULL != strstr(" " PX_PLUGIN_COMPONENTS_STR " ", " boot:pmix ");
+#ifdef PX_NOT_BUILT_COMPONENTS_STR
+    *fix = "Install PMIx's development files and rebuild Plexus";
+    if (NULL != strstr(" " PX_NOT_BUILT_COMPONENTS_STR " ", " boot:pmix "))
+        out = strdup("this Plexus was built without boot/pmix (configure did not find PMIx; "
+                     "see its summary)");
+#endif
+    if (NULL == out) {
+        *fix = "Put the folder of plexus_boot_pmix.so on PX_MCA_mca_component_path_prepend "
+               "(with mpirun: -x PX_MCA_mca_component_path_prepend=<folder>), or restore "
+               "PX_MCA_mca_component_path to include the install's plugin folder";
+        out = px_asprintf("%splexus_boot_pmix.so is not in any plugin folder searched "
+                          "(mca_component_path_prepend, then mca_component_path): %s",
+                          plugin ? "boot/pmix was built as a plugin, but " : "",
+                          folders ? folders : "?");
+    }
+    free(folders);
+    return out;
+}
+
 int px_boot_base_select(void)
 {
     if (px_boot)
@@ -40,6 +127,13 @@ int px_boot_base_select(void)
     int rc = px_mca_framework_open(&px_boot_base_framework);
     if (rc != PX_SUCCESS)
         return rc;
+    bool pmix_listed = false;
+    px_mca_component_item_t *it;
+    PX_LIST_FOREACH(it, &px_boot_base_framework.components, px_mca_component_item_t)
+    {
+        if (0 == strcmp(it->component->component_name, "pmix"))
+            pmix_listed = true;
+    }
     const px_mca_component_t *best = NULL;
     void *module = NULL;
     rc = px_mca_select_highest(&px_boot_base_framework, px_boot_base_query, &best, &module);
@@ -66,6 +160,27 @@ int px_boot_base_select(void)
     px_boot_module_t *m = module;
     PX_OUTPUT_VERBOSE(10, px_boot_base_framework.output, "boot: selected %s",
                       best ? best->component_name : m->name);
+    /* A launcher started this process with others, but only the singleton
+     * fallback is left: N one-process jobs instead of one job of N. That is
+     * an error, unless the selection list asks for singleton by name. */
+    char evidence[128];
+    const char *sel = px_boot_base_framework.selection;
+    bool asked = sel && '^' != sel[strspn(sel, " \t")] &&
+                 px_mca_framework_allows(&px_boot_base_framework, "singleton") &&
+                 !px_mca_framework_allows(&px_boot_base_framework, "pmix");
+    if (best && 0 == strcmp(best->component_name, "singleton") && !asked &&
+        px_boot_base_launcher_evidence(evidence, sizeof(evidence))) {
+        const char *fix = NULL;
+        char *why = px_boot_base_pmix_missing_reason(pmix_listed, &fix);
+        px_show_error("a launcher started this process (%s), but boot/pmix cannot serve it: %s. "
+                      "Only boot/singleton is left, which would run this process as a job of "
+                      "its own instead of joining the others. %s; or set PX_MCA_boot=singleton "
+                      "to run one-process jobs on purpose",
+                      evidence, why ? why : "?", fix ? fix : "?");
+        free(why);
+        px_mca_framework_close(&px_boot_base_framework);
+        return PX_ERR_NOT_AVAILABLE;
+    }
     if (m->init) {
         rc = m->init();
         if (rc != PX_SUCCESS) {
