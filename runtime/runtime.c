@@ -286,6 +286,18 @@ int px_rt_tool_peer_btl(int peer, px_btl_module_t **btl, px_btl_endpoint_t **ep)
     return *btl ? PX_SUCCESS : PX_ERR_UNREACH;
 }
 
+const px_btl_base_table_t *px_rt_tool_btl_table(void)
+{
+    return px_rt.initialized && px_rt.table_valid ? &px_rt.table : NULL;
+}
+
+size_t px_rt_tool_eager_data(int peer)
+{
+    if (!px_rt.initialized || peer < 0 || peer >= px_rt.size)
+        return 0;
+    return px_rt.peers[peer].eager_data;
+}
+
 int px_barrier(void)
 {
     if (!px_rt.initialized)

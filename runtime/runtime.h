@@ -207,6 +207,11 @@ extern px_runtime_t px_rt;
  * PX_ERR_BAD_PARAM before px_init or for a rank out of range, or
  * PX_ERR_UNREACH when no BTL reaches it. Exported, not API. */
 PX_EXPORT int px_rt_tool_peer_btl(int peer, px_btl_module_t **btl, px_btl_endpoint_t **ep);
+/* For px_btl_check: the BTL reachability table px_init built (every module,
+ * its endpoints and its reasons per process), NULL before px_init; and the
+ * largest eager data size to `peer` (0 before px_init or out of range). */
+PX_EXPORT const px_btl_base_table_t *px_rt_tool_btl_table(void);
+PX_EXPORT size_t px_rt_tool_eager_data(int peer);
 
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
 enum { PX_RT_RDMA_NONE = 0, PX_RT_RDMA_GET = 1, PX_RT_RDMA_PUT = 2 };

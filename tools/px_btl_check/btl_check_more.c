@@ -285,7 +285,7 @@ int bc_check_finalize(bc_ctx_t *c)
 
 int bc_check_proto_sizes(bc_ctx_t *c)
 {
-    size_t e = px_rt.peers[c->to].eager_data;
+    size_t e = px_rt_tool_eager_data(c->to);
     size_t sizes[] = {0, 1, 8, 255, e ? e - 1 : 0, e, e + 1, 65536 + 3, 1u << 20, (4u << 20) + 5};
     size_t n = sizeof sizes / sizeof *sizes, big = (4u << 20) + 5;
     unsigned char *s = malloc(big), *r = malloc(big);

@@ -101,12 +101,13 @@ int bc_worker(int job, const char *name, double timeout, int argc, char **argv)
     }
     c.ep = calloc((size_t)c.size, sizeof *c.ep);
     c.why_not = calloc((size_t)c.size, sizeof *c.why_not);
-    for (int m = 0; px_rt.table_valid && m < px_rt.table.nmodules; m++) {
-        px_btl_base_reach_t *r = &px_rt.table.reach[m];
+    const px_btl_base_table_t *t = px_rt_tool_btl_table();
+    for (int m = 0; t && m < t->nmodules; m++) {
+        const px_btl_base_reach_t *r = &t->reach[m];
         if (r->module != c.m)
             continue;
-        for (size_t i = 0; i < px_rt.table.nprocs; i++) {
-            int pr = px_rt.table.procs[i]->rank;
+        for (size_t i = 0; i < t->nprocs; i++) {
+            int pr = t->procs[i]->rank;
             if (px_bitmap_is_set_bit(&r->reachable, (int)i))
                 c.ep[pr] = r->endpoints[i];
             else
