@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -597,6 +598,68 @@ START_TEST(peer_gone)
 }
 END_TEST
 
+/* The peer answers and exits before this process reads the answer: the ACK queued
+ * ahead of the end of the stream still completes the send (it used to be taken for
+ * a lost peer, IBV_WC_RETRY_EXC_ERR; ibv_rc_pingpong -e hit it on its last send).
+ * Both sides are stopped in turn so the ACK and the EOF are read together. */
+START_TEST(ack_then_peer_exit)
+{
+    use_private_registry();
+    int info[2][2], ctl[2][2];
+    for (int k = 0; k < 2; k++)
+        ck_assert(pipe(info[k]) == 0 && pipe(ctl[k]) == 0);
+    pid_t pid[2];
+    for (int k = 0; k < 2; k++) {
+        pid[k] = fork();
+        ck_assert_int_ge(pid[k], 0);
+        if (pid[k] == 0) { /* k 0: target, k 1: initiator */
+            struct ep e;
+            ep_open(&e, 4096, IBV_ACCESS_LOCAL_WRITE);
+            struct ep_info mine = ep_info(&e), peer;
+            char c = 'r';
+            if (write(info[k][1], &mine, sizeof(mine)) != sizeof(mine) ||
+                read(ctl[k][0], &peer, sizeof(peer)) != sizeof(peer))
+                _exit(2);
+            ep_connect(&e, peer, 7, 7);
+            if (k == 0 && post_recv(&e, 1, e.buf, 64) != 0)
+                _exit(2);
+            if (write(info[k][1], &c, 1) != 1)
+                _exit(2);
+            if (k == 0)
+                _exit(wait_wc(&e).status == IBV_WC_SUCCESS ? 0 : 1);
+            if (read(ctl[k][0], &c, 1) != 1 ||
+                post(&e, IBV_WR_SEND, 1, e.buf, 8, e.mr->lkey, 0, 0, 0))
+                _exit(2);
+            if (write(info[k][1], &c, 1) != 1)
+                _exit(2);
+            struct ibv_wc wc = wait_wc(&e);
+            _exit(wc.status == IBV_WC_SUCCESS ? 0 : 10 + (int)wc.status);
+        }
+    }
+    struct ep_info in[2];
+    char c;
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(read(info[k][0], &in[k], sizeof(in[k])), sizeof(in[k]));
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(write(ctl[k][1], &in[1 - k], sizeof(in[k])), sizeof(in[k]));
+    for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(read(info[k][0], &c, 1), 1); /* both RTS, a receive posted */
+    ck_assert_int_eq(kill(pid[0], SIGSTOP), 0);
+    ck_assert_int_eq(write(ctl[1][1], "g", 1), 1);
+    ck_assert_int_eq(read(info[1][0], &c, 1), 1); /* the send is on the stream */
+    ck_assert_int_eq(kill(pid[1], SIGSTOP), 0);
+    ck_assert_int_eq(kill(pid[0], SIGCONT), 0);
+    int st;
+    ck_assert_int_eq(waitpid(pid[0], &st, 0), pid[0]); /* received, ACKed, gone */
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "target status %d", st);
+    ck_assert_int_eq(kill(pid[1], SIGCONT), 0);
+    ck_assert_int_eq(waitpid(pid[1], &st, 0), pid[1]);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                  "initiator exit %d (10 + the send's status: 22 = retry exceeded)",
+                  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+END_TEST
+
 START_TEST(fault_fail_wr)
 {
     use_private_registry();
@@ -694,6 +757,7 @@ int main(void)
     tcase_add_test(tc, length_and_local_key_errors);
     tcase_add_test(tc, flush_on_error);
     tcase_add_test(tc, peer_gone);
+    tcase_add_test(tc, ack_then_peer_exit);
     tcase_add_test(tc, fault_fail_wr);
     tcase_add_test(tc, fault_fail_status);
     tcase_add_test(tc, fault_qp_error_after);

@@ -627,6 +627,7 @@ static void sv_conn_dead(struct sv_conn *c)
 
 static void sv_conn_read(struct sv_conn *c)
 {
+    int eof = 0;
     for (;;) {
         if (c->in.cap - c->in.len < 65536) {
             sv_buf_reserve(&c->in, 65536);
@@ -638,7 +639,7 @@ static void sv_conn_read(struct sv_conn *c)
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
         if (n <= 0) {
-            sv_conn_dead(c);
+            eof = 1; /* after the messages already received: an ACK may precede it */
             break;
         }
         c->in.len += (size_t)n;
@@ -658,7 +659,10 @@ static void sv_conn_read(struct sv_conn *c)
     }
     memmove(c->in.p, c->in.p + off, c->in.len - off);
     c->in.len -= off;
-    sv_conn_flush(c);
+    if (eof)
+        sv_conn_dead(c);
+    else
+        sv_conn_flush(c);
 }
 
 /* ---- progress thread ---- */
