@@ -169,7 +169,7 @@ static void vector_round_trip(px_btl_module_t *m, px_btl_endpoint_t *ep)
     char src[3][32], dst[3][32], back[3][32];
     px_btl_rdma_segment_t segs[3];
     for (int i = 0; i < 3; i++) {
-        snprintf(src[i], sizeof(src[i]), "segment %d of the vector", i);
+        snprintf(src[i], sizeof(src[i]), "segment %d of the vector", i % 10);
         memset(dst[i], 0, sizeof(dst[i]));
         memset(back[i], 0, sizeof(back[i]));
         segs[i] = (px_btl_rdma_segment_t){src[i], (uint64_t)(uintptr_t)dst[i], (size_t)(10 + i)};
