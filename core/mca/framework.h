@@ -30,12 +30,21 @@ typedef struct px_mca_component_item {
 PX_EXPORT PX_CLASS_DECLARATION(px_mca_component_item_t);
 
 typedef struct px_mca_framework {
-    const char *name;             /* "btl" */
-    const char *description;      /* one line, shown by px_info */
-    px_mca_version_t api_version; /* components must match major.minor */
-    int (*register_fn)(void);     /* the framework's own variables; may be NULL */
-    int (*open_fn)(void);         /* after components are opened; may be NULL */
-    int (*close_fn)(void);        /* before components are closed; may be NULL */
+    const char *name;        /* "btl" */
+    const char *description; /* one line, shown by px_info */
+    /* Components must have the same major and a minor no newer than this
+     * (docs/writing-a-component.md, "Compatibility"). */
+    px_mca_version_t api_version;
+    int (*register_fn)(void); /* the framework's own variables; may be NULL */
+    int (*open_fn)(void);     /* after components are opened; may be NULL */
+    int (*close_fn)(void);    /* before components are closed; may be NULL */
+    /* The framework's own sizes in a component's build fingerprint
+     * (fingerprint.fw_sizes[k]): fp_size_names[k] says what each is (a struct
+     * name, for messages; up to PX_MCA_FINGERPRINT_FW_SIZES, NULL ends) and
+     * fp_sizes[m][k] is what a component built for API minor m records, for m
+     * from 0 to api_version.minor. NULL: the framework checks none. */
+    const char *const *fp_size_names;
+    const uint32_t (*fp_sizes)[PX_MCA_FINGERPRINT_FW_SIZES];
     /* State, managed by the MCA layer: */
     int refcount; /* open count: tools may open without selecting */
     bool registered;
@@ -82,6 +91,17 @@ PX_EXPORT void px_mca_framework_drop(px_mca_framework_t *fw, px_mca_component_it
 /* Add a built-in component at run time (used by the test suite for its own
  * test framework); the configure-generated list is added automatically. */
 PX_EXPORT int px_mca_repository_add_static(const px_mca_component_t *component);
+
+/* Whether `component` may be used with `fw` (NULL: only what needs no
+ * framework): the MCA ABI version, the names (`framework`/`component` as the
+ * file name says; NULL: not checked), the framework API version (same major,
+ * minor not newer) and the build fingerprint. Returns PX_SUCCESS, or an
+ * error with *reason (caller frees) saying what differs in both builds. */
+PX_EXPORT int px_mca_component_check(const px_mca_component_t *c, const px_mca_framework_t *fw,
+                                     const char *framework, const char *component, char **reason);
+
+/* This library's own fingerprint (framework sizes 0), for px_info. */
+PX_EXPORT const px_mca_fingerprint_t *px_mca_library_fingerprint(void);
 
 /* A plugin that was refused, and why; kept for px_info --show-failed. */
 typedef struct px_mca_failed_component {

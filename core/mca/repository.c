@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include "core/class/object.h"
 #include "core/mca/mca_internal.h"
@@ -379,6 +380,170 @@ int px_mca_repository_plugin_files(const char *framework, char ***names, char **
 
 /* ------------------------------------------------------------------ loading */
 
+/* ------------------------------------------------------------ compatibility */
+
+static const px_mca_fingerprint_t library_fp = PX_MCA_FINGERPRINT(0, 0, 0, 0);
+
+const px_mca_fingerprint_t *px_mca_library_fingerprint(void)
+{
+    return &library_fp;
+}
+
+/* The generic sizes of a fingerprint, with what each measures. */
+#define FP_FIELD(field, what)                                                                      \
+    {                                                                                              \
+        offsetof(px_mca_fingerprint_t, field), what                                                \
+    }
+static const struct {
+    size_t offset;
+    const char *what;
+} fp_fields[] = {
+    FP_FIELD(component_size, "sizeof(px_mca_component_t)"),
+    FP_FIELD(object_size, "sizeof(px_object_t)"),
+    FP_FIELD(class_size, "sizeof(px_class_t)"),
+    FP_FIELD(tcache_size, "sizeof(px_tcache_t)"),
+    FP_FIELD(tcache_slots, "PX_TCACHE_SLOTS"),
+    FP_FIELD(free_list_size, "sizeof(px_free_list_t)"),
+    FP_FIELD(progress_size, "sizeof(px_progress_entry_t)"),
+};
+
+static uint32_t fp_get(const px_mca_fingerprint_t *fp, size_t offset)
+{
+    uint32_t v;
+    memcpy(&v, (const char *)fp + offset, sizeof(v));
+    return v;
+}
+
+/* Append ", <what>=<value>" to *s (grows; NULL on no memory stays NULL). */
+static void append(char **s, const char *what, uint32_t value)
+{
+    if (!*s)
+        return;
+    char *n = px_asprintf("%s, %s=%u", *s, what, (unsigned)value);
+    free(*s);
+    *s = n;
+}
+
+/* The differences between the component's fingerprint and this library's
+ * (with the framework's sizes for the component's minor), as a refusal, or
+ * NULL when they agree. */
+static char *fingerprint_mismatch(const px_mca_fingerprint_t *fp, const px_mca_framework_t *fw,
+                                  int minor)
+{
+    if (fp->size != sizeof(px_mca_fingerprint_t))
+        return px_asprintf("build fingerprint of %u bytes, this library's has %zu; rebuild the "
+                           "plugin against this Plexus",
+                           (unsigned)fp->size, sizeof(px_mca_fingerprint_t));
+    char *theirs = px_asprintf("debug=%u", (unsigned)fp->debug);
+    char *ours = px_asprintf("debug=%u", (unsigned)library_fp.debug);
+    bool differ = fp->debug != library_fp.debug;
+    for (size_t i = 0; i < sizeof(fp_fields) / sizeof(fp_fields[0]); i++) {
+        uint32_t a = fp_get(fp, fp_fields[i].offset), b = fp_get(&library_fp, fp_fields[i].offset);
+        if (a != b) {
+            append(&theirs, fp_fields[i].what, a);
+            append(&ours, fp_fields[i].what, b);
+            differ = true;
+        }
+    }
+    bool unrecorded = false;
+    for (int k = 0; fw && fw->fp_sizes && fw->fp_size_names && k < PX_MCA_FINGERPRINT_FW_SIZES &&
+                    fw->fp_size_names[k];
+         k++) {
+        uint32_t a = fp->fw_sizes[k], b = fw->fp_sizes[minor][k];
+        if (a != b) {
+            char *what = px_asprintf("sizeof(%s)", fw->fp_size_names[k]);
+            append(&theirs, what ? what : "?", a);
+            append(&ours, what ? what : "?", b);
+            free(what);
+            differ = true;
+            unrecorded |= (a == 0);
+        }
+    }
+    char *out = NULL;
+    if (differ)
+        out = px_asprintf(
+            "build fingerprint mismatch: the plugin was built with %s; this library with %s%s; "
+            "rebuild the plugin against this library's installed headers (same configure "
+            "--enable-debug setting)",
+            theirs ? theirs : "?", ours ? ours : "?",
+            unrecorded ? " (a size of 0: the plugin did not fill its component header with its "
+                         "framework's header macro, docs/writing-a-component.md)"
+                       : "");
+    free(theirs);
+    free(ours);
+    return out;
+}
+
+int px_mca_component_check(const px_mca_component_t *c, const px_mca_framework_t *fw,
+                           const char *framework, const char *component, char **reason)
+{
+    *reason = NULL;
+    /* ABI first: nothing after mca_abi_version is read when it differs. */
+    if (c->mca_abi_version != PX_MCA_ABI_VERSION_CURRENT) {
+        *reason = px_asprintf("MCA ABI version mismatch: the plugin has %d, this library has %d; "
+                              "rebuild the plugin against this Plexus",
+                              c->mca_abi_version, PX_MCA_ABI_VERSION_CURRENT);
+        return PX_ERR_VERSION;
+    }
+    if (!c->framework_name || !c->component_name ||
+        (framework && strcmp(c->framework_name, framework) != 0) ||
+        (component && strcmp(c->component_name, component) != 0)) {
+        *reason =
+            px_asprintf("name mismatch: the struct says framework \"%s\" component \"%s\" but the "
+                        "file name says \"%s\" \"%s\"",
+                        c->framework_name ? c->framework_name : "(null)",
+                        c->component_name ? c->component_name : "(null)",
+                        framework ? framework : "?", component ? component : "?");
+        return PX_ERR_BAD_PARAM;
+    }
+    if (fw) {
+        const px_mca_version_t *have = &c->framework_version, *lib = &fw->api_version;
+        if (have->major != lib->major) {
+            *reason = px_asprintf("framework API version mismatch: built for %s API %d.%d.%d, "
+                                  "this library has %d.%d.%d (the major must be the same: "
+                                  "rebuild the plugin against this Plexus)",
+                                  c->framework_name, have->major, have->minor, have->release,
+                                  lib->major, lib->minor, lib->release);
+            return PX_ERR_VERSION;
+        }
+        if (have->minor > lib->minor || have->minor < 0) {
+            *reason = px_asprintf(
+                "framework API too new: built for %s API %d.%d.%d, this library has %d.%d.%d "
+                "(a plugin loads into a library of the same major and the same or a newer "
+                "minor: use a Plexus with %s API %d.%d or newer, or rebuild the plugin "
+                "against this one)",
+                c->framework_name, have->major, have->minor, have->release, lib->major, lib->minor,
+                lib->release, c->framework_name, have->major, have->minor);
+            return PX_ERR_VERSION;
+        }
+    }
+    *reason = fingerprint_mismatch(&c->fingerprint, fw, fw ? c->framework_version.minor : 0);
+    return *reason ? PX_ERR_VERSION : PX_SUCCESS;
+}
+
+/* After the loader refused `path` for a missing symbol: open it lazily (no
+ * code of it runs but its constructors), and say what check its component
+ * struct fails, or NULL. */
+static char *lazy_check(const char *path, const char *framework, const char *component,
+                        const px_mca_framework_t *fw)
+{
+    void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    if (!h) {
+        (void)dlerror();
+        return NULL;
+    }
+    char sym[256];
+    snprintf(sym, sizeof(sym), "px_%s_%s_component", framework, component);
+    const px_mca_component_t *c = dlsym(h, sym);
+    char *why = NULL;
+    if (c && px_mca_component_check(c, fw, framework, component, &why) == PX_SUCCESS) {
+        free(why);
+        why = NULL;
+    }
+    dlclose(h);
+    return why;
+}
+
 static bool world_writable(const char *path, const char *what, const char *framework,
                            const char *component, const char *plugin)
 {
@@ -420,11 +585,23 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
      * RTLD_NOW first and report the loader's own message. */
     void *probe = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!probe) {
-        const char *err = dlerror();
-        if (err && strstr(err, "undefined symbol"))
+        const char *e = dlerror();
+        char *err = strdup(e ? e : "?");
+        /* A plugin of another build (debug on one side only) typically calls
+         * functions only that build exports: its versions or fingerprint say
+         * why, better than the loader's missing symbol. */
+        char *why = err && strstr(err, "undefined symbol")
+                        ? lazy_check(path, framework, component, fw)
+                        : NULL;
+        if (why)
+            record_failure(framework, component, path, "%s (and so: unresolved symbol: %s)", why,
+                           err);
+        else if (err && strstr(err, "undefined symbol"))
             record_failure(framework, component, path, "unresolved symbol: %s", err);
         else
             record_failure(framework, component, path, "cannot be loaded: %s", err ? err : "?");
+        free(why);
+        free(err);
         return PX_ERR_NOT_AVAILABLE;
     }
     lt_dladvise advise;
@@ -450,37 +627,14 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
         lt_dlclose(h);
         return PX_ERR_NOT_FOUND;
     }
-    /* 4. ABI before touching anything else in the struct. */
-    if (c->mca_abi_version != PX_MCA_ABI_VERSION_CURRENT) {
-        record_failure(framework, component, path,
-                       "MCA ABI version mismatch: the plugin has %d, this library has %d; "
-                       "rebuild the plugin against this Plexus",
-                       c->mca_abi_version, PX_MCA_ABI_VERSION_CURRENT);
+    /* 4. ABI, names, framework API version and build fingerprint. */
+    char *why = NULL;
+    int rc = px_mca_component_check(c, fw, framework, component, &why);
+    if (rc != PX_SUCCESS) {
+        record_failure(framework, component, path, "%s", why ? why : "?");
+        free(why);
         lt_dlclose(h);
-        return PX_ERR_VERSION;
-    }
-    /* 5. Names in the struct must agree with the file name. */
-    if (!c->framework_name || !c->component_name || strcmp(c->framework_name, framework) != 0 ||
-        strcmp(c->component_name, component) != 0) {
-        record_failure(framework, component, path,
-                       "name mismatch: the struct says framework \"%s\" component \"%s\" but the "
-                       "file name says \"%s\" \"%s\"",
-                       c->framework_name ? c->framework_name : "(null)",
-                       c->component_name ? c->component_name : "(null)", framework, component);
-        lt_dlclose(h);
-        return PX_ERR_BAD_PARAM;
-    }
-    /* 6. Framework API: major and minor must match. */
-    if (fw && (c->framework_version.major != fw->api_version.major ||
-               c->framework_version.minor != fw->api_version.minor)) {
-        record_failure(framework, component, path,
-                       "framework API version mismatch: built for %s API %d.%d.%d, this library "
-                       "has %d.%d.%d (major and minor must match)",
-                       framework, c->framework_version.major, c->framework_version.minor,
-                       c->framework_version.release, fw->api_version.major, fw->api_version.minor,
-                       fw->api_version.release);
-        lt_dlclose(h);
-        return PX_ERR_VERSION;
+        return rc;
     }
     /* A refusal recorded earlier for this file (since fixed) is stale. */
     for (int i = n_failed - 1; i >= 0; i--) {

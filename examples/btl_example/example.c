@@ -103,6 +103,7 @@ static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_thr
         return NULL;
     }
     px_free_list_return(&px_btl_example_frags, frag);
+    px_btl_example_module.btl_size = PX_BTL_MODULE_SIZE;
     px_btl_example_module.btl_exclusivity = PX_BTL_EXCLUSIVITY_LOW;
     px_btl_example_module.btl_latency = 1000000;
     px_btl_example_module.btl_bandwidth = 1;
@@ -117,7 +118,6 @@ static px_btl_module_t **px_btl_example_init(int *num_modules, bool progress_thr
 
 /* The one symbol the repository looks for: px_<framework>_<component>_component. */
 const px_btl_component_t px_btl_example_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "example", 1, 2, 3, px_btl_example_register, NULL, NULL),
+    .base = PX_BTL_COMPONENT_HEADER("example", 1, 2, 3, px_btl_example_register, NULL, NULL),
     .btl_init = px_btl_example_init,
 };

@@ -24,9 +24,17 @@
 #include "core/mca/component.h"
 #include "core/util/proc.h"
 
-/* 2.0: btl_init lost its enable_mpi_threads argument. */
-#define PX_BTL_API_MAJOR   2
-#define PX_BTL_API_MINOR   0
+/* The interface's version (docs/writing-a-component.md, "Compatibility"):
+ * a component built for 3.m loads into a library with 3.n for n >= m; methods
+ * added in a minor go at the end of px_btl_module_t and the base calls one
+ * only when the module's btl_size covers it (PX_BTL_MODULE_HAS).
+ * 3.1: btl_put_v and btl_get_v (vector RDMA); the base loops btl_put/btl_get
+ *      for a module without them (px_btl_base_put_v/get_v).
+ * 3.0: px_btl_module_t starts with btl_size; component headers carry a build
+ *      fingerprint (PX_BTL_COMPONENT_HEADER).
+ * 2.0: btl_init lost its enable_mpi_threads argument. */
+#define PX_BTL_API_MAJOR   3
+#define PX_BTL_API_MINOR   1
 #define PX_BTL_API_RELEASE 0
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
@@ -148,7 +156,30 @@ static inline void *px_btl_convertor_current(const px_btl_convertor_t *c)
 /* Copy up to `max` bytes from the current position into dst; returns bytes packed. */
 PX_EXPORT size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max);
 
+/* One piece of a vector put/get: `size` bytes between local_address and
+ * remote_address (3.1). */
+typedef struct px_btl_rdma_segment {
+    void *local_address;
+    uint64_t remote_address;
+    size_t size;
+} px_btl_rdma_segment_t;
+
+/* A vector put/get (3.1): `count` segments to one endpoint under one pair of
+ * registration handles, each within btl_put_limit/btl_get_limit and its
+ * alignment. cbfunc (may be NULL) runs once, when every segment is complete,
+ * with segs[0].local_address and the first error (PX_SUCCESS when none); the
+ * array must stay valid until then. An error return means that nothing was
+ * started and cbfunc will not run. */
+typedef int (*px_btl_rdma_v_fn)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint,
+                                const px_btl_rdma_segment_t *segs, size_t count,
+                                px_btl_registration_handle_t *local_handle,
+                                px_btl_registration_handle_t *remote_handle, int flags, int order,
+                                px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
+
 typedef struct px_btl_module {
+    /* sizeof(px_btl_module_t) where the module was built: PX_BTL_MODULE_SIZE.
+     * 0 is taken as the size for the API minor its component was built for. */
+    size_t btl_size;
     const struct px_btl_component *btl_component;
     /* Figures, each also a variable btl_<name>_<field>: */
     uint32_t btl_exclusivity;
@@ -212,6 +243,13 @@ typedef struct px_btl_module {
     int (*btl_progress)(struct px_btl_module *btl);
     /* Install the runtime's error callback. */
     int (*btl_register_error)(struct px_btl_module *btl, px_btl_error_fn cbfunc);
+
+    /* ---- 3.1: called only when btl_size covers them (PX_BTL_MODULE_HAS);
+     * callers go through px_btl_base_put_v/get_v. ---- */
+    /* Vector RDMA write / read; NULL: the base loops btl_put/btl_get. */
+    px_btl_rdma_v_fn btl_put_v;
+    px_btl_rdma_v_fn btl_get_v;
+    /* Later methods go here, each with the minor that added it. */
 } px_btl_module_t;
 
 /* A BTL component. init returns an array (malloc'ed, the base frees it) of
@@ -222,5 +260,26 @@ typedef struct px_btl_component {
     /* Data the component publishes through the modex before add_procs; may be NULL. */
     int (*btl_modex_send)(void);
 } px_btl_component_t;
+
+/* The value of a module's btl_size. */
+#define PX_BTL_MODULE_SIZE sizeof(px_btl_module_t)
+/* btl_size of a module built for 3.0 (everything up to btl_register_error). */
+#define PX_BTL_MODULE_SIZE_3_0                                                                     \
+    (offsetof(px_btl_module_t, btl_register_error) + sizeof(void (*)(void)))
+
+/* Whether `module` has `method` (a px_btl_module_t member) set: a method
+ * added after 3.0 is read only when the module's btl_size covers it. */
+#define PX_BTL_MODULE_HAS(module, method)                                                          \
+    ((module)->btl_size >= offsetof(px_btl_module_t, method) + sizeof((module)->method) &&         \
+     (module)->method != NULL)
+
+/* Fill the px_mca_component_t header of a BTL component (name, its version,
+ * register_params, open, close): the API version this header is and the
+ * build fingerprint with the BTL structs a component lays out itself. */
+#define PX_BTL_COMPONENT_HEADER(name, maj, min, rel, reg, opn, cls)                                \
+    PX_MCA_COMPONENT_HEADER_FP(                                                                    \
+        "btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE, (name), (maj), (min),       \
+        (rel), (reg), (opn), (cls), sizeof(px_btl_component_t), sizeof(px_btl_module_t),           \
+        sizeof(px_btl_descriptor_t), sizeof(px_btl_active_message_callback_t))
 
 #endif

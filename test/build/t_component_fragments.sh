@@ -139,7 +139,7 @@ check "px_info: built-in components include btl:exbuiltin" \
     grep -qE '^ *Built-in components: .*btl:exbuiltin' <<<"$out"
 check "px_info: plugin components include btl:example" \
     grep -qE '^ *Plugin components: .*btl:example' <<<"$out"
-check "px_info lists exbuiltin as built in" contains "$out" "MCA btl: exbuiltin (MCA ABI 1, API"
+check "px_info lists exbuiltin as built in" contains "$out" "MCA btl: exbuiltin (MCA ABI 2, API"
 check "px_info loads and lists the example plugin (version 1.2.3)" \
     grep -qE 'MCA btl: example .*component 1\.2\.3' <<<"$out"
 out=$(PX_MCA_mca_component_path="$bld/.libs" "$info" --param btl exbuiltin --level 9 2>&1)

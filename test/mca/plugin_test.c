@@ -192,14 +192,88 @@ static void assert_refused(const char *name, const char *reason_part)
 
 START_TEST(test_refuse_wrong_abi)
 {
-    assert_refused("badabi", "MCA ABI version mismatch: the plugin has 99, this library has 1");
+    assert_refused("badabi", "MCA ABI version mismatch: the plugin has 99, this library has 2");
 }
 END_TEST
 
 START_TEST(test_refuse_wrong_api)
 {
-    assert_refused("badapi", "framework API version mismatch: built for ptest API 2.0.0, this "
-                             "library has 1.0.0");
+    assert_refused("badapi", "framework API version mismatch: built for ptest API 2.1.0, this "
+                             "library has 1.1.0 (the major must be the same");
+}
+END_TEST
+
+/* The compatibility rule: a plugin built for an older minor of the same
+ * major loads and is used. */
+START_TEST(test_older_minor_loads)
+{
+    setup("oldminor");
+    char *path = plugin_path("oldminor");
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    px_mca_component_item_t *it = find_item("oldminor");
+    ck_assert_ptr_nonnull(it);
+    ck_assert_str_eq(it->path, path);
+    ck_assert_int_eq(it->component->framework_version.major, PX_PTEST_API_MAJOR);
+    ck_assert_int_eq(it->component->framework_version.minor, 0);
+    ck_assert_ptr_null(failure_reason("oldminor"));
+    px_mca_framework_close(fw);
+    free(path);
+    teardown_fw();
+}
+END_TEST
+
+/* ... and one built for a newer minor than the library is refused. */
+START_TEST(test_refuse_newer_minor)
+{
+    assert_refused("newminor", "framework API too new: built for ptest API 1.2.0, this library "
+                               "has 1.1.0 (a plugin loads into a library of the same major and "
+                               "the same or a newer minor: use a Plexus with ptest API 1.2 or "
+                               "newer, or rebuild the plugin against this one)");
+}
+END_TEST
+
+/* A plugin built with the other debug setting: the fingerprint names both
+ * builds. flipdebugclassy also calls functions of the object system that
+ * only its own build has: the fingerprint is still the reason given. */
+static void assert_refused_other_debug(const char *name)
+{
+    char *theirs = NULL, *ours = NULL;
+    ck_assert_int_ge(asprintf(&theirs,
+                              "refused: build fingerprint mismatch: the plugin was built with "
+                              "debug=%d, sizeof(px_object_t)=",
+                              !PX_ENABLE_DEBUG),
+                     0);
+    ck_assert_int_ge(asprintf(&ours, "; this library with debug=%d, sizeof(px_object_t)=%zu",
+                              PX_ENABLE_DEBUG, sizeof(px_object_t)),
+                     0);
+    setup(name);
+    char *path = plugin_path(name);
+    capture_begin();
+    int rc = px_mca_framework_open(fw);
+    const char *err = capture_end();
+    ck_assert_int_eq(rc, PX_ERR_NOT_FOUND);
+    const char *reason = failure_reason(name);
+    ck_assert_msg(reason != NULL, "%s was not recorded as refused", name);
+    ck_assert_msg(strstr(reason, theirs + strlen("refused: ")), "reason \"%s\" lacks \"%s\"",
+                  reason, theirs);
+    ck_assert_msg(strstr(reason, ours), "reason \"%s\" lacks \"%s\"", reason, ours);
+    ck_assert_msg(strstr(err, theirs), "error \"%s\" lacks \"%s\"", err, theirs);
+    ck_assert(!is_loaded(path));
+    free(theirs);
+    free(ours);
+    free(path);
+    teardown_fw();
+}
+
+START_TEST(test_refuse_other_debug)
+{
+    assert_refused_other_debug("flipdebug");
+}
+END_TEST
+
+START_TEST(test_refuse_other_debug_classy)
+{
+    assert_refused_other_debug("flipdebugclassy");
 }
 END_TEST
 
@@ -458,6 +532,10 @@ START_TEST(test_builtin_wins)
     ck_assert_ptr_nonnull(failure_reason("badapi"));
     ck_assert_ptr_nonnull(failure_reason("misnamed"));
     ck_assert_ptr_nonnull(failure_reason("unresolved"));
+    ck_assert_ptr_nonnull(failure_reason("newminor"));
+    ck_assert_ptr_nonnull(failure_reason("flipdebug"));
+    ck_assert_ptr_nonnull(failure_reason("flipdebugclassy"));
+    ck_assert_ptr_nonnull(find_item("oldminor")); /* an older minor loads */
     ck_assert_ptr_nonnull(
         strstr(err, "plugin " PTEST_PLUGIN_DIR "/plexus_ptest_badabi.so refused"));
     ck_assert_ptr_nonnull(find_item("good"));
@@ -469,7 +547,8 @@ END_TEST
 
 START_TEST(test_unwanted_never_loaded_exclude)
 {
-    setup("^badabi,badapi,misnamed,unresolved,failopen,classydecline");
+    setup("^badabi,badapi,misnamed,unresolved,failopen,classydecline,newminor,flipdebug,"
+          "flipdebugclassy");
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
     ck_assert_int_eq(px_mca_repository_failed_count(), 1); /* only broken (built-in) */
     ck_assert_str_eq(px_mca_repository_failed(0)->component, "broken");
@@ -555,13 +634,14 @@ START_TEST(test_plugin_vars_not_unknown_when_excluded)
 END_TEST
 
 PX_CHECK_MAIN("mca_plugin", NULL, remove_tmpdirs, 0, test_good_plugin, test_close_unloads,
-              test_refuse_wrong_abi, test_refuse_wrong_api, test_refuse_mismatched_name,
-              test_refuse_unresolved_symbol, test_refuse_world_writable_file,
-              test_refuse_world_writable_folder, test_fixed_plugin_loses_its_refusal,
-              test_failing_open_plugin_closed_and_unloaded, test_failing_open_plugin_close_called,
-              test_probe_dropped_at_unload, test_plugin_classes_forgotten_at_unload,
-              test_declining_plugin_classes_forgotten, test_missing_named_folder_warns_once,
-              test_missing_default_folder_quiet, test_builtin_wins,
-              test_unwanted_never_loaded_exclude, test_unwanted_never_loaded_include,
-              test_path_order_first_wins, test_include_mixes_reasons,
-              test_plugin_vars_not_unknown_when_excluded)
+              test_refuse_wrong_abi, test_refuse_wrong_api, test_older_minor_loads,
+              test_refuse_newer_minor, test_refuse_other_debug, test_refuse_other_debug_classy,
+              test_refuse_mismatched_name, test_refuse_unresolved_symbol,
+              test_refuse_world_writable_file, test_refuse_world_writable_folder,
+              test_fixed_plugin_loses_its_refusal, test_failing_open_plugin_closed_and_unloaded,
+              test_failing_open_plugin_close_called, test_probe_dropped_at_unload,
+              test_plugin_classes_forgotten_at_unload, test_declining_plugin_classes_forgotten,
+              test_missing_named_folder_warns_once, test_missing_default_folder_quiet,
+              test_builtin_wins, test_unwanted_never_loaded_exclude,
+              test_unwanted_never_loaded_include, test_path_order_first_wins,
+              test_include_mixes_reasons, test_plugin_vars_not_unknown_when_excluded)

@@ -3,8 +3,9 @@
  * exercise core/mca without the real frameworks. Built-in test components
  * (alpha, beta, broken, shy) live in ptest_base.c and are added with
  * px_mca_repository_add_static; plugins are built from ptest_plugin.c with
- * different -D settings (good, wrong ABI, wrong API, mismatched name,
- * unresolved symbol, failing open). Used by test/mca/ *_test.c only.
+ * different -D settings (good, wrong ABI, wrong API, older and newer API
+ * minor, the other debug setting, mismatched name, unresolved symbol, failing
+ * open). Used by test/mca/ *_test.c only.
  */
 #ifndef PX_TEST_PTEST_H
 #define PX_TEST_PTEST_H
@@ -13,7 +14,7 @@
 #include "core/mca/framework.h"
 
 #define PX_PTEST_API_MAJOR 1
-#define PX_PTEST_API_MINOR 0
+#define PX_PTEST_API_MINOR 1 /* 1.1, so that a 1.0 plugin shows the rule */
 
 typedef struct px_ptest_component {
     px_mca_component_t base;

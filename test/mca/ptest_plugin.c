@@ -5,12 +5,24 @@
  *   PTEST_STRUCT_NAME component name inside the struct (default PTEST_NAME)
  *   PTEST_ABI         MCA ABI version (default current)
  *   PTEST_API_MAJOR   framework API major (default 1)
+ *   PTEST_API_MINOR   framework API minor (default the library's)
+ *   PTEST_FLIP_DEBUG  built with the other PX_ENABLE_DEBUG than the library
  *   PTEST_UNRESOLVED  call a function that exists nowhere
  *   PTEST_OPEN_RC     what open returns (default PX_SUCCESS)
  *   PTEST_CLASSES     define classes and use them in open (an object made and
  *                     released, a free list grown), as a transport would;
  *                     everything is destructed before open fails or in close
  */
+#include "core/px_config.h"
+#ifdef PTEST_FLIP_DEBUG /* before any header that lays out objects */
+#if PX_ENABLE_DEBUG
+#undef PX_ENABLE_DEBUG
+#define PX_ENABLE_DEBUG 0
+#else
+#undef PX_ENABLE_DEBUG
+#define PX_ENABLE_DEBUG 1
+#endif
+#endif
 #include <stdbool.h>
 #include <stdio.h>
 #include "core/mca/var.h"
@@ -30,6 +42,9 @@
 #endif
 #ifndef PTEST_API_MAJOR
 #define PTEST_API_MAJOR PX_PTEST_API_MAJOR
+#endif
+#ifndef PTEST_API_MINOR
+#define PTEST_API_MINOR PX_PTEST_API_MINOR
 #endif
 #ifndef PTEST_OPEN_RC
 #define PTEST_OPEN_RC PX_SUCCESS
@@ -172,12 +187,13 @@ const px_ptest_component_t SYM(px_ptest_, PTEST_NAME, _component) = {
         {
             .mca_abi_version = PTEST_ABI,
             .framework_name = "ptest",
-            .framework_version = {PTEST_API_MAJOR, PX_PTEST_API_MINOR, 0},
+            .framework_version = {PTEST_API_MAJOR, PTEST_API_MINOR, 0},
             .component_name = PTEST_STRUCT_NAME,
             .component_version = {1, 2, 3},
             .register_params = plugin_register,
             .open = plugin_open,
             .close = plugin_close,
+            .fingerprint = PX_MCA_FINGERPRINT(0, 0, 0, 0),
         },
     .query = plugin_query,
     .counters = plugin_counters,

@@ -206,6 +206,7 @@ static px_btl_module_t **rail_init(int *n, bool progress_threads)
     for (int i = 0; i < 2; ++i) {
         memset(&rails[i], 0, sizeof(rails[i]));
         px_btl_module_t *m = &rails[i].super;
+        m->btl_size = PX_BTL_MODULE_SIZE;
         m->btl_component = &px_btl_rail_component;
         m->btl_exclusivity = 2 * PX_BTL_EXCLUSIVITY_HIGH;
         m->btl_latency = 1;
@@ -243,8 +244,7 @@ static px_btl_module_t **rail_init(int *n, bool progress_threads)
 }
 
 static const px_btl_component_t px_btl_rail_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "rail", 1, 0, 0, NULL, NULL, NULL),
+    .base = PX_BTL_COMPONENT_HEADER("rail", 1, 0, 0, NULL, NULL, NULL),
     .btl_init = rail_init,
 };
 

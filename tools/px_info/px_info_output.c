@@ -113,6 +113,25 @@ static char *version_string(px_mca_version_t v)
     return px_asprintf("%d.%d.%d", v.major, v.minor, v.release);
 }
 
+/* A build fingerprint (core/mca/component.h) in one line; the framework's
+ * own sizes only when recorded. */
+static char *fingerprint_string(const px_mca_fingerprint_t *fp)
+{
+    char *fw = NULL;
+    if (fp->fw_sizes[0] || fp->fw_sizes[1] || fp->fw_sizes[2] || fp->fw_sizes[3])
+        fw = px_asprintf(" framework=%u/%u/%u/%u", (unsigned)fp->fw_sizes[0],
+                         (unsigned)fp->fw_sizes[1], (unsigned)fp->fw_sizes[2],
+                         (unsigned)fp->fw_sizes[3]);
+    char *s =
+        px_asprintf("debug=%u component=%u object=%u class=%u tcache=%u/%u free_list=%u "
+                    "progress=%u%s",
+                    (unsigned)fp->debug, (unsigned)fp->component_size, (unsigned)fp->object_size,
+                    (unsigned)fp->class_size, (unsigned)fp->tcache_size, (unsigned)fp->tcache_slots,
+                    (unsigned)fp->free_list_size, (unsigned)fp->progress_size, fw ? fw : "");
+    free(fw);
+    return s;
+}
+
 /* ----------------------------------------------------------------- paths */
 
 static char *var_value(const char *name)
@@ -229,12 +248,18 @@ void px_info_print_header(const px_info_t *info, bool version, bool config, bool
             printf("package:Plexus %s\n", PX_VERSION_STRING);
             printf("version:full:%s\n", PX_VERSION_STRING);
             printf("version:mca_abi:%d\n", PX_MCA_ABI_VERSION_CURRENT);
+            char *fp = fingerprint_string(px_mca_library_fingerprint());
+            printf("version:fingerprint:%s\n", fp ? fp : "?");
+            free(fp);
         } else {
             wrap("Package", "Plexus");
             wrap("Plexus", PX_VERSION_STRING);
             char *abi = px_asprintf("%d", PX_MCA_ABI_VERSION_CURRENT);
             wrap("MCA ABI version", abi);
             free(abi);
+            char *fp = fingerprint_string(px_mca_library_fingerprint());
+            wrap("Build fingerprint", fp ? fp : "?");
+            free(fp);
         }
     }
     if (config) {
@@ -278,6 +303,9 @@ void px_info_print_components(const px_info_t *info)
                     printf("%sversion:mca:%d\n", pre, c->component->mca_abi_version);
                     printf("%sversion:api:%s\n", pre, api);
                     printf("%sversion:component:%s\n", pre, ver);
+                    char *fp = fingerprint_string(&c->component->fingerprint);
+                    printf("%sfingerprint:%s\n", pre, fp ? fp : "?");
+                    free(fp);
                     free(api);
                     free(ver);
                 }
@@ -314,6 +342,13 @@ void px_info_print_components(const px_info_t *info)
                 char *from = px_asprintf("from %s", c->path);
                 wrap(NULL, from);
                 free(from);
+            }
+            if (c->component && info->all) {
+                char *fp = fingerprint_string(&c->component->fingerprint);
+                char *line = px_asprintf("built with %s", fp ? fp : "?");
+                wrap(NULL, line);
+                free(line);
+                free(fp);
             }
         }
         free(label);

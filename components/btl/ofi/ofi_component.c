@@ -59,6 +59,7 @@ static bool px_btl_ofi_decline_is_error;     /* a user's setting cannot be honou
 px_btl_ofi_module_t px_btl_ofi_module_template = {
     .super =
         {
+            .btl_size = PX_BTL_MODULE_SIZE,
             .btl_component = &px_btl_ofi_component,
             .btl_exclusivity = PX_BTL_EXCLUSIVITY_DEFAULT,
             .btl_latency = 10000,
@@ -536,8 +537,7 @@ static int px_btl_ofi_modex_send(void)
 }
 
 const px_btl_component_t px_btl_ofi_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "ofi", 1, 0, 0, px_btl_ofi_register, px_btl_ofi_open,
+    .base = PX_BTL_COMPONENT_HEADER("ofi", 1, 0, 0, px_btl_ofi_register, px_btl_ofi_open,
                                     px_btl_ofi_close),
     .btl_init = px_btl_ofi_init,
     .btl_modex_send = px_btl_ofi_modex_send,

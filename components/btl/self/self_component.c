@@ -153,8 +153,7 @@ static px_btl_module_t **px_btl_self_init(int *num_modules, bool enable_progress
 }
 
 const px_btl_component_t px_btl_self_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "self", 1, 0, 0, px_btl_self_register, px_btl_self_open,
+    .base = PX_BTL_COMPONENT_HEADER("self", 1, 0, 0, px_btl_self_register, px_btl_self_open,
                                     px_btl_self_close),
     .btl_init = px_btl_self_init,
     .btl_modex_send = NULL,

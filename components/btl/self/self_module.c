@@ -206,6 +206,53 @@ static inline int px_btl_self_rdma(px_btl_module_t *btl, px_btl_endpoint_t *endp
 }
 PX_BTL_BASE_RDMA_PUT_GET(px_btl_self, px_btl_self_rdma)
 
+/* BTL API 3.1: every segment copied, then one completion. */
+static inline int px_btl_self_rdma_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                     const px_btl_rdma_segment_t *segs, size_t count,
+                                     px_btl_registration_handle_t *local_handle,
+                                     px_btl_rdma_completion_fn cbfunc, void *cbcontext,
+                                     void *cbdata, px_btl_rdma_dir_t dir)
+{
+    if (0 == count || NULL == segs)
+        return PX_ERR_BAD_PARAM;
+    for (size_t i = 0; i < count; ++i) {
+        void *remote = (void *)(uintptr_t)segs[i].remote_address;
+        if (PX_BTL_RDMA_PUT == dir)
+            memcpy(remote, segs[i].local_address, segs[i].size);
+        else
+            memcpy(segs[i].local_address, remote, segs[i].size);
+    }
+    if (cbfunc)
+        cbfunc(btl, endpoint, segs[0].local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_put_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                             const px_btl_rdma_segment_t *segs, size_t count,
+                             px_btl_registration_handle_t *local_handle,
+                             px_btl_registration_handle_t *remote_handle, int flags, int order,
+                             px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+{
+    (void)remote_handle;
+    (void)flags;
+    (void)order;
+    return px_btl_self_rdma_v(btl, endpoint, segs, count, local_handle, cbfunc, cbcontext, cbdata,
+                              PX_BTL_RDMA_PUT);
+}
+
+static int px_btl_self_get_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                             const px_btl_rdma_segment_t *segs, size_t count,
+                             px_btl_registration_handle_t *local_handle,
+                             px_btl_registration_handle_t *remote_handle, int flags, int order,
+                             px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+{
+    (void)remote_handle;
+    (void)flags;
+    (void)order;
+    return px_btl_self_rdma_v(btl, endpoint, segs, count, local_handle, cbfunc, cbcontext, cbdata,
+                              PX_BTL_RDMA_GET);
+}
+
 static int px_btl_self_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
 {
     (void)btl;
@@ -222,6 +269,7 @@ static int px_btl_self_register_error(px_btl_module_t *btl, px_btl_error_fn cbfu
 px_btl_self_module_t px_btl_self_module = {
     .super =
         {
+            .btl_size = PX_BTL_MODULE_SIZE,
             .btl_component = &px_btl_self_component,
             .btl_exclusivity = PX_BTL_EXCLUSIVITY_HIGH,
             .btl_latency = 0,
@@ -250,6 +298,8 @@ px_btl_self_module_t px_btl_self_module = {
             .btl_flush = px_btl_self_flush,
             .btl_progress = NULL,
             .btl_register_error = px_btl_self_register_error,
+            .btl_put_v = px_btl_self_put_v,
+            .btl_get_v = px_btl_self_get_v,
         },
     .rank = -1,
     .error_cb = NULL,

@@ -403,8 +403,7 @@ static int px_btl_shm_modex_send(void)
 }
 
 const px_btl_component_t px_btl_shm_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "shm", 1, 0, 0, px_btl_shm_register, px_btl_shm_open,
+    .base = PX_BTL_COMPONENT_HEADER("shm", 1, 0, 0, px_btl_shm_register, px_btl_shm_open,
                                     px_btl_shm_close),
     .btl_init = px_btl_shm_init,
     .btl_modex_send = px_btl_shm_modex_send,

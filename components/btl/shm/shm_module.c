@@ -685,6 +685,7 @@ int px_btl_shm_module_setup(void)
 px_btl_shm_module_t px_btl_shm_module = {
     .super =
         {
+            .btl_size = PX_BTL_MODULE_SIZE,
             .btl_component = &px_btl_shm_component,
             .btl_exclusivity = PX_BTL_EXCLUSIVITY_HIGH - 1,
             .btl_latency = 100,

@@ -177,8 +177,7 @@ static px_btl_module_t **px_btl_verbs_init(int *num_modules, bool enable_progres
 }
 
 const px_btl_component_t px_btl_verbs_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "verbs", 0, 1, 0, px_btl_verbs_register, px_btl_verbs_open,
+    .base = PX_BTL_COMPONENT_HEADER("verbs", 0, 1, 0, px_btl_verbs_register, px_btl_verbs_open,
                                     px_btl_verbs_close),
     .btl_init = px_btl_verbs_init,
     .btl_modex_send = NULL,

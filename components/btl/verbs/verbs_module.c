@@ -7,6 +7,7 @@
 #include "components/btl/verbs/verbs.h"
 
 px_btl_module_t px_btl_verbs_module_template = {
+    .btl_size = PX_BTL_MODULE_SIZE,
     .btl_component = &px_btl_verbs_component,
     .btl_exclusivity = PX_BTL_EXCLUSIVITY_DEFAULT + 0x100, /* above ofi, below shm */
     .btl_latency = 2000,

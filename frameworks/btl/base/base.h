@@ -129,6 +129,28 @@ typedef struct px_btl_rdma_args {
         return rdma(btl, endpoint, &args);                                                         \
     }
 
+/* ---- vector put/get (BTL API 3.1) ---- */
+
+/* Put/get `count` segments (the contract of btl_put_v/btl_get_v in btl.h):
+ * through the module's own btl_put_v/btl_get_v when it has them
+ * (PX_BTL_MODULE_HAS), else one btl_put/btl_get per segment with cbfunc run
+ * once, after the last. PX_ERR_NOT_SUPPORTED when the module has neither;
+ * PX_ERR_BAD_PARAM for no segment. When a segment after the first cannot be
+ * started, the ones before it complete and cbfunc reports the error. */
+PX_EXPORT int px_btl_base_put_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                const px_btl_rdma_segment_t *segs, size_t count,
+                                px_btl_registration_handle_t *local_handle,
+                                px_btl_registration_handle_t *remote_handle, int flags, int order,
+                                px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
+PX_EXPORT int px_btl_base_get_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                const px_btl_rdma_segment_t *segs, size_t count,
+                                px_btl_registration_handle_t *local_handle,
+                                px_btl_registration_handle_t *remote_handle, int flags, int order,
+                                px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
+/* How many vector calls the base ran as single put/get (a module without
+ * btl_put_v/btl_get_v); also said at btl_base_verbose 10. */
+PX_EXPORT uint64_t px_btl_base_vector_fallbacks(void);
+
 /* ---- per-peer selection ---- */
 
 typedef struct px_btl_base_peer_module {

@@ -32,6 +32,27 @@ static int px_btl_base_frame_register(void)
     return PX_SUCCESS;
 }
 
+/* The BTL structs a component's fingerprint records (PX_BTL_COMPONENT_HEADER),
+ * and their sizes for a component built for each minor of this major. */
+static const char *const px_btl_base_fp_names[] = {"px_btl_component_t", "px_btl_module_t",
+                                                   "px_btl_descriptor_t",
+                                                   "px_btl_active_message_callback_t", NULL};
+static const uint32_t px_btl_base_fp_sizes[PX_BTL_API_MINOR + 1][PX_MCA_FINGERPRINT_FW_SIZES] = {
+    [0] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_0, sizeof(px_btl_descriptor_t),
+           sizeof(px_btl_active_message_callback_t)},
+    [1] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
+           sizeof(px_btl_active_message_callback_t)},
+};
+
+/* The btl_size of a module built for BTL API <this major>.`minor` (0 when
+ * this library has no such minor). */
+static size_t px_btl_base_module_size_for_minor(int minor)
+{
+    if (minor < 0 || minor > PX_BTL_API_MINOR)
+        return 0;
+    return px_btl_base_fp_sizes[minor][1];
+}
+
 px_mca_framework_t px_btl_base_framework = {
     .name = "btl",
     .description = "Byte transfer layer: active-message sends and RDMA between processes",
@@ -39,6 +60,8 @@ px_mca_framework_t px_btl_base_framework = {
     .register_fn = px_btl_base_frame_register,
     .open_fn = NULL,
     .close_fn = NULL,
+    .fp_size_names = px_btl_base_fp_names,
+    .fp_sizes = px_btl_base_fp_sizes,
 };
 
 /* Names of components whose init returned no module (for the unreachable
@@ -305,6 +328,34 @@ void px_btl_base_sort_modules(px_btl_module_t **modules, int n)
     }
 }
 
+/* A module's btl_size is what the base trusts to call methods added after
+ * 3.0: 0 (not set) or more than its component's API minor has is that
+ * minor's size; less than a 3.0 module is a 3.0 module (those fields are not
+ * optional). */
+static void px_btl_base_check_module_size(const px_btl_component_t *comp, px_btl_module_t *m,
+                                          int index)
+{
+    int minor = comp->base.framework_version.minor;
+    size_t want = px_btl_base_module_size_for_minor(minor);
+    if (0 == want)
+        want = PX_BTL_MODULE_SIZE; /* a built-in of another minor: trust the build */
+    size_t have = m->btl_size;
+    if (0 == have || have > want)
+        m->btl_size = want;
+    else if (have < PX_BTL_MODULE_SIZE_3_0)
+        m->btl_size = PX_BTL_MODULE_SIZE_3_0;
+    if (have && have != m->btl_size)
+        PX_OUTPUT_VERBOSE(1, px_btl_base_framework.output,
+                          "btl %s: module %d says btl_size %zu, which does not fit btl API %d.%d "
+                          "that its component was built for; the base takes %zu",
+                          comp->base.component_name, index, have, PX_BTL_API_MAJOR, minor,
+                          m->btl_size);
+    PX_OUTPUT_VERBOSE(10, px_btl_base_framework.output,
+                      "btl %s: module %d: btl API %d.%d, btl_size %zu (this library's %zu)",
+                      comp->base.component_name, index, comp->base.framework_version.major, minor,
+                      m->btl_size, PX_BTL_MODULE_SIZE);
+}
+
 int px_btl_base_select(bool enable_progress_threads)
 {
     px_mca_framework_t *fw = &px_btl_base_framework;
@@ -347,6 +398,7 @@ int px_btl_base_select(bool enable_progress_threads)
         px_btl_base_modules = all;
         px_btl_base_components[px_btl_base_num_components++] = comp;
         for (int i = 0; i < n; ++i) {
+            px_btl_base_check_module_size(comp, mods[i], i);
             px_btl_base_modules[px_btl_base_num_modules++] = mods[i];
             PX_OUTPUT_VERBOSE(10, fw->output,
                               "btl %s: module %d: exclusivity %u latency %u ns bandwidth %u MB/s "

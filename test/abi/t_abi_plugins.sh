@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The growable plugin ABI seen by a user (docs/writing-a-component.md,
+# "Compatibility"): the plugin built against the frozen BTL API 3.0 headers
+# carries the messaging layer of a 3.1 library (the api_example program alone,
+# with btl=abi30 only); px_info lists its API version and fingerprint; the
+# plugins of another debug setting and of a newer minor are refused, and
+# px_info --show-failed and btl_base_verbose say why.
+. "$PX_SRC/test/lib/tap.sh"
+plugins=$PX_BUILD/test/abi/.libs
+ex=$PX_BUILD/test/runtime/api_example
+pxinfo=$PX_BUILD/tools/px_info/px_info
+export PX_MCA_mca_component_path=$plugins
+
+out=$(PX_MCA_btl=abi30 timeout 60 "$ex" 2>&1); rc=$?
+check "api_example over the 3.0 plugin alone: exits 0" test "$rc" -eq 0
+check "the ring token travels through the 3.0 plugin" contains "$out" "rank 0 got token 0 from rank 0 (via abi30)"
+check "the wildcard receive through the 3.0 plugin" contains "$out" '"hello from rank 0" (source 0, tag 100, 18 bytes)'
+
+out=$("$pxinfo" --all 2>&1); rc=$?
+flat=$(echo "$out" | tr -s ' \n' ' ')
+check "px_info --all: exit 0" test "$rc" -eq 0
+check "px_info lists the 3.0 plugin with its API version" contains "$flat" "abi30 (MCA ABI 2, API 3.0.0, component 1.0.0, plugin"
+check "px_info shows the library's fingerprint" contains "$flat" "Build fingerprint: debug="
+check "px_info shows a plugin's fingerprint" contains "$flat" "built with debug="
+
+out=$("$pxinfo" --show-failed 2>&1); rc=$?
+flat=$(echo "$out" | tr -s ' \n' ' ')
+check "px_info --show-failed: exit 0" test "$rc" -eq 0
+check "--show-failed: the other debug setting, with both builds" contains "$flat" "build fingerprint mismatch: the plugin was built with debug="
+check "--show-failed: ... naming this library's setting" contains "$flat" "; this library with debug="
+check "--show-failed: the newer minor" contains "$flat" "framework API too new: built for btl API 3."
+
+out=$(PX_MCA_btl=self,abi30debug PX_MCA_btl_base_verbose=1 timeout 60 "$ex" 2>&1); rc=$?
+check "naming the refused plugin in btl fails the run" test "$rc" -ne 0
+check "... and says why" contains "$out" "abi30debug: refused: build fingerprint mismatch"
+out=$(PX_MCA_btl_base_verbose=1 timeout 60 "$ex" 2>&1); rc=$?
+check "refused plugins do not stop a run that does not name them" test "$rc" -eq 0
+check "btl_base_verbose 1 says why the plugin was refused" contains "$out" "build fingerprint mismatch"
+tap_done
