@@ -120,13 +120,13 @@ struct px_btl_endpoint {
     const char *hostname;
     struct ibv_qp *qp;
     bool connected;
-    bool failed;   /* a work completion failed: the peer is lost */
-    int credits;   /* data sends the peer can take */
+    bool failed; /* a work completion failed: the peer is lost */
+    int credits; /* data sends the peer can take */
     int ctl_credits;
     int return_credits; /* data receives reposted, not yet told to the peer */
     int return_ctl;
-    int sq_free;        /* send work requests we may still post */
-    size_t outstanding; /* posted, not completed */
+    int sq_free;                                      /* send work requests we may still post */
+    size_t outstanding;                               /* posted, not completed */
     px_btl_verbs_frag_t *pending_head, *pending_tail; /* waiting for credits / SQ room */
     bool blocked;                                     /* on the module's blocked list */
     struct px_btl_endpoint *next_blocked;

@@ -128,8 +128,8 @@ const char *px_btl_verbs_mtu_str(int mtu)
 /* NUMA distance of each candidate's device from this process: 0 when its
  * local CPUs meet the process's binding or are unknown, 1 otherwise. Only
  * asked when the candidates are on more than one device. */
-static void px_btl_verbs_numa_distances(struct ibv_device **list, px_btl_verbs_port_t *ports,
-                                        int n, char *out, size_t len)
+static void px_btl_verbs_numa_distances(struct ibv_device **list, px_btl_verbs_port_t *ports, int n,
+                                        char *out, size_t len)
 {
     for (int i = 0; i < n; ++i)
         ports[i].numa_distance = 0;
@@ -214,8 +214,8 @@ int px_btl_verbs_discover(px_btl_verbs_port_t *ports, int max, char *out, size_t
                       pa.max_msg_sz, attr.max_qp_wr, attr.max_sge, attr.max_cqe);
             if (px_btl_verbs_is_set(px_btl_verbs_device_include) &&
                 !px_btl_verbs_list_matches(px_btl_verbs_device_include, name, port)) {
-                PX_APPEND(out, len, "%s%s:%d (not in btl_verbs_device_include)",
-                          out[0] ? ", " : "", name, port);
+                PX_APPEND(out, len, "%s%s:%d (not in btl_verbs_device_include)", out[0] ? ", " : "",
+                          name, port);
                 continue;
             }
             if (px_btl_verbs_is_set(px_btl_verbs_device_exclude) &&

@@ -295,9 +295,9 @@ static int px_btl_verbs_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
     return px_btl_verbs_send_frag((px_btl_verbs_module_t *)btl, endpoint, f, tag);
 }
 
-static int px_btl_verbs_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
-                              const void *header, size_t header_size, const void *payload,
-                              size_t payload_size, uint8_t order, uint32_t flags, px_btl_tag_t tag,
+static int px_btl_verbs_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *header,
+                              size_t header_size, const void *payload, size_t payload_size,
+                              uint8_t order, uint32_t flags, px_btl_tag_t tag,
                               px_btl_descriptor_t **descriptor)
 {
     (void)order;
@@ -427,8 +427,7 @@ static int px_btl_verbs_retry_pending(px_btl_verbs_module_t *m)
 
 /* ---- progress ---- */
 
-static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag_t *f,
-                                     size_t len)
+static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag_t *f, size_t len)
 {
     px_btl_endpoint_t *ep = f->ctx.endpoint;
     const px_btl_verbs_hdr_t *hdr = f->base.super.payload;
@@ -670,8 +669,9 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->sq_size = px_btl_verbs_sq_size < max_wr ? px_btl_verbs_sq_size : max_wr;
     m->rq_size = px_btl_verbs_num_recvs + px_btl_verbs_ctl_recvs;
     if (m->rq_size > max_wr)
-        return px_btl_verbs_fail(m, "sizing the receive queue (btl_verbs_num_recvs + "
-                                    "btl_verbs_ctl_recvs exceeds the device's max_qp_wr)",
+        return px_btl_verbs_fail(m,
+                                 "sizing the receive queue (btl_verbs_num_recvs + "
+                                 "btl_verbs_ctl_recvs exceeds the device's max_qp_wr)",
                                  EINVAL);
     m->max_inline = px_btl_verbs_max_inline;
 

@@ -76,8 +76,8 @@ int px_btl_verbs_create_qp(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
     int rc = ibv_modify_qp(ep->qp, &a,
                            IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
     if (0 != rc) {
-        px_show_error("btl/verbs: ibv_modify_qp to INIT failed on %s port %u: %s",
-                      m->port.dev_name, m->port.port, strerror(rc));
+        px_show_error("btl/verbs: ibv_modify_qp to INIT failed on %s port %u: %s", m->port.dev_name,
+                      m->port.port, strerror(rc));
         return PX_ERR_NOT_AVAILABLE;
     }
     ep->sq_free = m->sq_size;
@@ -91,16 +91,13 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
                                         const px_btl_verbs_modex_port_t *p, uint32_t qpn)
 {
     if (p->link_layer != m->port.pattr.link_layer)
-        return px_btl_verbs_reason(m,
-                                   "rank %d's port %u is %s and this process's port %s:%u is %s: "
-                                   "set btl_verbs_device_include so that both use the same fabric",
-                                   ep->rank, p->port,
-                                   IBV_LINK_LAYER_ETHERNET == p->link_layer ? "RoCE"
-                                                                            : "InfiniBand",
-                                   m->port.dev_name, m->port.port,
-                                   IBV_LINK_LAYER_ETHERNET == m->port.pattr.link_layer
-                                       ? "RoCE"
-                                       : "InfiniBand");
+        return px_btl_verbs_reason(
+            m,
+            "rank %d's port %u is %s and this process's port %s:%u is %s: "
+            "set btl_verbs_device_include so that both use the same fabric",
+            ep->rank, p->port, IBV_LINK_LAYER_ETHERNET == p->link_layer ? "RoCE" : "InfiniBand",
+            m->port.dev_name, m->port.port,
+            IBV_LINK_LAYER_ETHERNET == m->port.pattr.link_layer ? "RoCE" : "InfiniBand");
     enum ibv_mtu mtu = m->port.pattr.active_mtu;
     if (p->mtu && p->mtu < mtu)
         mtu = (enum ibv_mtu)p->mtu;
@@ -124,8 +121,9 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (0 != rc)
-        return px_btl_verbs_reason(m, "ibv_modify_qp to RTR for rank %d (its QP %u, LID %u) failed: %s",
-                                   ep->rank, qpn, p->lid, strerror(rc));
+        return px_btl_verbs_reason(
+            m, "ibv_modify_qp to RTR for rank %d (its QP %u, LID %u) failed: %s", ep->rank, qpn,
+            p->lid, strerror(rc));
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = m->psn;
@@ -157,8 +155,9 @@ int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
         px_proc_t *p = procs[i];
         endpoints[i] = NULL;
         if (p->rank < 0 || (size_t)p->rank >= m->num_peers || NULL == m->peers[p->rank]) {
-            reasons[i] = px_btl_verbs_reason(m, "rank %d is outside the job btl/verbs was set up "
-                                                "for",
+            reasons[i] = px_btl_verbs_reason(m,
+                                             "rank %d is outside the job btl/verbs was set up "
+                                             "for",
                                              p->rank);
             continue;
         }
@@ -170,8 +169,8 @@ int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
             continue;
         }
         if (ep->failed) {
-            reasons[i] = px_btl_verbs_reason(m, "the queue pair to rank %d failed earlier",
-                                             p->rank);
+            reasons[i] =
+                px_btl_verbs_reason(m, "the queue pair to rank %d failed earlier", p->rank);
             continue;
         }
         void *blob = NULL;
@@ -190,8 +189,9 @@ int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
         if (idx < 0 || (uint32_t)idx >= h->nmodules || len < sizeof(*h) + h->nmodules * per ||
             (uint32_t)m->my_rank >= h->nranks) {
             reasons[i] = px_btl_verbs_reason(
-                m, "rank %d has %u btl/verbs port(s) and this process uses port %d of %d: ranks "
-                   "must see the same number of active ports (btl_verbs_device_include)",
+                m,
+                "rank %d has %u btl/verbs port(s) and this process uses port %d of %d: ranks "
+                "must see the same number of active ports (btl_verbs_device_include)",
                 p->rank, h->nmodules, idx + 1, px_btl_verbs_num_modules);
             free(blob);
             continue;

@@ -23,8 +23,9 @@ static struct ibv_mr *px_btl_verbs_mr_reg(px_btl_verbs_module_t *m, void *base, 
 {
     struct ibv_mr *mr = ibv_reg_mr(m->pd, base, len, PX_BTL_VERBS_ACCESS);
     if (NULL == mr)
-        PX_OUTPUT_VERBOSE(1, px_btl_verbs_output, "btl/verbs (%s:%u): ibv_reg_mr of %zu bytes at "
-                                                  "%p: %s",
+        PX_OUTPUT_VERBOSE(1, px_btl_verbs_output,
+                          "btl/verbs (%s:%u): ibv_reg_mr of %zu bytes at "
+                          "%p: %s",
                           m->port.dev_name, m->port.port, len, base, strerror(errno));
     return mr;
 }
@@ -106,8 +107,8 @@ static inline int px_btl_verbs_rdma(px_btl_module_t *btl, px_btl_endpoint_t *end
     const bool write = PX_BTL_RDMA_PUT == a->dir;
     if (PX_UNLIKELY(endpoint->failed || !endpoint->connected))
         return PX_ERR_UNREACH;
-    if (PX_UNLIKELY(NULL == a->remote_handle || a->size > (write ? m->super.btl_put_limit
-                                                                 : m->super.btl_get_limit)))
+    if (PX_UNLIKELY(NULL == a->remote_handle ||
+                    a->size > (write ? m->super.btl_put_limit : m->super.btl_get_limit)))
         return PX_ERR_BAD_PARAM;
     if (PX_UNLIKELY(endpoint->sq_free <= 0))
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
