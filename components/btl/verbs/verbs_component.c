@@ -12,6 +12,7 @@
  * Each kept port becomes a module: several ports are several rails.
  */
 #include "config.h"
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +431,15 @@ static const px_mca_var_field_t px_btl_verbs_info_vars[] = {
 
 static int px_btl_verbs_register(void)
 {
+    /* libibverbs and its providers start threads and keep state that must
+     * outlive this plugin: when the framework closes and unloads it, the
+     * library it pulled in would go too, under a running thread (the software
+     * device's progress thread crashed so). Pin it for the process's life. */
+    static bool pinned;
+    if (!pinned) {
+        pinned = true;
+        (void)dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
     /* A refused value was reported and its default kept: go on with the
      * others, and return the first error at the end. */
     int first = px_mca_var_register_table("btl", "verbs", px_btl_verbs_vars, -1, NULL);
