@@ -45,6 +45,7 @@ extern bool px_btl_verbs_numa;
 extern size_t px_btl_verbs_rcache_max_entries;
 extern size_t px_btl_verbs_rcache_max_bytes;
 extern int px_btl_verbs_flush_timeout;
+extern double px_btl_verbs_keepalive;
 extern int px_btl_verbs_verbose;
 extern int px_btl_verbs_output;
 
@@ -95,6 +96,8 @@ typedef struct px_btl_verbs_modex_port {
     uint8_t mtu; /* enum ibv_mtu */
     uint8_t pad[3];
     uint32_t psn;
+    uint32_t ka_rkey; /* the keepalive word peers read */
+    uint64_t ka_addr;
     uint32_t qpn[]; /* [nranks] */
 } px_btl_verbs_modex_port_t;
 
@@ -104,7 +107,8 @@ enum {
     PX_BTL_VERBS_OP_SEND = 1,
     PX_BTL_VERBS_OP_RECV,
     PX_BTL_VERBS_OP_RDMA,
-    PX_BTL_VERBS_OP_INLINE /* an inline send: nothing to give back */
+    PX_BTL_VERBS_OP_INLINE,   /* an inline send: nothing to give back */
+    PX_BTL_VERBS_OP_KEEPALIVE /* an 8-byte RDMA read probing an idle peer */
 };
 typedef struct px_btl_verbs_ctx {
     int type;
@@ -120,8 +124,9 @@ struct px_btl_endpoint {
     const char *hostname;
     struct ibv_qp *qp;
     bool connected;
-    bool failed; /* a work completion failed: the peer is lost */
-    int credits; /* data sends the peer can take */
+    bool failed;  /* a work completion failed: the peer is lost */
+    bool flushed; /* its QP was moved to the error state */
+    int credits;  /* data sends the peer can take */
     int ctl_credits;
     int return_credits; /* data receives reposted, not yet told to the peer */
     int return_ctl;
@@ -131,6 +136,10 @@ struct px_btl_endpoint {
     bool blocked;                                     /* on the module's blocked list */
     struct px_btl_endpoint *next_blocked;
     px_btl_verbs_ctx_t inline_ctx;
+    px_btl_verbs_ctx_t ka_ctx;
+    uint64_t ka_addr; /* the peer's keepalive word */
+    uint32_t ka_rkey;
+    bool ka_outstanding;
     px_btl_verbs_frag_t **recvs; /* posted receives, for teardown */
     int num_recvs;
 };
@@ -192,6 +201,10 @@ struct px_btl_verbs_module {
     px_btl_endpoint_t *blocked;
     bool draining;
     size_t outstanding;
+    uint64_t *ka_buf; /* [0]: the word peers read, [1]: where our reads land */
+    struct ibv_mr *ka_mr;
+    unsigned long idle_polls; /* polls in a row that found nothing */
+    double idle_since;
     px_btl_endpoint_t **peers; /* by rank, created at init */
     size_t num_peers;
     char **reasons;

@@ -44,6 +44,7 @@ bool px_btl_verbs_numa = true;
 size_t px_btl_verbs_rcache_max_entries = 1024;
 size_t px_btl_verbs_rcache_max_bytes = 0;
 int px_btl_verbs_flush_timeout = 60;
+double px_btl_verbs_keepalive = 2.0;
 int px_btl_verbs_verbose = 0;
 static bool px_btl_verbs_skip_single_host = true;
 int px_btl_verbs_output = -1;
@@ -380,6 +381,15 @@ static const px_mca_var_field_t px_btl_verbs_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "0",
      .storage = &px_btl_verbs_flush_timeout},
+    {.name = "keepalive",
+     .help = "Seconds without any completion after which btl/verbs probes each idle peer with "
+             "an 8-byte RDMA read, so that a process only waiting to receive learns that the "
+             "peer died or failed its queue pair; 0: never",
+     .type = PX_MCA_VAR_TYPE_DOUBLE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_verbs_keepalive},
     {.name = "skip_single_host",
      .help = "Decline when every rank of the job is on this host and btl/shm is allowed (shm "
              "would serve every pair); false keeps verbs as a fallback on one host",
@@ -593,6 +603,8 @@ static int px_btl_verbs_modex_send(void)
         p->link_layer = m->port.pattr.link_layer;
         p->mtu = (uint8_t)m->port.pattr.active_mtu;
         p->psn = m->psn;
+        p->ka_rkey = m->ka_mr->rkey;
+        p->ka_addr = (uint64_t)(uintptr_t)m->ka_buf;
         for (uint32_t r = 0; r < nranks; ++r)
             p->qpn[r] = m->peers[r] && m->peers[r]->qp ? m->peers[r]->qp->qp_num : 0;
     }

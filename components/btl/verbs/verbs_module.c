@@ -486,6 +486,8 @@ static const char *px_btl_verbs_op_name(const px_btl_verbs_ctx_t *ctx)
     switch (ctx->type) {
     case PX_BTL_VERBS_OP_RECV:
         return "receive from";
+    case PX_BTL_VERBS_OP_KEEPALIVE:
+        return "keepalive read from";
     case PX_BTL_VERBS_OP_RDMA:
         return ((const px_btl_verbs_rdma_op_t *)((const char *)ctx -
                                                  offsetof(px_btl_verbs_rdma_op_t, ctx)))
@@ -535,6 +537,12 @@ static void px_btl_verbs_complete(px_btl_verbs_module_t *m, const struct ibv_wc 
         if (ep->pending_head && PX_SUCCESS == status)
             px_btl_verbs_drain_pending(m, ep);
         break;
+    case PX_BTL_VERBS_OP_KEEPALIVE:
+        ep->sq_free++;
+        ep->outstanding--;
+        m->outstanding--;
+        ep->ka_outstanding = false;
+        break;
     case PX_BTL_VERBS_OP_RDMA:
         ep->sq_free++;
         ep->outstanding--;
@@ -542,8 +550,66 @@ static void px_btl_verbs_complete(px_btl_verbs_module_t *m, const struct ibv_wc 
         px_btl_verbs_rdma_done(m, px_container_of(ctx, px_btl_verbs_rdma_op_t, ctx), status);
         break;
     }
-    if (PX_UNLIKELY(ep->failed))
+    if (PX_UNLIKELY(ep->failed)) {
         px_btl_verbs_fail_pending(m, ep, PX_ERR_UNREACH);
+        if (!ep->flushed) {
+            /* Move the QP to the error state (hardware usually has): every
+             * work request still posted completes, flushed, so nothing waits
+             * for a completion that will not come. */
+            struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+            ep->flushed = true;
+            (void)ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
+        }
+    }
+}
+
+static double px_btl_verbs_now(void);
+
+/* Nothing completed for btl_verbs_keepalive seconds: read 8 bytes from every
+ * connected peer with nothing in flight. A dead peer, or one whose QP failed
+ * (it may have failed us and stopped sending), turns the read into an error
+ * here, so a process that only waits to receive is not left waiting. */
+static void px_btl_verbs_keepalive_probe(px_btl_verbs_module_t *m)
+{
+    for (size_t r = 0; r < m->num_peers; ++r) {
+        px_btl_endpoint_t *ep = m->peers[r];
+        if (NULL == ep || !ep->connected || ep->failed || ep->ka_outstanding || ep->outstanding ||
+            ep->sq_free <= 0 || (int)r == m->my_rank)
+            continue;
+        struct ibv_sge sge = {
+            .addr = (uintptr_t)&m->ka_buf[1], .length = sizeof(uint64_t), .lkey = m->ka_mr->lkey};
+        struct ibv_send_wr wr = {.wr_id = (uintptr_t)&ep->ka_ctx,
+                                 .sg_list = &sge,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_RDMA_READ,
+                                 .send_flags = IBV_SEND_SIGNALED},
+                           *bad;
+        wr.wr.rdma.remote_addr = ep->ka_addr;
+        wr.wr.rdma.rkey = ep->ka_rkey;
+        if (0 == ibv_post_send(ep->qp, &wr, &bad)) {
+            ep->ka_outstanding = true;
+            ep->sq_free--;
+            ep->outstanding++;
+            m->outstanding++;
+        }
+    }
+}
+
+static void px_btl_verbs_idle(px_btl_verbs_module_t *m)
+{
+    if (px_btl_verbs_keepalive <= 0 || m->draining)
+        return;
+    if (1 == ++m->idle_polls) {
+        m->idle_since = px_btl_verbs_now();
+        return;
+    }
+    if (0 != (m->idle_polls & 1023))
+        return;
+    double t = px_btl_verbs_now();
+    if (t - m->idle_since >= px_btl_verbs_keepalive) {
+        px_btl_verbs_keepalive_probe(m);
+        m->idle_since = t;
+    }
 }
 
 int px_btl_verbs_progress(px_btl_module_t *btl)
@@ -552,6 +618,10 @@ int px_btl_verbs_progress(px_btl_module_t *btl)
     struct ibv_wc wc[16];
     int handled = 0;
     int n = ibv_poll_cq(m->cq, 16, wc);
+    if (PX_LIKELY(0 == n))
+        px_btl_verbs_idle(m);
+    else
+        m->idle_polls = 0;
     if (n > 0) {
         for (int i = 0; i < n; ++i)
             px_btl_verbs_complete(m, &wc[i]);
@@ -575,7 +645,7 @@ int px_btl_verbs_progress(px_btl_module_t *btl)
 static double px_btl_verbs_now(void)
 {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -625,6 +695,10 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     px_btl_module_t *b = &m->super;
     m->ctx = NULL;
     m->pd = NULL;
+    m->ka_buf = NULL;
+    m->ka_mr = NULL;
+    m->idle_polls = 0;
+    m->idle_since = 0;
     m->cq = NULL;
     m->lists_ready = false;
     m->payload_allocator = NULL;
@@ -686,6 +760,13 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->pd = ibv_alloc_pd(m->ctx);
     if (NULL == m->pd)
         return px_btl_verbs_fail(m, "ibv_alloc_pd", errno ? errno : ENOMEM);
+    m->ka_buf = aligned_alloc(64, 64);
+    if (NULL == m->ka_buf)
+        return px_btl_verbs_fail(m, "malloc", ENOMEM);
+    memset(m->ka_buf, 0, 64);
+    m->ka_mr = ibv_reg_mr(m->pd, m->ka_buf, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    if (NULL == m->ka_mr)
+        return px_btl_verbs_fail(m, "ibv_reg_mr (keepalive word)", errno ? errno : ENOMEM);
     long cqe = (long)nranks * (m->sq_size + m->rq_size);
     if (m->port.dattr.max_cqe > 0 && cqe > m->port.dattr.max_cqe)
         cqe = m->port.dattr.max_cqe; /* SQs are not filled at once in practice; see docs */
@@ -753,6 +834,8 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
         ep->rank = r;
         ep->inline_ctx.type = PX_BTL_VERBS_OP_INLINE;
         ep->inline_ctx.endpoint = ep;
+        ep->ka_ctx.type = PX_BTL_VERBS_OP_KEEPALIVE;
+        ep->ka_ctx.endpoint = ep;
         rc = px_btl_verbs_create_qp(m, ep);
         if (PX_SUCCESS != rc) {
             px_btl_verbs_teardown(m);
@@ -798,6 +881,11 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
     if (m->cq)
         ibv_destroy_cq(m->cq);
     m->cq = NULL;
+    if (m->ka_mr)
+        ibv_dereg_mr(m->ka_mr);
+    m->ka_mr = NULL;
+    free(m->ka_buf);
+    m->ka_buf = NULL;
     if (m->pd)
         ibv_dealloc_pd(m->pd);
     m->pd = NULL;

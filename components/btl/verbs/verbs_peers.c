@@ -138,6 +138,8 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
         return px_btl_verbs_reason(m, "ibv_modify_qp to RTS for rank %d failed: %s", ep->rank,
                                    strerror(rc));
     ep->connected = true;
+    ep->ka_addr = p->ka_addr;
+    ep->ka_rkey = p->ka_rkey;
     PX_OUTPUT_VERBOSE(20, px_btl_verbs_output,
                       "btl/verbs (%s:%u): rank %d connected: local QP %u -> QP %u, MTU %s",
                       m->port.dev_name, m->port.port, ep->rank, ep->qp->qp_num, qpn,
