@@ -6,7 +6,8 @@
 # peer; px_info shows the ports; a work-completion error (remote access, RNR
 # retries exceeded: the fault injection of softverbs) ends the job with a
 # message naming the status, the peer's rank and host, never a hang; a killed
-# peer ends the job. Without the software device (the system's libibverbs and
+# peer ends the job, and survivors only waiting to receive from a dead peer
+# learn it (keepalive). Without the software device (the system's libibverbs and
 # no HCA) a job that asks for verbs is told why it declines.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
@@ -103,6 +104,23 @@ for st in 10:"remote access error" 13:"RNR retry counter exceeded" 12:"transport
     check "injected '$text' in rank 1: the error names the status, the peer's rank and host" \
         eval 'grep -q "btl/verbs (softverbs0:1): .* rank [02] on host .* failed: work completion $text" "$T/err"'
 done
+
+# The same in every rank: each fails one QP, and the peer on its other end
+# (which may only be waiting to receive) learns it from the keepalive read.
+run env PX_SOFTVERBS_FAIL_WR=5 PX_SOFTVERBS_FAIL_STATUS=10 "$PXRUN" -n 3 "$A2A" --rounds 2 --msgs 3 --max 1048576
+check "a failed QP in every rank: the job fails (no hang)" \
+    eval '[ "$rc" -ne 0 ] && ! grep -q "sending SIGKILL" "$T/err"'
+
+# A peer that dies while the others only wait in px_recv from it (SIGTERM
+# ignored, pxrun's grace 60 s): the keepalive read fails, and their receives
+# end with an error naming the rank, within seconds.
+run env PX_PXRUN_GRACE=60 "$PXRUN" -n 3 "$B/test/pxrun/px_probe" peerdeath 1 kill
+check "peer death over verbs: both survivors' px_recv from rank 1 end with an error" \
+    [ "$(grep -c 'recv from rank 1: transport error after' "$T/out")" -eq 2 ]
+check "peer death over verbs: btl/verbs names the rank and the failed keepalive" \
+    contains "$(cat "$T/err")" "keepalive read from rank 1 on host"
+check "peer death over verbs: pxrun did not have to SIGKILL the survivors" \
+    eval '! grep -q "sending SIGKILL" "$T/err"'
 
 # A peer killed mid-exchange: pxrun ends the job, nothing waits forever.
 run "$PXRUN" -n 4 "$A2A" --rounds 100 --msgs 4 --max 1048576 --kill-rank 2 --kill-after 20
