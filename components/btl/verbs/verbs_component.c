@@ -473,6 +473,9 @@ static int px_btl_verbs_open(void)
 
 static int px_btl_verbs_close(void)
 {
+    free(px_btl_verbs_modules);
+    px_btl_verbs_modules = NULL;
+    px_btl_verbs_num_modules = 0;
     if (px_btl_verbs_output > 0)
         px_output_close(px_btl_verbs_output);
     px_btl_verbs_output = -1;

@@ -712,8 +712,11 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->reasons = NULL;
     m->num_reasons = 0;
     m->my_rank = px_boot ? px_boot->rank : 0;
-    srand48((long)getpid() ^ (long)time(NULL));
-    m->psn = (uint32_t)lrand48() & 0xffffffu;
+    /* A starting PSN of our own (no global random state touched). */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)m->index;
+    m->psn = (uint32_t)((seed * 0x9e3779b97f4a7c15ull) >> 40) & 0xffffffu;
 
     b->btl_add_procs = px_btl_verbs_add_procs;
     b->btl_del_procs = px_btl_verbs_del_procs;
