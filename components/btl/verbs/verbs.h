@@ -100,6 +100,11 @@ typedef struct px_btl_verbs_modex_port {
     uint64_t ka_addr;
     uint32_t qpn[]; /* [nranks] */
 } px_btl_verbs_modex_port_t;
+/* Bytes per module record, a multiple of 8 so every record is aligned. */
+static inline size_t px_btl_verbs_modex_stride(uint32_t nranks)
+{
+    return (sizeof(px_btl_verbs_modex_port_t) + nranks * sizeof(uint32_t) + 7) & ~(size_t)7;
+}
 
 /* ---- completion contexts (wr_id points at one) ---- */
 

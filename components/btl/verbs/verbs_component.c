@@ -588,7 +588,7 @@ static int px_btl_verbs_modex_send(void)
     if (0 == nm)
         return PX_SUCCESS;
     uint32_t nranks = (uint32_t)px_btl_verbs_modules[0]->num_peers;
-    size_t per = sizeof(px_btl_verbs_modex_port_t) + nranks * sizeof(uint32_t);
+    size_t per = px_btl_verbs_modex_stride(nranks);
     size_t len = sizeof(px_btl_verbs_modex_hdr_t) + (size_t)nm * per;
     char *b = calloc(1, len);
     if (NULL == b)

@@ -187,7 +187,7 @@ int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
             free(blob);
             continue;
         }
-        size_t per = sizeof(px_btl_verbs_modex_port_t) + (size_t)h->nranks * sizeof(uint32_t);
+        size_t per = px_btl_verbs_modex_stride(h->nranks);
         if (idx < 0 || (uint32_t)idx >= h->nmodules || len < sizeof(*h) + h->nmodules * per ||
             (uint32_t)m->my_rank >= h->nranks) {
             reasons[i] = px_btl_verbs_reason(
