@@ -1,34 +1,256 @@
 /*
- * verbs.h: btl/verbs, the BTL over libibverbs (InfiniBand, RoCE, iWARP).
- * Internal to the component (verbs_component.c: variables, device discovery,
- * init; verbs_module.c: the module).
+ * verbs.h: btl/verbs, the BTL over libibverbs reliable-connected (RC) queue
+ * pairs (InfiniBand, RoCE). Internal to the component:
+ *  - verbs_component.c: variables, device and port discovery and choice
+ *    (include/exclude lists, port state, NUMA distance), init, modex;
+ *  - verbs_module.c: one module per active port: its context, PD, CQ,
+ *    fragment lists; eager sends with credits, receives, progress, errors;
+ *  - verbs_peers.c: one RC QP per peer, created at init (so its number can go
+ *    through the modex) and connected at add_procs; del_procs;
+ *  - verbs_rdma.c: registration (free-list chunks, the BTL base's rcache)
+ *    and put/get as IBV_WR_RDMA_WRITE / IBV_WR_RDMA_READ.
  *
- * State of this component: discovery is complete (devices, ports, their
- * state and link layer, shown by px_info as btl_verbs_devices_found); the
- * data path over RC queue pairs is not written yet, so init always declines,
- * saying why: "no RDMA device found" on a machine without one, otherwise
- * that the data path is missing and that btl/ofi serves the same devices
- * through libfabric's verbs;ofi_rxm provider. See docs/ofi.md.
+ * Wire format: every send starts with px_btl_verbs_hdr_t. Each QP has
+ * btl_verbs_num_recvs data receives and btl_verbs_ctl_recvs control receives
+ * posted ahead; a sender spends one credit per data message and one control
+ * credit per credit update, and the receiver returns credits piggybacked on
+ * its own messages, or in a credit update once half of them are owed. So no
+ * send ever finds the peer's receive queue empty (no RNR on the eager path).
  */
 #ifndef PX_BTL_VERBS_H
 #define PX_BTL_VERBS_H
 
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/class/free_list.h"
 #include "frameworks/btl/btl.h"
+#include "frameworks/btl/base/rcache.h"
 
 extern const px_btl_component_t px_btl_verbs_component;
 
 /* Variables. */
-extern char *px_btl_verbs_device_include; /* devices to use, e.g. "mlx5_0,mlx5_1" */
+extern char *px_btl_verbs_device_include; /* "mlx5_0,mlx5_1:2" */
+extern char *px_btl_verbs_device_exclude;
+extern int px_btl_verbs_num_recvs;
+extern int px_btl_verbs_ctl_recvs;
+extern int px_btl_verbs_sq_size;
+extern int px_btl_verbs_max_inline;
+extern int px_btl_verbs_gid_index;
+extern int px_btl_verbs_timeout;
+extern int px_btl_verbs_retry_count;
+extern int px_btl_verbs_rnr_retry;
+extern int px_btl_verbs_min_rnr_timer;
+extern bool px_btl_verbs_numa;
+extern size_t px_btl_verbs_rcache_max_entries;
+extern size_t px_btl_verbs_rcache_max_bytes;
+extern int px_btl_verbs_flush_timeout;
+extern double px_btl_verbs_keepalive;
 extern int px_btl_verbs_verbose;
+extern int px_btl_verbs_output;
 
-/* Fill `out` with a description of the devices found ("none" when there
- * are none); returns the number of usable (active-port) devices. */
-int px_btl_verbs_discover(char *out, size_t len);
+/* One candidate port found by discovery. */
+typedef struct px_btl_verbs_port {
+    char dev_name[IBV_SYSFS_NAME_MAX];
+    int dev_index; /* in ibv_get_device_list */
+    uint8_t port;
+    struct ibv_port_attr pattr;
+    struct ibv_device_attr dattr;
+    int numa_distance; /* 0: near (or unknown), 1: another NUMA node */
+} px_btl_verbs_port_t;
+
+/* Discover the usable ports with the current variables: fill `ports` (up to
+ * `max`, may be NULL), describe what was found and why ports were skipped in
+ * `out` ("none" when there is no device) and return how many are usable. */
+int px_btl_verbs_discover(px_btl_verbs_port_t *ports, int max, char *out, size_t len);
+/* Does a device_include/exclude list name device `dev` port `port` ("dev" or
+ * "dev:port")? Exposed for tests. */
+bool px_btl_verbs_list_matches(const char *list, const char *dev, int port);
 
 /* Why init declined (valid after init returned no module). */
 extern char px_btl_verbs_decline_reason[1400];
 
-/* The module template whose figures are registered as btl_verbs_*. */
-extern px_btl_module_t px_btl_verbs_module_template;
+/* ---- wire ---- */
+
+typedef struct px_btl_verbs_hdr {
+    uint8_t tag;
+    uint8_t flags;       /* PX_BTL_VERBS_HDR_* */
+    uint8_t ctl_credits; /* control receives the sender reposted for us */
+    uint8_t pad;
+    uint16_t credits; /* data receives the sender reposted for us */
+    uint16_t pad2;
+} px_btl_verbs_hdr_t;
+#define PX_BTL_VERBS_HDR_CREDIT 0x1 /* credit update only: not delivered */
+
+/* Modex: a header, then per module one port record followed by the QP
+ * number it created for each rank. */
+typedef struct px_btl_verbs_modex_hdr {
+    uint32_t nmodules;
+    uint32_t nranks;
+} px_btl_verbs_modex_hdr_t;
+typedef struct px_btl_verbs_modex_port {
+    uint8_t gid[16];
+    uint16_t lid;
+    uint8_t port;
+    uint8_t link_layer;
+    uint8_t mtu; /* enum ibv_mtu */
+    uint8_t pad[3];
+    uint32_t psn;
+    uint32_t ka_rkey; /* the keepalive word peers read */
+    uint64_t ka_addr;
+    uint32_t qpn[]; /* [nranks] */
+} px_btl_verbs_modex_port_t;
+/* Bytes per module record, a multiple of 8 so every record is aligned. */
+static inline size_t px_btl_verbs_modex_stride(uint32_t nranks)
+{
+    return (sizeof(px_btl_verbs_modex_port_t) + nranks * sizeof(uint32_t) + 7) & ~(size_t)7;
+}
+
+/* ---- completion contexts (wr_id points at one) ---- */
+
+enum {
+    PX_BTL_VERBS_OP_SEND = 1,
+    PX_BTL_VERBS_OP_RECV,
+    PX_BTL_VERBS_OP_RDMA,
+    PX_BTL_VERBS_OP_INLINE,   /* an inline send: nothing to give back */
+    PX_BTL_VERBS_OP_KEEPALIVE /* an 8-byte RDMA read probing an idle peer */
+};
+typedef struct px_btl_verbs_ctx {
+    int type;
+    px_btl_endpoint_t *endpoint;
+} px_btl_verbs_ctx_t;
+
+typedef struct px_btl_verbs_module px_btl_verbs_module_t;
+typedef struct px_btl_verbs_frag px_btl_verbs_frag_t;
+
+struct px_btl_endpoint {
+    px_btl_verbs_module_t *module;
+    int rank;
+    const char *hostname;
+    struct ibv_qp *qp;
+    bool connected;
+    bool failed;  /* a work completion failed: the peer is lost */
+    bool flushed; /* its QP was moved to the error state */
+    int credits;  /* data sends the peer can take */
+    int ctl_credits;
+    int return_credits; /* data receives reposted, not yet told to the peer */
+    int return_ctl;
+    int sq_free;                                      /* send work requests we may still post */
+    size_t outstanding;                               /* posted, not completed */
+    px_btl_verbs_frag_t *pending_head, *pending_tail; /* waiting for credits / SQ room */
+    bool blocked;                                     /* on the module's blocked list */
+    struct px_btl_endpoint *next_blocked;
+    px_btl_verbs_ctx_t inline_ctx;
+    px_btl_verbs_ctx_t ka_ctx;
+    uint64_t ka_addr; /* the peer's keepalive word */
+    uint32_t ka_rkey;
+    bool ka_outstanding;
+    px_btl_verbs_frag_t **recvs; /* posted receives, for teardown */
+    int num_recvs;
+};
+
+/* Registration: rkey and address go to the peer (16 bytes). */
+struct px_btl_registration_handle {
+    uint32_t rkey;
+    uint32_t lkey; /* local only */
+    uint64_t base;
+};
+#define PX_BTL_VERBS_HANDLE_WIRE_SIZE 16
+
+typedef struct px_btl_verbs_reg {
+    px_rcache_entry_t super;
+    struct ibv_mr *mr;
+    px_btl_registration_handle_t handle;
+} px_btl_verbs_reg_t;
+
+struct px_btl_verbs_frag {
+    px_btl_descriptor_t base;
+    px_btl_verbs_ctx_t ctx;
+    px_btl_segment_t segment;
+    size_t size; /* bytes on the wire, header included */
+    uint8_t hdr_flags;
+    px_btl_verbs_frag_t *next_pending;
+};
+PX_CLASS_DECLARATION(px_btl_verbs_frag_t);
+
+typedef struct px_btl_verbs_rdma_op {
+    px_free_list_item_t super;
+    px_btl_verbs_ctx_t ctx;
+    void *local_address;
+    px_btl_registration_handle_t *local_handle;
+    px_rcache_entry_t *temp_reg;
+    px_btl_rdma_completion_fn cbfunc;
+    void *cbcontext, *cbdata;
+    bool write;
+} px_btl_verbs_rdma_op_t;
+PX_CLASS_DECLARATION(px_btl_verbs_rdma_op_t);
+
+struct px_btl_verbs_module {
+    px_btl_module_t super;
+    px_btl_verbs_port_t port;
+    int index; /* among the modules of this process: the modex record it uses */
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    union ibv_gid gid;
+    uint32_t psn;
+    int max_inline;
+    int sq_size, rq_size;
+    size_t frag_size; /* header + max_send_size */
+    int my_rank;
+    px_free_list_t send_frags, recv_frags, rdma_ops;
+    bool lists_ready;
+    px_free_list_allocator_t *payload_allocator;
+    px_rcache_t *rcache;
+    px_btl_error_fn error_cb;
+    px_btl_endpoint_t *blocked;
+    bool draining;
+    size_t outstanding;
+    uint64_t *ka_buf; /* [0]: the word peers read, [1]: where our reads land */
+    struct ibv_mr *ka_mr;
+    unsigned long idle_polls; /* polls in a row that found nothing */
+    double idle_since;
+    px_btl_endpoint_t **peers; /* by rank, created at init */
+    size_t num_peers;
+    char **reasons;
+    size_t num_reasons;
+};
+
+/* The module template: figures registered as btl_verbs_* variables. */
+extern px_btl_verbs_module_t px_btl_verbs_module_template;
+
+/* verbs_module.c */
+/* Open the port's device and set the module up, with QPs for `nranks` ranks
+ * (in INIT, receives posted); prints why and returns an error on failure. */
+int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks);
+int px_btl_verbs_module_finalize(px_btl_module_t *btl);
+/* A transport error on `ep` (NULL: the module) to the runtime's callback. */
+void px_btl_verbs_report(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int error,
+                         const char *what, const char *detail);
+/* Fail the pending sends of `ep`. */
+void px_btl_verbs_fail_pending(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int status);
+int px_btl_verbs_progress(px_btl_module_t *btl);
+/* Post every receive of `ep` (QP in INIT or later). */
+int px_btl_verbs_post_recvs(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep);
+const char *px_btl_verbs_mtu_str(int mtu);
+
+/* verbs_peers.c */
+int px_btl_verbs_create_qp(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep);
+int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                           px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
+                           const char **reasons);
+int px_btl_verbs_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
+                           px_btl_endpoint_t **endpoints);
+/* Modules made by the last init (for the modex), in order. */
+extern px_btl_verbs_module_t **px_btl_verbs_modules;
+extern int px_btl_verbs_num_modules;
+
+/* verbs_rdma.c */
+void *px_btl_verbs_payload_alloc(void *ctx, size_t size, size_t align, void **cookie);
+void px_btl_verbs_payload_free(void *ctx, void *ptr, size_t size, void *cookie);
+int px_btl_verbs_rcache_reg(void *ctx, px_rcache_entry_t *e);
+int px_btl_verbs_rcache_dereg(void *ctx, px_rcache_entry_t *e);
+void px_btl_verbs_rdma_install(px_btl_module_t *btl);
+void px_btl_verbs_rdma_done(px_btl_verbs_module_t *m, px_btl_verbs_rdma_op_t *op, int status);
 
 #endif

@@ -1,9 +1,18 @@
 /*
- * verbs_component.c: btl/verbs component: variables, device discovery with
- * ibv_get_device_list / ibv_query_port, and init, which declines with the
- * reason (see verbs.h for the state of the data path).
+ * verbs_component.c: btl/verbs component: variables, device and port
+ * discovery, init (one module per usable port) and the modex.
+ *
+ * Discovery: every port of every device libibverbs lists, minus those
+ * btl_verbs_device_include leaves out or btl_verbs_device_exclude names
+ * (entries "dev" or "dev:port"), minus ports that are not ACTIVE (said in
+ * btl_verbs_devices_found and at verbose >= 1). When the remaining ports are
+ * on several devices, hwloc gives each device's NUMA locality: only the
+ * devices nearest the process's binding are kept (a device with no known
+ * locality, like the software device, counts as near, so all stay equal).
+ * Each kept port becomes a module: several ports are several rails.
  */
-#include <infiniband/verbs.h>
+#include "config.h"
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,71 +22,240 @@
 #include "core/util/argv.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
+#if PX_HAVE_HWLOC
+#include <hwloc.h>
+#include <hwloc/openfabrics-verbs.h>
+#endif
 
 char *px_btl_verbs_device_include = NULL;
+char *px_btl_verbs_device_exclude = NULL;
+int px_btl_verbs_num_recvs = 16;
+int px_btl_verbs_ctl_recvs = 4;
+int px_btl_verbs_sq_size = 128;
+int px_btl_verbs_max_inline = 128;
+int px_btl_verbs_gid_index = 0;
+int px_btl_verbs_timeout = 14;
+int px_btl_verbs_retry_count = 7;
+int px_btl_verbs_rnr_retry = 6;
+int px_btl_verbs_min_rnr_timer = 12;
+bool px_btl_verbs_numa = true;
+size_t px_btl_verbs_rcache_max_entries = 1024;
+size_t px_btl_verbs_rcache_max_bytes = 0;
+int px_btl_verbs_flush_timeout = 60;
+double px_btl_verbs_keepalive = 2.0;
 int px_btl_verbs_verbose = 0;
+static bool px_btl_verbs_skip_single_host = true;
+int px_btl_verbs_output = -1;
 char px_btl_verbs_decline_reason[1400];
 static char *px_btl_verbs_devices_found = NULL;
-static char px_btl_verbs_found_text[1024];
-static int px_btl_verbs_output = -1;
+static char *px_btl_verbs_port_details = NULL;
+static char px_btl_verbs_found_text[2048];
+static char px_btl_verbs_details_text[2048];
 
-static bool px_btl_verbs_listed(const char *list, const char *name)
+px_btl_verbs_module_t **px_btl_verbs_modules = NULL;
+int px_btl_verbs_num_modules = 0;
+
+#define PX_BTL_VERBS_MAX_PORTS 16
+
+px_btl_verbs_module_t px_btl_verbs_module_template = {
+    .super =
+        {
+            .btl_size = PX_BTL_MODULE_SIZE,
+            .btl_component = &px_btl_verbs_component,
+            .btl_exclusivity = PX_BTL_EXCLUSIVITY_DEFAULT + 0x100, /* above ofi, below shm */
+            .btl_latency = 2000,
+            .btl_bandwidth = 10000,
+            .btl_eager_limit = 12 * 1024,
+            .btl_max_send_size = 32 * 1024,
+            .btl_put_limit = (size_t)1 << 30,
+            .btl_get_limit = (size_t)1 << 30,
+            .btl_flags =
+                PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_NEEDS_REG,
+            .btl_registration_handle_size = PX_BTL_VERBS_HANDLE_WIRE_SIZE,
+        },
+};
+
+bool px_btl_verbs_list_matches(const char *list, const char *dev, int port)
 {
     char **names = px_argv_split(list, ',');
     bool found = false;
-    for (int i = 0; names && names[i] && !found; ++i)
-        found = 0 == strcmp(names[i], name);
+    char with_port[IBV_SYSFS_NAME_MAX + 8];
+    snprintf(with_port, sizeof(with_port), "%s:%d", dev, port);
+    for (int i = 0; names && names[i] && !found; ++i) {
+        const char *n = names[i];
+        while (' ' == *n)
+            ++n;
+        found = 0 == strcmp(n, dev) || 0 == strcmp(n, with_port);
+    }
     px_argv_free(names);
     return found;
 }
 
-int px_btl_verbs_discover(char *out, size_t len)
+static bool px_btl_verbs_is_set(const char *s)
+{
+    return s && s[0];
+}
+
+static const char *px_btl_verbs_link_str(uint8_t ll)
+{
+    return IBV_LINK_LAYER_ETHERNET == ll ? "RoCE" : "InfiniBand";
+}
+
+const char *px_btl_verbs_mtu_str(int mtu)
+{
+    switch (mtu) {
+    case IBV_MTU_256:
+        return "256";
+    case IBV_MTU_512:
+        return "512";
+    case IBV_MTU_1024:
+        return "1024";
+    case IBV_MTU_2048:
+        return "2048";
+    case IBV_MTU_4096:
+        return "4096";
+    default:
+        return "?";
+    }
+}
+
+#define PX_APPEND(out, len, ...)                                                                   \
+    do {                                                                                           \
+        size_t used_ = strlen(out);                                                                \
+        if (used_ < (len))                                                                         \
+            snprintf((out) + used_, (len)-used_, __VA_ARGS__);                                     \
+    } while (0)
+
+/* NUMA distance of each candidate's device from this process: 0 when its
+ * local CPUs meet the process's binding or are unknown, 1 otherwise. Only
+ * asked when the candidates are on more than one device. */
+static void px_btl_verbs_numa_distances(struct ibv_device **list, px_btl_verbs_port_t *ports, int n,
+                                        char *out, size_t len)
+{
+    for (int i = 0; i < n; ++i)
+        ports[i].numa_distance = 0;
+#if PX_HAVE_HWLOC
+    bool several = false;
+    for (int i = 1; i < n; ++i)
+        several = several || ports[i].dev_index != ports[0].dev_index;
+    if (!several || !px_btl_verbs_numa)
+        return;
+    hwloc_topology_t topo;
+    if (0 != hwloc_topology_init(&topo))
+        return;
+    if (0 == hwloc_topology_load(topo)) {
+        hwloc_bitmap_t mine = hwloc_bitmap_alloc(), dev = hwloc_bitmap_alloc();
+        if (mine && dev && 0 == hwloc_get_cpubind(topo, mine, HWLOC_CPUBIND_PROCESS)) {
+            for (int i = 0; i < n; ++i) {
+                if (0 != hwloc_ibv_get_device_cpuset(topo, list[ports[i].dev_index], dev) ||
+                    hwloc_bitmap_iszero(dev) || hwloc_bitmap_isfull(dev))
+                    continue; /* unknown: near */
+                ports[i].numa_distance = hwloc_bitmap_intersects(dev, mine) ? 0 : 1;
+            }
+        }
+        hwloc_bitmap_free(mine);
+        hwloc_bitmap_free(dev);
+    }
+    hwloc_topology_destroy(topo);
+    bool any_near = false;
+    for (int i = 0; i < n; ++i)
+        any_near = any_near || 0 == ports[i].numa_distance;
+    for (int i = 0; i < n && any_near; ++i)
+        if (ports[i].numa_distance)
+            PX_APPEND(out, len, "%s%s:%u (skipped: on another NUMA node than this process)",
+                      out[0] ? ", " : "", ports[i].dev_name, ports[i].port);
+#else
+    (void)list;
+    (void)out;
+    (void)len;
+#endif
+}
+
+int px_btl_verbs_discover(px_btl_verbs_port_t *ports, int max, char *out, size_t len)
 {
     int num = 0, usable = 0;
     out[0] = '\0';
+    char *details = px_btl_verbs_details_text;
+    details[0] = '\0';
     struct ibv_device **list = ibv_get_device_list(&num);
     if (NULL == list || 0 == num) {
         snprintf(out, len, "none");
+        snprintf(details, sizeof(px_btl_verbs_details_text), "none");
         if (list)
             ibv_free_device_list(list);
         return 0;
     }
+    px_btl_verbs_port_t cand[PX_BTL_VERBS_MAX_PORTS];
+    int ncand = 0;
     for (int i = 0; i < num; ++i) {
         const char *name = ibv_get_device_name(list[i]);
-        size_t used = strlen(out);
-        if (px_btl_verbs_device_include && px_btl_verbs_device_include[0] &&
-            !px_btl_verbs_listed(px_btl_verbs_device_include, name)) {
-            snprintf(out + used, len - used, "%s%s (not in btl_verbs_device_include)",
-                     used ? ", " : "", name);
-            continue;
-        }
         struct ibv_context *ctx = ibv_open_device(list[i]);
         if (NULL == ctx) {
-            snprintf(out + used, len - used, "%s%s (cannot open)", used ? ", " : "", name);
+            PX_APPEND(out, len, "%s%s (cannot open)", out[0] ? ", " : "", name);
             continue;
         }
         struct ibv_device_attr attr;
-        int active = 0;
-        if (0 == ibv_query_device(ctx, &attr)) {
-            for (int port = 1; port <= attr.phys_port_cnt; ++port) {
-                struct ibv_port_attr pa;
-                if (0 == ibv_query_port(ctx, (uint8_t)port, &pa) && IBV_PORT_ACTIVE == pa.state) {
-                    used = strlen(out);
-                    snprintf(out + used, len - used, "%s%s port %d active (%s)", used ? ", " : "",
-                             name, port,
-                             IBV_LINK_LAYER_ETHERNET == pa.link_layer ? "RoCE" : "InfiniBand");
-                    active++;
-                }
-            }
+        if (0 != ibv_query_device(ctx, &attr)) {
+            PX_APPEND(out, len, "%s%s (ibv_query_device failed)", out[0] ? ", " : "", name);
+            ibv_close_device(ctx);
+            continue;
         }
-        if (0 == active) {
-            used = strlen(out);
-            snprintf(out + used, len - used, "%s%s (no active port)", used ? ", " : "", name);
-        } else {
-            usable++;
+        for (int port = 1; port <= attr.phys_port_cnt; ++port) {
+            struct ibv_port_attr pa;
+            if (0 != ibv_query_port(ctx, (uint8_t)port, &pa)) {
+                PX_APPEND(out, len, "%s%s:%d (ibv_query_port failed)", out[0] ? ", " : "", name,
+                          port);
+                continue;
+            }
+            PX_APPEND(details, sizeof(px_btl_verbs_details_text),
+                      "%s%s:%d state %s link %s mtu %s max_msg %u max_qp_wr %d max_sge %d "
+                      "max_cqe %d",
+                      details[0] ? "; " : "", name, port, ibv_port_state_str(pa.state),
+                      px_btl_verbs_link_str(pa.link_layer), px_btl_verbs_mtu_str(pa.active_mtu),
+                      pa.max_msg_sz, attr.max_qp_wr, attr.max_sge, attr.max_cqe);
+            if (px_btl_verbs_is_set(px_btl_verbs_device_include) &&
+                !px_btl_verbs_list_matches(px_btl_verbs_device_include, name, port)) {
+                PX_APPEND(out, len, "%s%s:%d (not in btl_verbs_device_include)", out[0] ? ", " : "",
+                          name, port);
+                continue;
+            }
+            if (px_btl_verbs_is_set(px_btl_verbs_device_exclude) &&
+                px_btl_verbs_list_matches(px_btl_verbs_device_exclude, name, port)) {
+                PX_APPEND(out, len, "%s%s:%d (in btl_verbs_device_exclude)", out[0] ? ", " : "",
+                          name, port);
+                continue;
+            }
+            if (IBV_PORT_ACTIVE != pa.state) {
+                PX_APPEND(out, len, "%s%s:%d (skipped: port state %s, not ACTIVE)",
+                          out[0] ? ", " : "", name, port, ibv_port_state_str(pa.state));
+                continue;
+            }
+            if (ncand >= PX_BTL_VERBS_MAX_PORTS) {
+                PX_APPEND(out, len, "%s%s:%d (skipped: more than %d ports)", out[0] ? ", " : "",
+                          name, port, PX_BTL_VERBS_MAX_PORTS);
+                continue;
+            }
+            px_btl_verbs_port_t *c = &cand[ncand++];
+            memset(c, 0, sizeof(*c));
+            snprintf(c->dev_name, sizeof(c->dev_name), "%s", name);
+            c->dev_index = i;
+            c->port = (uint8_t)port;
+            c->pattr = pa;
+            c->dattr = attr;
         }
         ibv_close_device(ctx);
+    }
+    px_btl_verbs_numa_distances(list, cand, ncand, out, len);
+    for (int i = 0; i < ncand; ++i) {
+        if (cand[i].numa_distance)
+            continue;
+        PX_APPEND(out, len, "%s%s:%u active (%s)", out[0] ? ", " : "", cand[i].dev_name,
+                  cand[i].port, px_btl_verbs_link_str(cand[i].pattr.link_layer));
+        if (ports && usable < max)
+            ports[usable] = cand[i];
+        usable++;
     }
     ibv_free_device_list(list);
     return usable;
@@ -85,12 +263,141 @@ int px_btl_verbs_discover(char *out, size_t len)
 
 static const px_mca_var_field_t px_btl_verbs_vars[] = {
     {.name = "device_include",
-     .help = "Comma-separated RDMA devices btl/verbs may use (e.g. \"mlx5_0\"); empty: all with "
-             "an active port",
+     .help = "Comma-separated RDMA devices or device:port pairs btl/verbs may use (e.g. "
+             "\"mlx5_0,mlx5_1:2\"); empty: every active port. Exclusive with "
+             "btl_verbs_device_exclude",
      .type = PX_MCA_VAR_TYPE_STRING,
      .info_level = 3,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .storage = &px_btl_verbs_device_include},
+    {.name = "device_exclude",
+     .help = "Comma-separated RDMA devices or device:port pairs btl/verbs must not use. "
+             "Exclusive with btl_verbs_device_include",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 3,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .storage = &px_btl_verbs_device_exclude},
+    {.name = "numa",
+     .help = "When the usable ports are on several devices, use only the devices nearest this "
+             "process's NUMA node (hwloc); devices of unknown locality count as near",
+     .type = PX_MCA_VAR_TYPE_BOOL,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .storage = &px_btl_verbs_numa},
+    {.name = "num_recvs",
+     .help = "Receive buffers (header + btl_verbs_max_send_size bytes each) posted per peer "
+             "for messages: the credits a sender starts with",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "2",
+     .max = "4096",
+     .storage = &px_btl_verbs_num_recvs},
+    {.name = "ctl_recvs",
+     .help = "Receive buffers posted per peer for credit updates (the control credits)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "1",
+     .max = "64",
+     .storage = &px_btl_verbs_ctl_recvs},
+    {.name = "sq_size",
+     .help = "Send work requests per queue pair (capped by the device's max_qp_wr); sends "
+             "beyond wait in order",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "4",
+     .max = "65536",
+     .storage = &px_btl_verbs_sq_size},
+    {.name = "max_inline",
+     .help = "Largest send (header included) copied into the work request (IBV_SEND_INLINE) by "
+             "sendi; capped by what the device accepts; 0: no inline sends",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "4096",
+     .storage = &px_btl_verbs_max_inline},
+    {.name = "gid_index",
+     .help = "GID table index for RoCE (and InfiniBand ports without a LID)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "255",
+     .storage = &px_btl_verbs_gid_index},
+    {.name = "timeout",
+     .help = "Local ACK timeout exponent of the queue pairs (4.096 us * 2^timeout per try)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "1",
+     .max = "31",
+     .storage = &px_btl_verbs_timeout},
+    {.name = "retry_count",
+     .help = "Transport retries before a send fails with IBV_WC_RETRY_EXC_ERR (peer lost)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "7",
+     .storage = &px_btl_verbs_retry_count},
+    {.name = "rnr_retry",
+     .help = "Receiver-not-ready retries before a send fails (7 means forever on hardware; "
+             "credits keep the eager path from ever seeing RNR)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "7",
+     .storage = &px_btl_verbs_rnr_retry},
+    {.name = "min_rnr_timer",
+     .help = "Minimum RNR NAK timer code of the queue pairs (IB encoding, 12 = 0.64 ms)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 7,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "31",
+     .storage = &px_btl_verbs_min_rnr_timer},
+    {.name = "rcache_max_entries",
+     .help = "Registrations the cache keeps (unused ones are deregistered least recently used "
+             "first beyond this); 0: no limit",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_verbs_rcache_max_entries},
+    {.name = "rcache_max_bytes",
+     .help = "Registered bytes the cache keeps; 0: no limit",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_verbs_rcache_max_bytes},
+    {.name = "flush_timeout",
+     .help = "Seconds btl_flush waits for outstanding operations before failing; 0: no limit",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_verbs_flush_timeout},
+    {.name = "keepalive",
+     .help = "Seconds without any completion after which btl/verbs probes each idle peer with "
+             "an 8-byte RDMA read, so that a process only waiting to receive learns that the "
+             "peer died or failed its queue pair; 0: never",
+     .type = PX_MCA_VAR_TYPE_DOUBLE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .storage = &px_btl_verbs_keepalive},
+    {.name = "skip_single_host",
+     .help = "Decline when every rank of the job is on this host and btl/shm is allowed (shm "
+             "would serve every pair); false keeps verbs as a fallback on one host",
+     .type = PX_MCA_VAR_TYPE_BOOL,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .storage = &px_btl_verbs_skip_single_host},
     {.name = "verbose",
      .help = "Verbosity of btl/verbs (0-100)",
      .type = PX_MCA_VAR_TYPE_INT,
@@ -102,34 +409,59 @@ static const px_mca_var_field_t px_btl_verbs_vars[] = {
     {.name = NULL},
 };
 
-/* Registered after discovery, which fills its storage. */
+/* Probe of the informational variables: discovery fills their texts. */
+static int px_btl_verbs_probe(void)
+{
+    px_btl_verbs_discover(NULL, 0, px_btl_verbs_found_text, sizeof(px_btl_verbs_found_text));
+    px_btl_verbs_devices_found = px_btl_verbs_found_text;
+    px_btl_verbs_port_details = px_btl_verbs_details_text;
+    return PX_SUCCESS;
+}
+
 static const px_mca_var_field_t px_btl_verbs_info_vars[] = {
     {.name = "devices_found",
-     .help = "RDMA devices and active ports found by ibv_get_device_list (informational)",
+     .help = "RDMA devices and ports found by ibv_get_device_list, which are used and why the "
+             "others are not (informational)",
      .type = PX_MCA_VAR_TYPE_STRING,
      .info_level = 1,
      .scope = PX_MCA_VAR_SCOPE_CONSTANT,
      .flags = PX_MCA_VAR_FLAG_READONLY,
-     .storage = &px_btl_verbs_devices_found},
+     .storage = &px_btl_verbs_devices_found,
+     .probe = px_btl_verbs_probe},
+    {.name = "port_details",
+     .help = "Every port of every device: state, link layer, active MTU, max message size and "
+             "the device's max_qp_wr, max_sge, max_cqe (informational)",
+     .type = PX_MCA_VAR_TYPE_STRING,
+     .info_level = 8,
+     .scope = PX_MCA_VAR_SCOPE_CONSTANT,
+     .flags = PX_MCA_VAR_FLAG_READONLY,
+     .storage = &px_btl_verbs_port_details,
+     .probe = px_btl_verbs_probe},
     {.name = NULL},
 };
 
 static int px_btl_verbs_register(void)
 {
+    /* libibverbs and its providers start threads and keep state that must
+     * outlive this plugin: when the framework closes and unloads it, the
+     * library it pulled in would go too, under a running thread (the software
+     * device's progress thread crashed so). Pin it for the process's life. */
+    static bool pinned;
+    if (!pinned) {
+        pinned = true;
+        (void)dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    }
     /* A refused value was reported and its default kept: go on with the
      * others, and return the first error at the end. */
     int first = px_mca_var_register_table("btl", "verbs", px_btl_verbs_vars, -1, NULL);
     if (first < 0 && first != PX_ERR_BAD_PARAM)
         return first;
-    int rc =
-        px_btl_base_register_module_params(&px_btl_verbs_component, &px_btl_verbs_module_template);
+    int rc = px_btl_base_register_module_params(&px_btl_verbs_component,
+                                                &px_btl_verbs_module_template.super);
     if (rc < 0 && first == PX_SUCCESS)
         first = rc;
     if (rc < 0 && rc != PX_ERR_BAD_PARAM)
         return rc;
-    px_btl_verbs_discover(px_btl_verbs_found_text, sizeof(px_btl_verbs_found_text));
-    if (NULL == px_btl_verbs_devices_found)
-        px_btl_verbs_devices_found = px_btl_verbs_found_text;
     rc = px_mca_var_register_table("btl", "verbs", px_btl_verbs_info_vars, -1, NULL);
     return first < 0 ? first : rc;
 }
@@ -142,43 +474,152 @@ static int px_btl_verbs_open(void)
 
 static int px_btl_verbs_close(void)
 {
+    free(px_btl_verbs_modules);
+    px_btl_verbs_modules = NULL;
+    px_btl_verbs_num_modules = 0;
     if (px_btl_verbs_output > 0)
         px_output_close(px_btl_verbs_output);
     px_btl_verbs_output = -1;
     return PX_SUCCESS;
 }
 
-static px_btl_module_t **px_btl_verbs_init(int *num_modules, bool enable_progress_threads)
+/* True when every rank is on this host and shm may serve them. */
+static bool px_btl_verbs_single_host_job(const char **why)
 {
-    (void)enable_progress_threads;
-    *num_modules = 0;
-    char found[1024];
-    int usable = px_btl_verbs_discover(found, sizeof(found));
-    if (0 == strcmp(found, "none"))
-        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
-                 "no RDMA device found (ibv_get_device_list lists none)");
-    else if (0 == usable)
-        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
-                 "no usable RDMA device: %.1000s", found);
-    else
-        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
-                 "found %.1000s, but this btl/verbs has no data path yet (RC queue pairs are not "
-                 "implemented); btl/ofi reaches these devices through libfabric's "
-                 "verbs;ofi_rxm provider",
-                 found);
+    if (!px_btl_verbs_skip_single_host || NULL == px_boot || NULL == px_boot->locality ||
+        !px_mca_framework_allows(&px_btl_base_framework, "shm"))
+        return false;
+    for (int r = 0; r < px_boot->size; ++r)
+        if (!(px_boot->locality(r) & (PX_PROC_LOCAL_HOST | PX_PROC_LOCAL_SELF)))
+            return false;
+    *why = "every rank is on this host and btl/shm serves them (btl_verbs_skip_single_host; use "
+           "btl=self,verbs to run verbs here)";
+    return true;
+}
+
+static void px_btl_verbs_decline(bool error)
+{
     /* Someone who named verbs in the btl list wants to know; others do not. */
     const char *sel = px_btl_base_framework.selection;
-    if (sel && sel[0] != '^' && strstr(sel, "verbs"))
+    if (error)
+        px_show_error("btl/verbs: %s", px_btl_verbs_decline_reason);
+    else if (sel && sel[0] != '^' && strstr(sel, "verbs"))
         px_show_warning("btl/verbs declines: %s", px_btl_verbs_decline_reason);
     else
         PX_OUTPUT_VERBOSE(1, px_btl_verbs_output, "btl/verbs declines: %s",
                           px_btl_verbs_decline_reason);
-    return NULL;
+}
+
+static px_btl_module_t **px_btl_verbs_init(int *num_modules, bool enable_progress_threads)
+{
+    (void)enable_progress_threads;
+    *num_modules = 0;
+    free(px_btl_verbs_modules);
+    px_btl_verbs_modules = NULL;
+    px_btl_verbs_num_modules = 0;
+    const char *why = NULL;
+    if (px_btl_verbs_single_host_job(&why)) {
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason), "%s", why);
+        PX_OUTPUT_VERBOSE(1, px_btl_verbs_output, "btl/verbs declines: %s", why);
+        return NULL;
+    }
+    if (px_btl_verbs_is_set(px_btl_verbs_device_include) &&
+        px_btl_verbs_is_set(px_btl_verbs_device_exclude)) {
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
+                 "btl_verbs_device_include (\"%.300s\") and btl_verbs_device_exclude (\"%.300s\") "
+                 "are both set; set only one of them",
+                 px_btl_verbs_device_include, px_btl_verbs_device_exclude);
+        px_btl_verbs_decline(true);
+        return NULL;
+    }
+    px_btl_verbs_port_t ports[PX_BTL_VERBS_MAX_PORTS];
+    char found[2048];
+    int usable = px_btl_verbs_discover(ports, PX_BTL_VERBS_MAX_PORTS, found, sizeof(found));
+    if (0 == strcmp(found, "none")) {
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
+                 "no RDMA device found (ibv_get_device_list lists none)");
+        px_btl_verbs_decline(false);
+        return NULL;
+    }
+    if (0 == usable) {
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
+                 "no usable RDMA port: %.1300s", found);
+        px_btl_verbs_decline(px_btl_verbs_is_set(px_btl_verbs_device_include));
+        return NULL;
+    }
+    PX_OUTPUT_VERBOSE(10, px_btl_verbs_output, "btl/verbs: ports: %s", found);
+    px_btl_module_t **mods = calloc((size_t)usable, sizeof(*mods));
+    px_btl_verbs_modules = calloc((size_t)usable, sizeof(*px_btl_verbs_modules));
+    if (NULL == mods || NULL == px_btl_verbs_modules) {
+        free(mods);
+        free(px_btl_verbs_modules);
+        px_btl_verbs_modules = NULL;
+        return NULL;
+    }
+    int nranks = px_boot ? px_boot->size : 1;
+    for (int i = 0; i < usable; ++i) {
+        px_btl_verbs_module_t *m = malloc(sizeof(*m));
+        if (NULL == m)
+            break;
+        *m = px_btl_verbs_module_template;
+        m->port = ports[i];
+        m->index = *num_modules;
+        if (PX_SUCCESS != px_btl_verbs_module_init(m, nranks)) {
+            free(m);
+            continue;
+        }
+        mods[*num_modules] = &m->super;
+        px_btl_verbs_modules[(*num_modules)++] = m;
+    }
+    px_btl_verbs_num_modules = *num_modules;
+    if (0 == *num_modules) {
+        free(mods);
+        free(px_btl_verbs_modules);
+        px_btl_verbs_modules = NULL;
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
+                 "setting up every usable port failed (see the errors above): %.1200s", found);
+        return NULL;
+    }
+    return mods;
+}
+
+static int px_btl_verbs_modex_send(void)
+{
+    int nm = px_btl_verbs_num_modules;
+    if (0 == nm)
+        return PX_SUCCESS;
+    uint32_t nranks = (uint32_t)px_btl_verbs_modules[0]->num_peers;
+    size_t per = px_btl_verbs_modex_stride(nranks);
+    size_t len = sizeof(px_btl_verbs_modex_hdr_t) + (size_t)nm * per;
+    char *b = calloc(1, len);
+    if (NULL == b)
+        return PX_ERR_OUT_OF_RESOURCE;
+    px_btl_verbs_modex_hdr_t *h = (px_btl_verbs_modex_hdr_t *)b;
+    h->nmodules = (uint32_t)nm;
+    h->nranks = nranks;
+    for (int i = 0; i < nm; ++i) {
+        px_btl_verbs_module_t *m = px_btl_verbs_modules[i];
+        px_btl_verbs_modex_port_t *p =
+            (px_btl_verbs_modex_port_t *)(b + sizeof(*h) + (size_t)i * per);
+        memcpy(p->gid, m->gid.raw, sizeof(p->gid));
+        p->lid = m->port.pattr.lid;
+        p->port = m->port.port;
+        p->link_layer = m->port.pattr.link_layer;
+        p->mtu = (uint8_t)m->port.pattr.active_mtu;
+        p->psn = m->psn;
+        p->ka_rkey = m->ka_mr->rkey;
+        p->ka_addr = (uint64_t)(uintptr_t)m->ka_buf;
+        for (uint32_t r = 0; r < nranks; ++r)
+            p->qpn[r] = m->peers[r] && m->peers[r]->qp ? m->peers[r]->qp->qp_num : 0;
+    }
+    int rc = px_boot_modex_send(&px_btl_verbs_component.base, b, len);
+    free(b);
+    return rc;
 }
 
 const px_btl_component_t px_btl_verbs_component = {
-    .base = PX_BTL_COMPONENT_HEADER("verbs", 0, 1, 0, px_btl_verbs_register, px_btl_verbs_open,
+    .base = PX_BTL_COMPONENT_HEADER("verbs", 1, 0, 0, px_btl_verbs_register, px_btl_verbs_open,
                                     px_btl_verbs_close),
     .btl_init = px_btl_verbs_init,
-    .btl_modex_send = NULL,
+    .btl_modex_send = px_btl_verbs_modex_send,
 };

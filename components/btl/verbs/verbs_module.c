@@ -1,21 +1,914 @@
 /*
- * verbs_module.c: btl/verbs module template. Its figures are registered as
- * btl_verbs_* variables so px_info shows what the transport will offer; the
- * operations are not written yet (see verbs.h), and init never hands out a
- * module, so none of these pointers is reached.
+ * verbs_module.c: btl/verbs module: setup on one port (context, PD, CQ,
+ * registered fragment lists, one QP per rank with its receives posted),
+ * eager sends with credits (inline sends for sendi up to the device's max
+ * inline), receives, credit updates, progress, and work-completion errors,
+ * which fail the peer through the runtime's error callback. Registration and
+ * RDMA are in verbs_rdma.c, QP connection in verbs_peers.c.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "components/btl/verbs/verbs.h"
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "frameworks/boot/boot.h"
+#include "frameworks/btl/base/base.h"
 
-px_btl_module_t px_btl_verbs_module_template = {
-    .btl_size = PX_BTL_MODULE_SIZE,
-    .btl_component = &px_btl_verbs_component,
-    .btl_exclusivity = PX_BTL_EXCLUSIVITY_DEFAULT + 0x100, /* above ofi, below shm */
-    .btl_latency = 2000,
-    .btl_bandwidth = 10000,
-    .btl_eager_limit = 12 * 1024,
-    .btl_max_send_size = 64 * 1024,
-    .btl_put_limit = (size_t)1 << 30,
-    .btl_get_limit = (size_t)1 << 30,
-    .btl_flags = PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_NEEDS_REG,
-    .btl_registration_handle_size = 16,
-};
+PX_CLASS_INSTANCE(px_btl_verbs_frag_t, px_btl_descriptor_t, NULL, NULL);
+
+#define PX_BTL_VERBS_HDR sizeof(px_btl_verbs_hdr_t)
+
+static inline uint32_t px_btl_verbs_lkey(const px_btl_verbs_frag_t *f)
+{
+    return ((struct ibv_mr *)f->base.super.registration)->lkey;
+}
+
+/* ---- errors ---- */
+
+void px_btl_verbs_report(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int error,
+                         const char *what, const char *detail)
+{
+    char text[700];
+    if (ep)
+        snprintf(text, sizeof(text), "btl/verbs (%s:%u): %s rank %d%s%s failed: %s",
+                 m->port.dev_name, m->port.port, what, ep->rank, ep->hostname ? " on host " : "",
+                 ep->hostname ? ep->hostname : "", detail);
+    else
+        snprintf(text, sizeof(text), "btl/verbs (%s:%u): %s: %s", m->port.dev_name, m->port.port,
+                 what, detail);
+    PX_OUTPUT_VERBOSE(1, px_btl_verbs_output, "%s", text);
+    if (m->draining)
+        return; /* tearing down: a peer that is already gone is no news */
+    if (m->error_cb)
+        m->error_cb(&m->super, ep, ep ? ep->rank : -1, error, text);
+    else
+        px_show_error("%s", text);
+}
+
+/* ---- receives ---- */
+
+static int px_btl_verbs_post_recv(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
+                                  px_btl_verbs_frag_t *f)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)f->base.super.payload,
+                          .length = (uint32_t)m->frag_size,
+                          .lkey = px_btl_verbs_lkey(f)};
+    struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&f->ctx, .sg_list = &sge, .num_sge = 1}, *bad;
+    f->ctx.type = PX_BTL_VERBS_OP_RECV;
+    f->ctx.endpoint = ep;
+    int rc = ibv_post_recv(ep->qp, &wr, &bad);
+    if (0 != rc) {
+        char detail[200];
+        snprintf(detail, sizeof(detail), "ibv_post_recv: %s", strerror(rc));
+        px_btl_verbs_report(m, ep, PX_ERR_COMM, "posting a receive for", detail);
+        return PX_ERR_COMM;
+    }
+    return PX_SUCCESS;
+}
+
+int px_btl_verbs_post_recvs(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
+{
+    int n = m->rq_size;
+    ep->recvs = calloc((size_t)n, sizeof(*ep->recvs));
+    if (NULL == ep->recvs)
+        return PX_ERR_OUT_OF_RESOURCE;
+    for (int i = 0; i < n; ++i) {
+        px_btl_verbs_frag_t *f = (px_btl_verbs_frag_t *)px_free_list_get(&m->recv_frags);
+        if (NULL == f)
+            return PX_ERR_OUT_OF_RESOURCE;
+        ep->recvs[ep->num_recvs++] = f;
+        int rc = px_btl_verbs_post_recv(m, ep, f);
+        if (PX_SUCCESS != rc)
+            return rc;
+    }
+    return PX_SUCCESS;
+}
+
+/* ---- sends ---- */
+
+static px_btl_verbs_frag_t *px_btl_verbs_frag_get(px_btl_verbs_module_t *m)
+{
+    px_btl_verbs_frag_t *f = (px_btl_verbs_frag_t *)px_free_list_get(&m->send_frags);
+    if (PX_UNLIKELY(NULL == f))
+        return NULL;
+    f->base.des_segments = &f->segment;
+    f->base.des_segment_count = 1;
+    f->base.des_cbfunc = NULL;
+    f->base.des_cbdata = NULL;
+    f->base.des_context = NULL;
+    f->base.des_flags = 0;
+    f->segment.seg_addr = (char *)f->base.super.payload + PX_BTL_VERBS_HDR;
+    f->segment.seg_len = 0;
+    f->next_pending = NULL;
+    f->hdr_flags = 0;
+    f->ctx.type = PX_BTL_VERBS_OP_SEND;
+    return f;
+}
+
+static px_btl_descriptor_t *px_btl_verbs_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                               uint8_t order, size_t size, uint32_t flags)
+{
+    (void)endpoint;
+    (void)order;
+    px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
+    if (PX_UNLIKELY(size > m->super.btl_max_send_size))
+        return NULL;
+    px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
+    if (PX_UNLIKELY(NULL == f))
+        return NULL;
+    f->segment.seg_len = size;
+    f->base.des_flags = flags;
+    return &f->base;
+}
+
+static int px_btl_verbs_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
+{
+    px_free_list_return(&((px_btl_verbs_module_t *)btl)->send_frags, &des->super);
+    return PX_SUCCESS;
+}
+
+static px_btl_descriptor_t *px_btl_verbs_prepare_src(px_btl_module_t *btl,
+                                                     px_btl_endpoint_t *endpoint,
+                                                     px_btl_convertor_t *conv, uint8_t order,
+                                                     size_t reserve, size_t *size, uint32_t flags)
+{
+    (void)endpoint;
+    (void)order;
+    px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
+    if (PX_UNLIKELY(reserve > m->super.btl_max_send_size))
+        return NULL;
+    size_t room = m->super.btl_max_send_size - reserve;
+    size_t want = *size < room ? *size : room;
+    px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
+    if (PX_UNLIKELY(NULL == f))
+        return NULL;
+    size_t packed =
+        want ? px_btl_convertor_pack(conv, (char *)f->segment.seg_addr + reserve, want) : 0;
+    f->segment.seg_len = reserve + packed;
+    f->base.des_flags = flags;
+    *size = packed;
+    return &f->base;
+}
+
+static void px_btl_verbs_send_done(px_btl_verbs_module_t *m, px_btl_verbs_frag_t *f, int status)
+{
+    px_btl_endpoint_t *ep = f->ctx.endpoint;
+    uint32_t flags = f->base.des_flags;
+    if (f->base.des_cbfunc)
+        f->base.des_cbfunc(&m->super, ep, &f->base, status);
+    if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
+        px_free_list_return(&m->send_frags, &f->base.super);
+}
+
+/* Fill the header's credit fields with what we owe the peer. */
+static inline void px_btl_verbs_give_credits(px_btl_endpoint_t *ep, px_btl_verbs_hdr_t *hdr)
+{
+    int c = ep->return_credits > 0xffff ? 0xffff : ep->return_credits;
+    int k = ep->return_ctl > 0xff ? 0xff : ep->return_ctl;
+    hdr->credits = (uint16_t)c;
+    hdr->ctl_credits = (uint8_t)k;
+    ep->return_credits -= c;
+    ep->return_ctl -= k;
+}
+
+/* Can `f` go now: SQ room and a credit of its kind? */
+static inline bool px_btl_verbs_can_post(const px_btl_endpoint_t *ep, const px_btl_verbs_frag_t *f)
+{
+    if (ep->sq_free <= 0)
+        return false;
+    return (f->hdr_flags & PX_BTL_VERBS_HDR_CREDIT) ? ep->ctl_credits > 0 : ep->credits > 0;
+}
+
+static int px_btl_verbs_post_send(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
+                                  px_btl_verbs_frag_t *f)
+{
+    px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    hdr->flags = f->hdr_flags;
+    px_btl_verbs_give_credits(ep, hdr);
+    struct ibv_sge sge = {.addr = (uintptr_t)f->base.super.payload,
+                          .length = (uint32_t)f->size,
+                          .lkey = px_btl_verbs_lkey(f)};
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)&f->ctx,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    if ((int)f->size <= m->max_inline)
+        wr.send_flags |= IBV_SEND_INLINE;
+    int rc = ibv_post_send(ep->qp, &wr, &bad);
+    if (PX_UNLIKELY(0 != rc)) {
+        /* give the credits back to what we owe */
+        ep->return_credits += hdr->credits;
+        ep->return_ctl += hdr->ctl_credits;
+        return rc;
+    }
+    if (f->hdr_flags & PX_BTL_VERBS_HDR_CREDIT)
+        ep->ctl_credits--;
+    else
+        ep->credits--;
+    ep->sq_free--;
+    ep->outstanding++;
+    m->outstanding++;
+    return 0;
+}
+
+static void px_btl_verbs_queue(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
+                               px_btl_verbs_frag_t *f)
+{
+    f->next_pending = NULL;
+    if (ep->pending_tail)
+        ep->pending_tail->next_pending = f;
+    else
+        ep->pending_head = f;
+    ep->pending_tail = f;
+    if (!ep->blocked) {
+        ep->blocked = true;
+        ep->next_blocked = m->blocked;
+        m->blocked = ep;
+    }
+}
+
+/* Post queued sends of `ep` while credits and SQ room last; returns the
+ * number posted. */
+static int px_btl_verbs_drain_pending(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
+{
+    int n = 0;
+    while (ep->pending_head && !ep->failed && px_btl_verbs_can_post(ep, ep->pending_head)) {
+        px_btl_verbs_frag_t *f = ep->pending_head;
+        int rc = px_btl_verbs_post_send(m, ep, f);
+        ep->pending_head = f->next_pending;
+        if (NULL == ep->pending_head)
+            ep->pending_tail = NULL;
+        f->next_pending = NULL;
+        ++n;
+        if (0 != rc) {
+            char detail[200];
+            snprintf(detail, sizeof(detail), "ibv_post_send: %s", strerror(rc));
+            ep->failed = true;
+            px_btl_verbs_report(m, ep, PX_ERR_COMM, "send to", detail);
+            px_btl_verbs_send_done(m, f, PX_ERR_COMM);
+        }
+    }
+    if (ep->failed)
+        px_btl_verbs_fail_pending(m, ep, PX_ERR_UNREACH);
+    return n;
+}
+
+static int px_btl_verbs_send_frag(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
+                                  px_btl_verbs_frag_t *f, px_btl_tag_t tag)
+{
+    if (PX_UNLIKELY(ep->failed || !ep->connected))
+        return PX_ERR_UNREACH;
+    px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    hdr->tag = tag;
+    hdr->pad = 0;
+    hdr->pad2 = 0;
+    f->ctx.endpoint = ep;
+    f->ctx.type = PX_BTL_VERBS_OP_SEND;
+    f->size = PX_BTL_VERBS_HDR + f->segment.seg_len;
+    if (PX_LIKELY(NULL == ep->pending_head && px_btl_verbs_can_post(ep, f))) {
+        int rc = px_btl_verbs_post_send(m, ep, f);
+        if (PX_LIKELY(0 == rc))
+            return 0;
+        char detail[200];
+        snprintf(detail, sizeof(detail), "ibv_post_send: %s", strerror(rc));
+        px_btl_verbs_report(m, ep, PX_ERR_COMM, "send to", detail);
+        return PX_ERR_COMM;
+    }
+    /* No credit or SQ room: queue behind earlier sends, keeping the order. */
+    px_btl_verbs_queue(m, ep, f);
+    return 0;
+}
+
+static int px_btl_verbs_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                             px_btl_descriptor_t *des, px_btl_tag_t tag)
+{
+    px_btl_verbs_frag_t *f = (px_btl_verbs_frag_t *)des;
+    f->hdr_flags = 0;
+    return px_btl_verbs_send_frag((px_btl_verbs_module_t *)btl, endpoint, f, tag);
+}
+
+static int px_btl_verbs_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *header,
+                              size_t header_size, const void *payload, size_t payload_size,
+                              uint8_t order, uint32_t flags, px_btl_tag_t tag,
+                              px_btl_descriptor_t **descriptor)
+{
+    (void)order;
+    px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
+    if (descriptor)
+        *descriptor = NULL;
+    if (PX_UNLIKELY(endpoint->failed || !endpoint->connected))
+        return PX_ERR_UNREACH;
+    if (PX_UNLIKELY(NULL != endpoint->pending_head || endpoint->credits <= 0 ||
+                    endpoint->sq_free <= 0))
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    size_t total = PX_BTL_VERBS_HDR + header_size + payload_size;
+    if (total <= (size_t)m->max_inline) {
+        /* Inline: the device copies the bytes at post time. */
+        px_btl_verbs_hdr_t hdr = {.tag = tag};
+        px_btl_verbs_give_credits(endpoint, &hdr);
+        struct ibv_sge sge[3] = {
+            {.addr = (uintptr_t)&hdr, .length = PX_BTL_VERBS_HDR},
+            {.addr = (uintptr_t)header, .length = (uint32_t)header_size},
+            {.addr = (uintptr_t)payload, .length = (uint32_t)payload_size},
+        };
+        int nsge = payload_size ? 3 : 2;
+        char flat[4096];
+        if (nsge > m->port.dattr.max_sge) { /* flatten for devices with one SGE */
+            memcpy(flat, &hdr, PX_BTL_VERBS_HDR);
+            memcpy(flat + PX_BTL_VERBS_HDR, header, header_size);
+            if (payload_size)
+                memcpy(flat + PX_BTL_VERBS_HDR + header_size, payload, payload_size);
+            sge[0].addr = (uintptr_t)flat;
+            sge[0].length = (uint32_t)total;
+            nsge = 1;
+        }
+        struct ibv_send_wr wr = {.wr_id = (uintptr_t)&endpoint->inline_ctx,
+                                 .sg_list = sge,
+                                 .num_sge = nsge,
+                                 .opcode = IBV_WR_SEND,
+                                 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+                           *bad;
+        int rc = ibv_post_send(endpoint->qp, &wr, &bad);
+        if (PX_UNLIKELY(0 != rc)) {
+            endpoint->return_credits += hdr.credits;
+            endpoint->return_ctl += hdr.ctl_credits;
+            char detail[200];
+            snprintf(detail, sizeof(detail), "ibv_post_send (inline): %s", strerror(rc));
+            px_btl_verbs_report(m, endpoint, PX_ERR_COMM, "send to", detail);
+            return PX_ERR_COMM;
+        }
+        endpoint->credits--;
+        endpoint->sq_free--;
+        endpoint->outstanding++;
+        m->outstanding++;
+        return PX_SUCCESS;
+    }
+    if (total - PX_BTL_VERBS_HDR > m->super.btl_max_send_size)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
+    if (NULL == f)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    memcpy(f->segment.seg_addr, header, header_size);
+    if (payload_size)
+        memcpy((char *)f->segment.seg_addr + header_size, payload, payload_size);
+    f->segment.seg_len = header_size + payload_size;
+    f->base.des_flags = flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    int rc = px_btl_verbs_send(btl, endpoint, &f->base, tag);
+    if (rc < 0)
+        px_free_list_return(&m->send_frags, &f->base.super);
+    return rc < 0 ? rc : PX_SUCCESS;
+}
+
+void px_btl_verbs_fail_pending(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int status)
+{
+    while (ep->pending_head) {
+        px_btl_verbs_frag_t *f = ep->pending_head;
+        ep->pending_head = f->next_pending;
+        f->next_pending = NULL;
+        px_btl_verbs_send_done(m, f, status);
+    }
+    ep->pending_tail = NULL;
+}
+
+/* Send a credit update when half the data receives are owed to the peer
+ * (it may be waiting for them) and no queued send can carry them now. The
+ * update is not delivered, so it may pass the queued sends. */
+static void px_btl_verbs_maybe_update(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
+{
+    if (ep->failed || !ep->connected || ep->return_credits < (px_btl_verbs_num_recvs + 1) / 2)
+        return;
+    if (ep->pending_head && px_btl_verbs_can_post(ep, ep->pending_head))
+        return; /* a queued send goes first and carries them */
+    if (ep->sq_free <= 0 || ep->ctl_credits <= 0)
+        return; /* again when a completion or the peer's control credit comes */
+    px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
+    if (NULL == f)
+        return;
+    f->hdr_flags = PX_BTL_VERBS_HDR_CREDIT;
+    f->base.des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    f->ctx.endpoint = ep;
+    f->size = PX_BTL_VERBS_HDR;
+    px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    memset(hdr, 0, sizeof(*hdr));
+    int rc = px_btl_verbs_post_send(m, ep, f);
+    if (0 != rc) {
+        px_free_list_return(&m->send_frags, &f->base.super);
+        char detail[200];
+        snprintf(detail, sizeof(detail), "ibv_post_send: %s", strerror(rc));
+        px_btl_verbs_report(m, ep, PX_ERR_COMM, "credit update to", detail);
+    }
+}
+
+/* Retry queued sends and owed credit updates. */
+static int px_btl_verbs_retry_pending(px_btl_verbs_module_t *m)
+{
+    int n = 0;
+    px_btl_endpoint_t **link = &m->blocked;
+    while (*link) {
+        px_btl_endpoint_t *ep = *link;
+        n += px_btl_verbs_drain_pending(m, ep);
+        if (NULL == ep->pending_head) {
+            *link = ep->next_blocked; /* off the list */
+            ep->blocked = false;
+        } else {
+            link = &ep->next_blocked;
+        }
+    }
+    return n;
+}
+
+/* ---- progress ---- */
+
+static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag_t *f, size_t len)
+{
+    px_btl_endpoint_t *ep = f->ctx.endpoint;
+    const px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    bool ctl = false;
+    if (PX_LIKELY(len >= PX_BTL_VERBS_HDR)) {
+        ep->credits += hdr->credits;
+        ep->ctl_credits += hdr->ctl_credits;
+        ctl = 0 != (hdr->flags & PX_BTL_VERBS_HDR_CREDIT);
+        if (!ctl) {
+            px_btl_segment_t seg = {(char *)f->base.super.payload + PX_BTL_VERBS_HDR,
+                                    len - PX_BTL_VERBS_HDR};
+            px_btl_receive_descriptor_t rd = {
+                .endpoint = ep,
+                .src_rank = ep->rank,
+                .des_segments = &seg,
+                .des_segment_count = 1,
+                .tag = hdr->tag,
+                .cbdata = px_btl_base_active_message_trigger[hdr->tag].cbdata,
+            };
+            px_btl_active_message_fn fn = px_btl_base_active_message_trigger[hdr->tag].cbfunc;
+            if (fn)
+                fn(&m->super, &rd);
+        }
+    } else {
+        px_show_warning("btl/verbs (%s:%u): dropped a %zu-byte message from rank %d, shorter "
+                        "than the header",
+                        m->port.dev_name, m->port.port, len, ep->rank);
+    }
+    if (ep->failed)
+        return;
+    if (PX_SUCCESS != px_btl_verbs_post_recv(m, ep, f))
+        return;
+    if (ctl)
+        ep->return_ctl++;
+    else
+        ep->return_credits++;
+    if (ep->pending_head)
+        px_btl_verbs_drain_pending(m, ep);
+    px_btl_verbs_maybe_update(m, ep);
+}
+
+static int px_btl_verbs_wc_error(enum ibv_wc_status st)
+{
+    switch (st) {
+    case IBV_WC_RETRY_EXC_ERR:
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+    case IBV_WC_REM_ABORT_ERR:
+        return PX_ERR_UNREACH;
+    default:
+        return PX_ERR_COMM;
+    }
+}
+
+static const char *px_btl_verbs_op_name(const px_btl_verbs_ctx_t *ctx)
+{
+    switch (ctx->type) {
+    case PX_BTL_VERBS_OP_RECV:
+        return "receive from";
+    case PX_BTL_VERBS_OP_KEEPALIVE:
+        return "keepalive read from";
+    case PX_BTL_VERBS_OP_RDMA:
+        return ((const px_btl_verbs_rdma_op_t *)((const char *)ctx -
+                                                 offsetof(px_btl_verbs_rdma_op_t, ctx)))
+                       ->write
+                   ? "RDMA write to"
+                   : "RDMA read from";
+    default:
+        return "send to";
+    }
+}
+
+static void px_btl_verbs_complete(px_btl_verbs_module_t *m, const struct ibv_wc *wc)
+{
+    px_btl_verbs_ctx_t *ctx = (px_btl_verbs_ctx_t *)(uintptr_t)wc->wr_id;
+    px_btl_endpoint_t *ep = ctx->endpoint;
+    int status = PX_SUCCESS;
+    if (PX_UNLIKELY(IBV_WC_SUCCESS != wc->status)) {
+        status = px_btl_verbs_wc_error(wc->status);
+        /* The first error on a QP says what happened; the flushes after it
+         * only fail what was in flight. */
+        if (!ep->failed && IBV_WC_WR_FLUSH_ERR != wc->status) {
+            char detail[300];
+            snprintf(detail, sizeof(detail), "work completion %s (status %d, vendor error 0x%x)",
+                     ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
+            ep->failed = true;
+            px_btl_verbs_report(m, ep, status, px_btl_verbs_op_name(ctx), detail);
+        } else if (!ep->failed) {
+            ep->failed = true;
+            px_btl_verbs_report(m, ep, status, px_btl_verbs_op_name(ctx),
+                                "work request flushed (the queue pair went to the error state)");
+        }
+    }
+    switch (ctx->type) {
+    case PX_BTL_VERBS_OP_RECV: {
+        px_btl_verbs_frag_t *f = px_container_of(ctx, px_btl_verbs_frag_t, ctx);
+        if (PX_SUCCESS == status)
+            px_btl_verbs_handle_recv(m, f, wc->byte_len);
+        break; /* a failed receive stays in ep->recvs and goes at teardown */
+    }
+    case PX_BTL_VERBS_OP_SEND:
+    case PX_BTL_VERBS_OP_INLINE:
+        ep->sq_free++;
+        ep->outstanding--;
+        m->outstanding--;
+        if (PX_BTL_VERBS_OP_SEND == ctx->type)
+            px_btl_verbs_send_done(m, px_container_of(ctx, px_btl_verbs_frag_t, ctx), status);
+        if (ep->pending_head && PX_SUCCESS == status)
+            px_btl_verbs_drain_pending(m, ep);
+        break;
+    case PX_BTL_VERBS_OP_KEEPALIVE:
+        ep->sq_free++;
+        ep->outstanding--;
+        m->outstanding--;
+        ep->ka_outstanding = false;
+        break;
+    case PX_BTL_VERBS_OP_RDMA:
+        ep->sq_free++;
+        ep->outstanding--;
+        m->outstanding--;
+        px_btl_verbs_rdma_done(m, px_container_of(ctx, px_btl_verbs_rdma_op_t, ctx), status);
+        break;
+    }
+    if (PX_UNLIKELY(ep->failed)) {
+        px_btl_verbs_fail_pending(m, ep, PX_ERR_UNREACH);
+        if (!ep->flushed) {
+            /* Move the QP to the error state (hardware usually has): every
+             * work request still posted completes, flushed, so nothing waits
+             * for a completion that will not come. */
+            struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+            ep->flushed = true;
+            (void)ibv_modify_qp(ep->qp, &a, IBV_QP_STATE);
+        }
+    }
+}
+
+static double px_btl_verbs_now(void);
+
+/* Nothing completed for btl_verbs_keepalive seconds: read 8 bytes from every
+ * connected peer with nothing in flight. A dead peer, or one whose QP failed
+ * (it may have failed us and stopped sending), turns the read into an error
+ * here, so a process that only waits to receive is not left waiting. */
+static void px_btl_verbs_keepalive_probe(px_btl_verbs_module_t *m)
+{
+    for (size_t r = 0; r < m->num_peers; ++r) {
+        px_btl_endpoint_t *ep = m->peers[r];
+        if (NULL == ep || !ep->connected || ep->failed || ep->ka_outstanding || ep->outstanding ||
+            ep->sq_free <= 0 || (int)r == m->my_rank)
+            continue;
+        struct ibv_sge sge = {
+            .addr = (uintptr_t)&m->ka_buf[1], .length = sizeof(uint64_t), .lkey = m->ka_mr->lkey};
+        struct ibv_send_wr wr = {.wr_id = (uintptr_t)&ep->ka_ctx,
+                                 .sg_list = &sge,
+                                 .num_sge = 1,
+                                 .opcode = IBV_WR_RDMA_READ,
+                                 .send_flags = IBV_SEND_SIGNALED},
+                           *bad;
+        wr.wr.rdma.remote_addr = ep->ka_addr;
+        wr.wr.rdma.rkey = ep->ka_rkey;
+        if (0 == ibv_post_send(ep->qp, &wr, &bad)) {
+            ep->ka_outstanding = true;
+            ep->sq_free--;
+            ep->outstanding++;
+            m->outstanding++;
+        }
+    }
+}
+
+static void px_btl_verbs_idle(px_btl_verbs_module_t *m)
+{
+    if (px_btl_verbs_keepalive <= 0 || m->draining)
+        return;
+    if (1 == ++m->idle_polls) {
+        m->idle_since = px_btl_verbs_now();
+        return;
+    }
+    if (0 != (m->idle_polls & 1023))
+        return;
+    double t = px_btl_verbs_now();
+    if (t - m->idle_since >= px_btl_verbs_keepalive) {
+        px_btl_verbs_keepalive_probe(m);
+        m->idle_since = t;
+    }
+}
+
+int px_btl_verbs_progress(px_btl_module_t *btl)
+{
+    px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
+    struct ibv_wc wc[16];
+    int handled = 0;
+    int n = ibv_poll_cq(m->cq, 16, wc);
+    if (PX_LIKELY(0 == n))
+        px_btl_verbs_idle(m);
+    else
+        m->idle_polls = 0;
+    if (n > 0) {
+        for (int i = 0; i < n; ++i)
+            px_btl_verbs_complete(m, &wc[i]);
+        handled += n;
+    } else if (PX_UNLIKELY(n < 0)) {
+        px_btl_verbs_report(m, NULL, PX_ERR_COMM, "ibv_poll_cq", "failed (the CQ overran?)");
+    }
+    if (PX_UNLIKELY(NULL != m->blocked))
+        handled += px_btl_verbs_retry_pending(m);
+    if (PX_UNLIKELY(n > 0)) {
+        /* Credits owed whose update found no control credit: try again. */
+        for (size_t r = 0; r < m->num_peers; ++r) {
+            px_btl_endpoint_t *ep = m->peers[r];
+            if (ep && ep->return_credits >= (px_btl_verbs_num_recvs + 1) / 2)
+                px_btl_verbs_maybe_update(m, ep);
+        }
+    }
+    return handled;
+}
+
+static double px_btl_verbs_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int px_btl_verbs_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
+{
+    px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
+    double t0 = px_btl_verbs_now();
+    for (;;) {
+        size_t left = endpoint ? endpoint->outstanding : m->outstanding;
+        if (0 == left && (endpoint ? NULL == endpoint->pending_head : NULL == m->blocked))
+            return PX_SUCCESS;
+        px_btl_verbs_progress(btl);
+        if (px_btl_verbs_flush_timeout > 0 &&
+            px_btl_verbs_now() - t0 > (double)px_btl_verbs_flush_timeout) {
+            char who[160] = "";
+            if (endpoint)
+                snprintf(who, sizeof(who), " of rank %d (host %s)", endpoint->rank,
+                         endpoint->hostname ? endpoint->hostname : "?");
+            px_show_error("btl/verbs (%s:%u): flush%s gave up after %d s "
+                          "(btl_verbs_flush_timeout) with %zu operation(s) outstanding",
+                          m->port.dev_name, m->port.port, who, px_btl_verbs_flush_timeout, left);
+            return PX_ERR_TIMEOUT;
+        }
+    }
+}
+
+static int px_btl_verbs_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc)
+{
+    ((px_btl_verbs_module_t *)btl)->error_cb = cbfunc;
+    return PX_SUCCESS;
+}
+
+/* ---- setup and teardown ---- */
+
+static void px_btl_verbs_teardown(px_btl_verbs_module_t *m);
+
+static int px_btl_verbs_fail(px_btl_verbs_module_t *m, const char *call, int err)
+{
+    px_show_error("btl/verbs: %s failed on %s port %u: %s", call, m->port.dev_name, m->port.port,
+                  strerror(err));
+    px_btl_verbs_teardown(m);
+    return PX_ERR_NOT_AVAILABLE;
+}
+
+int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
+{
+    px_btl_module_t *b = &m->super;
+    m->ctx = NULL;
+    m->pd = NULL;
+    m->ka_buf = NULL;
+    m->ka_mr = NULL;
+    m->idle_polls = 0;
+    m->idle_since = 0;
+    m->cq = NULL;
+    m->lists_ready = false;
+    m->payload_allocator = NULL;
+    m->rcache = NULL;
+    m->error_cb = NULL;
+    m->blocked = NULL;
+    m->draining = false;
+    m->outstanding = 0;
+    m->peers = NULL;
+    m->num_peers = 0;
+    m->reasons = NULL;
+    m->num_reasons = 0;
+    m->my_rank = px_boot ? px_boot->rank : 0;
+    /* A starting PSN of our own (no global random state touched). */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t seed = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)m->index;
+    m->psn = (uint32_t)((seed * 0x9e3779b97f4a7c15ull) >> 40) & 0xffffffu;
+
+    b->btl_add_procs = px_btl_verbs_add_procs;
+    b->btl_del_procs = px_btl_verbs_del_procs;
+    b->btl_finalize = px_btl_verbs_module_finalize;
+    b->btl_alloc = px_btl_verbs_alloc;
+    b->btl_free = px_btl_verbs_free;
+    b->btl_prepare_src = px_btl_verbs_prepare_src;
+    b->btl_send = px_btl_verbs_send;
+    b->btl_sendi = px_btl_verbs_sendi;
+    px_btl_verbs_rdma_install(b);
+    b->btl_flush = px_btl_verbs_flush;
+    b->btl_progress = px_btl_verbs_progress;
+    b->btl_register_error = px_btl_verbs_register_error;
+
+    /* The device's limits are the module's figures. */
+    size_t max_msg = m->port.pattr.max_msg_sz ? m->port.pattr.max_msg_sz : (size_t)1 << 31;
+    if (b->btl_max_send_size + PX_BTL_VERBS_HDR > max_msg)
+        b->btl_max_send_size = max_msg - PX_BTL_VERBS_HDR;
+    if (b->btl_eager_limit > b->btl_max_send_size)
+        b->btl_eager_limit = b->btl_max_send_size;
+    if (b->btl_put_limit > max_msg)
+        b->btl_put_limit = max_msg;
+    if (b->btl_get_limit > max_msg)
+        b->btl_get_limit = max_msg;
+    m->frag_size = PX_BTL_VERBS_HDR + b->btl_max_send_size;
+    int max_wr = m->port.dattr.max_qp_wr > 0 ? m->port.dattr.max_qp_wr : 1024;
+    m->sq_size = px_btl_verbs_sq_size < max_wr ? px_btl_verbs_sq_size : max_wr;
+    m->rq_size = px_btl_verbs_num_recvs + px_btl_verbs_ctl_recvs;
+    if (m->rq_size > max_wr)
+        return px_btl_verbs_fail(m,
+                                 "sizing the receive queue (btl_verbs_num_recvs + "
+                                 "btl_verbs_ctl_recvs exceeds the device's max_qp_wr)",
+                                 EINVAL);
+    m->max_inline = px_btl_verbs_max_inline;
+
+    int ndev = 0;
+    struct ibv_device **list = ibv_get_device_list(&ndev);
+    if (NULL == list || m->port.dev_index >= ndev)
+        return px_btl_verbs_fail(m, "ibv_get_device_list", ENODEV);
+    m->ctx = ibv_open_device(list[m->port.dev_index]);
+    ibv_free_device_list(list);
+    if (NULL == m->ctx)
+        return px_btl_verbs_fail(m, "ibv_open_device", errno ? errno : ENODEV);
+    m->pd = ibv_alloc_pd(m->ctx);
+    if (NULL == m->pd)
+        return px_btl_verbs_fail(m, "ibv_alloc_pd", errno ? errno : ENOMEM);
+    m->ka_buf = aligned_alloc(64, 64);
+    if (NULL == m->ka_buf)
+        return px_btl_verbs_fail(m, "malloc", ENOMEM);
+    memset(m->ka_buf, 0, 64);
+    m->ka_mr = ibv_reg_mr(m->pd, m->ka_buf, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+    if (NULL == m->ka_mr)
+        return px_btl_verbs_fail(m, "ibv_reg_mr (keepalive word)", errno ? errno : ENOMEM);
+    long cqe = (long)nranks * (m->sq_size + m->rq_size);
+    if (m->port.dattr.max_cqe > 0 && cqe > m->port.dattr.max_cqe)
+        cqe = m->port.dattr.max_cqe; /* SQs are not filled at once in practice; see docs */
+    m->cq = ibv_create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
+    if (NULL == m->cq)
+        return px_btl_verbs_fail(m, "ibv_create_cq", errno ? errno : ENOMEM);
+    memset(&m->gid, 0, sizeof(m->gid));
+    if (0 != ibv_query_gid(m->ctx, m->port.port, px_btl_verbs_gid_index, &m->gid) &&
+        IBV_LINK_LAYER_ETHERNET == m->port.pattr.link_layer)
+        return px_btl_verbs_fail(m, "ibv_query_gid (btl_verbs_gid_index)", EINVAL);
+
+    px_free_list_allocator_t *alloc = malloc(sizeof(*alloc));
+    if (NULL == alloc)
+        return px_btl_verbs_fail(m, "malloc", ENOMEM);
+    alloc->alloc = px_btl_verbs_payload_alloc;
+    alloc->free = px_btl_verbs_payload_free;
+    alloc->ctx = m;
+    PX_OBJ_CONSTRUCT(&m->send_frags, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&m->recv_frags, px_free_list_t);
+    PX_OBJ_CONSTRUCT(&m->rdma_ops, px_free_list_t);
+    m->lists_ready = true;
+    m->payload_allocator = alloc;
+    px_free_list_params_t fp = {
+        .item_class = PX_CLASS(px_btl_verbs_frag_t),
+        .payload_size = m->frag_size,
+        .num_initial = 16,
+        .num_per_grow = 16,
+        .payload_allocator = alloc,
+    };
+    int rc = px_free_list_init(&m->send_frags, &fp);
+    if (PX_SUCCESS == rc) {
+        fp.num_initial = (size_t)m->rq_size;
+        fp.num_per_grow = (size_t)m->rq_size;
+        rc = px_free_list_init(&m->recv_frags, &fp);
+    }
+    if (PX_SUCCESS == rc) {
+        px_free_list_params_t rp = {
+            .item_class = PX_CLASS(px_btl_verbs_rdma_op_t), .num_initial = 16, .num_per_grow = 32};
+        rc = px_free_list_init(&m->rdma_ops, &rp);
+    }
+    if (PX_SUCCESS != rc)
+        return px_btl_verbs_fail(m, "allocating registered fragments", ENOMEM);
+    px_rcache_params_t cp = {.name = "btl/verbs",
+                             .entry_size = sizeof(px_btl_verbs_reg_t),
+                             .register_fn = px_btl_verbs_rcache_reg,
+                             .deregister_fn = px_btl_verbs_rcache_dereg,
+                             .ctx = m,
+                             .max_entries = px_btl_verbs_rcache_max_entries,
+                             .max_bytes = px_btl_verbs_rcache_max_bytes};
+    if (PX_SUCCESS != px_rcache_create(&cp, &m->rcache))
+        return px_btl_verbs_fail(m, "creating the registration cache", ENOMEM);
+
+    /* One QP per rank, in INIT with its receives posted, so its number can
+     * go through the modex; add_procs connects them. */
+    m->peers = calloc((size_t)nranks, sizeof(*m->peers));
+    if (NULL == m->peers)
+        return px_btl_verbs_fail(m, "malloc", ENOMEM);
+    m->num_peers = (size_t)nranks;
+    for (int r = 0; r < nranks; ++r) {
+        px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
+        if (NULL == ep)
+            return px_btl_verbs_fail(m, "malloc", ENOMEM);
+        m->peers[r] = ep;
+        ep->module = m;
+        ep->rank = r;
+        ep->inline_ctx.type = PX_BTL_VERBS_OP_INLINE;
+        ep->inline_ctx.endpoint = ep;
+        ep->ka_ctx.type = PX_BTL_VERBS_OP_KEEPALIVE;
+        ep->ka_ctx.endpoint = ep;
+        rc = px_btl_verbs_create_qp(m, ep);
+        if (PX_SUCCESS != rc) {
+            px_btl_verbs_teardown(m);
+            return rc;
+        }
+        rc = px_btl_verbs_post_recvs(m, ep);
+        if (PX_SUCCESS != rc)
+            return px_btl_verbs_fail(m, "posting receives", ENOMEM);
+    }
+    return PX_SUCCESS;
+}
+
+static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
+{
+    for (px_btl_endpoint_t *ep = m->blocked; ep; ep = ep->next_blocked)
+        px_btl_verbs_fail_pending(m, ep, PX_ERR_COMM);
+    m->blocked = NULL;
+    for (size_t r = 0; r < m->num_peers; ++r) {
+        px_btl_endpoint_t *ep = m->peers[r];
+        if (NULL == ep)
+            continue;
+        if (ep->qp)
+            ibv_destroy_qp(ep->qp);
+        for (int i = 0; i < ep->num_recvs; ++i)
+            px_free_list_return(&m->recv_frags, &ep->recvs[i]->base.super);
+        free(ep->recvs);
+        free(ep);
+    }
+    free(m->peers);
+    m->peers = NULL;
+    m->num_peers = 0;
+    if (m->lists_ready) {
+        PX_OBJ_DESTRUCT(&m->send_frags);
+        PX_OBJ_DESTRUCT(&m->recv_frags);
+        PX_OBJ_DESTRUCT(&m->rdma_ops);
+        m->lists_ready = false;
+    }
+    free(m->payload_allocator);
+    m->payload_allocator = NULL;
+    if (m->rcache)
+        px_rcache_destroy(m->rcache);
+    m->rcache = NULL;
+    if (m->cq)
+        ibv_destroy_cq(m->cq);
+    m->cq = NULL;
+    if (m->ka_mr)
+        ibv_dereg_mr(m->ka_mr);
+    m->ka_mr = NULL;
+    free(m->ka_buf);
+    m->ka_buf = NULL;
+    if (m->pd)
+        ibv_dealloc_pd(m->pd);
+    m->pd = NULL;
+    if (m->ctx)
+        ibv_close_device(m->ctx);
+    m->ctx = NULL;
+    for (size_t i = 0; i < m->num_reasons; ++i)
+        free(m->reasons[i]);
+    free(m->reasons);
+    m->reasons = NULL;
+    m->num_reasons = 0;
+}
+
+int px_btl_verbs_module_finalize(px_btl_module_t *btl)
+{
+    px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
+    px_btl_verbs_teardown(m);
+    for (int i = 0; i < px_btl_verbs_num_modules; ++i)
+        if (px_btl_verbs_modules[i] == m)
+            px_btl_verbs_modules[i] = NULL;
+    free(btl);
+    return PX_SUCCESS;
+}

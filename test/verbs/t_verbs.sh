@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# btl/verbs over the software libibverbs.so.1 (test/softverbs, first in
+# LD_LIBRARY_PATH): the unit test with a device; the messaging protocols
+# (rendezvous auto/get/put/pipeline, 3 ranks); the all-to-all on 2, 4 and 8
+# ranks, and over 2 devices x 2 ports (4 rails); px_perf names verbs for the
+# peer; px_info shows the ports; a work-completion error (remote access, RNR
+# retries exceeded: the fault injection of softverbs) ends the job with a
+# message naming the status, the peer's rank and host, never a hang; a killed
+# peer ends the job, and survivors only waiting to receive from a dead peer
+# learn it (keepalive). Without the software device (the system's libibverbs and
+# no HCA) a job that asks for verbs is told why it declines.
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+PXRUN=$B/tools/pxrun/pxrun
+A2A=$B/test/shm/shm_alltoall
+PROBE=$B/test/runtime/xfer_probe
+PXPERF=$B/tools/px_perf/px_perf
+PXINFO=$B/tools/px_info/px_info
+LIB=$B/test/softverbs/lib
+if [ ! -e "$B/.libs/plexus_btl_verbs.so" ]; then
+    if grep -q 'S\["PX_HAVE_VERBS_TRUE"\]="#"' "$B/config.status" 2>/dev/null; then
+        skip "btl/verbs" "configured without libibverbs-dev (btl/verbs is not built)"
+        tap_done
+    fi
+    not_ok "plugin plexus_btl_verbs.so is built"
+    tap_done
+fi
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export PX_MCA_mca_component_path=$B/.libs
+unset PX_SOFTVERBS_DEVICES PX_SOFTVERBS_LINK_LAYER PX_SOFTVERBS_FAIL_WR PX_SOFTVERBS_DELAY_US \
+    PX_SOFTVERBS_QP_ERROR_AFTER PX_SOFTVERBS_FAIL_STATUS PX_SOFTVERBS_PORTS
+run() { timeout -s KILL 120 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+show() { [ "$rc" -eq 0 ] || { head -c 1500 "$T/err"; tail -5 "$T/out"; } | sed 's/^/# /'; }
+
+# Without the software device: the system's libibverbs.
+ndev=$(ibv_devices 2>/dev/null | grep -vc -e '^ *device' -e '^ *------')
+if [ "${ndev:-0}" -eq 0 ]; then
+    run env PX_MCA_btl=self,verbs "$PXRUN" -n 2 "$A2A" --rounds 1 --msgs 1 --max 8
+    check "no RDMA device: a job that asks for verbs fails" [ "$rc" -ne 0 ]
+    check "no RDMA device: btl/verbs says why it declines" \
+        contains "$(cat "$T/err")" "btl/verbs declines: no RDMA device found"
+else
+    skip "btl/verbs decline without a device" "this host has an RDMA device ($ndev)"
+fi
+
+if [ ! -e "$LIB/libibverbs.so.1" ]; then
+    skip "btl/verbs over the software device" "$LIB/libibverbs.so.1 is not built (make build-tests)"
+    tap_done
+fi
+export LD_LIBRARY_PATH=$LIB PX_SOFTVERBS_DIR=$T/reg PX_MCA_btl=self,verbs
+
+run "$B/test/verbs/verbs_unit_test"
+check "unit test over the software device (messages, credits, RDMA, bad rkey)" [ "$rc" -eq 0 ]
+show
+
+run "$PXINFO" --param btl verbs --level 9
+check "px_info shows the software device's port as used" contains "$(cat "$T/out")" "softverbs0:1 active (InfiniBand)"
+check "px_info shows the port details (MTU, max_qp_wr)" contains "$(cat "$T/out")" "max_qp_wr"
+
+for proto in auto get put pipeline; do
+    out=$(PX_MCA_runtime_rndv_protocol=$proto timeout -s KILL 120 "$PXRUN" -n 3 "$PROBE" </dev/null 2>&1)
+    rc=$?
+    n=$(echo "$out" | grep -c ': 0 errors (transport to [0-9]: verbs)')
+    check "messaging protocols over verbs, rendezvous $proto: 0 B .. 8 MiB on 3 ranks" \
+        [ "$rc" -eq 0 -a "$n" -eq 3 ]
+    [ "$rc" -eq 0 -a "$n" -eq 3 ] || echo "$out" | head -10 | sed 's/^/# /'
+done
+out=$(PX_MCA_runtime_tiny_limit=0 PX_MCA_runtime_eager_limit=1000 PX_MCA_btl_verbs_num_recvs=2 \
+    timeout -s KILL 120 "$PXRUN" -n 3 "$PROBE" </dev/null 2>&1)
+check "messaging protocols over verbs with 2 receive credits per peer and no sendi" \
+    [ "$?" -eq 0 -a "$(echo "$out" | grep -c ': 0 errors')" -eq 3 ]
+
+for n in 2 4 8; do
+    run "$PXRUN" -n $n "$A2A" --rounds 2 --msgs 3 --max 4194304 --seed $((n * 7))
+    check "all-to-all 0 B..4 MiB over verbs on $n ranks: no loss, corruption or reordering" \
+        contains "$(cat "$T/out")" "alltoall ok"
+    check "all-to-all over verbs on $n ranks: every rank exits 0" [ "$rc" -eq 0 ]
+    check "rank 0 reaches rank 1 over verbs ($n ranks)" contains "$(cat "$T/out")" "transport 0->1: verbs"
+    show
+done
+run env PX_SOFTVERBS_DEVICES=2 PX_SOFTVERBS_PORTS=2 "$PXRUN" -n 3 "$A2A" --rounds 2 --msgs 3 --max 4194304
+check "all-to-all over 2 devices x 2 ports (4 rails)" contains "$(cat "$T/out")" "alltoall ok"
+show
+run env PX_SOFTVERBS_DEVICES=2 "$PXRUN" -n 2 --mca btl_verbs_device_exclude softverbs0 \
+    --mca btl_verbs_verbose 10 "$A2A" --rounds 1 --msgs 2 --max 65536
+check "btl_verbs_device_exclude leaves softverbs1 only" \
+    eval 'contains "$(cat "$T/out")" "alltoall ok" && contains "$(cat "$T/err")" "softverbs0:1 (in btl_verbs_device_exclude)"'
+
+run "$PXRUN" -n 2 "$PXPERF" --sizes 8,65536,1048576 --iters 20
+check "px_perf over btl=self,verbs reports verbs for the peer" \
+    contains "$(cat "$T/out")" "transports from rank 0: 0:self 1:verbs"
+check "px_perf over verbs exits 0" [ "$rc" -eq 0 ]
+show
+
+# Work-completion errors injected in rank 1 (the 5th work request of each of
+# its QPs fails): the job ends, with the status, the peer's rank and host.
+for st in 10:"remote access error" 13:"RNR retry counter exceeded" 12:"transport retry counter exceeded"; do
+    code=${st%%:*} text=${st#*:}
+    run "$PXRUN" -n 3 sh -c 'if [ "$PX_RANK" = 1 ]; then export PX_SOFTVERBS_FAIL_WR=5 PX_SOFTVERBS_FAIL_STATUS='$code'; fi; exec "$0" "$@"' \
+        "$A2A" --rounds 2 --msgs 3 --max 1048576
+    check "injected '$text' in rank 1: the job fails (no hang)" \
+        eval '[ "$rc" -ne 0 ] && ! grep -q "sending SIGKILL" "$T/err"'
+    check "injected '$text' in rank 1: the error names the status, the peer's rank and host" \
+        eval 'grep -q "btl/verbs (softverbs0:1): .* rank [02] on host .* failed: work completion $text" "$T/err"'
+done
+
+# The same in every rank: each fails one QP, and the peer on its other end
+# (which may only be waiting to receive) learns it from the keepalive read.
+run env PX_SOFTVERBS_FAIL_WR=5 PX_SOFTVERBS_FAIL_STATUS=10 "$PXRUN" -n 3 "$A2A" --rounds 2 --msgs 3 --max 1048576
+check "a failed QP in every rank: the job fails (no hang)" \
+    eval '[ "$rc" -ne 0 ] && ! grep -q "sending SIGKILL" "$T/err"'
+
+# A peer that dies while the others only wait in px_recv from it (SIGTERM
+# ignored, pxrun's grace 60 s): the keepalive read fails, and their receives
+# end with an error naming the rank, within seconds.
+run env PX_PXRUN_GRACE=60 "$PXRUN" -n 3 "$B/test/pxrun/px_probe" peerdeath 1 kill
+check "peer death over verbs: both survivors' px_recv from rank 1 end with an error" \
+    [ "$(grep -c 'recv from rank 1: transport error after' "$T/out")" -eq 2 ]
+check "peer death over verbs: btl/verbs names the rank and the failed keepalive" \
+    contains "$(cat "$T/err")" "keepalive read from rank 1 on host"
+check "peer death over verbs: pxrun did not have to SIGKILL the survivors" \
+    eval '! grep -q "sending SIGKILL" "$T/err"'
+
+# A peer killed mid-exchange: pxrun ends the job, nothing waits forever.
+run "$PXRUN" -n 4 "$A2A" --rounds 100 --msgs 4 --max 1048576 --kill-rank 2 --kill-after 20
+check "a rank SIGKILLed mid-exchange over verbs: the job fails" [ "$rc" -ne 0 ]
+check "a rank SIGKILLed mid-exchange over verbs: pxrun (not the test's watchdog) ended the others" \
+    contains "$(cat "$T/err")" "ending the other 3 ranks"
+check "a rank SIGKILLed mid-exchange over verbs: the report names rank 2" contains "$(cat "$T/err")" "rank 2 (pid"
+tap_done
