@@ -77,10 +77,67 @@ static const px_mca_var_field_t px_rt_vars[] = {
 };
 #undef PX_RT_AT
 
+/* The progress engine's idle policy (core/util/progress.h): one for every
+ * component that polls. */
+static const px_mca_var_enum_value_t yield_values[] = {
+    {PX_PROGRESS_YIELD_AUTO, "auto"},
+    {PX_PROGRESS_YIELD_ALWAYS, "always"},
+    {PX_PROGRESS_YIELD_NEVER, "never"},
+    {0, NULL},
+};
+
+#define PX_PG_AT(field) .offset = PX_MCA_VAR_AT(px_progress_idle_policy_t, field)
+static const px_mca_var_field_t px_progress_vars[] = {
+    {.name = "yield_when_idle",
+     .help = "Give the core away (sched_yield, or progress_idle_sleep_us) after "
+             "progress_idle_spins progress calls in a row that found nothing: never, always, or "
+             "auto (when this node runs more ranks of the job than it has online cores)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = yield_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "auto",
+     PX_PG_AT(yield_when_idle)},
+    {.name = "idle_spins",
+     .help = "Progress calls in a row that found nothing before the engine yields (when "
+             "progress_yield_when_idle says it yields)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "32",
+     .min = "1",
+     .max = "1000000000",
+     PX_PG_AT(idle_spins)},
+    {.name = "idle_sleep_us",
+     .help = "How an idle rank yields: 0 calls sched_yield; N > 0 sleeps N microseconds "
+             "(nanosleep), which leaves the core to other ranks even where sched_yield returns "
+             "at once",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     .max = "100000",
+     PX_PG_AT(idle_sleep_us)},
+    {.name = NULL},
+};
+#undef PX_PG_AT
+
 int px_rt_pml_register_params(void)
 {
     int rc = px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt);
-    return rc < 0 ? rc : PX_SUCCESS;
+    if (rc < 0)
+        return rc;
+    rc = px_mca_var_register_table("progress", NULL, px_progress_vars, -1, &px_progress_policy);
+    if (rc < 0)
+        return rc;
+    /* btl/shm had its own policy before the engine's: its variable now sets
+     * the engine's. */
+    int idx = px_mca_var_find("progress_yield_when_idle");
+    if (idx >= 0)
+        px_mca_var_register_synonym(idx, "btl", "shm", "yield_when_idle",
+                                    PX_MCA_VAR_FLAG_DEPRECATED);
+    return PX_SUCCESS;
 }
 /* ------------------------------------------------------------------ errors */
 

@@ -50,6 +50,12 @@ static int px_rt_build_procs(void)
         px_rt.proc_ptrs[r] = p;
         PX_OBJ_CONSTRUCT(&px_rt.peers[r].ooo, px_list_t);
     }
+    /* The progress engine's idle policy: auto yields when this node runs
+     * more ranks of the job than it has cores. */
+    int nlocal = 0;
+    for (int r = 0; r < n; ++r)
+        nlocal += (px_rt.procs[r].locality & PX_PROC_LOCAL_HOST) ? 1 : 0;
+    px_progress_idle_setup(nlocal, 0);
     /* local_rank: index among the processes of the same host. */
     for (int r = 0; r < n; ++r) {
         uint32_t lr = 0;

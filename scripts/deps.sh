@@ -15,6 +15,8 @@ pkgs=(
   iproute2 procps psmisc util-linux hyperfine clang libclang-rt-14-dev clang-format
   # tests: reading px_info --json (test/runtime/t_var_ranges.sh)
   python3
+  # man pages of the tools, made from their --help at build time
+  help2man
 )
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi

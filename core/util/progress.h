@@ -6,10 +6,21 @@
  *
  * Cost: one indirect call per registered callback; with none registered
  * (only btl/self) a call is a load and a compare.
+ *
+ * Idle policy (one for every component): when px_progress_idle_limit is not
+ * 0, a call whose callbacks handled nothing counts as idle, and after that
+ * many idle calls in a row the engine gives the core away once
+ * (px_progress_idle: sched_yield, or a short nanosleep). The runtime sets
+ * the policy at px_init from the variables progress_yield_when_idle
+ * (auto|always|never) and progress_idle_spins; auto yields when more ranks
+ * of the job run on this node than it has online cores. A component's own
+ * wait loop that does not go through px_progress_engine calls
+ * px_progress_idle_tick() with what it found instead of yielding on its own.
  */
 #ifndef PX_UTIL_PROGRESS_H
 #define PX_UTIL_PROGRESS_H
 
+#include <stdbool.h>
 #include "core/util/compiler.h"
 
 /* Poll once; returns the number of events handled (>= 0). */
@@ -31,12 +42,57 @@ typedef struct px_progress_entry {
 PX_EXPORT extern px_progress_entry_t *px_progress_entries;
 PX_EXPORT extern int px_progress_nentries;
 
+/* ---- idle policy ---- */
+enum {
+    PX_PROGRESS_YIELD_AUTO = 0, /* yield when ranks on this node > online cores */
+    PX_PROGRESS_YIELD_ALWAYS = 1,
+    PX_PROGRESS_YIELD_NEVER = 2,
+};
+typedef struct px_progress_idle_policy {
+    int yield_when_idle; /* PX_PROGRESS_YIELD_* */
+    int idle_spins;      /* idle calls in a row before giving the core away (>= 1) */
+    int idle_sleep_us;   /* 0: sched_yield; > 0: nanosleep this many microseconds */
+} px_progress_idle_policy_t;
+/* The variables' storage (progress_yield_when_idle, progress_idle_spins,
+ * progress_idle_sleep_us); defaults auto, 32, 0. */
+PX_EXPORT extern px_progress_idle_policy_t px_progress_policy;
+/* Apply px_progress_policy for a job with `local_ranks` ranks on this node
+ * and `cores` online cores (<= 0: ask sysconf). Returns whether the engine
+ * now yields when idle. */
+PX_EXPORT bool px_progress_idle_setup(int local_ranks, long cores);
+/* Stop yielding (finalize). */
+PX_EXPORT void px_progress_idle_reset(void);
+/* Give the core away once (sched_yield or nanosleep, per the policy). */
+PX_EXPORT void px_progress_idle(void);
+/* Times the engine gave the core away since px_progress_idle_setup. */
+PX_EXPORT unsigned long px_progress_idle_count(void);
+
+/* Idle calls in a row before yielding; 0: never yield (the default until
+ * px_progress_idle_setup). Read by the inline code below. */
+PX_EXPORT extern unsigned px_progress_idle_limit;
+PX_EXPORT extern unsigned px_progress_idle_calls;
+
+/* Count one poll that handled `events` (0: idle) and yield when the policy
+ * says so. For wait loops outside px_progress_engine. */
+static inline void px_progress_idle_tick(int events)
+{
+    if (PX_LIKELY(0 == px_progress_idle_limit))
+        return;
+    if (events)
+        px_progress_idle_calls = 0;
+    else if (++px_progress_idle_calls >= px_progress_idle_limit) {
+        px_progress_idle_calls = 0;
+        px_progress_idle();
+    }
+}
+
 /* Run every callback once; returns the sum of their events. */
 static inline int px_progress_engine(void)
 {
     int events = 0;
     for (int i = 0; i < px_progress_nentries; ++i)
         events += px_progress_entries[i].fn(px_progress_entries[i].ctx);
+    px_progress_idle_tick(events);
     return events;
 }
 

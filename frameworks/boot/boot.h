@@ -39,6 +39,11 @@ typedef struct px_boot_module {
     /* Ask the launcher to end the job, with a message; does not return. */
     void (*abort)(int status, const char *msg);
     int (*finalize)(void);
+    /* Optional: a per-job, per-node folder (private to this user) that the
+     * launcher made before the ranks started and removes at the end of the
+     * job; NULL (or no function): the base makes one under $TMPDIR. Used by
+     * px_boot_session_dir. */
+    const char *(*session_dir)(void);
 } px_boot_module_t;
 
 /* A boot component: query says whether it can serve this process and with
@@ -61,5 +66,22 @@ PX_EXPORT extern struct px_mca_framework px_boot_base_framework;
 PX_EXPORT int px_boot_modex_send(const px_mca_component_t *component, const void *data, size_t len);
 PX_EXPORT int px_boot_modex_recv(const px_mca_component_t *component, int rank, void **data,
                                  size_t *len);
+
+/* The job's scratch folder on this node: one folder that every rank of the
+ * job on this node shares, made with mode 0700 on the first call (under
+ * pxrun, pmix and singleton alike) and removed at the end of the job (by
+ * pxrun when it launched the job; otherwise by the last local rank to reach
+ * px_finalize). A component keeps per-job files there (a socket, a segment
+ * file, a cache). NULL (reported once, naming the folder and why) when it
+ * cannot be made, or before boot selection. Ranks that finish early do not
+ * wait for the others: a file another rank made may be gone once that rank
+ * and every other user of the folder has finalized. */
+PX_EXPORT const char *px_boot_session_dir(void);
+/* This rank's own folder inside it ("<session_dir>/rank-<rank>", 0700),
+ * removed when this rank finalizes. NULL as above. */
+PX_EXPORT const char *px_boot_proc_session_dir(void);
+/* At px_boot_base_close: remove this rank's folder, and the job's folder
+ * when this rank is the last local user of a folder the base made. */
+void px_boot_base_session_close(void);
 
 #endif

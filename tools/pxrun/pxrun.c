@@ -23,7 +23,7 @@
  * state they share is in pxrun.h.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -206,25 +206,21 @@ static void parse_args(int argc, char **argv)
 
 /* ------------------------------------------------------------ cleanup */
 
-static void rm_tree(const char *dir, int depth)
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            char p[PATH_MAX];
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            struct stat st;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && depth < 4)
-                rm_tree(p, depth + 1);
-            else
-                unlink(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Remove a folder and everything in it, however deep (the session folder
+ * holds the job's scratch folder, whose content components choose);
+ * symbolic links are removed, not followed. */
+static void rm_tree(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 static void cleanup_files(void)
@@ -232,11 +228,11 @@ static void cleanup_files(void)
     if (px.sockpath[0])
         unlink(px.sockpath);
     if (px.sessdir[0])
-        rm_tree(px.sessdir, 0);
+        rm_tree(px.sessdir);
     if (px.topdir[0])
         rmdir(px.topdir); /* only when no other job uses it */
     if (px.shmdir[0])
-        rm_tree(px.shmdir, 0);
+        rm_tree(px.shmdir);
 }
 
 /* ------------------------------------------------------------ setup */

@@ -6,7 +6,7 @@
  * (a GET request only for keys the cache does not hold).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,21 +175,21 @@ static int transact(const px_pxrun_buf_t *req, char **reply, size_t *rlen, const
     return PX_SUCCESS;
 }
 
-/* Remove a folder's entries (one level) and the folder. */
-static void rm_flat(const char *dir)
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-    DIR *d = opendir(dir);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d)))
-            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                char p[4096];
-                if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-                    unlink(p);
-            }
-        closedir(d);
-    }
-    rmdir(dir);
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Remove a folder and everything in it (the session folder holds the job's
+ * scratch folder, px_boot_session_dir, with whatever components put there);
+ * symbolic links are removed, not followed. */
+static void rm_tree(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 static void say(const char *msg)
@@ -218,9 +219,9 @@ static void launcher_gone(void)
         if (uri)
             unlink(uri);
         if (shm && *shm)
-            rm_flat(shm);
+            rm_tree(shm);
         if (sess && *sess) {
-            rm_flat(sess);
+            rm_tree(sess);
             char top[4096];
             snprintf(top, sizeof top, "%s", sess);
             char *slash = strrchr(top, '/');
@@ -522,6 +523,14 @@ static int pxrun_finalize(void)
     return PX_SUCCESS;
 }
 
+/* pxrun made the session folder before starting the ranks and removes it at
+ * the end of the job: the job's scratch folder lives inside it. */
+static const char *pxrun_session_dir(void)
+{
+    const char *sess = getenv("PX_SESSION_DIR");
+    return sess && *sess ? sess : NULL;
+}
+
 px_boot_module_t px_boot_pxrun_module = {
     .name = "pxrun",
     .init = pxrun_init,
@@ -536,4 +545,5 @@ px_boot_module_t px_boot_pxrun_module = {
     .get = pxrun_get,
     .abort = pxrun_abort,
     .finalize = pxrun_finalize,
+    .session_dir = pxrun_session_dir,
 };

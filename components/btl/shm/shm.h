@@ -36,7 +36,6 @@
 #define PX_BTL_SHM_EMPTY    (~(uint64_t)0)
 #define PX_BTL_SHM_FRAG_HDR 64 /* bytes before a fragment's data */
 
-enum { PX_BTL_SHM_YIELD_NEVER = 0, PX_BTL_SHM_YIELD_ALWAYS = 1, PX_BTL_SHM_YIELD_AUTO = 2 };
 enum { PX_BTL_SHM_SC_NONE = 0, PX_BTL_SHM_SC_CMA = 1, PX_BTL_SHM_SC_AUTO = 2 };
 
 /* First two cache lines of a segment. */
@@ -136,11 +135,8 @@ typedef struct px_btl_shm_state {
     int single_copy;      /* PX_BTL_SHM_SC_* */
     int free_list_eager_max, free_list_send_max;
     int poll_batch;
-    int yield_mode; /* PX_BTL_SHM_YIELD_* */
     /* runtime */
-    bool yield_when_idle;
     bool in_progress;
-    unsigned idle_polls;
     unsigned quiet_polls;   /* progress calls that found nothing, towards a liveness check */
     uint64_t next_check_ns; /* earliest next liveness check (CLOCK_MONOTONIC_COARSE) */
     int seg_fd;             /* own segment, locked while this process lives (-1: none) */

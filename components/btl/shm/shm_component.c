@@ -28,15 +28,7 @@ px_btl_shm_state_t px_btl_shm_state = {
     .free_list_eager_max = 128,
     .free_list_send_max = 64,
     .poll_batch = 1,
-    .yield_mode = PX_BTL_SHM_YIELD_AUTO,
     .seg_fd = -1,
-};
-
-static const px_mca_var_enum_value_t px_btl_shm_yield_values[] = {
-    {PX_BTL_SHM_YIELD_NEVER, "never"},
-    {PX_BTL_SHM_YIELD_ALWAYS, "always"},
-    {PX_BTL_SHM_YIELD_AUTO, "auto"},
-    {0, NULL},
 };
 
 static const px_mca_var_enum_value_t px_btl_shm_sc_values[] = {
@@ -108,14 +100,6 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "1",
      PX_BTL_SHM_AT(poll_batch)},
-    {.name = "yield_when_idle",
-     .help = "sched_yield after 32 progress calls that found nothing: never, always, or auto "
-             "(when this host runs more ranks of the job than it has online cores)",
-     .type = PX_MCA_VAR_TYPE_ENUM,
-     .enum_values = px_btl_shm_yield_values,
-     .info_level = 5,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     PX_BTL_SHM_AT(yield_mode)},
     {.name = NULL},
 };
 #undef PX_BTL_SHM_AT
@@ -312,11 +296,6 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         s->local_index = NULL;
         return NULL; /* no local peer */
     }
-
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    s->yield_when_idle = s->yield_mode == PX_BTL_SHM_YIELD_ALWAYS ||
-                         (s->yield_mode == PX_BTL_SHM_YIELD_AUTO && ncpu > 0 && s->nlocal > ncpu);
-    s->idle_polls = 0;
 
     /* Segment: header/fifo/acks, rings, heap. */
     s->heap_off = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->nlocal);

@@ -355,15 +355,8 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
         s->quiet_polls = 0;
         px_btl_shm_check_peers(s);
     }
-    if (PX_UNLIKELY(s->yield_when_idle)) {
-        /* More local ranks than cores: let the peer we wait for run. */
-        if (n)
-            s->idle_polls = 0;
-        else if (++s->idle_polls >= 32) {
-            s->idle_polls = 0;
-            sched_yield();
-        }
-    }
+    /* Yielding when idle is the progress engine's (progress_yield_when_idle),
+     * from the events this returns. */
     s->in_progress = false;
     return n;
 }

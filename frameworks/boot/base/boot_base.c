@@ -197,6 +197,7 @@ int px_boot_base_close(void)
 {
     int rc = PX_SUCCESS;
     if (px_boot) {
+        px_boot_base_session_close();
         if (px_boot->finalize)
             rc = px_boot->finalize();
         px_boot = NULL;

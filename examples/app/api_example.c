@@ -1,7 +1,8 @@
 /* api_example.c: the example program of docs/api.md (kept compiling and
- * running by test/runtime/t_api_example.sh). Each rank passes a token around
- * a ring, then rank 0 collects one message from every rank in any order. */
-#include "runtime/plexus.h"
+ * running by test/runtime/t_api_example.sh; installed under
+ * share/doc/plexus/examples/app). Each rank passes a token around a ring,
+ * then rank 0 collects one message from every rank in any order. */
+#include <plexus.h>
 #include <stdio.h>
 #include <string.h>
 

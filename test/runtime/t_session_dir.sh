@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The job's scratch folder (px_boot_session_dir) and each rank's folder
+# (px_boot_proc_session_dir) under every launcher: a process alone
+# (boot/singleton), pxrun (inside its session folder) and mpirun (boot/pmix,
+# as test/multihost/t_mpirun.sh runs it). Every rank of the job on the node
+# gets the same folder, mode 0700, sees the files the others put there; each
+# rank gets its own folder, removed at its finalize; nothing is left under
+# TMPDIR after the job. A TMPDIR/plexus-<uid> that others can enter is
+# refused with a message that names it.
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+probe=$B/test/runtime/session_probe
+pxrun=$B/tools/pxrun/pxrun
+if [ ! -x "$probe" ] || [ ! -x "$pxrun" ]; then
+    not_ok "test/runtime/session_probe and pxrun are built in $B"
+    tap_done
+fi
+export PX_MCA_mca_component_path=$B/.libs
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+uid=$(id -u)
+
+# job NAME N: check the output of an N-rank job in $T/NAME.out (TMPDIR=$T/NAME).
+job() {
+    local name=$1 n=$2 out
+    out=$(cat "$T/$name.out")
+    check "$name: $n ranks report their folders" \
+        test "$(grep -c '^rank [0-9]* node ' "$T/$name.out")" -eq "$n"
+    local nodes
+    nodes=$(sed -n 's/^rank [0-9]* node \(.*\) mode .*/\1/p' "$T/$name.out" | sort -u)
+    check "$name: one job folder for every rank ($(echo "$nodes" | wc -l))" \
+        test "$(echo "$nodes" | grep -c .)" -eq 1
+    check "$name: the job folder is under TMPDIR ($nodes)" contains "$nodes" "$T/$name/plexus-$uid/"
+    check "$name: every folder has mode 700" \
+        test "$(grep -E '^rank [0-9]* (node|proc) ' "$T/$name.out" | grep -vc ' mode 700$')" -eq 0
+    check "$name: each rank has its own folder inside the job's" \
+        test "$(sed -n 's/^rank \([0-9]*\) proc \(.*\) mode .*/\1 \2/p' "$T/$name.out" |
+            awk -v d="$nodes" '$2 == d "/rank-" $1' | wc -l)" -eq "$n"
+    check "$name: every rank sees the $n files the ranks put in the job folder" \
+        test "$(grep -c "^rank [0-9]* sees $n shared" "$T/$name.out")" -eq "$n"
+    check "$name: each rank's folder is gone after its finalize" \
+        test "$(grep -c '^rank [0-9]* after: proc gone' "$T/$name.out")" -eq "$n"
+    left=$(find "$T/$name" -mindepth 1 2>/dev/null | grep -v "/ompi\.\|/openmpi-sessions" | head -5)
+    check "$name: nothing of the job is left under TMPDIR (${left:-nothing})" test -z "$left"
+}
+
+mkdir -p "$T/alone" "$T/pxrun" "$T/mpirun" "$T/open"
+TMPDIR=$T/alone timeout -s KILL 60 "$probe" >"$T/alone.out" 2>"$T/alone.err" </dev/null
+check "singleton: exit 0 (exit $?)" test $? -eq 0
+job alone 1
+check "singleton: the folder is named from the job id" contains "$(cat "$T/alone.out")" "/job-singleton-"
+
+TMPDIR=$T/pxrun timeout -s KILL 120 "$pxrun" -n 3 "$probe" >"$T/pxrun.out" 2>"$T/pxrun.err" </dev/null
+rc=$?
+check "pxrun -n 3: exit 0 (exit $rc)" test $rc -eq 0
+[ $rc -eq 0 ] || sed 's/^/# /' "$T/pxrun.err" | head -5
+job pxrun 3
+check "pxrun: the job folder is the scratch folder inside pxrun's session folder" \
+    test "$(grep -c "^rank [0-9]* node $T/pxrun/plexus-$uid/job-[^/]*/scratch mode" "$T/pxrun.out")" -eq 3
+
+if command -v mpirun >/dev/null; then
+    MPIRUN=(timeout -s KILL 120 mpirun --oversubscribe -x PX_MCA_mca_component_path)
+    [ "$uid" = 0 ] && MPIRUN+=(--allow-run-as-root)
+    TMPDIR=$T/mpirun "${MPIRUN[@]}" -np 3 "$probe" >"$T/mpirun.out" 2>"$T/mpirun.err" </dev/null
+    rc=$?
+    check "mpirun -np 3: exit 0 (exit $rc)" test $rc -eq 0
+    [ $rc -eq 0 ] || sed 's/^/# /' "$T/mpirun.err" | head -5
+    job mpirun 3
+    check "mpirun: the folder is named from the PMIx namespace and the host" \
+        contains "$(cat "$T/mpirun.out")" "-$(hostname | tr -c 'A-Za-z0-9._\n-' _) mode 700"
+else
+    not_ok "mpirun is installed (openmpi-bin)"
+fi
+
+mkdir -m 755 "$T/open/plexus-$uid"
+TMPDIR=$T/open timeout -s KILL 60 "$probe" >"$T/open.out" 2>"$T/open.err" </dev/null
+rc=$?
+err=$(cat "$T/open.err")
+check "plexus-<uid> with mode 755: the probe gets no folder (exit $rc)" test $rc -eq 1
+check "... the error names the folder" contains "$err" "cannot use $T/open/plexus-$uid"
+check "... says where the place came from and what is accepted" \
+    contains "$err" "the place comes from TMPDIR=$T/open; each folder must be a directory owned by uid $uid with mode 0700"
+tap_done
