@@ -11,7 +11,7 @@
  * The base's fallback is also driven with a module whose put fails.
  */
 #define _GNU_SOURCE
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,20 +338,6 @@ START_TEST(fallback_errors)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("abi");
-    TCase *tc = tcase_create("abi");
-    tcase_add_test(tc, frozen_plugin_loads_and_is_selected);
-    tcase_add_test(tc, frozen_plugin_vector_uses_fallback);
-    tcase_add_test(tc, native_vector_in_self);
-    tcase_add_test(tc, other_debug_refused);
-    tcase_add_test(tc, newer_minor_refused);
-    tcase_add_test(tc, fallback_errors);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("abi", NULL, NULL, 0, frozen_plugin_loads_and_is_selected,
+              frozen_plugin_vector_uses_fallback, native_vector_in_self, other_debug_refused,
+              newer_minor_refused, fallback_errors)

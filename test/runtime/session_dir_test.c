@@ -6,7 +6,7 @@
  * folder and plexus-<uid>; a rank that comes after that makes it again; a
  * plexus-<uid> that others can enter is refused.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,18 +156,5 @@ START_TEST(launcher_folder_is_used_and_left)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("session_dir");
-    TCase *tc = tcase_create("session_dir");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, last_rank_removes_the_folder);
-    tcase_add_test(tc, open_top_folder_is_refused);
-    tcase_add_test(tc, launcher_folder_is_used_and_left);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("session_dir", setup, teardown, 0, last_rank_removes_the_folder,
+              open_top_folder_is_refused, launcher_folder_is_used_and_left)

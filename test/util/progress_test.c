@@ -4,7 +4,7 @@
  * engine yields, after how many idle calls, and that a call with events
  * starts the count again.
  */
-#include <check.h>
+#include "test/lib/px_check.h"
 #include <stdlib.h>
 #include "core/util/error.h"
 #include "core/util/progress.h"
@@ -123,21 +123,6 @@ START_TEST(sleep_and_tick)
 }
 END_TEST
 
-int main(void)
-{
-    Suite *s = suite_create("progress");
-    TCase *tc = tcase_create("progress");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, register_twice_and_unregister);
-    tcase_add_test(tc, no_policy_never_yields);
-    tcase_add_test(tc, always_yields_after_spins);
-    tcase_add_test(tc, never_does_not_yield);
-    tcase_add_test(tc, auto_yields_when_oversubscribed);
-    tcase_add_test(tc, sleep_and_tick);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}
+PX_CHECK_MAIN("progress", setup, teardown, 0, register_twice_and_unregister, no_policy_never_yields,
+              always_yields_after_spins, never_does_not_yield, auto_yields_when_oversubscribed,
+              sleep_and_tick)
