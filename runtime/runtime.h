@@ -200,7 +200,9 @@ typedef struct px_runtime {
     unsigned long ux_fail_countdown;
 } px_runtime_t;
 
-extern px_runtime_t px_rt;
+/* Exported again only for tools/px_btl_check, which reads the reach tables and
+ * per-peer figures (merge of btlcheck after px_rt was unexported). Not API. */
+PX_EXPORT extern px_runtime_t px_rt;
 
 /* For the in-tree tools only (px_perf --btl drives a BTL module directly): the
  * eager BTL module and endpoint the runtime chose for `peer`. PX_SUCCESS, or

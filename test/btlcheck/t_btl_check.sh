@@ -52,6 +52,8 @@ if [ -f "$dest/plexus_btl_example.so" ]; then
         check "example plugin -n $n: exit status 0 (every check ok)" test "$rc" -eq 0 || show
         check "example plugin -n $n: TAP plan and lines agree" wellformed
         check "example plugin -n $n: no not ok" eval '! grep -q "^not ok" "$T/out"'
+        check "example plugin -n $n: no error printed by the variable system" \
+            eval '! grep -q "plexus: error" "$T/err"'
         check "example plugin -n $n: the module's error callback named the dead peer" \
             contains "$(grep 'a peer that dies: the module' "$T/out")" "btl/example: the peer's socket is gone"
         check "example plugin -n $n: sends to the dead peer failed (not skipped)" \
