@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # px_btl_check (tools/px_btl_check) on every transport here: btl/self, btl/shm,
-# btl/ofi over tcp;ofi_rxm, the out-of-tree example plugin (which reaches no
-# peer: the tool must say so with its reason), and a deliberately broken
+# btl/ofi over tcp;ofi_rxm, the out-of-tree example plugin (UNIX datagram
+# sockets; every check must pass, as for the built-in ones), a deliberately broken
 # plugin (test/btlcheck/broken.c) whose defects must show as "not ok" on the
 # right check; plus the errors for an unknown component and bad options.
 . "$PX_SRC/test/lib/tap.sh"
@@ -39,19 +39,29 @@ check "shm: the peer-death checks ran (not skipped)" \
 check "shm: the many-peers check ran with 4 ranks (not skipped)" \
     grep -qE '^ok [0-9]+ - many peers: every rank to every rank at once, data checked$' "$T/out"
 
-# The example plugin reaches no peer: add_procs is not ok with its reason.
+# The example plugin (UNIX datagram sockets between ranks on this host),
+# built from examples/btl_example: every check ok with 2 and 4 ranks,
+# including the peer-death checks and the many-peers check.
 dest=$T/example
 cp -r "$PX_SRC/examples/btl_example" "$dest"
-cc -shared -fPIC -std=gnu11 -I"$PX_SRC" -I"$B" -o "$dest/plexus_btl_example.so" \
+cc -shared -fPIC -std=gnu11 -Wall -Wextra -Werror -I"$PX_SRC" -I"$B" -o "$dest/plexus_btl_example.so" \
     "$dest/example.c" -L"$B/.libs" -lplexus 2>"$T/cc.log"
 if [ -f "$dest/plexus_btl_example.so" ]; then
-    PX_MCA_mca_component_path=$dest:$B/.libs run example -n 2
-    check "example plugin: exit status 1" test "$rc" -eq 1
-    check "example plugin: TAP plan and lines agree" wellformed
-    check "example plugin: add_procs not ok with the plugin's own reason" \
-        contains "$(grep '^not ok 1 ' "$T/out")" "the example component reaches no peer"
-    check "example plugin: the later checks say why they did not run" \
-        contains "$(cat "$T/out")" "not run: the module does not reach every rank"
+    for n in 2 4; do
+        PX_MCA_mca_component_path=$dest:$B/.libs run example -n $n
+        check "example plugin -n $n: exit status 0 (every check ok)" test "$rc" -eq 0 || show
+        check "example plugin -n $n: TAP plan and lines agree" wellformed
+        check "example plugin -n $n: no not ok" eval '! grep -q "^not ok" "$T/out"'
+        check "example plugin -n $n: no error printed by the variable system" \
+            eval '! grep -q "plexus: error" "$T/err"'
+        check "example plugin -n $n: the module's error callback named the dead peer" \
+            contains "$(grep 'a peer that dies: the module' "$T/out")" "btl/example: the peer's socket is gone"
+        check "example plugin -n $n: sends to the dead peer failed (not skipped)" \
+            grep -qE '^ok [0-9]+ - a peer that dies: a send to it fails.*all failed' "$T/out"
+    done
+    check "example plugin -n 4: the many-peers check ran (not skipped)" \
+        grep -qE '^ok [0-9]+ - many peers: every rank to every rank at once, data checked$' "$T/out"
+    grep -E '^(not )?ok' "$T/out" | sed 's/^/# example -n 4: /'
 else
     not_ok "the example plugin builds: $(head -3 "$T/cc.log")"
 fi
