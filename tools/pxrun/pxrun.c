@@ -23,7 +23,6 @@
  * state they share is in pxrun.h.
  */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -40,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/util/fs.h"
 #include "config.h"
 #include "tools/pxrun/pxrun.h"
 
@@ -206,33 +206,16 @@ static void parse_args(int argc, char **argv)
 
 /* ------------------------------------------------------------ cleanup */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Remove a folder and everything in it, however deep (the session folder
- * holds the job's scratch folder, whose content components choose);
- * symbolic links are removed, not followed. */
-static void rm_tree(const char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 static void cleanup_files(void)
 {
     if (px.sockpath[0])
         unlink(px.sockpath);
     if (px.sessdir[0])
-        rm_tree(px.sessdir);
+        px_fs_remove_tree(px.sessdir);
     if (px.topdir[0])
         rmdir(px.topdir); /* only when no other job uses it */
     if (px.shmdir[0])
-        rm_tree(px.shmdir);
+        px_fs_remove_tree(px.shmdir);
 }
 
 /* ------------------------------------------------------------ setup */

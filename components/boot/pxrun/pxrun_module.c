@@ -6,7 +6,6 @@
  * (a GET request only for keys the cache does not hold).
  */
 #define _GNU_SOURCE
-#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,6 +21,7 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/util/fs.h"
 #include "components/boot/pxrun/pxrun.h"
 #include "components/boot/pxrun/pxrun_proto.h"
 #include "core/util/error.h"
@@ -175,23 +175,6 @@ static int transact(const px_pxrun_buf_t *req, char **reply, size_t *rlen, const
     return PX_SUCCESS;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Remove a folder and everything in it (the session folder holds the job's
- * scratch folder, px_boot_session_dir, with whatever components put there);
- * symbolic links are removed, not followed. */
-static void rm_tree(const char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 static void say(const char *msg)
 {
     size_t n = strlen(msg);
@@ -219,9 +202,9 @@ static void launcher_gone(void)
         if (uri)
             unlink(uri);
         if (shm && *shm)
-            rm_tree(shm);
+            px_fs_remove_tree(shm);
         if (sess && *sess) {
-            rm_tree(sess);
+            px_fs_remove_tree(sess);
             char top[4096];
             snprintf(top, sizeof top, "%s", sess);
             char *slash = strrchr(top, '/');

@@ -18,11 +18,10 @@
  * folder is gone, and makes it again. The launcher's folder is the
  * launcher's to remove.
  */
-#define _XOPEN_SOURCE   700 /* nftw */
-#define _DEFAULT_SOURCE     /* flock */
+#define _XOPEN_SOURCE   700
+#define _DEFAULT_SOURCE /* flock */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/util/fs.h"
 #include "core/mca/framework.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
@@ -55,22 +55,6 @@ static int private_dir(const char *path)
         return -1;
     }
     return 0;
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* Remove a folder and everything in it (symbolic links are removed, not
- * followed; other file systems mounted inside are not entered). */
-static void rm_tree(const char *dir)
-{
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 /* A job id or host name as one path component: [A-Za-z0-9._-], others '_'. */
@@ -208,11 +192,11 @@ const char *px_boot_proc_session_dir(void)
 void px_boot_base_session_close(void)
 {
     if (px_boot_proc_dir[0])
-        rm_tree(px_boot_proc_dir);
+        px_fs_remove_tree(px_boot_proc_dir);
     if (px_boot_node_fd >= 0) {
         /* The last rank that used the folder removes it. */
         if (flock(px_boot_node_fd, LOCK_EX | LOCK_NB) == 0) {
-            rm_tree(px_boot_node_dir);
+            px_fs_remove_tree(px_boot_node_dir);
             if (px_boot_top_dir[0])
                 rmdir(px_boot_top_dir); /* only when no other job uses it */
         }
