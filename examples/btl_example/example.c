@@ -197,10 +197,7 @@ static px_btl_descriptor_t *px_btl_example_prepare_src(px_btl_module_t *btl, px_
     px_btl_example_frag_t *f = px_btl_example_frag_get(ep, flags);
     if (NULL == f)
         return NULL;
-    size_t room = px_btl_example.frag_size - reserve;
-    size_t want = *size < room ? *size : room;
-    *size = px_btl_convertor_pack(conv, (char *)f->segment.seg_addr + reserve, want);
-    f->segment.seg_len = reserve + *size;
+    px_btl_convertor_pack_segment(conv, &f->segment, reserve, px_btl_example.frag_size, size);
     return &f->base;
 }
 

@@ -155,6 +155,17 @@ static inline void *px_btl_convertor_current(const px_btl_convertor_t *c)
 }
 /* Copy up to `max` bytes from the current position into dst; returns bytes packed. */
 PX_EXPORT size_t px_btl_convertor_pack(px_btl_convertor_t *c, void *dst, size_t max);
+/* The body of a btl_prepare_src that copies into a fragment: pack as much of
+ * `c` as fits in `limit` bytes after `reserve` header bytes into seg->seg_addr
+ * (room for `limit` bytes); seg->seg_len becomes reserve + the bytes packed,
+ * and *size the bytes packed. The caller has checked reserve <= limit. */
+static inline void px_btl_convertor_pack_segment(px_btl_convertor_t *c, px_btl_segment_t *seg,
+                                                 size_t reserve, size_t limit, size_t *size)
+{
+    size_t room = limit - reserve, want = *size < room ? *size : room;
+    *size = want ? px_btl_convertor_pack(c, (char *)seg->seg_addr + reserve, want) : 0;
+    seg->seg_len = reserve + *size;
+}
 
 /* One piece of a vector put/get: `size` bytes between local_address and
  * remote_address (3.1). */

@@ -87,26 +87,7 @@ int px_btl_ofi_rcache_dereg(void *ctx, px_rcache_entry_t *e)
     return PX_SUCCESS;
 }
 
-static px_btl_registration_handle_t *px_btl_ofi_register_mem(px_btl_module_t *btl,
-                                                             px_btl_endpoint_t *endpoint,
-                                                             void *base, size_t size,
-                                                             uint32_t flags)
-{
-    (void)endpoint;
-    (void)flags;
-    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
-    px_rcache_entry_t *e = NULL;
-    if (PX_SUCCESS != px_rcache_register(m->rcache, base, size, 0, &e))
-        return NULL;
-    return &((px_btl_ofi_reg_t *)e)->handle;
-}
-
-static int px_btl_ofi_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t *handle)
-{
-    (void)btl;
-    px_btl_ofi_reg_t *r = px_container_of(handle, px_btl_ofi_reg_t, handle);
-    return px_rcache_release(&r->super);
-}
+PX_BTL_BASE_RCACHE_REGISTER_MEM(px_btl_ofi, px_btl_ofi_module_t, px_btl_ofi_reg_t)
 
 /* ---- RDMA ---- */
 

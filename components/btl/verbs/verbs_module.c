@@ -143,16 +143,11 @@ static px_btl_descriptor_t *px_btl_verbs_prepare_src(px_btl_module_t *btl,
     px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
     if (PX_UNLIKELY(reserve > m->super.btl_max_send_size))
         return NULL;
-    size_t room = m->super.btl_max_send_size - reserve;
-    size_t want = *size < room ? *size : room;
     px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
     if (PX_UNLIKELY(NULL == f))
         return NULL;
-    size_t packed =
-        want ? px_btl_convertor_pack(conv, (char *)f->segment.seg_addr + reserve, want) : 0;
-    f->segment.seg_len = reserve + packed;
+    px_btl_convertor_pack_segment(conv, &f->segment, reserve, m->super.btl_max_send_size, size);
     f->base.des_flags = flags;
-    *size = packed;
     return &f->base;
 }
 

@@ -25,6 +25,7 @@
 #include "core/class/bitmap.h"
 #include "core/mca/framework.h"
 #include "frameworks/btl/btl.h"
+#include "frameworks/btl/base/rcache.h"
 
 PX_EXPORT extern px_mca_framework_t px_btl_base_framework;
 
@@ -127,6 +128,31 @@ typedef struct px_btl_rdma_args {
                                          .cbdata = cbdata,                                         \
                                          .dir = (direction)};                                      \
         return rdma(btl, endpoint, &args);                                                         \
+    }
+
+/* A module that registers memory through its own registration cache (rcache.h)
+ * has the same btl_register_mem and btl_deregister_mem as any other: when its
+ * registration type `reg_t` starts with `px_rcache_entry_t super` and holds
+ * its `px_btl_registration_handle_t handle`, and its module type `module_t`
+ * has `px_rcache_t *rcache`,
+ *     PX_BTL_BASE_RCACHE_REGISTER_MEM(foo, foo_module_t, foo_reg_t)
+ * defines static foo_register_mem and foo_deregister_mem over that cache. */
+#define PX_BTL_BASE_RCACHE_REGISTER_MEM(prefix, module_t, reg_t)                                   \
+    static px_btl_registration_handle_t *prefix##_register_mem(                                    \
+        px_btl_module_t *btl, px_btl_endpoint_t *endpoint, void *base, size_t size,                \
+        uint32_t flags)                                                                            \
+    {                                                                                              \
+        (void)endpoint;                                                                            \
+        (void)flags;                                                                               \
+        px_rcache_entry_t *e = NULL;                                                               \
+        if (PX_SUCCESS != px_rcache_register(((module_t *)btl)->rcache, base, size, 0, &e))        \
+            return NULL;                                                                           \
+        return &((reg_t *)e)->handle;                                                              \
+    }                                                                                              \
+    static int prefix##_deregister_mem(px_btl_module_t *btl, px_btl_registration_handle_t *handle) \
+    {                                                                                              \
+        (void)btl;                                                                                 \
+        return px_rcache_release(&px_container_of(handle, reg_t, handle)->super);                  \
     }
 
 /* ---- vector put/get (BTL API 3.1) ---- */
