@@ -29,7 +29,7 @@ check "every page of docs/ is installed ($ndocs)" \
     test "$(ls "$doc"/*.md | grep -vc '/README.md$')" -ge $((ndocs - 1))
 
 if grep -q '^HELP2MAN = .*help2man' "$PX_BUILD/Makefile"; then
-    for t in px_info:--param pxrun:--timeout px_perf:--memcpy pxcc:--showme; do
+    for t in px_info:--param pxrun:--timeout px_perf:--memcpy pxcc:--showme px_btl_check:--timeout; do
         opt=${t#*:}
         t=${t%%:*}
         page=$prefix/share/man/man1/$t.1
