@@ -130,6 +130,7 @@ static int broken_finalize(px_btl_module_t *btl)
 
 extern const px_btl_component_t px_btl_broken_component;
 static px_btl_module_t px_btl_broken_module = {
+    .btl_size = PX_BTL_MODULE_SIZE,
     .btl_component = &px_btl_broken_component,
     .btl_exclusivity = PX_BTL_EXCLUSIVITY_LOW,
     .btl_latency = 1000,
@@ -164,7 +165,6 @@ static px_btl_module_t **broken_init(int *num_modules, bool progress_threads)
 }
 
 const px_btl_component_t px_btl_broken_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "broken", 1, 0, 0, NULL, NULL, NULL),
+    .base = PX_BTL_COMPONENT_HEADER("broken", 1, 0, 0, NULL, NULL, NULL),
     .btl_init = broken_init,
 };

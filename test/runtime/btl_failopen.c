@@ -20,7 +20,6 @@ static px_btl_module_t **px_btl_failopen_init(int *num_modules, bool enable_prog
 }
 
 const px_btl_component_t px_btl_failopen_component = {
-    .base = PX_MCA_COMPONENT_HEADER("btl", PX_BTL_API_MAJOR, PX_BTL_API_MINOR, PX_BTL_API_RELEASE,
-                                    "failopen", 1, 0, 0, NULL, px_btl_failopen_open, NULL),
+    .base = PX_BTL_COMPONENT_HEADER("failopen", 1, 0, 0, NULL, px_btl_failopen_open, NULL),
     .btl_init = px_btl_failopen_init,
 };
