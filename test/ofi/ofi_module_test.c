@@ -24,35 +24,9 @@
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 
-/* ---- a fake boot module: the modex is an array ---- */
+/* A fake boot module: the modex is an array. */
 #define NRANKS 4
-static void *blob[NRANKS];
-static size_t blob_len[NRANKS];
-static px_boot_module_t fake_boot;
-
-static int fake_put(const char *key, const void *data, size_t len)
-{
-    (void)key;
-    free(blob[fake_boot.rank]);
-    blob[fake_boot.rank] = malloc(len);
-    memcpy(blob[fake_boot.rank], data, len);
-    blob_len[fake_boot.rank] = len;
-    return PX_SUCCESS;
-}
-
-static int fake_get(int rank, const char *key, void **data, size_t *len)
-{
-    (void)key;
-    if (rank < 0 || rank >= NRANKS || NULL == blob[rank])
-        return PX_ERR_NOT_FOUND;
-    *data = malloc(blob_len[rank]);
-    memcpy(*data, blob[rank], blob_len[rank]);
-    *len = blob_len[rank];
-    return PX_SUCCESS;
-}
-
-static px_boot_module_t fake_boot = {
-    .name = "fake", .rank = 0, .size = NRANKS, .jobid = "test", .put = fake_put, .get = fake_get};
+#include "test/lib/fake_boot.h"
 
 /* ---- helpers ---- */
 static void use_provider(const char *include, const char *exclude, const char *domain)
