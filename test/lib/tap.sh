@@ -11,3 +11,12 @@ check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 # contains "text" "needle"
 contains() { case "$1" in *"$2"*) return 0 ;; *) echo "# expected to find: $2" >&2; echo "# in: $1" | head -20 >&2; return 1 ;; esac; }
 tap_done() { exit $((_tap_failed > 0)); }
+# need_built FILE...: each FILE (a program or library of the build) exists and
+# is executable; otherwise one not_ok naming the first one missing, and the
+# test ends there.
+need_built() {
+    local f
+    for f in "$@"; do
+        [ -x "$f" ] || { not_ok "$f is not built (make build-tests in ${PX_BUILD:-the build})"; tap_done; }
+    done
+}

@@ -7,10 +7,7 @@
 . "$PX_SRC/test/lib/tap.sh"
 probe=$PX_BUILD/test/runtime/life_probe
 pxrun=$PX_BUILD/tools/pxrun/pxrun
-if [ ! -x "$pxrun" ]; then
-    not_ok "pxrun not built at $pxrun"
-    tap_done
-fi
+need_built "$pxrun"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 run() { # ranks, mode, then environment assignments

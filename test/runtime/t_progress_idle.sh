@@ -8,10 +8,7 @@
 B=$PX_BUILD
 pxrun=$B/tools/pxrun/pxrun
 probe=$B/test/runtime/idle_probe
-if [ ! -x "$pxrun" ] || [ ! -x "$probe" ]; then
-    not_ok "pxrun and test/runtime/idle_probe are built in $B"
-    tap_done
-fi
+need_built "$pxrun" "$probe"
 export PX_MCA_mca_component_path=$B/.libs
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

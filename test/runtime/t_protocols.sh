@@ -7,10 +7,7 @@
 . "$PX_SRC/test/lib/tap.sh"
 probe=$PX_BUILD/test/runtime/xfer_probe
 pxrun=$PX_BUILD/tools/pxrun/pxrun
-if [ ! -x "$pxrun" ]; then
-    not_ok "pxrun not built at $pxrun"
-    tap_done
-fi
+need_built "$pxrun"
 run() { # description, then environment assignments
     local d=$1; shift
     out=$(env "$@" timeout 120 "$pxrun" -n 3 "$probe" </dev/null 2>&1); rc=$?

@@ -5,10 +5,7 @@
 # --mca changes a figure's value and source.
 . "$PX_SRC/test/lib/tap.sh"
 info=$PX_BUILD/tools/px_info/px_info
-if [ ! -x "$info" ]; then
-    not_ok "px_info not built at $info"
-    tap_done
-fi
+need_built "$info"
 
 out=$("$info" 2>&1)
 check "px_info runs" test $? -eq 0

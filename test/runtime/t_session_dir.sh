@@ -11,10 +11,7 @@
 B=$PX_BUILD
 probe=$B/test/runtime/session_probe
 pxrun=$B/tools/pxrun/pxrun
-if [ ! -x "$probe" ] || [ ! -x "$pxrun" ]; then
-    not_ok "test/runtime/session_probe and pxrun are built in $B"
-    tap_done
-fi
+need_built "$probe" "$pxrun"
 export PX_MCA_mca_component_path=$B/.libs
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

@@ -15,10 +15,7 @@ B=$PX_BUILD
 pxrun=$B/tools/pxrun/pxrun
 px_info=$B/tools/px_info/px_info
 prog=$B/test/runtime/range_xfer
-if [ ! -x "$pxrun" ] || [ ! -x "$prog" ]; then
-    not_ok "pxrun or range_xfer not built in $B"
-    tap_done
-fi
+need_built "$pxrun" "$prog"
 if ! command -v python3 >/dev/null; then
     not_ok "python3 is needed to read px_info --json (scripts/deps.sh installs it)"
     tap_done
