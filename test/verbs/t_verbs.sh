@@ -122,6 +122,18 @@ check "peer death over verbs: btl/verbs names the rank and the failed keepalive"
 check "peer death over verbs: pxrun did not have to SIGKILL the survivors" \
     eval '! grep -q "sending SIGKILL" "$T/err"'
 
+# The BTL contract, as a component author checks it (docs/px_btl_check.md):
+# every px_btl_check check over verbs on the software device, 2 and 3 ranks.
+for n in 2 3; do
+    out=$(PX_MCA_btl= timeout -s KILL 300 "$B/tools/px_btl_check/px_btl_check" -n $n \
+        --pxrun "$PXRUN" verbs </dev/null 2>"$T/err")
+    rc=$?
+    check "px_btl_check verbs on $n ranks: exit 0" [ "$rc" -eq 0 ]
+    check "px_btl_check verbs on $n ranks: 16 checks, none not ok" \
+        eval '[ "$(echo "$out" | grep -c "^ok [0-9]")" -eq 16 ] && ! echo "$out" | grep -q "^not ok"'
+    [ "$rc" -eq 0 ] || echo "$out" | grep "^not ok" | head -5 | sed 's/^/# /'
+done
+
 # A peer killed mid-exchange: pxrun ends the job, nothing waits forever.
 run "$PXRUN" -n 4 "$A2A" --rounds 100 --msgs 4 --max 1048576 --kill-rank 2 --kill-after 20
 check "a rank SIGKILLed mid-exchange over verbs: the job fails" [ "$rc" -ne 0 ]
