@@ -18,6 +18,8 @@ pkgs=(
   iproute2 procps psmisc util-linux hyperfine clang libclang-rt-14-dev clang-format
   # tests: reading px_info --json (test/runtime/t_var_ranges.sh)
   python3
+  # charts of px_perf --plot and test/bench/plot.sh (test/tools/t_px_perf_plot.sh)
+  gnuplot-nox
   # man pages of the tools, made from their --help at build time
   help2man
 )
