@@ -29,8 +29,9 @@ if ! command -v gnuplot >/dev/null; then
     tap_done
 fi
 
-# groups FILE: lines drawn in an SVG (gnuplot makes a group per plotted line)
-groups() { grep -c '<g id="gnuplot_plot_' "$1"; }
+# groups FILE: lines drawn in an SVG (gnuplot makes a group per plotted line,
+# drawn twice when the key is opaque: count their names)
+groups() { grep -o '<g id="gnuplot_plot_[^"]*"' "$1" | sort -u | wc -l; }
 # key FILE NAME: NAME is a line's name in the key (gnuplot writes it as text)
 key() { grep -qF "<text>$2</text>" "$1" || { echo "# no <text>$2</text> in $1" >&2; return 1; }; }
 
