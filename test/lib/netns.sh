@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # netns.sh: two "hosts" on one machine for the multi-host tests
 # (test/multihost/t_multihost.sh, t_slurm.sh): two network namespaces joined
 # by a veth pair, with addresses that exist only inside them. Source it after
@@ -20,7 +21,7 @@
 # Each name carries the test's pid (interface names stay within the kernel's
 # 15 characters for TAG of up to 3), so runs in other work trees at the same
 # time do not meet; the addresses may repeat, since each pair is private.
-NS_A= NS_B= VETH_A= VETH_B= IP_A= IP_B=
+NS_A='' NS_B='' VETH_A='' VETH_B='' IP_A='' IP_B=''
 
 netns_up() {
     local tag=$1 err=$2 id=$$
@@ -50,8 +51,8 @@ netns_skip_or_fail() {
 }
 
 netns_down() {
-    local ns pass pids
-    for pass in 1 2 3; do
+    local ns pids
+    for _ in 1 2 3; do
         pids=
         for ns in $NS_A $NS_B; do
             pids="$pids $(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"

@@ -172,7 +172,6 @@ srun_job() {
 rx0=$(netns_rx_bytes)
 srun_job a2a --mpi=pmix -N 2 -n 4 "$A2A"
 rx1=$(netns_rx_bytes)
-out=$(cat "$T/out/a2a.out")
 check "srun --mpi=pmix -N 2 -n 4 all-to-all: exit 0" test $rc -eq 0
 check "all-to-all 0 B..4 MiB with checksums passes on all 4 ranks" \
     test "$(grep -c '^alltoall ok 22 rank ' "$T/out/a2a.out")" -eq 4
