@@ -11,10 +11,15 @@ pkgs=(
   ibverbs-utils perftest
   # peers for benchmarks and the multi-host test launcher
   openmpi-bin libopenmpi-dev ucx-utils
+  # tests: a Slurm cluster made by test/multihost/t_slurm.sh (srun --mpi=pmix:
+  # mpi_pmix_v4.so is in slurm-wlm-basic-plugins; it loads libpmix-dev's libpmix.so)
+  slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # tests: namespaces, process tools, sanitizers
   iproute2 procps psmisc util-linux hyperfine clang libclang-rt-14-dev clang-format
   # tests: reading px_info --json (test/runtime/t_var_ranges.sh)
   python3
+  # charts of px_perf --plot and test/bench/plot.sh (test/tools/t_px_perf_plot.sh)
+  gnuplot-nox
   # man pages of the tools, made from their --help at build time
   help2man
 )

@@ -39,10 +39,11 @@ typedef struct px_boot_module {
     /* Ask the launcher to end the job, with a message; does not return. */
     void (*abort)(int status, const char *msg);
     int (*finalize)(void);
-    /* Optional: a per-job, per-node folder (private to this user) that the
-     * launcher made before the ranks started and removes at the end of the
-     * job; NULL (or no function): the base makes one under $TMPDIR. Used by
-     * px_boot_session_dir. */
+    /* Optional: a per-job, per-node folder that the launcher made before the
+     * ranks started and removes at the end of the job (pxrun's session
+     * folder; Slurm's step folder, PMIX_NSDIR, under boot/pmix); the base
+     * makes the job's 0700 scratch folder inside it. NULL (or no function):
+     * the base makes one under $TMPDIR. Used by px_boot_session_dir. */
     const char *(*session_dir)(void);
 } px_boot_module_t;
 

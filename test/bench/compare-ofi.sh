@@ -13,7 +13,9 @@
 # Usage: test/bench/compare-ofi.sh [BUILD_DIR]   (default: $PX_BUILD or ./build)
 # Env:   LAT_SIZE (8), BW_SIZE (1048576), LAT_ITERS (5000), BW_ITERS (200),
 #        REPS (3): each side runs REPS times, alternating, and keeps its best
-#        figures (the machine is shared: the best run is the least disturbed).
+#        figures (the machine is shared: the best run is the least disturbed);
+#        PLOT: a chart of the best figures, .svg or .png (default
+#        compare-ofi.svg in the current folder; PLOT= for none).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-${PX_BUILD:-$src/build}}" && pwd) || exit 2
@@ -38,6 +40,7 @@ for f in "$PXRUN" "$PP"; do
 done
 command -v fi_pingpong >/dev/null || { echo "compare-ofi: fi_pingpong not found (apt-get install libfabric-bin)" >&2; exit 2; }
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg) # for the chart's title
 echo "== compare-ofi $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== provider $PROV on lo; latency at $LAT_SIZE B, bandwidth at $BW_SIZE B"
 
@@ -104,3 +107,19 @@ echo "ping-pong bandwidth $BW_SIZE B, Plexus ofi / fi_pingpong:  $r2 (target >= 
 echo "latency $LAT_SIZE B, Plexus ofi / Open MPI btl/tcp:         $(ratio "$px_lat" "$mpi_lat")  [$px_lat us vs ${mpi_lat:-?} us]"
 echo "streaming bandwidth $BW_SIZE B, Plexus ofi / Open MPI tcp: $(ratio "$px_stream" "$mpi_stream")  [$px_stream vs ${mpi_stream:-?} MB/s]"
 echo "streaming bandwidth 4 MiB, Plexus ofi / Open MPI tcp:      $(ratio "$px_stream4" "$mpi_stream4")  [$px_stream4 vs ${mpi_stream4:-?} MB/s]"
+# One chart of the best figures (test/bench/plot.sh): latency is the half
+# round trip (at BW_SIZE too); bandwidth is streaming for Plexus and Open
+# MPI, ping-pong for fi_pingpong.
+if [ -n "${PLOT-compare-ofi.svg}" ]; then
+    printf 'bytes,lat_us,bw_MBps\n%s,%s,\n%s,%s,%s\n4194304,,%s\n' "$LAT_SIZE" "$px_lat" \
+        "$BW_SIZE" "$px_bwlat" "$px_stream" "$px_stream4" >"$T/plot_px.csv"
+    printf 'bytes,lat_us,bw_MBps\n%s,%s,\n%s,%s,%s\n' "$LAT_SIZE" "$fi_lat" "$BW_SIZE" \
+        "$(awk -v s="$BW_SIZE" -v b="$fi_bw" 'BEGIN { if (b + 0 > 0) printf "%.3f", s / b }')" \
+        "$fi_bw" >"$T/plot_fi.csv"
+    [ $have_mpi = 1 ] && printf 'bytes,lat_us,bw_MBps\n%s,%s,\n%s,,%s\n4194304,,%s\n' \
+        "$LAT_SIZE" "$mpi_lat" "$BW_SIZE" "$mpi_stream" "$mpi_stream4" >"$T/plot_mpi.csv"
+    PX_BUILD=$B PLOT_LOAD=$load0 bash "$src/test/bench/plot.sh" "${PLOT-compare-ofi.svg}" \
+        "compare-ofi: Plexus btl/ofi and peers over $PROV on lo, best of $REPS" \
+        "plexus ofi=$T/plot_px.csv" "fi_pingpong (bw: ping-pong)=$T/plot_fi.csv" \
+        "Open MPI btl/tcp=$T/plot_mpi.csv" || echo "(no chart)"
+fi

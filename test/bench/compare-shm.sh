@@ -8,7 +8,9 @@
 # Usage: test/bench/compare-shm.sh [BUILD_DIR]    (default: $PX_BUILD or ./build)
 # Env:   SIZES (comma list, default the mpi_pingpong.c sizes), KEEP (folder for the
 #        raw CSVs), REPEAT (runs per
-#        measurement, best counts; default 3), REPS_STARTUP (default 5)
+#        measurement, best counts; default 3), REPS_STARTUP (default 5),
+#        PLOT (the chart of Plexus and every peer, .svg or .png; default
+#        compare-shm.svg in the current folder; PLOT= for none)
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-${PX_BUILD:-$src/build}}" && pwd) || exit 2
@@ -32,6 +34,7 @@ MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --bind-to core"
 have_mpi=0
 [ -x "$MPIPP" ] && command -v mpirun >/dev/null && have_mpi=1
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg) # for the chart's title
 echo "== compare-shm $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 # Each measurement runs REPEAT times, interleaved (plexus, vader cma, vader
 # none, ucx, plexus, ...); per size the best run counts (lowest latency,
@@ -202,3 +205,11 @@ fi
 printf "%-58s %8s  (target < 1 s)   %s\n" "startup: pxrun -n 64 (seconds)" "$px64" "$(verdict "$px64" "<" 1)"
 # KEEP=DIR keeps every run's CSV for a closer look.
 if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$T"/*.csv "$KEEP"/; fi
+# One chart: Plexus and every peer, best of REPEAT (test/bench/plot.sh).
+if [ -n "${PLOT-compare-shm.svg}" ]; then
+    PX_BUILD=$B PLOT_LOAD=$load0 bash "$src/test/bench/plot.sh" "${PLOT-compare-shm.svg}" \
+        "compare-shm: Plexus over btl/shm (pxrun -n 2) and MPI peers (mpi_pingpong_px), best of $REPEAT" \
+        "plexus shm=$T/px.csv" "plexus shm, single_copy cma=$T/px_cma.csv" \
+        "vader cma=$T/vader_cma.csv" "vader none=$T/vader_none.csv" "ucx=$T/ucx.csv" ||
+        echo "(no chart)"
+fi

@@ -10,7 +10,9 @@
 # Usage: test/bench/compare-verbs.sh [BUILD_DIR]     (default: $PX_BUILD or ./build)
 # Env:   REPEAT (interleaved rounds, best counts; default 3), LAT_SIZE (8),
 #        BW_SIZE (65536), ITERS (perftest -n; default 2000),
-#        SOFTVERBS=0 to use the system libibverbs (a real HCA) instead.
+#        SOFTVERBS=0 to use the system libibverbs (a real HCA) instead;
+#        PLOT: a chart of the best figures, .svg or .png (default
+#        compare-verbs.svg in the current folder; PLOT= for none).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-${PX_BUILD:-$src/build}}" && pwd) || exit 2
@@ -46,6 +48,7 @@ perftest() {
     wait $spid
 }
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg) # for the chart's title
 echo "== compare-verbs $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "   device $dev$([ "${SOFTVERBS:-1}" = 1 ] && echo ' (software device, test/softverbs)'), $REPEAT interleaved rounds, best of each"
 best_lat=0 best_bw=0 px_lat=0 px_bw=0
@@ -71,3 +74,12 @@ echo "== best of $REPEAT"
 printf '%-34s %12s %12s %8s %s\n' "" "raw verbs" "plexus" "ratio" "target"
 awk -v a="$best_lat" -v b="$px_lat" -v s="$LAT_SIZE" 'BEGIN{printf "%-34s %12.2f %12.2f %8.2f %s\n", "latency " s " B (us; ib_send_lat)", a, b, (a > 0 ? b / a : 0), "<= 1.2"}'
 awk -v a="$best_bw" -v b="$px_bw" -v s="$BW_SIZE" 'BEGIN{printf "%-34s %12.1f %12.1f %8.2f %s\n", "bandwidth " s " B (MB/s; ib_write_bw)", a, b, (a > 0 ? b / a : 0), ">= 0.9"}'
+# One chart of the best figures (test/bench/plot.sh): latency at LAT_SIZE,
+# bandwidth at BW_SIZE.
+if [ -n "${PLOT-compare-verbs.svg}" ]; then
+    printf 'bytes,lat_us,bw_MBps\n%s,%s,\n%s,,%s\n' "$LAT_SIZE" "$px_lat" "$BW_SIZE" "$px_bw" >"$T/plot_px.csv"
+    printf 'bytes,lat_us,bw_MBps\n%s,%s,\n%s,,%s\n' "$LAT_SIZE" "$best_lat" "$BW_SIZE" "$best_bw" >"$T/plot_raw.csv"
+    PX_BUILD=$B PLOT_LOAD=$load0 bash "$src/test/bench/plot.sh" "${PLOT-compare-verbs.svg}" \
+        "compare-verbs: Plexus btl/verbs and raw verbs on $dev, best of $REPEAT" \
+        "plexus verbs=$T/plot_px.csv" "ib_send_lat / ib_write_bw=$T/plot_raw.csv" || echo "(no chart)"
+fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A job over two "hosts" on one machine: two network namespaces joined by a
 # veth pair (10.211.<pid%250>.1 and .2, addresses that exist only inside
-# them), each with its own UTS host name (nsA, nsB), 2 ranks on each,
-# launched by Debian's mpirun (Open MPI 4.1, PMIx) through an rsh agent that
+# them; test/lib/netns.sh), each with its own UTS host name (nsA, nsB), 2
+# ranks on each, launched by Debian's mpirun (Open MPI 4.1, PMIx) through an rsh agent that
 # runs the orted under `ip netns exec` + `unshare --uts`. mpirun itself runs
 # inside nsA so the daemons reach it over the veth.
 # Checks: boot/pmix gives the hosts; every same-host pair uses shm, every
@@ -23,42 +23,16 @@ for p in plexus_btl_ofi.so plexus_boot_pmix.so; do
 done
 [ -x "$A2A" ] || { not_ok "test program $A2A is built (make check)"; tap_done; }
 
-id=$$
-sub=$((id % 250))
-nsA=pxmhA$id
-nsB=pxmhB$id
-vA=pxvA$id
-vB=pxvB$id
+. "$PX_SRC/test/lib/netns.sh"
 T=$(mktemp -d)
 cleanup() {
-    ip netns pids "$nsA" 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns pids "$nsB" 2>/dev/null | xargs -r kill -9 2>/dev/null
-    ip netns del "$nsA" 2>/dev/null
-    ip netns del "$nsB" 2>/dev/null
-    ip link del "$vA" 2>/dev/null
+    netns_down
     rm -rf "$T"
 }
 trap cleanup EXIT
-
-setup() {
-    ip netns add "$nsA" && ip netns add "$nsB" &&
-        ip link add "$vA" type veth peer name "$vB" &&
-        ip link set "$vA" netns "$nsA" && ip link set "$vB" netns "$nsB" &&
-        ip -n "$nsA" addr add "10.211.$sub.1/24" dev "$vA" &&
-        ip -n "$nsB" addr add "10.211.$sub.2/24" dev "$vB" &&
-        ip -n "$nsA" link set "$vA" up && ip -n "$nsB" link set "$vB" up &&
-        ip -n "$nsA" link set lo up && ip -n "$nsB" link set lo up
-}
-if ! setup 2>"$T/setup.err"; then
-    if grep -q "Operation not permitted" "$T/setup.err"; then
-        skip "two-host job over network namespaces" "root here lacks CAP_SYS_ADMIN/CAP_NET_ADMIN (an unprivileged container): $(head -1 "$T/setup.err")"
-        tap_done
-    fi
-    not_ok "create namespaces $nsA/$nsB joined by a veth pair"
-    sed 's/^/# /' "$T/setup.err"
-    tap_done
-fi
-ok "namespaces $nsA (nsA, 10.211.$sub.1) and $nsB (nsB, 10.211.$sub.2) joined by a veth pair"
+netns_up mh "$T/setup.err" || netns_skip_or_fail "two-host job over network namespaces" "$T/setup.err"
+nsA=$NS_A nsB=$NS_B
+ok "namespaces $nsA (nsA, $IP_A) and $nsB (nsB, $IP_B) joined by a veth pair"
 
 cat >"$T/agent.sh" <<AGENT
 #!/bin/sh
@@ -75,15 +49,14 @@ AGENT
 chmod +x "$T/agent.sh"
 printf 'nsA slots=2\nnsB slots=2\n' >"$T/hosts"
 
-rxbytes() { ip -n "$nsB" -s -j link show "$vB" | sed -n 's/.*"rx":{"bytes":\([0-9]*\).*/\1/p'; }
-rx0=$(rxbytes)
+rx0=$(netns_rx_bytes)
 timeout -s KILL 120 ip netns exec "$nsA" mpirun --allow-run-as-root -np 4 --hostfile "$T/hosts" \
     --mca plm_rsh_agent "$T/agent.sh" --mca plm_rsh_no_tree_spawn 1 \
     -x PX_MCA_mca_component_path="$B/.libs" \
     "$A2A" >"$T/out" 2>"$T/err" </dev/null
 rc=$?
 out=$(cat "$T/out")
-rx1=$(rxbytes)
+rx1=$(netns_rx_bytes)
 check "mpirun of 4 ranks over nsA and nsB exits 0" test "$rc" -eq 0
 [ "$rc" -eq 0 ] || head -20 "$T/err" | sed 's/^/# /'
 for r in 0 1 2 3; do

@@ -5,7 +5,8 @@
 # as test/multihost/t_mpirun.sh runs it). Every rank of the job on the node
 # gets the same folder, mode 0700, sees the files the others put there; each
 # rank gets its own folder, removed at its finalize; nothing is left under
-# TMPDIR after the job. A TMPDIR/plexus-<uid> that others can enter is
+# TMPDIR after the job; inside a Slurm job the name carries SLURM_JOB_ID and
+# SLURM_STEP_ID. A TMPDIR/plexus-<uid> that others can enter is
 # refused with a message that names it.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
@@ -68,6 +69,15 @@ if command -v mpirun >/dev/null; then
 else
     not_ok "mpirun is installed (openmpi-bin)"
 fi
+
+# Inside a Slurm job without its PMIx step folder (srun --mpi=none, mpirun in
+# an allocation), the folder's name carries Slurm's job and step ids.
+mkdir -p "$T/slurm"
+SLURM_JOB_ID=4711 SLURM_STEP_ID=3 TMPDIR=$T/slurm timeout -s KILL 60 "$probe" >"$T/slurm.out" 2>"$T/slurm.err" </dev/null
+check "singleton with SLURM_JOB_ID and SLURM_STEP_ID: exit 0 (exit $?)" test $? -eq 0
+job slurm 1
+check "... the folder is named from the job id and Slurm's job.step" \
+    contains "$(cat "$T/slurm.out")" "-slurm4711.3-$(hostname | tr -c 'A-Za-z0-9._\n-' _) mode 700"
 
 mkdir -m 755 "$T/open/plexus-$uid"
 TMPDIR=$T/open timeout -s KILL 60 "$probe" >"$T/open.out" 2>"$T/open.err" </dev/null

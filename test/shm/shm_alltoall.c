@@ -8,16 +8,21 @@
  * length and a checksum of every message.
  *
  *   pxrun -n 4 shm_alltoall [--rounds R] [--msgs K] [--max BYTES] [--seed S]
- *                           [--kill-rank R --kill-after N]
+ *                           [--kill-rank R --kill-after N] [--abort-on-error]
  * Prints "alltoall ok: N messages, B bytes" on rank 0, or names the first
  * mismatch and exits 1. --kill-rank makes that rank SIGKILL itself after
- * sending N messages (for the launcher's failure test).
+ * sending N messages (for the launchers' failure tests), saying first on
+ * stderr "rank R: SIGKILL to itself at SECONDS" (the wall clock, so that a
+ * test can time how long the others take to end). --abort-on-error: a rank
+ * whose transfer fails calls px_abort, ending the job through its launcher
+ * (otherwise it exits 1).
  */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "runtime/plexus.h"
 
@@ -58,27 +63,50 @@ static void fill(unsigned char *p, size_t n, uint64_t key)
         p[i] = (unsigned char)(key + i);
 }
 
+static int abort_on_error;
+
+/* A call failed: say so; then end this rank (exit 1), or with --abort-on-error
+ * end the whole job through the launcher (px_abort), as an application whose
+ * errors are fatal would. */
+static int failed(int rank, const char *call, int rc)
+{
+    fprintf(stderr, "rank %d: %s: %s\n", rank, call, px_strerror(rc));
+    if (abort_on_error)
+        px_abort(1, "shm_alltoall: a transfer failed");
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     int rounds = 3, msgs = 4, kill_rank = -1;
     long kill_after = 0;
     size_t max = 1 << 20;
     uint64_t seed = 12345;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--rounds"))
-            rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--msgs"))
-            msgs = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--max"))
-            max = (size_t)atol(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seed"))
-            seed = (uint64_t)atoll(argv[i + 1]);
-        else if (!strcmp(argv[i], "--kill-rank"))
-            kill_rank = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--kill-after"))
-            kill_after = atol(argv[i + 1]);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--abort-on-error")) {
+            abort_on_error = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "shm_alltoall: %s needs a value\n", a);
+            return 2;
+        }
+        i++;
+        if (!strcmp(a, "--rounds"))
+            rounds = atoi(v);
+        else if (!strcmp(a, "--msgs"))
+            msgs = atoi(v);
+        else if (!strcmp(a, "--max"))
+            max = (size_t)atol(v);
+        else if (!strcmp(a, "--seed"))
+            seed = (uint64_t)atoll(v);
+        else if (!strcmp(a, "--kill-rank"))
+            kill_rank = atoi(v);
+        else if (!strcmp(a, "--kill-after"))
+            kill_after = atol(v);
         else {
-            fprintf(stderr, "shm_alltoall: unknown option %s\n", argv[i]);
+            fprintf(stderr, "shm_alltoall: unknown option %s\n", a);
             return 2;
         }
     }
@@ -116,8 +144,7 @@ int main(int argc, char **argv)
                 memset(rbuf[k], 0xee, rlen[k] + 16);
                 rc = px_irecv(rbuf[k], rlen[k] + 16, p, 7, &req[k]);
                 if (rc != PX_SUCCESS) {
-                    fprintf(stderr, "rank %d: px_irecv: %s\n", rank, px_strerror(rc));
-                    return 1;
+                    return failed(rank, "px_irecv", rc);
                 }
             }
         }
@@ -132,19 +159,21 @@ int main(int argc, char **argv)
                      seed ^ ((uint64_t)rank << 48) ^ ((uint64_t)p << 32) ^ (uint64_t)idx);
                 rc = px_isend(sbuf[k], len, p, 7, &req[npeer + k]);
                 if (rc != PX_SUCCESS) {
-                    fprintf(stderr, "rank %d: px_isend: %s\n", rank, px_strerror(rc));
-                    return 1;
+                    return failed(rank, "px_isend", rc);
                 }
                 if (rank == kill_rank && ++sent >= kill_after) {
                     px_progress();
+                    struct timespec ts;
+                    clock_gettime(CLOCK_REALTIME, &ts);
+                    fprintf(stderr, "rank %d: SIGKILL to itself at %.3f\n", rank,
+                            (double)ts.tv_sec + ts.tv_nsec * 1e-9);
                     raise(SIGKILL);
                 }
             }
         }
         rc = px_waitall(2 * npeer, req, st);
         if (rc != PX_SUCCESS) {
-            fprintf(stderr, "rank %d: px_waitall: %s\n", rank, px_strerror(rc));
-            return 1;
+            return failed(rank, "px_waitall", rc);
         }
         k = 0;
         unsigned char *expect = malloc(max ? max : 1);

@@ -13,6 +13,14 @@
  *   pxrun -n 2 px_perf --btl --sizes 8,4096
  *                                ping-pong on the transport itself (btl_sendi +
  *                                btl_progress), below the messaging API
+ *   pxrun -n 2 px_perf --plot FILE.svg|FILE.png [--title T] [--y COLS]
+ *                                also draw the results (and the --vs peer's)
+ *                                with gnuplot: one panel per column (latency,
+ *                                bandwidth) against size, log-log
+ *   px_perf --plot FILE --series NAME=CSV [--series NAME=CSV ...]
+ *          [--title T] [--load L] [--y COLS]
+ *                                draw saved results only (no run): one line
+ *                                per file (px_perf_plot.c)
  *
  * Iterations per size follow mpi_pingpong.c: latency 20000 (<= 4 KiB),
  * 2000 (<= 256 KiB), 200 above, with a tenth more as warm-up; bandwidth 200
@@ -34,6 +42,7 @@
 #include <unistd.h>
 #include "runtime/plexus.h"
 #include "runtime/runtime.h" /* --btl reaches the transport behind the API */
+#include "tools/px_perf/px_perf_plot.h"
 
 #define WIN       64
 #define MAX_SIZES 64
@@ -292,6 +301,43 @@ static int load_peer(const char *path, peer_row_t *rows, int max)
     return n;
 }
 
+/* --series NAME=FILE (or FILE: named after the file, less its extension). */
+static px_perf_table_t *load_series(const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    char name[256];
+    const char *path = eq ? eq + 1 : arg;
+    if (eq) {
+        snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+    } else {
+        const char *b = strrchr(arg, '/');
+        snprintf(name, sizeof name, "%s", b ? b + 1 : arg);
+        char *dot = strrchr(name, '.');
+        if (dot && dot != name)
+            *dot = '\0';
+    }
+    char err[512];
+    px_perf_table_t *t = px_perf_table_load(name, path, err, sizeof err);
+    if (!t)
+        die("--series: %s", err);
+    return t;
+}
+
+/* Draw `tables`; exit 1 with the reason when gnuplot cannot. */
+static int draw(const char *out, const char *title, const char *load, const char *ycols,
+                px_perf_table_t **tables, int n)
+{
+    char err[512];
+    int rc = px_perf_plot(out, title, load, ycols, tables, n, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "px_perf: --plot: %s\n", err);
+    else
+        fprintf(stderr, "px_perf: wrote %s\n", out);
+    for (int i = 0; i < n; i++)
+        px_perf_table_free(tables[i]);
+    return rc == 0 ? 0 : 1;
+}
+
 static const peer_row_t *peer_find(const peer_row_t *rows, int n, size_t bytes)
 {
     for (int i = 0; i < n; i++)
@@ -308,7 +354,9 @@ int main(int argc, char **argv)
     size_t minb = 0, maxb = 4 << 20;
     long iters_override = 0;
     int csv = 0, json = 0, btl = 0;
-    const char *vs = NULL;
+    const char *vs = NULL, *plot = NULL, *title = NULL, *load = NULL, *ycols = NULL;
+    px_perf_table_t *series[MAX_SIZES];
+    int nseries = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -321,7 +369,16 @@ int main(int argc, char **argv)
                  "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
                  "no library\n"
                  "       pxrun -n 2 px_perf --btl    ping-pong on the transport (btl_sendi)\n"
-                 "Defaults: --test lat,bw, sizes 0 B to 4 MiB.");
+                 "       pxrun -n 2 px_perf ... --plot FILE.svg|FILE.png [--title TEXT]\n"
+                 "                                   [--y COLUMNS]\n"
+                 "                           also draw the results (and --vs's) with gnuplot:\n"
+                 "                           latency and bandwidth against size, log-log\n"
+                 "       px_perf --plot FILE --series NAME=CSV [--series NAME=CSV ...]\n"
+                 "               [--title TEXT] [--load TEXT] [--y COLUMNS]\n"
+                 "                           draw saved results (bytes,lat_us,bw_MBps,...),\n"
+                 "                           one line per file; no run\n"
+                 "Defaults: --test lat,bw, sizes 0 B to 4 MiB, --y lat_us,bw_MBps;\n"
+                 "the chart's title gains the host, cores, date and load.");
             return 0;
         } else if (!strcmp(a, "--memcpy")) {
             return memcpy_mode(v && v[0] != '-' ? parse_size(v) : (size_t)4 << 20);
@@ -376,10 +433,39 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--vs") && v) {
             vs = v;
             i++;
+        } else if (!strcmp(a, "--plot") && v) {
+            plot = v;
+            i++;
+        } else if (!strcmp(a, "--title") && v) {
+            title = v;
+            i++;
+        } else if (!strcmp(a, "--load") && v) {
+            load = v;
+            i++;
+        } else if (!strcmp(a, "--y") && v) {
+            ycols = v;
+            i++;
+        } else if (!strcmp(a, "--series") && v) {
+            if (nseries == MAX_SIZES)
+                die("--series '%s': at most 64 series", v);
+            series[nseries++] = load_series(v);
+            i++;
         } else {
             die("unknown option or missing value: '%s'", a);
         }
     }
+    if (plot) {
+        size_t n = strlen(plot);
+        if (n < 5 || (strcmp(plot + n - 4, ".svg") && strcmp(plot + n - 4, ".png")))
+            die("--plot '%s': the file must end in .svg or .png", plot);
+    }
+    if (nseries) { /* plot saved results: no run */
+        if (!plot)
+            die("--series needs --plot FILE (%s)", "a .svg or .png file to draw into");
+        return draw(plot, title ? title : "px_perf", load, ycols, series, nseries);
+    }
+    if (plot && btl)
+        die("--plot draws the table of a run, not %s", "--btl's ping-pong");
     if (!nsizes)
         for (size_t i = 0; i < sizeof default_sizes / sizeof default_sizes[0]; i++)
             if (default_sizes[i] >= minb && default_sizes[i] <= maxb)
@@ -389,6 +475,13 @@ int main(int argc, char **argv)
 
     check(px_init(&argc, &argv), "px_init");
     int rank = px_rank(), size = px_size();
+    if (plot && rank == 0 && !px_perf_have_gnuplot()) {
+        fprintf(stderr,
+                "px_perf: --plot %s: gnuplot is not on PATH (Debian: apt-get install "
+                "gnuplot-nox)\n",
+                plot);
+        px_abort(2, "px_perf: --plot needs gnuplot");
+    }
     if (size < 2) {
         if (rank == 0)
             fprintf(stderr, "px_perf: needs 2 ranks (run it as: pxrun -n 2 px_perf)\n");
@@ -555,6 +648,59 @@ int main(int argc, char **argv)
     }
     free(buf);
     free(rbuf);
+    /* The transport's name belongs to the runtime: keep it past px_finalize. */
+    char line[128];
+    snprintf(line, sizeof line, "plexus %s", size > 1 ? px_transport_name(1) : "");
     check(px_finalize(), "px_finalize");
+    if (plot && rank == 0) {
+        /* Drawn after px_finalize: no transport is open when gnuplot is forked. */
+        const char *names[4];
+        int ncols = 0;
+        if (tests & T_LAT)
+            names[ncols++] = "lat_us";
+        if (tests & T_BW)
+            names[ncols++] = "bw_MBps";
+        if (tests & T_BIBW)
+            names[ncols++] = "bibw_MBps";
+        if (tests & T_RATE)
+            names[ncols++] = "Mmsg_per_s";
+        px_perf_table_t *tab[2] = {px_perf_table_new(line, ncols, names), NULL};
+        int ntab = 1;
+        for (int si = 0; tab[0] && si < nsizes; si++) {
+            double row[5] = {(double)res[si].bytes};
+            int k = 1;
+            if (tests & T_LAT)
+                row[k++] = res[si].lat;
+            if (tests & T_BW)
+                row[k++] = res[si].bw;
+            if (tests & T_BIBW)
+                row[k++] = res[si].bibw;
+            if (tests & T_RATE)
+                row[k++] = res[si].rate;
+            px_perf_table_add(tab[0], row);
+        }
+        if (tab[0] && npeer) { /* the --vs peer, named after its file */
+            const char *b = strrchr(vs, '/');
+            char pname[256];
+            snprintf(pname, sizeof pname, "%s", b ? b + 1 : vs);
+            char *dot = strrchr(pname, '.');
+            if (dot && dot != pname)
+                *dot = '\0';
+            const char *pc[2] = {"lat_us", "bw_MBps"};
+            tab[1] = px_perf_table_new(pname, 2, pc);
+            for (int i = 0; tab[1] && i < npeer; i++) {
+                double row[3] = {(double)peer[i].bytes, peer[i].lat, peer[i].bw};
+                px_perf_table_add(tab[1], row);
+            }
+            ntab += tab[1] != NULL;
+        }
+        if (!tab[0]) {
+            fprintf(stderr, "px_perf: --plot: out of memory\n");
+            return 1;
+        }
+        char head[256];
+        snprintf(head, sizeof head, "px_perf: ranks 0 and 1 of %d over %s", size, line + 7);
+        return draw(plot, title ? title : head, load, ycols, tab, ntab);
+    }
     return 0;
 }

@@ -7,15 +7,22 @@
  *    does not give that key, for ranks whose PMIX_HOSTNAME equals ours), and
  *    NUMA when both locality strings are known and PMIx says they share one;
  *  - modex: PMIx_Put(PMIX_GLOBAL) of byte objects, PMIx_Commit, PMIx_Fence
- *    with PMIX_COLLECT_DATA (bounded by boot_pmix_fence_timeout), PMIx_Get.
+ *    with PMIX_COLLECT_DATA (bounded by boot_pmix_fence_timeout), PMIx_Get;
+ *  - session_dir: the job's folder on this node that the resource manager
+ *    made and promises to remove (PMIX_NSDIR with PMIX_TDIR_RMCLEAN: Slurm's
+ *    srun --mpi=pmix gives <TmpFS>/spmix_appdir_<uid>_<job>.<step>); the
+ *    base keeps the job's scratch folder inside it. Without it (Open MPI 4.1's
+ *    mpirun gives neither key) the base makes one under $TMPDIR.
  * Every PMIx failure is printed with the call, PMIx_Error_string and the key.
  */
 #include <pmix.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "components/boot/pmix/pmix.h"
+#include "core/mca/framework.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/proc.h"
@@ -25,6 +32,7 @@ static bool px_pmix_initialized;
 static char **px_pmix_hosts;    /* [size], fetched lazily */
 static uint32_t *px_pmix_local; /* [size] locality bits, filled at init */
 static char *px_pmix_my_locstr; /* our PMIX_LOCALITY_STRING, or NULL */
+static char *px_pmix_nsdir;     /* the launcher's per-job folder here, or NULL */
 
 static int px_pmix_fail(const char *call, pmix_status_t rc, const char *what)
 {
@@ -93,6 +101,38 @@ static void px_pmix_mark_local_from_list(const char *list)
     }
 }
 
+/* The job's folder on this node that the resource manager made and removes
+ * at the end of the job: PMIX_NSDIR, taken only when the server also says
+ * PMIX_TDIR_RMCLEAN (without that promise nobody would remove what a killed
+ * job leaves), and only when it is a folder this process can write (a
+ * container may not see the launcher's /tmp); otherwise NULL, and the base
+ * makes a folder under $TMPDIR. */
+static void px_pmix_find_nsdir(void)
+{
+    pmix_value_t *val = px_pmix_get_value(PMIX_RANK_WILDCARD, PMIX_TDIR_RMCLEAN, true, NULL);
+    bool rmclean = val && PMIX_BOOL == val->type && val->data.flag;
+    if (val)
+        PMIX_VALUE_RELEASE(val);
+    char *dir = px_pmix_get_string(PMIX_RANK_WILDCARD, PMIX_NSDIR, true);
+    struct stat st;
+    const char *why = NULL;
+    if (NULL == dir)
+        why = "the server gives no PMIX_NSDIR";
+    else if (!rmclean)
+        why = "the server does not promise to remove it (no PMIX_TDIR_RMCLEAN)";
+    else if ('/' != dir[0] || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+             access(dir, W_OK | X_OK) != 0)
+        why = "it is not a folder this process can write";
+    PX_OUTPUT_VERBOSE(10, px_boot_base_framework.output,
+                      "boot/pmix: rank %d: %s launcher's job folder %s%s%s",
+                      px_boot_pmix_module.rank, why ? "not using the" : "using the",
+                      dir ? dir : "(none)", why ? ": " : "", why ? why : "");
+    if (why)
+        free(dir);
+    else
+        px_pmix_nsdir = dir;
+}
+
 static int px_pmix_init(void)
 {
     pmix_status_t rc = PMIx_Init(&px_pmix_me, NULL, 0);
@@ -146,6 +186,7 @@ static int px_pmix_init(void)
     }
     px_pmix_local[px_pmix_me.rank] |= PX_PROC_LOCAL_SELF | PX_PROC_LOCAL_HOST;
     px_pmix_my_locstr = px_pmix_get_string(px_pmix_me.rank, PMIX_LOCALITY_STRING, true);
+    px_pmix_find_nsdir();
     return PX_SUCCESS;
 }
 
@@ -259,13 +300,17 @@ static int px_pmix_get(int rank, const char *key, void **data, size_t *len)
     return ret;
 }
 
+/* Say why on stderr first: neither Slurm's srun nor Open MPI 4.1's mpirun
+ * prints the message given to PMIx_Abort, and the server may kill this
+ * process before PMIx_Abort returns. */
 static void px_pmix_abort(int status, const char *msg)
 {
+    fprintf(stderr, "plexus: rank %d aborted with status %d: %s\n", px_boot_pmix_module.rank,
+            status, msg ? msg : "");
+    fflush(stderr);
     if (px_pmix_initialized)
         PMIx_Abort(status, msg ? msg : "px_abort", NULL, 0);
-    else if (msg)
-        fprintf(stderr, "%s\n", msg);
-    _exit(status ? status : 1);
+    _exit(status > 0 && status < 256 ? status : 1);
 }
 
 static int px_pmix_finalize(void)
@@ -287,7 +332,14 @@ static int px_pmix_finalize(void)
     px_pmix_local = NULL;
     free(px_pmix_my_locstr);
     px_pmix_my_locstr = NULL;
+    free(px_pmix_nsdir);
+    px_pmix_nsdir = NULL;
     return ret;
+}
+
+static const char *px_pmix_session_dir(void)
+{
+    return px_pmix_nsdir;
 }
 
 px_boot_module_t px_boot_pmix_module = {
@@ -304,4 +356,5 @@ px_boot_module_t px_boot_pmix_module = {
     .get = px_pmix_get,
     .abort = px_pmix_abort,
     .finalize = px_pmix_finalize,
+    .session_dir = px_pmix_session_dir,
 };

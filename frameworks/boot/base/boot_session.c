@@ -3,11 +3,15 @@
  * and each rank's folder inside it (px_boot_proc_session_dir).
  *
  * Where: when the boot module names a folder its launcher made and removes
- * at the end of the job (pxrun's session folder), "<that>/scratch";
- * otherwise (pmix, singleton) "$TMPDIR/plexus-<uid>/job-<jobid>-<host>"
+ * at the end of the job (pxrun's session folder; under Slurm's srun
+ * --mpi=pmix the step's folder PMIx gives as PMIX_NSDIR), "<that>/scratch";
+ * otherwise (mpirun, singleton) "$TMPDIR/plexus-<uid>/job-<jobid>-<host>"
  * (TMPDIR unset or longer than 200 characters: /tmp), named from the job id
  * (the PMIx namespace under mpirun) and the host, so that ranks of one job on
- * one node share it, and nodes that share /tmp do not. Every folder is made
+ * one node share it, and nodes that share /tmp do not. Inside a Slurm job
+ * (SLURM_JOB_ID set: mpirun in an allocation, srun --mpi=none) the name also
+ * carries Slurm's job and step ids, "job-<jobid>-slurm<job>.<step>-<host>",
+ * so that an epilog can find what a killed job left. Every folder is made
  * 0700 and checked to be this user's.
  *
  * Who removes it: each rank removes its own folder at finalize. For a folder
@@ -145,13 +149,24 @@ const char *px_boot_session_dir(void)
         const char *tmp = getenv("TMPDIR");
         if (!tmp || !*tmp || strlen(tmp) > 200)
             tmp = "/tmp";
-        char job[128], host[128];
+        char job[128], host[128], slurm[100] = "";
         component_name(job, sizeof job, px_boot->jobid);
         component_name(host, sizeof host,
                        px_boot->hostname ? px_boot->hostname(px_boot->rank) : "");
+        const char *sjob = getenv("SLURM_JOB_ID"), *sstep = getenv("SLURM_STEP_ID");
+        if (sjob && *sjob) {
+            char j[40], st[40];
+            component_name(j, sizeof j, sjob);
+            if (sstep && *sstep) {
+                component_name(st, sizeof st, sstep);
+                snprintf(slurm, sizeof slurm, "-slurm%s.%s", j, st);
+            } else {
+                snprintf(slurm, sizeof slurm, "-slurm%s", j);
+            }
+        }
         snprintf(px_boot_top_dir, sizeof px_boot_top_dir, "%s/plexus-%u", tmp, (unsigned)getuid());
-        n = snprintf(px_boot_node_dir, sizeof px_boot_node_dir, "%s/job-%s-%s", px_boot_top_dir,
-                     job, host);
+        n = snprintf(px_boot_node_dir, sizeof px_boot_node_dir, "%s/job-%s%s-%s", px_boot_top_dir,
+                     job, slurm, host);
     }
     if (n < 0 || (size_t)n >= sizeof px_boot_node_dir) {
         session_fail(launcher ? launcher : px_boot_top_dir, "name", ENAMETOOLONG);
