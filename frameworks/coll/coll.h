@@ -286,8 +286,9 @@ typedef struct px_coll_rule {
     const char *source; /* "rules file FILE:LINE" or the variable(s) */
 } px_coll_rule_t;
 PX_EXPORT int px_coll_base_rules(const px_coll_rule_t **rules);
-/* Read a rules file (PX_SUCCESS, or PX_ERR_BAD_PARAM after printing
- * "FILE:LINE: what is wrong; accepted: ..."). Used at open and by tests. */
+/* Read a rules file (NULL: the one coll_base_rules_file names, if any):
+ * PX_SUCCESS, or PX_ERR_BAD_PARAM after printing "FILE:LINE: what is wrong;
+ * accepted: ...". Used at open and by px_info. */
 PX_EXPORT int px_coll_base_rules_load(const char *path);
 
 #endif

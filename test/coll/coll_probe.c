@@ -3,7 +3,7 @@
  * run under pxrun. One launch covers a whole matrix, so the suite stays
  * cheap:
  *
- *   coll_probe matrix [--edges B1,B2,...] [--large BYTES]
+ *   coll_probe matrix [--edges B1,B2,...] [--large BYTES] [--quick]
  *      The world is split into two groups of every size pair (8 ranks:
  *      8 | 1+7 | 2+6 | 3+5 | 4+4; keys reversed in every other split), and
  *      both groups run, at the same time, every operation x datatype x
@@ -17,6 +17,7 @@
  *      allreduce (double sum) of --large bytes, concurrent non-blocking
  *      collectives on both groups and the world interleaved with
  *      point-to-point traffic on user tags, px_test polling.
+ *      --quick (sanitizer builds): counts 0, 1, 7 only, and two splits.
  *      Prints "rank R: N checks, E errors" and exits 1 on an error.
  *   coll_probe die RANK
  *      Every rank loops over 4 MiB allreduces; RANK kills itself (SIGKILL)
@@ -457,6 +458,7 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
 
 static size_t edges[16];
 static int nedges = 0;
+static bool quick = false; /* --quick: counts 0, 1, 7 and two splits (sanitizer builds) */
 
 static void matrix_on(px_group_t *g, int salt)
 {
@@ -473,7 +475,7 @@ static void matrix_on(px_group_t *g, int salt)
                         continue;
                     if (op == 1 && inplace)
                         continue; /* bcast has no in-place form */
-                    for (size_t c = 0; c < sizeof(small) / sizeof(small[0]); ++c)
+                    for (size_t c = 0; c < (quick ? 3 : sizeof(small) / sizeof(small[0])); ++c)
                         check_one(g, op, dt, rop, small[c], inplace, nb, nb && c == 2,
                                   salt + (int)c);
                 }
@@ -640,13 +642,15 @@ int main(int argc, char **argv)
             char *list = argv[++i];
             for (char *t = strtok(list, ","); t && nedges < 16; t = strtok(NULL, ","))
                 edges[nedges++] = strtoull(t, NULL, 10);
+        } else if (0 == strcmp(argv[i], "--quick")) {
+            quick = true;
         } else if (0 == strcmp(argv[i], "--large") && i + 1 < argc) {
             large_bytes = strtoull(argv[++i], NULL, 10);
         }
     }
     px_group_t *world = px_group_world();
     /* Two groups of every size pair: first `a` ranks and the rest. */
-    for (int a = np; a >= (np + 1) / 2; --a) {
+    for (int a = np; a >= (np + 1) / 2; a = quick && a > (np + 1) / 2 ? (np + 1) / 2 : a - 1) {
         int color = me < a ? 0 : 1;
         int key = (a % 2) ? np - me : me; /* reversed keys in every other split */
         px_group_t *g = NULL;

@@ -6,6 +6,8 @@
  *
  *   pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes LIST | --min B --max B]
  *                      [--iters N] [--csv | --json] [--vs FILE]
+ *   pxrun -n N px_perf --coll OP [--sizes LIST] [--iters N] [--csv]
+ *                                collective latency (px_perf_coll.c)
  *   px_perf --memcpy [BYTES]     memcpy bandwidth in one process (no launcher)
  *   px_perf --empty              px_init + px_finalize only (startup timing)
  *   px_perf --floor [BYTES]      one cache line (or BYTES copied in and out) passed
@@ -34,6 +36,8 @@
 #include <unistd.h>
 #include "runtime/plexus.h"
 #include "runtime/runtime.h" /* --btl reaches the transport behind the API */
+
+int px_perf_coll(const char *op, const size_t *sizes, int nsizes, long iters_override, int csv);
 
 #define WIN       64
 #define MAX_SIZES 64
@@ -308,20 +312,25 @@ int main(int argc, char **argv)
     size_t minb = 0, maxb = 4 << 20;
     long iters_override = 0;
     int csv = 0, json = 0, btl = 0;
-    const char *vs = NULL;
+    const char *vs = NULL, *coll = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            puts("Usage: pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes B,B,...]\n"
-                 "                          [--min BYTES] [--max BYTES] [--iters N]\n"
-                 "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
-                 "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
-                 "       px_perf --empty             px_init and px_finalize only\n"
-                 "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
-                 "no library\n"
-                 "       pxrun -n 2 px_perf --btl    ping-pong on the transport (btl_sendi)\n"
-                 "Defaults: --test lat,bw, sizes 0 B to 4 MiB.");
+            puts(
+                "Usage: pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes B,B,...]\n"
+                "                          [--min BYTES] [--max BYTES] [--iters N]\n"
+                "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
+                "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
+                "       px_perf --empty             px_init and px_finalize only\n"
+                "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
+                "no library\n"
+                "       pxrun -n 2 px_perf --btl    ping-pong on the transport (btl_sendi)\n"
+                "       pxrun -n N px_perf --coll OP [--sizes ...] [--iters N] [--csv]\n"
+                "                                   collective latency over all ranks: allreduce,\n"
+                "                                   bcast, allgather, alltoall, barrier (8 B-64 "
+                "MiB)\n"
+                "Defaults: --test lat,bw, sizes 0 B to 4 MiB.");
             return 0;
         } else if (!strcmp(a, "--memcpy")) {
             return memcpy_mode(v && v[0] != '-' ? parse_size(v) : (size_t)4 << 20);
@@ -332,6 +341,9 @@ int main(int argc, char **argv)
             return px_finalize() == PX_SUCCESS ? 0 : 1;
         } else if (!strcmp(a, "--btl")) {
             btl = 1;
+        } else if (!strcmp(a, "--coll") && v) {
+            coll = v;
+            i++;
         } else if (!strcmp(a, "--csv")) {
             csv = 1;
         } else if (!strcmp(a, "--json")) {
@@ -380,6 +392,8 @@ int main(int argc, char **argv)
             die("unknown option or missing value: '%s'", a);
         }
     }
+    if (coll)
+        return px_perf_coll(coll, sizes, nsizes, iters_override, csv);
     if (!nsizes)
         for (size_t i = 0; i < sizeof default_sizes / sizeof default_sizes[0]; i++)
             if (default_sizes[i] >= minb && default_sizes[i] <= maxb)

@@ -6,6 +6,10 @@
 #include "core/util/error.h"
 
 int px_coll_fullmesh_priority = 30;
+int px_coll_fullmesh_linear_mode = 0;
+
+static const px_mca_var_enum_value_t px_coll_fullmesh_linear_values[] = {
+    {0, "auto"}, {1, "never"}, {2, "always"}, {0, NULL}};
 
 static const px_mca_var_field_t px_coll_fullmesh_vars[] = {
     {.name = "priority",
@@ -17,6 +21,15 @@ static const px_mca_var_field_t px_coll_fullmesh_vars[] = {
      .min = "0",
      .max = "100",
      .storage = &px_coll_fullmesh_priority},
+    {.name = "linear",
+     .help = "Barrier and allreduce through rank 0 (two passes over the ranks) instead of "
+             "dissemination / recursive doubling (log2(p) rounds): auto when ranks outnumber the "
+             "cores of this node (the progress engine yields when idle), never, or always",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = px_coll_fullmesh_linear_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .storage = &px_coll_fullmesh_linear_mode},
     {.name = NULL},
 };
 

@@ -24,9 +24,41 @@
             return rc_;                                                                            \
     } while (0)
 
+/* Ranks outnumber cores (the progress engine yields when idle; see
+ * core/util/progress.h) and the group is larger than two: the linear forms,
+ * unless coll_fullmesh_linear says otherwise. */
+bool px_coll_fullmesh_linear(const px_coll_group_t *g)
+{
+    if (g->size <= 2 || 1 == px_coll_fullmesh_linear_mode)
+        return false;
+    return 2 == px_coll_fullmesh_linear_mode || px_progress_idle_limit > 0;
+}
+
+/* Through rank 0: everyone signals it, it answers everyone. Two passes over
+ * the ranks instead of log2(p) rounds: better when ranks outnumber cores
+ * and every round waits for the scheduler to run each rank. */
+static int fm_barrier_linear(px_coll_group_t *g, px_coll_sched_t *s)
+{
+    int p = g->size;
+    if (0 == g->rank) {
+        for (int i = 1; i < p; ++i)
+            TRY(px_coll_sched_recv(s, i, NULL, 0));
+        TRY(px_coll_sched_round(s));
+        for (int i = 1; i < p; ++i)
+            TRY(px_coll_sched_send(s, i, NULL, 0));
+        return px_coll_sched_round(s);
+    }
+    TRY(px_coll_sched_send(s, 0, NULL, 0));
+    TRY(px_coll_sched_round(s));
+    TRY(px_coll_sched_recv(s, 0, NULL, 0));
+    return px_coll_sched_round(s);
+}
+
 static int fm_barrier(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
 {
     (void)a;
+    if (px_coll_fullmesh_linear(g))
+        return fm_barrier_linear(g, s);
     /* Dissemination: round k signals rank + 2^k and waits for rank - 2^k. */
     int p = g->size, r = g->rank;
     for (int k = 1; k < p; k <<= 1) {
@@ -47,8 +79,39 @@ static int fm_bcast(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t
     return px_coll_sched_round(s);
 }
 
+/* Everyone sends its vector to rank 0, which reduces them in rank order and
+ * sends the result back: two passes over the ranks (see fm_barrier_linear). */
+static int fm_allreduce_linear(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    int p = g->size;
+    size_t bytes = a->count * px_coll_dtype_size(a->dtype);
+    if (g->rank) {
+        TRY(px_coll_sched_send(s, 0, a->sbuf, bytes));
+        TRY(px_coll_sched_round(s));
+        TRY(px_coll_sched_recv(s, 0, a->rbuf, bytes));
+        return px_coll_sched_round(s);
+    }
+    char *in = px_coll_sched_tmp(s, bytes * (size_t)(p - 1));
+    if (NULL == in)
+        return PX_ERR_OUT_OF_RESOURCE;
+    for (int i = 1; i < p; ++i)
+        TRY(px_coll_sched_recv(s, i, in + (size_t)(i - 1) * bytes, bytes));
+    const void *cur = a->sbuf;
+    for (int i = 1; i < p; ++i) {
+        TRY(px_coll_sched_reduce(s, a->rbuf, cur, in + (size_t)(i - 1) * bytes, a->count, a->dtype,
+                                 a->rop));
+        cur = a->rbuf;
+    }
+    TRY(px_coll_sched_round(s));
+    for (int i = 1; i < p; ++i)
+        TRY(px_coll_sched_send(s, i, a->rbuf, bytes));
+    return px_coll_sched_round(s);
+}
+
 static int fm_allreduce(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
 {
+    if (px_coll_fullmesh_linear(g))
+        return fm_allreduce_linear(g, a, s);
     int p = g->size, r = g->rank;
     size_t bytes = a->count * px_coll_dtype_size(a->dtype);
     int pof2 = 1;

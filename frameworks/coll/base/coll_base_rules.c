@@ -207,6 +207,8 @@ static bool component_known(const char *name, char *known, size_t klen)
 
 int px_coll_base_rules_load(const char *path)
 {
+    if (NULL == path)
+        path = px_coll_base_rules_file;
     nfile_rules = 0;
     free(file_rules_path);
     file_rules_path = NULL;
@@ -341,8 +343,7 @@ int px_coll_base_rules(const px_coll_rule_t **rules)
         n = add_builtin(all_rules, n, PX_COLL_BCAST, 0, b1 - 1, "fullmesh",
                         "coll_base_bcast_binomial_min");
     if (b2 > b1)
-        n = add_builtin(all_rules, n, PX_COLL_BCAST, b1, b2 - 1, "basic",
-                        "coll_base_bcast_binomial_min, coll_base_bcast_ring_min");
+        n = add_builtin(all_rules, n, PX_COLL_BCAST, b1, b2 - 1, "basic", "coll_base_bcast_*_min");
     n = add_builtin(all_rules, n, PX_COLL_BCAST, b2, SIZE_MAX, "ring", "coll_base_bcast_ring_min");
     n = add_builtin(all_rules, n, PX_COLL_SCATTER, 0, SIZE_MAX, "basic", "built-in");
     n = add_builtin(all_rules, n, PX_COLL_GATHER, 0, SIZE_MAX, "basic", "built-in");

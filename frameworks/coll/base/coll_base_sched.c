@@ -22,6 +22,7 @@
 #include <time.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/progress.h"
 #include "frameworks/coll/coll.h"
 
 extern const px_coll_p2p_t *px_coll_base_p2p;
@@ -332,7 +333,11 @@ int px_coll_sched_run(px_coll_sched_t *s)
     unsigned spins = 0;
     int rc;
     while (0 == (rc = px_coll_sched_step(s))) {
-        p->progress();
+        /* Ranks outnumber cores: give the core away at every idle poll (as
+         * Open MPI's mpi_yield_when_idle does), not after progress_idle_spins
+         * of them: a collective waits for every rank to run. */
+        if (0 == p->progress() && px_progress_idle_limit)
+            px_progress_idle();
         if (limit > 0 && 0 == (++spins & 1023)) {
             double t = now();
             if (0 == start)
