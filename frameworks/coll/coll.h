@@ -238,7 +238,7 @@ PX_EXPORT int px_coll_reduce(void *dst, const void *a, const void *b, size_t cou
 /* Whether `rop` is defined for `dtype` (avg included). */
 PX_EXPORT bool px_coll_rop_valid(int dtype, int rop);
 /* x[i] /= div for a float or double vector (PX_AVG). */
-PX_EXPORT void px_coll_scale(void *x, size_t count, int dtype, double div);
+void px_coll_scale(void *x, size_t count, int dtype, double div);
 
 /* Elements [first, end) of block b when `count` elements are cut into
  * `nblocks` near-equal blocks (the first count % nblocks get one more). */
@@ -248,33 +248,34 @@ static inline size_t px_coll_block_start(size_t count, int nblocks, int b)
     return ub * q + (ub < r ? ub : r);
 }
 
-/* ---- the base: used by the runtime and px_info ---- */
+/* ---- the base: used by the runtime (inside libplexus, not exported) and
+ * px_info (the framework object and the rules, exported) ---- */
 PX_EXPORT extern struct px_mca_framework px_coll_base_framework;
 /* Open the framework (components register and open; the rules file is
  * read) with the runtime's point-to-point table. */
-PX_EXPORT int px_coll_base_open(const px_coll_p2p_t *p2p);
-PX_EXPORT int px_coll_base_close(void);
+int px_coll_base_open(const px_coll_p2p_t *p2p);
+int px_coll_base_close(void);
 /* Query every component for `g` and build its stacks; PX_ERR_NOT_FOUND when
  * no module serves some operation. */
-PX_EXPORT int px_coll_base_group_init(px_coll_group_t *g);
-PX_EXPORT void px_coll_base_group_fini(px_coll_group_t *g);
+int px_coll_base_group_init(px_coll_group_t *g);
+void px_coll_base_group_fini(px_coll_group_t *g);
 /* The module the rules choose for a call (NULL: none provides it). */
-PX_EXPORT px_coll_module_t *px_coll_base_choose(px_coll_group_t *g, int opid, size_t bytes);
+px_coll_module_t *px_coll_base_choose(px_coll_group_t *g, int opid, size_t bytes);
 /* Build `s` for `a` (chosen module, falling back down the stack on
  * PX_ERR_NOT_SUPPORTED). `s` must have been px_coll_sched_init'ed. */
-PX_EXPORT int px_coll_base_build(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s);
-PX_EXPORT void px_coll_sched_init(px_coll_sched_t *s, px_coll_group_t *g, int opid, bool heap);
+int px_coll_base_build(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s);
+void px_coll_sched_init(px_coll_sched_t *s, px_coll_group_t *g, int opid, bool heap);
 /* Advance: 1 done, 0 not yet, negative: failed (the group is failed and the
  * other members told; every request let go). Sticky once finished. */
-PX_EXPORT int px_coll_sched_step(px_coll_sched_t *s);
+int px_coll_sched_step(px_coll_sched_t *s);
 /* Run to completion (blocking), bounded by runtime_wait_timeout. */
-PX_EXPORT int px_coll_sched_run(px_coll_sched_t *s);
+int px_coll_sched_run(px_coll_sched_t *s);
 /* Give up on an unfinished schedule with `error` (a wait timed out). */
-PX_EXPORT void px_coll_sched_fail(px_coll_sched_t *s, int error);
+void px_coll_sched_fail(px_coll_sched_t *s, int error);
 /* Free what the schedule holds (not the schedule itself). */
-PX_EXPORT void px_coll_sched_fini(px_coll_sched_t *s);
+void px_coll_sched_fini(px_coll_sched_t *s);
 /* Fail group `g` with `error` and tell its other members (once). */
-PX_EXPORT void px_coll_base_group_failed(px_coll_group_t *g, int error, int by);
+void px_coll_base_group_failed(px_coll_group_t *g, int error, int by);
 
 /* The decision table, for px_info: one row per rule in the order they are
  * tried (rules file first, then the built-in rules from the variables). */

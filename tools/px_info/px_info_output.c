@@ -708,14 +708,14 @@ void px_info_print_coll_rules(const px_info_t *info)
     }
     printf("Coll decision rules (the first that matches serves; a rule naming a component\n"
            "that does not serve the group is skipped; no match: the highest priority):\n");
-    printf("  %-15s %-7s %-16s %-10s %s\n", "operation", "group", "bytes", "component", "from");
+    printf("  %-14s %-5s %-11s %-9s %s\n", "operation", "group", "bytes", "component", "from");
     for (int i = 0; i < n; i++) {
         const px_coll_rule_t *r = &rules[i];
         char g[72], b[72];
         range_text(g, sizeof(g), (size_t)r->gmin, (size_t)(r->gmax < 0 ? 0 : r->gmax), r->gmax < 0,
                    false);
         range_text(b, sizeof(b), r->bmin, r->bmax, r->bmax == SIZE_MAX, true);
-        printf("  %-15s %-7s %-16s %-10s %s\n", px_coll_op_name(r->opid), g, b, r->component,
+        printf("  %-14s %-5s %-11s %-9s %s\n", px_coll_op_name(r->opid), g, b, r->component,
                r->source);
     }
 }
