@@ -229,6 +229,15 @@ int px_group_free(px_group_t **group)
                       "px_finalize)");
         return PX_ERR_BAD_PARAM;
     }
+    px_request_t *r;
+    PX_LIST_FOREACH(r, &px_rt.colls, px_request_t)
+    {
+        if (r->coll && r->coll->s.group == *group) {
+            px_show_error("px_group_free: a non-blocking collective on this group is still in "
+                          "progress (complete it with px_wait or px_test first)");
+            return PX_ERR_BAD_PARAM;
+        }
+    }
     group_destroy(*group);
     *group = NULL;
     return PX_SUCCESS;
@@ -469,8 +478,6 @@ static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, bool nb, px_rt_co
             a->rbuf = (char *)a->sbuf + (size_t)a->root * blk;
         if (PX_COLL_BCAST == a->opid)
             a->sbuf = a->rbuf;
-        if (!need_r && NULL == a->rbuf)
-            a->rbuf = NULL;
         if (has_rop(a->opid) && PX_AVG == a->rop) {
             a->rop = PX_SUM;
             avg = PX_COLL_REDUCE != a->opid || root;
