@@ -181,6 +181,7 @@ typedef struct px_coll_action {
 #define PX_COLL_SCHED_INLINE_ACTS 40
 #define PX_COLL_SCHED_INLINE_REQS 16
 #define PX_COLL_SCHED_MAX_TMP     4
+#define PX_COLL_SCHED_INLINE_TMP  512 /* scratch bytes inside the schedule (small messages) */
 
 struct px_coll_sched {
     px_coll_group_t *group;
@@ -202,6 +203,7 @@ struct px_coll_sched {
     size_t nreqs, reqcap;
     void *tmp[PX_COLL_SCHED_MAX_TMP];
     int ntmp;
+    size_t inline_tmp_used; /* bytes of inline_tmp handed out */
     /* PX_AVG: divide `scale_count` elements at scale_buf by scale_div at the end. */
     void *scale_buf;
     size_t scale_count;
@@ -210,6 +212,7 @@ struct px_coll_sched {
     bool heap; /* the schedule itself was malloc'ed (non-blocking) */
     px_coll_action_t inline_acts[PX_COLL_SCHED_INLINE_ACTS];
     struct px_request *inline_reqs[PX_COLL_SCHED_INLINE_REQS];
+    _Alignas(64) unsigned char inline_tmp[PX_COLL_SCHED_INLINE_TMP];
 };
 
 /* Builders (a module's op functions call these). Peers are group ranks.
@@ -222,8 +225,9 @@ PX_EXPORT int px_coll_sched_reduce(px_coll_sched_t *s, void *dst, const void *a,
                                    size_t count, int dtype, int rop);
 PX_EXPORT int px_coll_sched_copy(px_coll_sched_t *s, void *dst, const void *src, size_t bytes);
 PX_EXPORT int px_coll_sched_round(px_coll_sched_t *s);
-/* Scratch memory freed with the schedule (up to PX_COLL_SCHED_MAX_TMP
- * blocks); NULL when out of memory. */
+/* Scratch memory freed with the schedule (64-byte aligned; small blocks come
+ * from inside the schedule, larger ones, up to PX_COLL_SCHED_MAX_TMP of
+ * them, from malloc); NULL when out of memory. */
 PX_EXPORT void *px_coll_sched_tmp(px_coll_sched_t *s, size_t bytes);
 
 /* The point-to-point table (for modules with a progress function of their own). */

@@ -8,22 +8,39 @@
 # default "allreduce bcast allgather alltoall barrier"), in turn: Plexus, then
 # Open MPI with coll_tuned_use_dynamic_rules 0 and 1, each with
 # --bind-to core (overload-allowed when there are more ranks than cores) and,
-# with more ranks than cores, with and without --mca mpi_yield_when_idle 1.
+# with more ranks than cores, with --mca mpi_yield_when_idle 1 (without it,
+# Open MPI measured 26 ms for an 8-byte allreduce with 4 ranks on 2 cores,
+# 60x its yielding figure, and minutes per large size: set NOYIELD=1 to run
+# it anyway, up to 4 KiB).
+# Results stay in OUT (default: a temporary folder, removed) for a second
+# look: `compare-coll.sh --report OUT` prints the table again.
 # Each peer keeps its best figure per size over the rounds and its settings;
 # the table gives Plexus / best Open MPI and the issue's target, and for
 # allreduce from 1 MiB the ratio to the memory-copy bound px_perf measured
 # (a memcpy of the 2(p-1)/p of the vector a rank must receive). The load
 # average is printed with the figures.
 set -u
-B=${1:?usage: compare-coll.sh BUILD_DIR [ROUNDS]}
+if [ "${1:-}" = --report ]; then
+    report_only=1
+    T=${2:?usage: compare-coll.sh --report OUT}
+else
+    report_only=0
+fi
+B=${1:?usage: compare-coll.sh BUILD_DIR [ROUNDS] | --report OUT}
 rounds=${2:-2}
-B=$(cd "$B" && pwd)
+[ "$report_only" = 1 ] || B=$(cd "$B" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
 ranks=${RANKS:-"2 4 8"}
 ops=${OPS:-"allreduce bcast allgather alltoall barrier"}
 cores=$(nproc)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+if [ "$report_only" = 0 ]; then
+if [ -n "${OUT:-}" ]; then
+    T=$OUT
+    mkdir -p "$T"
+else
+    T=$(mktemp -d)
+    trap 'rm -rf "$T"' EXIT
+fi
 command -v mpicc >/dev/null || { echo "compare-coll.sh: mpicc not found (apt-get install libopenmpi-dev openmpi-bin)" >&2; exit 2; }
 mpicc -O2 -o "$T/coll_mpi" "$src/test/bench/coll_mpi.c" || exit 2
 root=()
@@ -36,16 +53,19 @@ for r in $(seq 1 "$rounds"); do
         yields=(0)
         if [ "$n" -gt "$cores" ]; then
             bind=core:overload-allowed
-            yields=(0 1)
+            yields=(1)
+            [ -n "${NOYIELD:-}" ] && yields=(0 1)
         fi
         for op in $ops; do
             timeout 900 "$B/tools/pxrun/pxrun" -n "$n" --bind-to core "$B/tools/px_perf/px_perf" \
                 --coll "$op" --csv >"$T/px.$op.$n.$r" 2>"$T/err" || { echo "# px_perf $op -n $n failed:"; head -5 "$T/err"; }
             for dyn in 0 1; do
                 for y in "${yields[@]}"; do
+                    sz=()
+                    [ "$n" -gt "$cores" ] && [ "$y" = 0 ] && sz=(--sizes 8,64,512,4096)
                     timeout 900 mpirun "${root[@]}" --oversubscribe -np "$n" --bind-to "$bind" \
                         --mca coll_tuned_use_dynamic_rules "$dyn" --mca mpi_yield_when_idle "$y" \
-                        "$T/coll_mpi" "$op" --csv >"$T/mpi.$op.$n.$r.$dyn.$y" 2>"$T/err" ||
+                        "$T/coll_mpi" "$op" "${sz[@]}" --csv >"$T/mpi.$op.$n.$r.$dyn.$y" 2>"$T/err" ||
                         { echo "# coll_mpi $op -n $n dyn $dyn yield $y failed:"; head -5 "$T/err"; }
                 done
             done
@@ -54,6 +74,7 @@ for r in $(seq 1 "$rounds"); do
     done
 done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+fi
 python3 - "$T" <<'EOF'
 import glob, os, sys
 T = sys.argv[1]

@@ -3,7 +3,7 @@
  * run under pxrun. One launch covers a whole matrix, so the suite stays
  * cheap:
  *
- *   coll_probe matrix [--edges B1,B2,...] [--large BYTES] [--quick]
+ *   coll_probe matrix [--edges B1,B2,...] [--big-edges OP:B,...] [--large BYTES] [--quick]
  *      The world is split into two groups of every size pair (8 ranks:
  *      8 | 1+7 | 2+6 | 3+5 | 4+4; keys reversed in every other split), and
  *      both groups run, at the same time, every operation x datatype x
@@ -17,6 +17,8 @@
  *      allreduce (double sum) of --large bytes, concurrent non-blocking
  *      collectives on both groups and the world interleaved with
  *      point-to-point traffic on user tags, px_test polling.
+ *      --big-edges: one operation (doubles, on the world) around one large
+ *      threshold each, instead of the whole matrix there.
  *      --quick (sanitizer builds): counts 0, 1, 7 only, and two splits.
  *      Prints "rank R: N checks, E errors" and exits 1 on an error.
  *   coll_probe die RANK
@@ -458,7 +460,10 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
 
 static size_t edges[16];
 static int nedges = 0;
-static bool quick = false; /* --quick: counts 0, 1, 7 and two splits (sanitizer builds) */
+static bool quick = false;
+/* --big-edges OP:BYTES,...: one operation around one large threshold (doubles). */
+static int big_op[8], nbig = 0;
+static size_t big_bytes[8]; /* --quick: counts 0, 1, 7 and two splits (sanitizer builds) */
 
 static void matrix_on(px_group_t *g, int salt)
 {
@@ -642,6 +647,19 @@ int main(int argc, char **argv)
             char *list = argv[++i];
             for (char *t = strtok(list, ","); t && nedges < 16; t = strtok(NULL, ","))
                 edges[nedges++] = strtoull(t, NULL, 10);
+        } else if (0 == strcmp(argv[i], "--big-edges") && i + 1 < argc) {
+            char *list = argv[++i];
+            for (char *t = strtok(list, ","); t && nbig < 8; t = strtok(NULL, ",")) {
+                char *colon = strchr(t, ':');
+                if (NULL == colon)
+                    continue;
+                *colon = '\0';
+                for (int k = 0; k < 9; ++k)
+                    if (0 == strcmp(t, cname[k])) {
+                        big_op[nbig] = k;
+                        big_bytes[nbig++] = strtoull(colon + 1, NULL, 10);
+                    }
+            }
         } else if (0 == strcmp(argv[i], "--quick")) {
             quick = true;
         } else if (0 == strcmp(argv[i], "--large") && i + 1 < argc) {
@@ -672,6 +690,13 @@ int main(int argc, char **argv)
         matrix_on(g, a);
         concurrent(world, g, a);
         px_group_free(&g);
+    }
+    for (int b = 0; b < nbig; ++b) {
+        size_t base = big_bytes[b] / 8;
+        size_t cs[3] = {base - 1, base, base + 1};
+        for (int k = 0; k < 3; ++k)
+            check_one(world, big_op[b], PX_DOUBLE, PX_SUM, cs[k], k == 2 && big_op[b] != 1, k == 0,
+                      false, k);
     }
     if (large_bytes)
         large(world, large_bytes);

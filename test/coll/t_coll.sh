@@ -4,7 +4,8 @@
 #    cheap sizes: every operation, datatype and reduction, in place and not,
 #    blocking and not, groups of 1..8 (two groups at a time), counts 0, 1, odd
 #    and around each threshold, concurrent collectives with point-to-point;
-#  - 5 ranks with the default thresholds, around each of them, and one
+#  - 5 ranks with the default thresholds, around each of them (the large ones,
+#    4 and 8 MiB, with the one operation they switch, in doubles), and one
 #    allreduce and bcast of 64 MiB (4 MiB under sanitizers);
 #  - each component alone (basic) or first (a rules file), and a rules file
 #    with a mistake (the error names the file, the line and what is accepted);
@@ -20,7 +21,9 @@ trap 'rm -rf "$T"' EXIT
 san=${PX_TEST_SANITIZER:-}
 quick=()
 large=$((64 << 20))
-[ -n "$san" ] && quick=(--quick) && large=$((4 << 20))
+edges=2048,4096,262144
+big=bcast:8388608,allgather:4194304,alltoall:8388608,reduce_scatter:4096
+[ -n "$san" ] && quick=(--quick) && large=$((4 << 20)) && big=allgather:4194304
 
 # run DESCRIPTION NRANKS [env...] -- probe args: all NRANKS ranks report 0 errors.
 run() {
@@ -40,14 +43,14 @@ run() {
     fi
 }
 
-small=(PX_MCA_coll_base_allreduce_ring_min=256 PX_MCA_coll_base_allgather_ring_min=128
+small=(PX_MCA_coll_base_allreduce_ring_min=256 PX_MCA_coll_base_allreduce_pair_ring_min=192 PX_MCA_coll_base_allgather_ring_min=128
     PX_MCA_coll_base_bcast_binomial_min=64 PX_MCA_coll_base_bcast_ring_min=512
     PX_MCA_coll_base_reduce_scatter_ring_min=128 PX_MCA_coll_base_alltoall_pairwise_min=256
     PX_MCA_coll_ring_chunk=64 PX_MCA_coll_ring_window=2)
 run "8 ranks, every operation x type x reduction, groups of 1..8, small thresholds" 8 \
-    "${small[@]}" -- matrix --edges 64,128,256,512 "${quick[@]}"
+    "${small[@]}" -- matrix --edges 64,128,192,256,512 "${quick[@]}"
 run "5 ranks, default thresholds, around each, and $((large >> 20)) MiB allreduce + bcast" 5 -- \
-    matrix --edges 2048,4096,16384,32768,65536,262144 --large $large --quick
+    matrix --edges $edges --big-edges $big --large $large --quick
 
 # Each component where it can serve alone or first.
 run "coll = basic alone (every operation through basic), 4 ranks" 4 PX_MCA_coll=basic -- \
@@ -67,7 +70,7 @@ out=$(PX_MCA_coll_base_rules_file="$T/rules" "$pxinfo" --coll-rules 2>&1)
 check "px_info --coll-rules shows the file's rules first" \
     eval 'echo "$out" | sed -n 4p | grep -Eq "^  allreduce +any +any +ring +rules file line 2$"'
 check "... then the built-in ones, from the threshold variables" \
-    eval 'echo "$out" | grep -Eq "^  allreduce +2- +16k- +ring +coll_base_allreduce_ring_min$"'
+    eval 'echo "$out" | grep -Eq "^  allreduce +3- +256k- +ring +coll_base_allreduce_ring_min$"'
 out=$(PX_MCA_coll_base_rules_file="$T/rules" "$pxinfo" --json 2>&1)
 check "px_info --json carries the rules" eval 'echo "$out" | python3 -c "
 import json, sys

@@ -38,11 +38,12 @@ static px_coll_rule_t all_rules[MAX_RULES + 32];
 /* The threshold variables (bytes; a message of at least this many goes to
  * the next algorithm up). Defaults measured here: docs/coll.md. */
 size_t px_coll_base_bcast_binomial_min = 2048;
-size_t px_coll_base_bcast_ring_min = 256 * 1024;
-size_t px_coll_base_allreduce_ring_min = 16 * 1024;
-size_t px_coll_base_allgather_ring_min = 32 * 1024;
+size_t px_coll_base_bcast_ring_min = 8 << 20;
+size_t px_coll_base_allreduce_pair_ring_min = 4 * 1024;
+size_t px_coll_base_allreduce_ring_min = 256 * 1024;
+size_t px_coll_base_allgather_ring_min = 4 << 20;
 size_t px_coll_base_reduce_scatter_ring_min = 4 * 1024;
-size_t px_coll_base_alltoall_pairwise_min = 64 * 1024;
+size_t px_coll_base_alltoall_pairwise_min = 8 << 20;
 char *px_coll_base_rules_file = NULL;
 
 static const px_mca_var_field_t px_coll_base_vars[] = {
@@ -69,17 +70,29 @@ static const px_mca_var_field_t px_coll_base_vars[] = {
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .dflt = "256k",
+     .dflt = "8M",
      .min = "0",
      .max = "1024G",
      .storage = &px_coll_base_bcast_ring_min},
-    {.name = "allreduce_ring_min",
-     .help = "Allreduces of at least this many bytes use ring's pipelined reduce-scatter + "
-             "allgather; smaller ones fullmesh's recursive doubling",
+    {.name = "allreduce_pair_ring_min",
+     .help = "In groups of two ranks, allreduces of at least this many bytes use ring's "
+             "pipelined reduce-scatter + allgather (half the vector each way); smaller ones "
+             "fullmesh's exchange of the whole vector",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .dflt = "16k",
+     .dflt = "4k",
+     .min = "0",
+     .max = "1024G",
+     .storage = &px_coll_base_allreduce_pair_ring_min},
+    {.name = "allreduce_ring_min",
+     .help = "In groups of three ranks or more, allreduces of at least this many bytes use "
+             "ring's pipelined reduce-scatter + allgather; smaller ones fullmesh's recursive "
+             "doubling (or its linear form when ranks outnumber cores)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .dflt = "256k",
      .min = "0",
      .max = "1024G",
      .storage = &px_coll_base_allreduce_ring_min},
@@ -89,7 +102,7 @@ static const px_mca_var_field_t px_coll_base_vars[] = {
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .dflt = "32k",
+     .dflt = "4M",
      .min = "0",
      .max = "1024G",
      .storage = &px_coll_base_allgather_ring_min},
@@ -109,7 +122,7 @@ static const px_mca_var_field_t px_coll_base_vars[] = {
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .dflt = "64k",
+     .dflt = "8M",
      .min = "0",
      .max = "1024G",
      .storage = &px_coll_base_alltoall_pairwise_min},
@@ -304,21 +317,27 @@ int px_coll_base_rules_load(const char *path)
     return rc;
 }
 
-static int add_builtin(px_coll_rule_t *out, int n, int opid, size_t bmin, size_t bmax,
-                       const char *comp, const char *src)
+static int add_builtin_g(px_coll_rule_t *out, int n, int opid, int gmin, int gmax, size_t bmin,
+                         size_t bmax, const char *comp, const char *src)
 {
     if (bmin > bmax || (bmax != SIZE_MAX && bmax + 1 == bmin))
         return n; /* empty range (a threshold of 0) */
     px_coll_rule_t *r = &out[n];
     memset(r, 0, sizeof(*r));
     r->opid = opid;
-    r->gmin = 2;
-    r->gmax = -1;
+    r->gmin = gmin;
+    r->gmax = gmax;
     r->bmin = bmin;
     r->bmax = bmax;
     snprintf(r->component, sizeof(r->component), "%s", comp);
     r->source = src;
     return n + 1;
+}
+
+static int add_builtin(px_coll_rule_t *out, int n, int opid, size_t bmin, size_t bmax,
+                       const char *comp, const char *src)
+{
+    return add_builtin_g(out, n, opid, 2, -1, bmin, bmax, comp, src);
 }
 
 /* Below / at-or-above a threshold. */
@@ -348,8 +367,17 @@ int px_coll_base_rules(const px_coll_rule_t **rules)
     n = add_builtin(all_rules, n, PX_COLL_SCATTER, 0, SIZE_MAX, "basic", "built-in");
     n = add_builtin(all_rules, n, PX_COLL_GATHER, 0, SIZE_MAX, "basic", "built-in");
     n = add_builtin(all_rules, n, PX_COLL_REDUCE, 0, SIZE_MAX, "basic", "built-in");
-    n = split2(all_rules, n, PX_COLL_ALLREDUCE, px_coll_base_allreduce_ring_min, "fullmesh", "ring",
-               "coll_base_allreduce_ring_min");
+    size_t t2 = px_coll_base_allreduce_pair_ring_min, t = px_coll_base_allreduce_ring_min;
+    if (t2 > 0)
+        n = add_builtin_g(all_rules, n, PX_COLL_ALLREDUCE, 2, 2, 0, t2 - 1, "fullmesh",
+                          "coll_base_allreduce_pair_ring_min");
+    n = add_builtin_g(all_rules, n, PX_COLL_ALLREDUCE, 2, 2, t2, SIZE_MAX, "ring",
+                      "coll_base_allreduce_pair_ring_min");
+    if (t > 0)
+        n = add_builtin_g(all_rules, n, PX_COLL_ALLREDUCE, 3, -1, 0, t - 1, "fullmesh",
+                          "coll_base_allreduce_ring_min");
+    n = add_builtin_g(all_rules, n, PX_COLL_ALLREDUCE, 3, -1, t, SIZE_MAX, "ring",
+                      "coll_base_allreduce_ring_min");
     n = split2(all_rules, n, PX_COLL_ALLGATHER, px_coll_base_allgather_ring_min, "fullmesh", "ring",
                "coll_base_allgather_ring_min");
     n = split2(all_rules, n, PX_COLL_REDUCE_SCATTER, px_coll_base_reduce_scatter_ring_min, "basic",

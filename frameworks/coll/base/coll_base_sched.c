@@ -50,6 +50,7 @@ void px_coll_sched_init(px_coll_sched_t *s, px_coll_group_t *g, int opid, bool h
     s->nreqs = 0;
     s->reqcap = PX_COLL_SCHED_INLINE_REQS;
     s->ntmp = 0;
+    s->inline_tmp_used = 0;
     s->scale_buf = NULL;
     s->scale_count = 0;
     s->heap = heap;
@@ -141,6 +142,14 @@ int px_coll_sched_round(px_coll_sched_t *s)
 
 void *px_coll_sched_tmp(px_coll_sched_t *s, size_t bytes)
 {
+    /* Small scratch comes from inside the schedule: no allocation. */
+    size_t need = bytes <= 64 ? 64 : (bytes + 63) & ~(size_t)63;
+    if (bytes <= PX_COLL_SCHED_INLINE_TMP &&
+        need <= PX_COLL_SCHED_INLINE_TMP - s->inline_tmp_used) {
+        void *p = s->inline_tmp + s->inline_tmp_used;
+        s->inline_tmp_used += need;
+        return p;
+    }
     if (s->ntmp >= PX_COLL_SCHED_MAX_TMP)
         return NULL;
     void *p = malloc(bytes ? bytes : 1);
