@@ -501,6 +501,8 @@ static inline int rt_progress(void)
     int n = px_progress_engine();
     if (PX_UNLIKELY(!px_list_is_empty(&px_rt.pending)))
         n += pending_progress();
+    if (PX_UNLIKELY(!px_list_is_empty(&px_rt.colls)))
+        n += px_rt_coll_progress();
     return n;
 }
 
@@ -729,6 +731,8 @@ static inline int rt_wait(px_request_t **request, px_status_t *status, const cha
     }
     status_set(status, r);
     int rc = r->status.error;
+    if (PX_UNLIKELY(PX_RT_REQ_COLL == r->type))
+        px_rt_coll_req_free(r);
     req_release(r);
     *request = NULL;
     return rc;

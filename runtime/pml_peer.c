@@ -285,6 +285,7 @@ int px_rt_pml_init(void)
     PX_OBJ_CONSTRUCT(&px_rt.unexpected, px_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.pending, px_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.active, px_list_t);
+    PX_OBJ_CONSTRUCT(&px_rt.colls, px_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.requests, px_free_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.ux_items, px_free_list_t);
     px_free_list_params_t p = {
@@ -347,11 +348,14 @@ int px_rt_pml_finalize(void)
         ;
     while ((it = px_list_remove_first(&px_rt.active)))
         ;
+    while ((it = px_list_remove_first(&px_rt.colls)))
+        ;
     for (int t = PX_RT_AM_MATCH; t <= PX_RT_AM_PUTFIN; ++t)
         px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
     PX_OBJ_DESTRUCT(&px_rt.ux_items);
     PX_OBJ_DESTRUCT(&px_rt.requests);
     PX_OBJ_DESTRUCT(&px_rt.active);
+    PX_OBJ_DESTRUCT(&px_rt.colls);
     PX_OBJ_DESTRUCT(&px_rt.pending);
     PX_OBJ_DESTRUCT(&px_rt.unexpected);
     PX_OBJ_DESTRUCT(&px_rt.posted);

@@ -15,7 +15,9 @@
 
 const char *px_rt_tag_name(int tag)
 {
-    return PX_RT_TAG_BARRIER == tag ? "px_barrier" : "a runtime-internal operation";
+    return PX_RT_TAG_BARRIER == tag  ? "px_barrier"
+           : tag < PX_RT_TAG_BARRIER ? "a collective"
+                                     : "a runtime-internal operation";
 }
 
 /* A send to ourselves whose RNDV header still waits in our own unexpected
@@ -52,6 +54,13 @@ static bool self_rndv_unqueue(px_request_t *r)
  *    Plexus until px_finalize. */
 static PX_COLD void req_give_up(px_request_t *r, const char *what)
 {
+    if (PX_RT_REQ_COLL == r->type) {
+        px_show_error("%s; the collective failed and its group with it (its other members "
+                      "are told)",
+                      what);
+        px_rt_coll_req_give_up(r, PX_ERR_TIMEOUT);
+        return;
+    }
     px_rt_pending_remove(r);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
@@ -106,6 +115,10 @@ static double now(void)
 
 static void describe(char *buf, size_t n, const px_request_t *r, const char *who, const char *tail)
 {
+    if (PX_RT_REQ_COLL == r->type) {
+        snprintf(buf, n, "%s: a non-blocking collective %s", who, tail);
+        return;
+    }
     const bool send = PX_RT_REQ_SEND == r->type;
     int peer = send ? r->peer : r->status.source;
     char rank[32], tag[48];

@@ -25,6 +25,7 @@ static struct {
     bool btl_open;
     bool btl_selected;
     bool pml;
+    bool coll;
 } px_rt_stage;
 
 static void px_rt_teardown(void);
@@ -163,6 +164,13 @@ int px_init(int *argc, char ***argv)
     if (rc != PX_SUCCESS)
         goto fail;
 
+    /* Collectives: the coll framework (its components register their
+     * variables; the rules file is read). */
+    rc = px_rt_coll_open();
+    px_rt_stage.coll = true;
+    if (rc != PX_SUCCESS)
+        goto fail;
+
     /* Every framework and allowed component has registered its variables:
      * warn about PX_MCA_* names and file entries that match none (fatal with
      * mca_base_strict). */
@@ -198,6 +206,13 @@ int px_init(int *argc, char ***argv)
         px_rt_pml_peer_setup(&px_rt.peers[r], px_rt.btl_peers[r]);
     px_btl_base_register_error(px_rt_btl_error);
     px_rt.initialized = true;
+    rc = px_rt_coll_world();
+    if (rc != PX_SUCCESS) {
+        px_show_error("px_init: making the world group for collectives failed: %s",
+                      px_strerror(rc));
+        px_rt.initialized = false;
+        goto fail;
+    }
 
     /* Everyone has its endpoints before anyone sends. */
     if (px_rt.size > 1 && (rc = px_boot->fence()) != PX_SUCCESS) {
@@ -214,6 +229,10 @@ fail:
 
 static void px_rt_teardown(void)
 {
+    if (px_rt_stage.coll) {
+        px_rt_coll_finalize();
+        px_rt_stage.coll = false;
+    }
     if (px_rt.table_valid) {
         px_btl_base_del_procs(&px_rt.table, px_rt.btl_peers);
         px_rt.table_valid = false;
@@ -255,6 +274,10 @@ int px_finalize(void)
      * it goes on alone: no boot fence, which the other ranks would not enter. */
     if (px_rt.size > 1)
         rc = px_barrier();
+    if (px_rt_stage.coll) {
+        px_rt_coll_finalize(); /* groups, their posted receives, the coll framework */
+        px_rt_stage.coll = false;
+    }
     px_rt_pml_quiesce();
     px_rt.initialized = false;
     px_rt_teardown();

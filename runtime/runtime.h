@@ -94,7 +94,7 @@ typedef struct px_rt_putack_hdr {
 #define PX_RT_RNDV_FLAG_GET 0x1u /* the sender's buffer may be read (addr, handle) */
 #define PX_RT_RNDV_FLAG_PUT 0x2u /* the sender can write into the receiver's buffer */
 
-enum { PX_RT_REQ_SEND = 1, PX_RT_REQ_RECV = 2 };
+enum { PX_RT_REQ_SEND = 1, PX_RT_REQ_RECV = 2, PX_RT_REQ_COLL = 3 /* a non-blocking collective */ };
 enum { PX_RT_KIND_EAGER = 1, PX_RT_KIND_RNDV = 2 };
 /* What a request on the pending list still has to do. */
 enum {
@@ -138,6 +138,9 @@ struct px_request {
     int nrails; /* RDMA rails in use (get: up to PX_RT_MAX_RAILS, put: 1) */
     px_rt_rail_t rails[PX_RT_MAX_RAILS];
     px_list_item_t pend_link; /* on px_rt.pending */
+    /* PX_RT_REQ_COLL: the collective's schedule (runtime/coll.c); the request
+     * sits on px_rt.colls (through super.super) until it completes. */
+    struct px_rt_coll_op *coll;
 };
 PX_CLASS_DECLARATION(px_request_t);
 
@@ -185,6 +188,7 @@ typedef struct px_runtime {
     px_list_t unexpected; /* px_rt_ux_t, in arrival order */
     px_list_t pending;    /* requests with work to retry (via pend_link) */
     px_list_t active;     /* requests in a rendezvous */
+    px_list_t colls;      /* non-blocking collectives in progress (runtime/coll.c) */
     px_free_list_t requests;
     px_free_list_t ux_items;
     size_t ooo_arrivals; /* messages that arrived ahead of their turn (stats, tests) */
@@ -240,6 +244,16 @@ void px_rt_pml_quiesce(void);
  * module serves when rank < 0). Exposed for tests. */
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
                      const char *description);
+/* coll.c: collectives. Open the coll framework (before the unknown-variable
+ * check), make the world group (once messaging works), progress the
+ * non-blocking collectives, free a completed one's schedule, give up on one
+ * (a wait timed out), and tear it all down at px_finalize. */
+int px_rt_coll_open(void);
+int px_rt_coll_world(void);
+int px_rt_coll_progress(void);
+void px_rt_coll_req_free(px_request_t *r);
+void px_rt_coll_req_give_up(px_request_t *r, int error);
+void px_rt_coll_finalize(void);
 /* Counts for tests: unexpected messages queued, receives posted, requests in use. */
 size_t px_rt_unexpected_count(void);
 size_t px_rt_posted_count(void);

@@ -18,9 +18,10 @@ prefix=$(cd "$(dirname "$pxcc")/.." && pwd)
 doc=$prefix/share/doc/plexus
 
 missing=""
-for f in README.md api.md btl.md writing-a-component.md variables.md pxrun.md \
+for f in README.md api.md btl.md coll.md writing-a-component.md variables.md pxrun.md \
     examples/app/api_example.c examples/app/Makefile \
-    examples/btl_example/example.c examples/btl_example/Makefile; do
+    examples/btl_example/example.c examples/btl_example/Makefile \
+    examples/coll_example/chain.c examples/coll_example/Makefile; do
     [ -f "$doc/$f" ] || missing="$missing $f"
 done
 check "docs and examples are in share/doc/plexus (missing:${missing:- none})" test -z "$missing"

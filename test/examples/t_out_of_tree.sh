@@ -151,4 +151,21 @@ out=$(LD_LIBRARY_PATH=$libdir PX_MCA_mca_component_path=$tmp/src PX_MCA_btl=self
 rc=$?
 check "a plugin with its own class and free list is unloaded cleanly (exit $rc)" test "$rc" -eq 0
 check "px_class_finalize after the unload walks the registry" contains "$out" "after unload: 0 objects alive"
+
+# The example coll component (examples/coll_example): built out of tree, listed,
+# and chosen by a rules file for every bcast; coll_probe checks the results
+# (every type, in place and not, blocking and not, groups of 1-4).
+cp -r "$PX_SRC/examples/coll_example" "$tmp/coll"
+make -C "$tmp/coll" CFLAGS="-O2 -g -Wall -Wextra -Werror" >"$tmp/coll.log" 2>&1
+check "the example coll component builds out of tree against plexus.pc" \
+    test -f "$tmp/coll/plexus_coll_chain.so" || cat "$tmp/coll.log" >&2
+out=$(PX_MCA_mca_component_path=$tmp/coll "$PX_BUILD/tools/px_info/px_info" 2>&1)
+check "px_info lists coll/chain" contains "$out" "MCA coll: chain"
+echo 'bcast * * chain' >"$tmp/coll/rules"
+out=$(PX_MCA_mca_component_path=$tmp/coll PX_MCA_coll_base_rules_file=$tmp/coll/rules \
+    PX_MCA_coll_base_verbose=20 timeout -s KILL 200 "$PXRUN" -n 4 \
+    "$PX_BUILD/test/coll/coll_probe" matrix --quick 2>&1)
+check "coll_probe with every bcast through coll/chain: 4 ranks, 0 errors" \
+    test "$(grep -c ', 0 errors$' <<<"$out")" -eq 4 || echo "$out" | grep -v "coll: " | head -20 >&2
+check "... and chain served them" contains "$out" "coll: bcast of 8 bytes on 4 ranks: chain"
 tap_done

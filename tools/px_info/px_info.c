@@ -22,12 +22,14 @@
 #include "core/util/suggest.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
+#include "frameworks/coll/coll.h"
 #include "tools/px_info/px_info.h"
 
 /* The frameworks px_info shows (core/ never names them; tools may). */
 static px_mca_framework_t *const all_frameworks[] = {
     &px_btl_base_framework,
     &px_boot_base_framework,
+    &px_coll_base_framework,
     NULL,
 };
 
@@ -53,6 +55,9 @@ static void usage(FILE *out)
                  "                          (source \"command line\") before showing\n"
                  "      --selected-only     only components the selection lists allow\n"
                  "      --show-failed       components that were refused or failed, and why\n"
+                 "      --coll-rules        the collectives' decision table: which coll\n"
+                 "                          component serves which operation, message size\n"
+                 "                          and group size (docs/coll.md)\n"
                  "      --path WHAT         one path: prefix, bindir, libdir, incdir,\n"
                  "                          pkglibdir, sysconfdir, component_path,\n"
                  "                          param_files, override_file, or all\n"
@@ -67,9 +72,9 @@ static void usage(FILE *out)
 }
 
 static const char *const option_names[] = {
-    "--all",           "--param",       "--level",   "--var",    "--mca",
-    "--selected-only", "--show-failed", "--path",    "--config", "--parsable",
-    "--parseable",     "--json",        "--version", "--help",   NULL,
+    "--all",         "--param",   "--level",  "--var",      "--mca",        "--selected-only",
+    "--show-failed", "--path",    "--config", "--parsable", "--coll-rules", "--parseable",
+    "--json",        "--version", "--help",   NULL,
 };
 
 static void usage_error(const char *fmt, const char *arg)
@@ -500,6 +505,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(opt, "--show-failed")) {
             info.show_failed = true;
             any_section = true;
+        } else if (!strcmp(opt, "--coll-rules")) {
+            info.show_coll_rules = true;
+            any_section = true;
         } else if (!strcmp(opt, "--path")) {
             if (i + 1 >= argc)
                 usage_error("%s needs what to show (prefix, libdir, ..., or all)", opt);
@@ -530,6 +538,7 @@ int main(int argc, char **argv)
         info.level = 9;
         info.show_params = true;
         info.show_failed = true;
+        info.show_coll_rules = true;
     }
     if (!any_section) {
         info.show_header = true;
@@ -566,6 +575,10 @@ int main(int argc, char **argv)
         }
     }
     if (px_mca_var_check_unknown() != PX_SUCCESS || px_mca_var_error_count() > 0)
+        exit_code = 1;
+    /* The collectives' rules file, if one is set: its mistakes are reported here too. */
+    if ((info.show_coll_rules || info.format == PX_INFO_JSON) &&
+        px_coll_base_rules_load(NULL) != PX_SUCCESS)
         exit_code = 1;
     if (info.param_fw && !check_param_names(&info)) {
         exit_code = 1;
@@ -621,6 +634,8 @@ int main(int argc, char **argv)
             px_info_print_vars(&info, vars, nvars);
         if (info.show_failed)
             px_info_print_failed(&info);
+        if (info.show_coll_rules)
+            px_info_print_coll_rules(&info);
     }
     free(vars);
 out:

@@ -43,6 +43,7 @@ typedef struct px_info {
     bool show_components;
     bool show_params;
     bool show_failed;
+    bool show_coll_rules; /* --coll-rules (and --all): the collectives' decision table */
     bool selected_only;
     bool all;
     const char *path_what; /* --path */
@@ -62,6 +63,9 @@ void px_info_print_path(const px_info_t *info, const char *what);
 void px_info_print_components(const px_info_t *info);
 void px_info_print_vars(const px_info_t *info, const int *indices, int n);
 void px_info_print_failed(const px_info_t *info);
+/* The coll framework's decision rules (rules file first, then the built-in
+ * ones from the threshold variables); JSON: inside the document. */
+void px_info_print_coll_rules(const px_info_t *info);
 /* JSON: the whole document at once. */
 void px_info_print_json(const px_info_t *info, const int *indices, int n, bool with_header,
                         bool with_components, bool with_failed);

@@ -6,12 +6,14 @@
 #define _GNU_SOURCE
 #include "config.h"
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/mca/mca_tools.h"
 #include "core/util/error.h"
 #include "core/util/printf.h"
+#include "frameworks/coll/coll.h"
 #include "tools/px_info/px_info.h"
 
 /* ------------------------------------------------------------------ text */
@@ -657,6 +659,92 @@ static void json_list(const char *s, char sep)
     px_argv_free(v);
 }
 
+/* "4096", "16k", "1M": a byte count with a suffix when it is a round multiple. */
+static void size_text(char *buf, size_t len, size_t v)
+{
+    if (v && 0 == v % (1u << 20))
+        snprintf(buf, len, "%zuM", v >> 20);
+    else if (v && 0 == v % 1024)
+        snprintf(buf, len, "%zuk", v >> 10);
+    else
+        snprintf(buf, len, "%zu", v);
+}
+
+/* "any", "N", "LO-HI", "LO-" */
+static void range_text(char *buf, size_t len, size_t lo, size_t hi, bool any_hi, bool sizes)
+{
+    char a[32], b[32];
+    if (sizes) {
+        size_text(a, sizeof(a), lo);
+        size_text(b, sizeof(b), hi);
+    } else {
+        snprintf(a, sizeof(a), "%zu", lo);
+        snprintf(b, sizeof(b), "%zu", hi);
+    }
+    if (0 == lo && any_hi)
+        snprintf(buf, len, "any");
+    else if (any_hi)
+        snprintf(buf, len, "%s-", a);
+    else if (lo == hi)
+        snprintf(buf, len, "%s", a);
+    else
+        snprintf(buf, len, "%s-%s", a, b);
+}
+
+void px_info_print_coll_rules(const px_info_t *info)
+{
+    const px_coll_rule_t *rules;
+    int n = px_coll_base_rules(&rules);
+    if (info->format == PX_INFO_PARSABLE) {
+        for (int i = 0; i < n; i++) {
+            const px_coll_rule_t *r = &rules[i];
+            char bmax[32] = "-1";
+            if (r->bmax != SIZE_MAX)
+                snprintf(bmax, sizeof(bmax), "%zu", r->bmax);
+            printf("coll:rule:%d:%s:%d:%d:%zu:%s:%s:%s\n", i, px_coll_op_name(r->opid), r->gmin,
+                   r->gmax, r->bmin, bmax, r->component, r->source);
+        }
+        return;
+    }
+    printf("Coll decision rules (the first that matches serves; a rule naming a component\n"
+           "that does not serve the group is skipped; no match: the highest priority):\n");
+    printf("  %-14s %-5s %-11s %-9s %s\n", "operation", "group", "bytes", "component", "from");
+    for (int i = 0; i < n; i++) {
+        const px_coll_rule_t *r = &rules[i];
+        char g[72], b[72];
+        range_text(g, sizeof(g), (size_t)r->gmin, (size_t)(r->gmax < 0 ? 0 : r->gmax), r->gmax < 0,
+                   false);
+        range_text(b, sizeof(b), r->bmin, r->bmax, r->bmax == SIZE_MAX, true);
+        printf("  %-14s %-5s %-11s %-9s %s\n", px_coll_op_name(r->opid), g, b, r->component,
+               r->source);
+    }
+}
+
+static void json_coll_rules(void)
+{
+    const px_coll_rule_t *rules;
+    int n = px_coll_base_rules(&rules);
+    printf("[");
+    for (int i = 0; i < n; i++) {
+        const px_coll_rule_t *r = &rules[i];
+        printf("%s\n    {\"operation\": \"%s\", \"group_min\": %d, \"group_max\": ", i ? "," : "",
+               px_coll_op_name(r->opid), r->gmin);
+        if (r->gmax < 0)
+            fputs("null", stdout);
+        else
+            printf("%d", r->gmax);
+        printf(", \"bytes_min\": %zu, \"bytes_max\": ", r->bmin);
+        if (r->bmax == SIZE_MAX)
+            fputs("null", stdout);
+        else
+            printf("%zu", r->bmax);
+        printf(", \"component\": \"%s\", \"source\": ", r->component);
+        json_str(r->source);
+        printf("}");
+    }
+    printf("%s]", n ? "\n  " : "");
+}
+
 void px_info_print_json(const px_info_t *info, const int *indices, int n, bool with_header,
                         bool with_components, bool with_failed)
 {
@@ -742,6 +830,8 @@ void px_info_print_json(const px_info_t *info, const int *indices, int n, bool w
             printf("\n    }");
         }
         printf("\n  ]");
+        json_key("coll_rules", 2, false);
+        json_coll_rules();
     }
     json_key("variables", 2, false);
     printf("[");

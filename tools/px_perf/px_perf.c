@@ -6,6 +6,8 @@
  *
  *   pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes LIST | --min B --max B]
  *                      [--iters N] [--csv | --json] [--vs FILE]
+ *   pxrun -n N px_perf --coll OP [--sizes LIST] [--iters N] [--csv]
+ *                                collective latency (px_perf_coll.c)
  *   px_perf --memcpy [BYTES]     memcpy bandwidth in one process (no launcher)
  *   px_perf --empty              px_init + px_finalize only (startup timing)
  *   px_perf --floor [BYTES]      one cache line (or BYTES copied in and out) passed
@@ -43,6 +45,8 @@
 #include "runtime/plexus.h"
 #include "runtime/runtime.h" /* --btl reaches the transport behind the API */
 #include "tools/px_perf/px_perf_plot.h"
+
+int px_perf_coll(const char *op, const size_t *sizes, int nsizes, long iters_override, int csv);
 
 #define WIN       64
 #define MAX_SIZES 64
@@ -354,31 +358,36 @@ int main(int argc, char **argv)
     size_t minb = 0, maxb = 4 << 20;
     long iters_override = 0;
     int csv = 0, json = 0, btl = 0;
-    const char *vs = NULL, *plot = NULL, *title = NULL, *load = NULL, *ycols = NULL;
+    const char *vs = NULL, *plot = NULL, *title = NULL, *load = NULL, *ycols = NULL, *coll = NULL;
     px_perf_table_t *series[MAX_SIZES];
     int nseries = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            puts("Usage: pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes B,B,...]\n"
-                 "                          [--min BYTES] [--max BYTES] [--iters N]\n"
-                 "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
-                 "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
-                 "       px_perf --empty             px_init and px_finalize only\n"
-                 "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
-                 "no library\n"
-                 "       pxrun -n 2 px_perf --btl    ping-pong on the transport (btl_sendi)\n"
-                 "       pxrun -n 2 px_perf ... --plot FILE.svg|FILE.png [--title TEXT]\n"
-                 "                                   [--y COLUMNS]\n"
-                 "                           also draw the results (and --vs's) with gnuplot:\n"
-                 "                           latency and bandwidth against size, log-log\n"
-                 "       px_perf --plot FILE --series NAME=CSV [--series NAME=CSV ...]\n"
-                 "               [--title TEXT] [--load TEXT] [--y COLUMNS]\n"
-                 "                           draw saved results (bytes,lat_us,bw_MBps,...),\n"
-                 "                           one line per file; no run\n"
-                 "Defaults: --test lat,bw, sizes 0 B to 4 MiB, --y lat_us,bw_MBps;\n"
-                 "the chart's title gains the host, cores, date and load.");
+            puts(
+                "Usage: pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes B,B,...]\n"
+                "                          [--min BYTES] [--max BYTES] [--iters N]\n"
+                "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
+                "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
+                "       px_perf --empty             px_init and px_finalize only\n"
+                "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
+                "no library\n"
+                "       pxrun -n 2 px_perf --btl    ping-pong on the transport (btl_sendi)\n"
+                "       pxrun -n N px_perf --coll OP [--sizes ...] [--iters N] [--csv]\n"
+                "                                   collective latency over all ranks: allreduce,\n"
+                "                                   bcast, allgather, alltoall, barrier (8 B-64 "
+                "MiB)\n"
+                "       pxrun -n 2 px_perf ... --plot FILE.svg|FILE.png [--title TEXT]\n"
+                "                                   [--y COLUMNS]\n"
+                "                           also draw the results (and --vs's) with gnuplot:\n"
+                "                           latency and bandwidth against size, log-log\n"
+                "       px_perf --plot FILE --series NAME=CSV [--series NAME=CSV ...]\n"
+                "               [--title TEXT] [--load TEXT] [--y COLUMNS]\n"
+                "                           draw saved results (bytes,lat_us,bw_MBps,...),\n"
+                "                           one line per file; no run\n"
+                "Defaults: --test lat,bw, sizes 0 B to 4 MiB, --y lat_us,bw_MBps;\n"
+                "the chart's title gains the host, cores, date and load.");
             return 0;
         } else if (!strcmp(a, "--memcpy")) {
             return memcpy_mode(v && v[0] != '-' ? parse_size(v) : (size_t)4 << 20);
@@ -389,6 +398,9 @@ int main(int argc, char **argv)
             return px_finalize() == PX_SUCCESS ? 0 : 1;
         } else if (!strcmp(a, "--btl")) {
             btl = 1;
+        } else if (!strcmp(a, "--coll") && v) {
+            coll = v;
+            i++;
         } else if (!strcmp(a, "--csv")) {
             csv = 1;
         } else if (!strcmp(a, "--json")) {
@@ -464,8 +476,11 @@ int main(int argc, char **argv)
             die("--series needs --plot FILE (%s)", "a .svg or .png file to draw into");
         return draw(plot, title ? title : "px_perf", load, ycols, series, nseries);
     }
-    if (plot && btl)
-        die("--plot draws the table of a run, not %s", "--btl's ping-pong");
+    if (plot && (btl || coll))
+        die("--plot draws the table of a run, not %s",
+            btl ? "--btl's ping-pong" : "--coll's table");
+    if (coll)
+        return px_perf_coll(coll, sizes, nsizes, iters_override, csv);
     if (!nsizes)
         for (size_t i = 0; i < sizeof default_sizes / sizeof default_sizes[0]; i++)
             if (default_sizes[i] >= minb && default_sizes[i] <= maxb)

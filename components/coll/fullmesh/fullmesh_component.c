@@ -1,0 +1,52 @@
+/*
+ * fullmesh_component.c: registration and query of coll/fullmesh.
+ */
+#include "components/coll/fullmesh/fullmesh.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+
+int px_coll_fullmesh_priority = 30;
+int px_coll_fullmesh_linear_mode = 0;
+
+static const px_mca_var_enum_value_t px_coll_fullmesh_linear_values[] = {
+    {0, "auto"}, {1, "never"}, {2, "always"}, {0, NULL}};
+
+static const px_mca_var_field_t px_coll_fullmesh_vars[] = {
+    {.name = "priority",
+     .help = "Priority of coll/fullmesh in each operation's stack (higher serves first when no "
+             "decision rule names a component)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .min = "0",
+     .max = "100",
+     .storage = &px_coll_fullmesh_priority},
+    {.name = "linear",
+     .help = "Barrier and allreduce through rank 0 (two passes over the ranks) instead of "
+             "dissemination / recursive doubling (log2(p) rounds): auto when ranks outnumber the "
+             "cores of this node (the progress engine yields when idle), never, or always",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = px_coll_fullmesh_linear_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .storage = &px_coll_fullmesh_linear_mode},
+    {.name = NULL},
+};
+
+static int px_coll_fullmesh_register(void)
+{
+    return px_mca_var_register_table("coll", "fullmesh", px_coll_fullmesh_vars, -1, NULL);
+}
+
+static int px_coll_fullmesh_query(px_coll_group_t *g, int *priority, px_coll_module_t **module)
+{
+    (void)g;
+    *priority = px_coll_fullmesh_priority;
+    *module = &px_coll_fullmesh_module;
+    return PX_SUCCESS;
+}
+
+const px_coll_component_t px_coll_fullmesh_component = {
+    .base = PX_COLL_COMPONENT_HEADER("fullmesh", 1, 0, 0, px_coll_fullmesh_register, NULL, NULL),
+    .query = px_coll_fullmesh_query,
+};

@@ -1,0 +1,209 @@
+/*
+ * fullmesh_module.c: coll/fullmesh's schedules.
+ *
+ * Recursive doubling (allreduce), p ranks, P the largest power of two <= p,
+ * rem = p - P. The first 2*rem ranks fold in pairs: each even one sends its
+ * vector to the odd one above it and sits out; then the P ranks left exchange
+ * whole vectors with the partner at distance 1, 2, 4, ... (in the numbering
+ * without the ranks sitting out), reducing after each exchange; last, each
+ * odd folded rank sends the result back to its even partner. log2(P) + 2
+ * rounds at most; all ranks end with bitwise the same result, since each
+ * exchange reduces the same two operands on both sides.
+ *
+ *     4 ranks:  0 <-> 1   2 <-> 3      (distance 1)
+ *               0 <-> 2   1 <-> 3      (distance 2)
+ */
+#include <string.h>
+#include "components/coll/fullmesh/fullmesh.h"
+#include "core/util/error.h"
+
+#define TRY(x)                                                                                     \
+    do {                                                                                           \
+        int rc_ = (x);                                                                             \
+        if (rc_ != PX_SUCCESS)                                                                     \
+            return rc_;                                                                            \
+    } while (0)
+
+/* Ranks outnumber cores (the progress engine yields when idle; see
+ * core/util/progress.h) and the group is larger than two: the linear forms,
+ * unless coll_fullmesh_linear says otherwise. */
+bool px_coll_fullmesh_linear(const px_coll_group_t *g)
+{
+    if (g->size <= 2 || 1 == px_coll_fullmesh_linear_mode)
+        return false;
+    return 2 == px_coll_fullmesh_linear_mode || px_progress_idle_limit > 0;
+}
+
+/* Through rank 0: everyone signals it, it answers everyone. Two passes over
+ * the ranks instead of log2(p) rounds: better when ranks outnumber cores
+ * and every round waits for the scheduler to run each rank. */
+static int fm_barrier_linear(px_coll_group_t *g, px_coll_sched_t *s)
+{
+    int p = g->size;
+    if (0 == g->rank) {
+        for (int i = 1; i < p; ++i)
+            TRY(px_coll_sched_recv(s, i, NULL, 0));
+        TRY(px_coll_sched_round(s));
+        for (int i = 1; i < p; ++i)
+            TRY(px_coll_sched_send(s, i, NULL, 0));
+        return px_coll_sched_round(s);
+    }
+    TRY(px_coll_sched_send(s, 0, NULL, 0));
+    TRY(px_coll_sched_round(s));
+    TRY(px_coll_sched_recv(s, 0, NULL, 0));
+    return px_coll_sched_round(s);
+}
+
+static int fm_barrier(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    (void)a;
+    if (px_coll_fullmesh_linear(g))
+        return fm_barrier_linear(g, s);
+    /* Dissemination: round k signals rank + 2^k and waits for rank - 2^k. */
+    int p = g->size, r = g->rank;
+    for (int k = 1; k < p; k <<= 1) {
+        TRY(px_coll_sched_recv(s, (r - k + p) % p, NULL, 0));
+        TRY(px_coll_sched_send(s, (r + k) % p, NULL, 0));
+        TRY(px_coll_sched_round(s));
+    }
+    return PX_SUCCESS;
+}
+
+static int fm_bcast(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    size_t bytes = a->count * px_coll_dtype_size(a->dtype);
+    if (g->rank != a->root)
+        return px_coll_sched_recv(s, a->root, a->rbuf, bytes);
+    for (int k = 1; k < g->size; ++k)
+        TRY(px_coll_sched_send(s, (a->root + k) % g->size, a->rbuf, bytes));
+    return px_coll_sched_round(s);
+}
+
+/* Everyone sends its vector to rank 0, which reduces them in rank order and
+ * sends the result back: two passes over the ranks (see fm_barrier_linear). */
+static int fm_allreduce_linear(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    int p = g->size;
+    size_t bytes = a->count * px_coll_dtype_size(a->dtype);
+    if (g->rank) {
+        TRY(px_coll_sched_send(s, 0, a->sbuf, bytes));
+        TRY(px_coll_sched_round(s));
+        TRY(px_coll_sched_recv(s, 0, a->rbuf, bytes));
+        return px_coll_sched_round(s);
+    }
+    char *in = px_coll_sched_tmp(s, bytes * (size_t)(p - 1));
+    if (NULL == in)
+        return PX_ERR_OUT_OF_RESOURCE;
+    for (int i = 1; i < p; ++i)
+        TRY(px_coll_sched_recv(s, i, in + (size_t)(i - 1) * bytes, bytes));
+    const void *cur = a->sbuf;
+    for (int i = 1; i < p; ++i) {
+        TRY(px_coll_sched_reduce(s, a->rbuf, cur, in + (size_t)(i - 1) * bytes, a->count, a->dtype,
+                                 a->rop));
+        cur = a->rbuf;
+    }
+    TRY(px_coll_sched_round(s));
+    for (int i = 1; i < p; ++i)
+        TRY(px_coll_sched_send(s, i, a->rbuf, bytes));
+    return px_coll_sched_round(s);
+}
+
+static int fm_allreduce(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    if (px_coll_fullmesh_linear(g))
+        return fm_allreduce_linear(g, a, s);
+    int p = g->size, r = g->rank;
+    size_t bytes = a->count * px_coll_dtype_size(a->dtype);
+    int pof2 = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    int rem = p - pof2, newrank;
+    void *tmp = p > 1 ? px_coll_sched_tmp(s, bytes) : NULL;
+    if (p > 1 && NULL == tmp)
+        return PX_ERR_OUT_OF_RESOURCE;
+    const void *cur = a->sbuf; /* the vector so far: sbuf until the first reduction */
+    if (r < 2 * rem) {
+        if (0 == r % 2) {
+            TRY(px_coll_sched_send(s, r + 1, cur, bytes));
+            TRY(px_coll_sched_round(s));
+            newrank = -1;
+        } else {
+            TRY(px_coll_sched_recv(s, r - 1, tmp, bytes));
+            TRY(px_coll_sched_reduce(s, a->rbuf, cur, tmp, a->count, a->dtype, a->rop));
+            TRY(px_coll_sched_round(s));
+            cur = a->rbuf;
+            newrank = r / 2;
+        }
+    } else {
+        newrank = r - rem;
+    }
+    if (newrank >= 0) {
+        for (int mask = 1; mask < pof2; mask <<= 1) {
+            int np = newrank ^ mask;
+            int peer = np < rem ? np * 2 + 1 : np + rem;
+            TRY(px_coll_sched_recv(s, peer, tmp, bytes));
+            TRY(px_coll_sched_send(s, peer, cur, bytes));
+            TRY(px_coll_sched_reduce(s, a->rbuf, cur, tmp, a->count, a->dtype, a->rop));
+            TRY(px_coll_sched_round(s));
+            cur = a->rbuf;
+        }
+    }
+    if (cur != a->rbuf && newrank >= 0) {
+        TRY(px_coll_sched_copy(s, a->rbuf, cur, bytes)); /* a group of one */
+        TRY(px_coll_sched_round(s));
+    }
+    if (r < 2 * rem) {
+        if (r % 2)
+            TRY(px_coll_sched_send(s, r - 1, a->rbuf, bytes));
+        else
+            TRY(px_coll_sched_recv(s, r + 1, a->rbuf, bytes));
+        TRY(px_coll_sched_round(s));
+    }
+    return PX_SUCCESS;
+}
+
+static int fm_allgather(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    size_t blk = a->count * px_coll_dtype_size(a->dtype);
+    int p = g->size, r = g->rank;
+    char *dst = a->rbuf;
+    for (int k = 1; k < p; ++k) {
+        int from = (r - k + p) % p;
+        TRY(px_coll_sched_recv(s, from, dst + (size_t)from * blk, blk));
+    }
+    for (int k = 1; k < p; ++k)
+        TRY(px_coll_sched_send(s, (r + k) % p, a->sbuf, blk));
+    TRY(px_coll_sched_copy(s, dst + (size_t)r * blk, a->sbuf, blk));
+    return px_coll_sched_round(s);
+}
+
+static int fm_alltoall(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    size_t blk = a->count * px_coll_dtype_size(a->dtype);
+    int p = g->size, r = g->rank;
+    const char *src = a->sbuf;
+    char *dst = a->rbuf;
+    TRY(px_coll_sched_copy(s, dst + (size_t)r * blk, src + (size_t)r * blk, blk));
+    TRY(px_coll_sched_round(s));
+    /* Pairwise: in round k, send to rank + k and receive from rank - k. */
+    for (int k = 1; k < p; ++k) {
+        int to = (r + k) % p, from = (r - k + p) % p;
+        TRY(px_coll_sched_recv(s, from, dst + (size_t)from * blk, blk));
+        TRY(px_coll_sched_send(s, to, src + (size_t)to * blk, blk));
+        TRY(px_coll_sched_round(s));
+    }
+    return PX_SUCCESS;
+}
+
+px_coll_module_t px_coll_fullmesh_module = {
+    .name = "fullmesh",
+    .op =
+        {
+            [PX_COLL_BARRIER] = fm_barrier,
+            [PX_COLL_BCAST] = fm_bcast,
+            [PX_COLL_ALLREDUCE] = fm_allreduce,
+            [PX_COLL_ALLGATHER] = fm_allgather,
+            [PX_COLL_ALLTOALL] = fm_alltoall,
+        },
+    .group_free = NULL,
+};

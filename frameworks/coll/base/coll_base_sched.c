@@ -1,0 +1,390 @@
+/*
+ * coll_base_sched.c: collective schedules and the engine that runs them.
+ *
+ * A schedule is a list of rounds. A round's sends and receives are posted
+ * together; when all of them have completed, its reductions and copies run
+ * in order and the next round starts. Every message of one collective
+ * carries the same tag (the group's context and the collective's sequence
+ * number); the per-pair ordering of the messaging layer keeps the messages
+ * of successive rounds apart. A module with a schedule that rounds cannot
+ * express (ring's pipeline) sets progress/abort/cleanup instead.
+ *
+ * Failure: when a request fails (a peer died) or a wait times out, the
+ * schedule lets go of its requests, the group is marked failed, and every
+ * other member is sent a zero-byte notice on the group's alert tag. Every
+ * member keeps one receive posted for it, which each step of any schedule
+ * on the group tests; so a member waiting for a healthy rank that gave up is
+ * released too, instead of waiting forever.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "core/util/progress.h"
+#include "frameworks/coll/coll.h"
+
+extern const px_coll_p2p_t *px_coll_base_p2p;
+
+const px_coll_p2p_t *px_coll_p2p(void)
+{
+    return px_coll_base_p2p;
+}
+
+void px_coll_sched_init(px_coll_sched_t *s, px_coll_group_t *g, int opid, bool heap)
+{
+    s->group = g;
+    s->opid = opid;
+    s->tag = 0;
+    s->error = PX_SUCCESS;
+    s->started = s->done = false;
+    s->progress = NULL;
+    s->abort = NULL;
+    s->cleanup = NULL;
+    s->priv = NULL;
+    s->acts = s->inline_acts;
+    s->nacts = s->cur = s->round_end = 0;
+    s->cap = PX_COLL_SCHED_INLINE_ACTS;
+    s->reqs = s->inline_reqs;
+    s->nreqs = 0;
+    s->reqcap = PX_COLL_SCHED_INLINE_REQS;
+    s->ntmp = 0;
+    s->inline_tmp_used = 0;
+    s->scale_buf = NULL;
+    s->scale_count = 0;
+    s->heap = heap;
+}
+
+static px_coll_action_t *add(px_coll_sched_t *s)
+{
+    if (s->nacts == s->cap) {
+        size_t ncap = s->cap * 2;
+        px_coll_action_t *n = malloc(ncap * sizeof(*n));
+        if (NULL == n)
+            return NULL;
+        memcpy(n, s->acts, s->nacts * sizeof(*n));
+        if (s->acts != s->inline_acts)
+            free(s->acts);
+        s->acts = n;
+        s->cap = ncap;
+    }
+    px_coll_action_t *a = &s->acts[s->nacts++];
+    memset(a, 0, sizeof(*a));
+    return a;
+}
+
+int px_coll_sched_send(px_coll_sched_t *s, int peer, const void *buf, size_t bytes)
+{
+    px_coll_action_t *a = add(s);
+    if (NULL == a)
+        return PX_ERR_OUT_OF_RESOURCE;
+    a->kind = PX_COLL_ACT_SEND;
+    a->peer = peer;
+    a->a = buf;
+    a->len = bytes;
+    return PX_SUCCESS;
+}
+
+int px_coll_sched_recv(px_coll_sched_t *s, int peer, void *buf, size_t bytes)
+{
+    px_coll_action_t *a = add(s);
+    if (NULL == a)
+        return PX_ERR_OUT_OF_RESOURCE;
+    a->kind = PX_COLL_ACT_RECV;
+    a->peer = peer;
+    a->dst = buf;
+    a->len = bytes;
+    return PX_SUCCESS;
+}
+
+int px_coll_sched_reduce(px_coll_sched_t *s, void *dst, const void *x, const void *y, size_t count,
+                         int dtype, int rop)
+{
+    px_coll_action_t *a = add(s);
+    if (NULL == a)
+        return PX_ERR_OUT_OF_RESOURCE;
+    a->kind = PX_COLL_ACT_REDUCE;
+    a->dst = dst;
+    a->a = x;
+    a->b = y;
+    a->len = count;
+    a->dtype = (uint8_t)dtype;
+    a->rop = (uint8_t)rop;
+    return PX_SUCCESS;
+}
+
+int px_coll_sched_copy(px_coll_sched_t *s, void *dst, const void *src, size_t bytes)
+{
+    if (dst == src || 0 == bytes)
+        return PX_SUCCESS;
+    px_coll_action_t *a = add(s);
+    if (NULL == a)
+        return PX_ERR_OUT_OF_RESOURCE;
+    a->kind = PX_COLL_ACT_COPY;
+    a->dst = dst;
+    a->a = src;
+    a->len = bytes;
+    return PX_SUCCESS;
+}
+
+int px_coll_sched_round(px_coll_sched_t *s)
+{
+    /* An empty round (nothing since the last end) is dropped. */
+    if (0 == s->nacts || PX_COLL_ACT_ROUND == s->acts[s->nacts - 1].kind)
+        return PX_SUCCESS;
+    px_coll_action_t *a = add(s);
+    if (NULL == a)
+        return PX_ERR_OUT_OF_RESOURCE;
+    a->kind = PX_COLL_ACT_ROUND;
+    return PX_SUCCESS;
+}
+
+void *px_coll_sched_tmp(px_coll_sched_t *s, size_t bytes)
+{
+    /* Small scratch comes from inside the schedule: no allocation. */
+    size_t need = bytes <= 64 ? 64 : (bytes + 63) & ~(size_t)63;
+    if (bytes <= PX_COLL_SCHED_INLINE_TMP &&
+        need <= PX_COLL_SCHED_INLINE_TMP - s->inline_tmp_used) {
+        void *p = s->inline_tmp + s->inline_tmp_used;
+        s->inline_tmp_used += need;
+        return p;
+    }
+    if (s->ntmp >= PX_COLL_SCHED_MAX_TMP)
+        return NULL;
+    void *p = malloc(bytes ? bytes : 1);
+    if (p)
+        s->tmp[s->ntmp++] = p;
+    return p;
+}
+
+static int tag_of(const px_coll_group_t *g, uint32_t seq)
+{
+    int64_t t = (int64_t)INT32_MIN + (int64_t)g->ctx * PX_COLL_SEQ_SPAN + seq;
+    return (int)t;
+}
+
+/* ---- failure ---- */
+
+static void release_reqs(px_coll_sched_t *s)
+{
+    for (size_t i = 0; i < s->nreqs; ++i)
+        if (s->reqs[i])
+            px_coll_base_p2p->release(&s->reqs[i]);
+    s->nreqs = 0;
+    if (s->abort)
+        s->abort(s);
+}
+
+void px_coll_base_group_failed(px_coll_group_t *g, int error, int by)
+{
+    if (g->failed)
+        return;
+    g->failed = error ? error : PX_ERR_PEER_FAILED;
+    g->failed_rank = by;
+    /* Tell every other member (they may be waiting for this one). */
+    int tag = tag_of(g, PX_COLL_SEQ_ALERT);
+    for (int i = 0; i < g->size; ++i) {
+        if (i == g->rank)
+            continue;
+        struct px_request *r = NULL;
+        if (PX_SUCCESS == px_coll_base_p2p->isend(NULL, 0, g->world[i], tag, &r) && r)
+            px_coll_base_p2p->release(&r);
+    }
+}
+
+/* Has another member reported a failure? */
+static void check_alert(px_coll_group_t *g)
+{
+    int err;
+    if (g->alert_req && px_coll_base_p2p->test(g->alert_req, &err)) {
+        px_coll_base_p2p->release(&g->alert_req);
+        if (!g->failed) {
+            g->failed = PX_ERR_PEER_FAILED;
+            g->failed_rank = -1;
+        }
+    }
+}
+
+static int finish_error(px_coll_sched_t *s, int error, bool tell)
+{
+    release_reqs(s);
+    s->error = error;
+    s->done = true;
+    if (tell)
+        px_coll_base_group_failed(s->group, error, s->group->rank);
+    return error;
+}
+
+void px_coll_sched_fail(px_coll_sched_t *s, int error)
+{
+    if (!s->done)
+        finish_error(s, error, true);
+}
+
+/* ---- the round engine ---- */
+
+static int post_round(px_coll_sched_t *s)
+{
+    const px_coll_p2p_t *p = px_coll_base_p2p;
+    px_coll_group_t *g = s->group;
+    size_t i = s->cur;
+    s->nreqs = 0;
+    for (; i < s->nacts && PX_COLL_ACT_ROUND != s->acts[i].kind; ++i) {
+        px_coll_action_t *a = &s->acts[i];
+        if (PX_COLL_ACT_SEND != a->kind && PX_COLL_ACT_RECV != a->kind)
+            continue;
+        if (s->nreqs == s->reqcap) {
+            size_t ncap = s->reqcap * 2;
+            struct px_request **n = malloc(ncap * sizeof(*n));
+            if (NULL == n)
+                return PX_ERR_OUT_OF_RESOURCE;
+            memcpy(n, s->reqs, s->nreqs * sizeof(*n));
+            if (s->reqs != s->inline_reqs)
+                free(s->reqs);
+            s->reqs = n;
+            s->reqcap = ncap;
+        }
+        struct px_request **r = &s->reqs[s->nreqs];
+        *r = NULL;
+        int rc = PX_COLL_ACT_SEND == a->kind
+                     ? p->isend(a->a, a->len, g->world[a->peer], s->tag, r)
+                     : p->irecv(a->dst, a->len, g->world[a->peer], s->tag, r);
+        if (rc != PX_SUCCESS)
+            return rc;
+        s->nreqs++;
+    }
+    s->round_end = i;
+    return PX_SUCCESS;
+}
+
+static void run_locals(px_coll_sched_t *s)
+{
+    for (size_t i = s->cur; i < s->round_end; ++i) {
+        px_coll_action_t *a = &s->acts[i];
+        if (PX_COLL_ACT_REDUCE == a->kind)
+            px_coll_reduce(a->dst, a->a, a->b, a->len, a->dtype, a->rop);
+        else if (PX_COLL_ACT_COPY == a->kind)
+            memmove(a->dst, a->a, a->len);
+    }
+}
+
+static int rounds_progress(px_coll_sched_t *s)
+{
+    const px_coll_p2p_t *p = px_coll_base_p2p;
+    for (;;) {
+        /* Every request of the round complete? (Freed as they finish.) */
+        for (size_t i = 0; i < s->nreqs; ++i) {
+            if (NULL == s->reqs[i])
+                continue;
+            int err;
+            if (!p->test(s->reqs[i], &err))
+                return 0;
+            p->release(&s->reqs[i]);
+            if (err != PX_SUCCESS && err != PX_ERR_TRUNCATE)
+                return err;
+            if (PX_ERR_TRUNCATE == err)
+                return PX_ERR_TRUNCATE;
+        }
+        s->nreqs = 0;
+        run_locals(s);
+        s->cur = s->round_end < s->nacts ? s->round_end + 1 : s->nacts;
+        if (s->cur >= s->nacts)
+            return 1;
+        int rc = post_round(s);
+        if (rc != PX_SUCCESS)
+            return rc;
+    }
+}
+
+int px_coll_sched_step(px_coll_sched_t *s)
+{
+    if (s->done)
+        return s->error ? s->error : 1;
+    px_coll_group_t *g = s->group;
+    check_alert(g);
+    if (PX_UNLIKELY(g->failed))
+        return finish_error(s, g->failed, false);
+    int rc;
+    if (s->progress) {
+        rc = s->progress(s);
+    } else {
+        if (!s->started) {
+            s->started = true;
+            s->cur = 0;
+            rc = s->nacts ? post_round(s) : PX_SUCCESS;
+            if (rc != PX_SUCCESS)
+                return finish_error(s, rc, true);
+        }
+        rc = s->nacts ? rounds_progress(s) : 1;
+    }
+    if (0 == rc)
+        return 0;
+    if (rc < 0)
+        return finish_error(s, rc, PX_ERR_TRUNCATE != rc);
+    if (s->scale_buf)
+        px_coll_scale(s->scale_buf, s->scale_count, s->scale_dtype, s->scale_div);
+    s->done = true;
+    return 1;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int px_coll_sched_run(px_coll_sched_t *s)
+{
+    const px_coll_p2p_t *p = px_coll_base_p2p;
+    double limit = p->wait_timeout(), start = 0;
+    unsigned spins = 0;
+    int rc;
+    while (0 == (rc = px_coll_sched_step(s))) {
+        /* Ranks outnumber cores: give the core away at every idle poll (as
+         * Open MPI's mpi_yield_when_idle does), not after progress_idle_spins
+         * of them: a collective waits for every rank to run. */
+        if (0 == p->progress() && px_progress_idle_limit)
+            px_progress_idle();
+        if (limit > 0 && 0 == (++spins & 1023)) {
+            double t = now();
+            if (0 == start)
+                start = t;
+            else if (t - start > limit) {
+                px_show_error("%s on a group of %d ranks (this is rank %d) did not complete within "
+                              "runtime_wait_timeout = %g s; the group is failed and its other "
+                              "members told",
+                              px_coll_op_name(s->opid), s->group->size, s->group->rank, limit);
+                px_coll_sched_fail(s, PX_ERR_TIMEOUT);
+                return PX_ERR_TIMEOUT;
+            }
+        }
+    }
+    return rc > 0 ? PX_SUCCESS : rc;
+}
+
+void px_coll_sched_fini(px_coll_sched_t *s)
+{
+    if (!s->done)
+        release_reqs(s);
+    if (s->cleanup)
+        s->cleanup(s);
+    s->cleanup = NULL;
+    if (s->acts != s->inline_acts)
+        free(s->acts);
+    if (s->reqs != s->inline_reqs)
+        free(s->reqs);
+    s->acts = s->inline_acts;
+    s->reqs = s->inline_reqs;
+    for (int i = 0; i < s->ntmp; ++i)
+        free(s->tmp[i]);
+    s->ntmp = 0;
+}
+
+/* The tag of a schedule (set by the base when it builds one). */
+int px_coll_base_tag(px_coll_group_t *g, uint32_t seq);
+int px_coll_base_tag(px_coll_group_t *g, uint32_t seq)
+{
+    return tag_of(g, seq);
+}

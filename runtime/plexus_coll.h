@@ -1,0 +1,94 @@
+/*
+ * plexus_coll.h: collective operations for applications (included by
+ * <plexus.h>). Groups of ranks, and over a group: barrier, bcast, scatter,
+ * gather, reduce, allreduce, allgather, reduce_scatter and alltoall, blocking
+ * and non-blocking (px_i*: a px_request_t completed by px_wait / px_test /
+ * px_waitall like a point-to-point one).
+ *
+ *   double v[4] = {...}, sum[4];
+ *   px_allreduce(v, sum, 4, PX_DOUBLE, PX_SUM, px_group_world());
+ *
+ * Every member of a group calls the same collectives in the same order with
+ * matching counts, types, operations and roots. Counts are elements; for
+ * scatter, gather, allgather, reduce_scatter and alltoall `count` is one
+ * rank's block (MPI's recvcount / Reduce_scatter_block). Ranks and roots are
+ * group ranks. Returns PX_SUCCESS or a negative code (px_strerror); when a
+ * member fails during a collective the others return an error (see
+ * docs/coll.md, "Failures") and the group can no longer be used.
+ * Thread support as for plexus.h: one thread at a time.
+ */
+#ifndef PLEXUS_COLL_H
+#define PLEXUS_COLL_H
+
+#include <stddef.h>
+#include "core/util/compiler.h"
+#include "frameworks/coll/coll_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct px_coll_group px_group_t;
+typedef struct px_request px_request_t;
+
+/* Every rank of the job; exists from px_init to px_finalize. */
+PX_EXPORT px_group_t *px_group_world(void);
+/* Collective over `parent`: ranks passing the same color (>= 0) form a new
+ * group, ordered by key, then by rank in the parent. PX_UNDEFINED: this rank
+ * gets *newgroup = NULL. Each new group has its own tag space: its
+ * collectives never match another group's messages or point-to-point ones. */
+PX_EXPORT int px_group_split(px_group_t *parent, int color, int key, px_group_t **newgroup);
+/* Free a group made by px_group_split (*group becomes NULL). Not collective;
+ * no collective on it may be in progress. */
+PX_EXPORT int px_group_free(px_group_t **group);
+PX_EXPORT int px_group_rank(const px_group_t *group);
+PX_EXPORT int px_group_size(const px_group_t *group);
+/* The world rank of group rank `rank` (negative: out of range). */
+PX_EXPORT int px_group_world_rank(const px_group_t *group, int rank);
+
+/* Blocking collectives. sendbuf may be PX_IN_PLACE where MPI allows it:
+ * allreduce, allgather, reduce_scatter, alltoall (the data is in recvbuf),
+ * reduce and gather at the root; scatter's root passes PX_IN_PLACE as
+ * recvbuf (it keeps its block in sendbuf). */
+PX_EXPORT int px_group_barrier(px_group_t *group);
+PX_EXPORT int px_bcast(void *buf, size_t count, px_dtype_t dtype, int root, px_group_t *group);
+PX_EXPORT int px_scatter(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                         int root, px_group_t *group);
+PX_EXPORT int px_gather(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                        int root, px_group_t *group);
+PX_EXPORT int px_reduce(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                        px_op_t op, int root, px_group_t *group);
+PX_EXPORT int px_allreduce(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                           px_op_t op, px_group_t *group);
+PX_EXPORT int px_allgather(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                           px_group_t *group);
+PX_EXPORT int px_reduce_scatter(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                                px_op_t op, px_group_t *group);
+PX_EXPORT int px_alltoall(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                          px_group_t *group);
+
+/* Non-blocking forms: same arguments, then the request. The buffers belong to
+ * Plexus until the request completes. Progress happens in any Plexus call
+ * (px_test, px_wait, px_progress, other messaging). */
+PX_EXPORT int px_ibarrier(px_group_t *group, px_request_t **request);
+PX_EXPORT int px_ibcast(void *buf, size_t count, px_dtype_t dtype, int root, px_group_t *group,
+                        px_request_t **request);
+PX_EXPORT int px_iscatter(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                          int root, px_group_t *group, px_request_t **request);
+PX_EXPORT int px_igather(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                         int root, px_group_t *group, px_request_t **request);
+PX_EXPORT int px_ireduce(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                         px_op_t op, int root, px_group_t *group, px_request_t **request);
+PX_EXPORT int px_iallreduce(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                            px_op_t op, px_group_t *group, px_request_t **request);
+PX_EXPORT int px_iallgather(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                            px_group_t *group, px_request_t **request);
+PX_EXPORT int px_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                                 px_op_t op, px_group_t *group, px_request_t **request);
+PX_EXPORT int px_ialltoall(const void *sendbuf, void *recvbuf, size_t count, px_dtype_t dtype,
+                           px_group_t *group, px_request_t **request);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
