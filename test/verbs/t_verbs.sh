@@ -92,6 +92,15 @@ check "px_perf over btl=self,verbs reports verbs for the peer" \
     contains "$(cat "$T/out")" "transports from rank 0: 0:self 1:verbs"
 check "px_perf over verbs exits 0" [ "$rc" -eq 0 ]
 show
+# px_perf --btl: btl_sendi ping-pong on the module itself. It used to hang at
+# the first ping of a size: the count was reset after px_barrier, while the
+# peer's first message could already have been counted inside the barrier.
+run "$PXRUN" -n 2 "$PXPERF" --btl --sizes 0,8,4096,30000,65536 --iters 200
+check "px_perf --btl over verbs: every size up to btl_max_send_size finishes (no hang)" \
+    eval '[ "$rc" -eq 0 ] && [ "$(grep -cE "^ +(0|8|4096|30000) +[0-9.]+$" "$T/out")" -eq 4 ]'
+check "px_perf --btl over verbs: a size above btl_max_send_size is skipped, saying why" \
+    contains "$(cat "$T/out")" "65536 bytes skipped: above the transport's btl_max_send_size"
+show
 
 # Work-completion errors injected in rank 1 (the 5th work request of each of
 # its QPs fails): the job ends, with the status, the peer's rank and host.
