@@ -147,6 +147,14 @@ struct px_btl_endpoint {
     bool ka_outstanding;
     px_btl_verbs_frag_t **recvs; /* posted receives, for teardown */
     int num_recvs;
+    /* Receives consumed and delivered, posted again at the start of the next
+     * progress call (one chained ibv_post_recv), so that reposting is not
+     * between a message's arrival and the answer the caller sends to it;
+     * their credits are owed once they are posted. */
+    px_btl_verbs_frag_t *repost_head;
+    int repost_data, repost_ctl;
+    bool repost_listed; /* on the module's reposts list */
+    struct px_btl_endpoint *next_repost;
 };
 
 /* Registration: rkey and address go to the peer (16 bytes). */
@@ -204,6 +212,7 @@ struct px_btl_verbs_module {
     px_rcache_t *rcache;
     px_btl_error_fn error_cb;
     px_btl_endpoint_t *blocked;
+    px_btl_endpoint_t *reposts; /* endpoints with receives to post again */
     bool draining;
     size_t outstanding;
     uint64_t *ka_buf; /* [0]: the word peers read, [1]: where our reads land */

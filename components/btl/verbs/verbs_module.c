@@ -453,15 +453,80 @@ static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag
     }
     if (ep->failed)
         return;
-    if (PX_SUCCESS != px_btl_verbs_post_recv(m, ep, f))
-        return;
+    /* Post it again at the next progress call (px_btl_verbs_repost). */
+    f->next_pending = ep->repost_head;
+    ep->repost_head = f;
     if (ctl)
-        ep->return_ctl++;
+        ep->repost_ctl++;
     else
-        ep->return_credits++;
+        ep->repost_data++;
+    if (!ep->repost_listed) {
+        ep->repost_listed = true;
+        ep->next_repost = m->reposts;
+        m->reposts = ep;
+    }
     if (ep->pending_head)
-        px_btl_verbs_drain_pending(m, ep);
-    px_btl_verbs_maybe_update(m, ep);
+        px_btl_verbs_drain_pending(m, ep); /* the header may have brought credits */
+}
+
+/* Post again the receives delivered since the last progress call, one chained
+ * ibv_post_recv per endpoint (per PX_BTL_VERBS_REPOST_BATCH), and owe their
+ * credits to the peers (sent piggybacked, or in an update when half are owed). */
+#define PX_BTL_VERBS_REPOST_BATCH 32
+static void px_btl_verbs_repost(px_btl_verbs_module_t *m)
+{
+    px_btl_endpoint_t *ep = m->reposts;
+    m->reposts = NULL;
+    while (ep) {
+        px_btl_endpoint_t *next = ep->next_repost;
+        ep->repost_listed = false;
+        ep->next_repost = NULL;
+        while (ep->repost_head && !ep->failed) {
+            struct ibv_sge sge[PX_BTL_VERBS_REPOST_BATCH];
+            struct ibv_recv_wr wr[PX_BTL_VERBS_REPOST_BATCH], *bad = NULL;
+            int n = 0;
+            for (px_btl_verbs_frag_t *f = ep->repost_head; f && n < PX_BTL_VERBS_REPOST_BATCH;
+                 f = f->next_pending, ++n) {
+                f->ctx.type = PX_BTL_VERBS_OP_RECV;
+                f->ctx.endpoint = ep;
+                sge[n] = (struct ibv_sge){.addr = (uintptr_t)f->base.super.payload,
+                                          .length = (uint32_t)m->frag_size,
+                                          .lkey = px_btl_verbs_lkey(f)};
+                wr[n] = (struct ibv_recv_wr){
+                    .wr_id = (uintptr_t)&f->ctx, .sg_list = &sge[n], .num_sge = 1};
+                if (n > 0)
+                    wr[n - 1].next = &wr[n];
+            }
+            int rc = ibv_post_recv(ep->qp, wr, &bad);
+            /* Those before `bad` are posted (all of them on success). */
+            int posted = 0 == rc ? n : (int)(bad - wr);
+            for (int i = 0; i < posted; ++i) {
+                px_btl_verbs_frag_t *f = ep->repost_head;
+                ep->repost_head = f->next_pending;
+                f->next_pending = NULL;
+                if (ep->repost_data > 0) {
+                    ep->repost_data--;
+                    ep->return_credits++;
+                } else {
+                    ep->repost_ctl--;
+                    ep->return_ctl++;
+                }
+            }
+            if (0 != rc) {
+                char detail[200];
+                snprintf(detail, sizeof(detail), "ibv_post_recv: %s", strerror(rc));
+                ep->failed = true;
+                px_btl_verbs_report(m, ep, PX_ERR_COMM, "posting a receive for", detail);
+            }
+        }
+        /* A failed peer's buffers stay in ep->recvs and go at teardown. */
+        ep->repost_head = NULL;
+        ep->repost_data = ep->repost_ctl = 0;
+        if (ep->pending_head)
+            px_btl_verbs_drain_pending(m, ep);
+        px_btl_verbs_maybe_update(m, ep);
+        ep = next;
+    }
 }
 
 static int px_btl_verbs_wc_error(enum ibv_wc_status st)
@@ -612,6 +677,8 @@ int px_btl_verbs_progress(px_btl_module_t *btl)
     px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
     struct ibv_wc wc[16];
     int handled = 0;
+    if (m->reposts)
+        px_btl_verbs_repost(m);
     int n = ibv_poll_cq(m->cq, 16, wc);
     if (PX_LIKELY(0 == n))
         px_btl_verbs_idle(m);
@@ -700,6 +767,7 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->rcache = NULL;
     m->error_cb = NULL;
     m->blocked = NULL;
+    m->reposts = NULL;
     m->draining = false;
     m->outstanding = 0;
     m->peers = NULL;
@@ -851,6 +919,7 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
     for (px_btl_endpoint_t *ep = m->blocked; ep; ep = ep->next_blocked)
         px_btl_verbs_fail_pending(m, ep, PX_ERR_COMM);
     m->blocked = NULL;
+    m->reposts = NULL; /* their buffers are in ep->recvs */
     for (size_t r = 0; r < m->num_peers; ++r) {
         px_btl_endpoint_t *ep = m->peers[r];
         if (NULL == ep)
