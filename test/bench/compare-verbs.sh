@@ -20,13 +20,16 @@
 # Usage: test/bench/compare-verbs.sh [BUILD_DIR]     (default: $PX_BUILD or ./build)
 # Env:   REPEAT (interleaved rounds, best counts; default 3), LAT_SIZE (8),
 #        BW_SIZE (65536), ITERS (round trips of each latency test, perftest -n
-#        of both; default 5000), SOFTVERBS=0 to use the system libibverbs (a real
+#        of both; default 5000), BW_MSGS (messages of each bandwidth test: perftest
+#        -n, px_perf --iters BW_MSGS/64 windows of 64; default 6400), SOFTVERBS=0 to use the system libibverbs (a real
 #        HCA) instead, SOFTVERBS_LIB (a folder with the software libibverbs.so.1,
 #        default BUILD_DIR's: compare two Plexus builds on one device).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-${PX_BUILD:-$src/build}}" && pwd) || exit 2
 REPEAT=${REPEAT:-3} LAT_SIZE=${LAT_SIZE:-8} BW_SIZE=${BW_SIZE:-65536} ITERS=${ITERS:-5000}
+BW_MSGS=${BW_MSGS:-6400}
+BW_WINDOWS=$(( (BW_MSGS + 63) / 64 ))
 PXRUN=$B/tools/pxrun/pxrun
 PXPERF=$B/tools/px_perf/px_perf
 [ -x "$B/tools/px_perf/.libs/px_perf" ] && PXPERF=$B/tools/px_perf/.libs/px_perf
@@ -71,7 +74,8 @@ best_min() { awk -v a="$1" -v b="${2:-0}" 'BEGIN{print (a == 0 || (b > 0 && b < 
 best_max() { awk -v a="$1" -v b="${2:-0}" 'BEGIN{print (b > a) ? b : a}'; }
 
 echo "== compare-verbs $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "   device $dev$([ $sv = 1 ] && echo ' (software device, test/softverbs)'), $REPEAT interleaved rounds, best of each, $ITERS round trips per latency test"
+echo "   device $dev$([ $sv = 1 ] && echo ' (software device, test/softverbs)'), $REPEAT interleaved rounds, best of each;"
+echo "   $ITERS round trips per latency test, $((BW_WINDOWS * 64)) messages per bandwidth test"
 pt_typ=0 pt_avg=0 pt_bw=0 px_typ=0 px_avg=0 px_bw=0 pt_turn=0 px_turn=0
 for r in $(seq "$REPEAT"); do
     PX_SOFTVERBS_STATS=$sv perftest lat ib_send_lat -d "$dev" -i 1 -s "$LAT_SIZE" -n "$ITERS"
@@ -79,7 +83,7 @@ for r in $(seq "$REPEAT"); do
     lt=$(awk -v s="$LAT_SIZE" '$1 == s && NF >= 6 {print $5}' "$T/lat" | tail -1)
     la=$(awk -v s="$LAT_SIZE" '$1 == s && NF >= 6 {print $6}' "$T/lat" | tail -1)
     tt=$(turnaround "$T/lat" "$T/lat.srv")
-    perftest bw ib_write_bw -d "$dev" -i 1 -s "$BW_SIZE" -n 2000 --report_gbits
+    perftest bw ib_write_bw -d "$dev" -i 1 -s "$BW_SIZE" -n $((BW_WINDOWS * 64)) --report_gbits
     # columns: #bytes #iterations BW_peak BW_average (Gb/s) MsgRate; as MB/s (10^6 B, px_perf's unit)
     w=$(awk -v s="$BW_SIZE" '$1 == s && NF >= 4 {printf "%.1f", $4 * 125}' "$T/bw" | tail -1)
     PX_SOFTVERBS_STATS=$sv PX_MCA_btl=self,verbs timeout -s KILL 300 "$PXRUN" -n 2 "$PXPERF" \
@@ -89,7 +93,7 @@ for r in $(seq "$REPEAT"); do
     pt=$(awk -F, -v s="$LAT_SIZE" '$1 == s {print $4}' "$T/px.csv")
     xt=$(turnaround "$T/px.err")
     PX_MCA_btl=self,verbs timeout -s KILL 300 "$PXRUN" -n 2 "$PXPERF" --test bw --sizes "$BW_SIZE" \
-        --csv </dev/null >"$T/pxbw.csv" 2>"$T/pxbw.err"
+        --iters "$BW_WINDOWS" --csv </dev/null >"$T/pxbw.csv" 2>"$T/pxbw.err"
     pw=$(awk -F, -v s="$BW_SIZE" '$1 == s {print $2}' "$T/pxbw.csv")
     printf '   round %d (load %s): ib_send_lat typical %s avg %s us, ib_write_bw %s MB/s | plexus typical %s avg %s us, %s MB/s' \
         "$r" "$(cut -d' ' -f1 /proc/loadavg)" "${lt:-?}" "${la:-?}" "${w:-?}" "${pt:-?}" "${pa:-?}" "${pw:-?}"
