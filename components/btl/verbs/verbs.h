@@ -46,6 +46,8 @@ extern size_t px_btl_verbs_rcache_max_entries;
 extern size_t px_btl_verbs_rcache_max_bytes;
 extern int px_btl_verbs_flush_timeout;
 extern double px_btl_verbs_keepalive;
+enum { PX_BTL_VERBS_PROGRESS_POLL = 0, PX_BTL_VERBS_PROGRESS_EVENT = 1 };
+extern int px_btl_verbs_progress_mode; /* PX_BTL_VERBS_PROGRESS_* */
 extern int px_btl_verbs_verbose;
 extern int px_btl_verbs_output;
 
@@ -200,6 +202,9 @@ struct px_btl_verbs_module {
     struct ibv_context *ctx;
     struct ibv_pd *pd;
     struct ibv_cq *cq;
+    struct ibv_comp_channel *channel; /* event mode only */
+    bool waiter;                      /* registered with the progress engine */
+    unsigned long cq_events;          /* completion events taken, not yet acked */
     union ibv_gid gid;
     uint32_t psn;
     int max_inline;

@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "components/btl/verbs/verbs.h"
+#include <fcntl.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 
@@ -663,7 +665,9 @@ static void px_btl_verbs_idle(px_btl_verbs_module_t *m)
         m->idle_since = px_btl_verbs_now();
         return;
     }
-    if (0 != (m->idle_polls & 1023))
+    /* Polling: look at the clock every 1024 idle polls. In event mode an
+     * idle poll comes after a sleep of up to progress_idle_wait_ms: every one. */
+    if (0 != (m->idle_polls & 1023) && NULL == m->channel)
         return;
     double t = px_btl_verbs_now();
     if (t - m->idle_since >= px_btl_verbs_keepalive) {
@@ -740,6 +744,37 @@ static int px_btl_verbs_register_error(px_btl_module_t *btl, px_btl_error_fn cbf
     return PX_SUCCESS;
 }
 
+/* ---- event mode: the progress engine's waiter ---- */
+
+/* Arm the CQ for one completion event, then poll once: what completed
+ * between the last poll and the arming would raise no event. */
+static int px_btl_verbs_arm(void *ctx)
+{
+    px_btl_verbs_module_t *m = ctx;
+    int rc = ibv_req_notify_cq(m->cq, 0);
+    if (PX_UNLIKELY(0 != rc)) {
+        char detail[200];
+        snprintf(detail, sizeof(detail), "failed (%s): polling instead", strerror(rc));
+        px_btl_verbs_report(m, NULL, PX_ERR_COMM, "ibv_req_notify_cq", detail);
+        return 1; /* do not sleep on a channel that will not wake us */
+    }
+    return px_btl_verbs_progress(&m->super);
+}
+
+/* The channel's descriptor was readable: take and acknowledge the events. */
+static void px_btl_verbs_drain(void *ctx)
+{
+    px_btl_verbs_module_t *m = ctx;
+    struct ibv_cq *cq;
+    void *cq_ctx;
+    while (0 == ibv_get_cq_event(m->channel, &cq, &cq_ctx))
+        m->cq_events++;
+    if (m->cq_events) {
+        ibv_ack_cq_events(m->cq, (unsigned)m->cq_events);
+        m->cq_events = 0;
+    }
+}
+
 /* ---- setup and teardown ---- */
 
 static void px_btl_verbs_teardown(px_btl_verbs_module_t *m);
@@ -762,6 +797,9 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->idle_polls = 0;
     m->idle_since = 0;
     m->cq = NULL;
+    m->channel = NULL;
+    m->waiter = false;
+    m->cq_events = 0;
     m->lists_ready = false;
     m->payload_allocator = NULL;
     m->rcache = NULL;
@@ -836,9 +874,34 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     long cqe = (long)nranks * (m->sq_size + m->rq_size);
     if (m->port.dattr.max_cqe > 0 && cqe > m->port.dattr.max_cqe)
         cqe = m->port.dattr.max_cqe; /* SQs are not filled at once in practice; see docs */
-    m->cq = ibv_create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
+    if (PX_BTL_VERBS_PROGRESS_EVENT == px_btl_verbs_progress_mode) {
+        /* Event mode: completions also raise an event on a channel whose
+         * descriptor the progress engine sleeps on (non-blocking, so that
+         * draining it never waits). */
+        m->channel = ibv_create_comp_channel(m->ctx);
+        if (NULL == m->channel)
+            return px_btl_verbs_fail(m, "ibv_create_comp_channel (btl_verbs_progress_mode=event)",
+                                     errno ? errno : ENOMEM);
+        int fl = fcntl(m->channel->fd, F_GETFL);
+        if (fl < 0 || 0 != fcntl(m->channel->fd, F_SETFL, fl | O_NONBLOCK))
+            return px_btl_verbs_fail(m, "fcntl(O_NONBLOCK) on the completion channel", errno);
+    }
+    m->cq = ibv_create_cq(m->ctx, (int)cqe, m, m->channel, 0);
     if (NULL == m->cq)
         return px_btl_verbs_fail(m, "ibv_create_cq", errno ? errno : ENOMEM);
+    if (m->channel) {
+        px_progress_waiter_t w = {.fd = m->channel->fd,
+                                  .arm = px_btl_verbs_arm,
+                                  .drain = px_btl_verbs_drain,
+                                  .ctx = &m->super};
+        int wrc = px_progress_waiter_register(&w);
+        if (PX_SUCCESS != wrc)
+            return px_btl_verbs_fail(m,
+                                     "registering the completion channel with the progress "
+                                     "engine",
+                                     ENOMEM);
+        m->waiter = true;
+    }
     memset(&m->gid, 0, sizeof(m->gid));
     if (0 != ibv_query_gid(m->ctx, m->port.port, px_btl_verbs_gid_index, &m->gid) &&
         IBV_LINK_LAYER_ETHERNET == m->port.pattr.link_layer)
@@ -945,9 +1008,17 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
     if (m->rcache)
         px_rcache_destroy(m->rcache);
     m->rcache = NULL;
+    if (m->waiter)
+        px_progress_waiter_unregister(&m->super);
+    m->waiter = false;
+    if (m->channel)
+        px_btl_verbs_drain(m); /* every event acknowledged, or destroy_cq waits */
     if (m->cq)
         ibv_destroy_cq(m->cq);
     m->cq = NULL;
+    if (m->channel)
+        ibv_destroy_comp_channel(m->channel);
+    m->channel = NULL;
     if (m->ka_mr)
         ibv_dereg_mr(m->ka_mr);
     m->ka_mr = NULL;
