@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "core/class/free_list.h"
 #include "frameworks/btl/btl.h"
+#include "frameworks/btl/base/frag.h"
 #include "frameworks/btl/base/rcache.h"
 
 extern const px_btl_component_t px_btl_verbs_component;
@@ -137,10 +138,10 @@ struct px_btl_endpoint {
     int ctl_credits;
     int return_credits; /* data receives reposted, not yet told to the peer */
     int return_ctl;
-    int sq_free;                                      /* send work requests we may still post */
-    size_t outstanding;                               /* posted, not completed */
-    px_btl_verbs_frag_t *pending_head, *pending_tail; /* waiting for credits / SQ room */
-    bool blocked;                                     /* on the module's blocked list */
+    int sq_free;                   /* send work requests we may still post */
+    size_t outstanding;            /* posted, not completed */
+    px_btl_base_pending_t pending; /* sends waiting for credits / SQ room */
+    bool blocked;                  /* on the module's blocked list */
     struct px_btl_endpoint *next_blocked;
     px_btl_verbs_ctx_t inline_ctx;
     px_btl_verbs_ctx_t ka_ctx;
@@ -173,13 +174,13 @@ typedef struct px_btl_verbs_reg {
     px_btl_registration_handle_t handle;
 } px_btl_verbs_reg_t;
 
+/* A send or receive fragment (frameworks/btl/base/frag.h): the payload is
+ * px_btl_verbs_hdr_t, then up to btl_max_send_size bytes; a receive's
+ * super.next_pending links it on its endpoint's repost list. */
 struct px_btl_verbs_frag {
-    px_btl_descriptor_t base;
+    px_btl_base_frag_t super; /* first */
     px_btl_verbs_ctx_t ctx;
-    px_btl_segment_t segment;
-    size_t size; /* bytes on the wire, header included */
     uint8_t hdr_flags;
-    px_btl_verbs_frag_t *next_pending;
 };
 PX_CLASS_DECLARATION(px_btl_verbs_frag_t);
 
