@@ -697,7 +697,7 @@ void sv_cq_deliver(struct sv_cq *c, const struct ibv_wc *wc, int solicited)
         c->cap = ncap;
     }
     c->ring[(c->head + c->count) % c->cap] = *wc;
-    c->count++;
+    __atomic_store_n(&c->count, c->count + 1, __ATOMIC_RELEASE); /* read unlocked by polls */
     if (c->armed && c->cq.channel &&
         (!c->solicited_only || solicited || wc->status != IBV_WC_SUCCESS)) {
         c->armed = 0;
@@ -722,12 +722,18 @@ static int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
     struct sv_cq *c = (struct sv_cq *)ibcq;
     if (n < 0)
         return -1;
+    /* An empty CQ is seen without the lock, as a client reads a hardware CQ
+     * without the device: polling does not hold up the progress thread. */
+    if (!__atomic_load_n(&c->count, __ATOMIC_ACQUIRE)) {
+        sched_yield(); /* a client spinning here leaves the CPU to the progress threads */
+        return 0;
+    }
     pthread_mutex_lock(&sv_g.lock);
     int k = 0;
     while (k < n && c->count) {
         wc[k++] = c->ring[c->head];
         c->head = (c->head + 1) % c->cap;
-        c->count--;
+        __atomic_store_n(&c->count, c->count - 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&sv_g.lock);
     if (!k)
