@@ -17,6 +17,10 @@
 # receive completion to the next post of a send, the client's own time per
 # one-way trip, free of the device's and the scheduler's).
 #
+# The table gives the best of each column over the interleaved rounds, and
+# then the median of the rounds' own ratios (Plexus / perftest in the same
+# round).
+#
 # Usage: test/bench/compare-verbs.sh [BUILD_DIR]     (default: $PX_BUILD or ./build)
 # Env:   REPEAT (interleaved rounds, best counts; default 3), LAT_SIZE (8),
 #        BW_SIZE (65536), ITERS (round trips of each latency test, perftest -n
@@ -70,6 +74,9 @@ turnaround() {
         for (i = 1; i <= NF; i++) if ($i == "median") { s += $(i+1); n++ } }
         END { if (n) printf "%.3f", s / n; else print "?" }'
 }
+# median of the numbers given (positive ones only)
+median() { printf '%s\n' "$@" | awk '$1 > 0' | sort -g | awk '{v[NR] = $1} END {if (!NR) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+ratio() { awk -v a="${1:-0}" -v b="${2:-0}" 'BEGIN{print (a > 0 && b > 0) ? b / a : 0}'; }
 best_min() { awk -v a="$1" -v b="${2:-0}" 'BEGIN{print (a == 0 || (b > 0 && b < a)) ? b : a}'; }
 best_max() { awk -v a="$1" -v b="${2:-0}" 'BEGIN{print (b > a) ? b : a}'; }
 
@@ -77,6 +84,7 @@ echo "== compare-verbs $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $
 echo "   device $dev$([ $sv = 1 ] && echo ' (software device, test/softverbs)'), $REPEAT interleaved rounds, best of each;"
 echo "   $ITERS round trips per latency test, $((BW_WINDOWS * 64)) messages per bandwidth test"
 pt_typ=0 pt_avg=0 pt_bw=0 px_typ=0 px_avg=0 px_bw=0 pt_turn=0 px_turn=0
+r_typ=() r_avg=() r_bw=()
 for r in $(seq "$REPEAT"); do
     PX_SOFTVERBS_STATS=$sv perftest lat ib_send_lat -d "$dev" -i 1 -s "$LAT_SIZE" -n "$ITERS"
     # columns: #bytes #iterations t_min t_max t_typical t_avg ...
@@ -99,6 +107,7 @@ for r in $(seq "$REPEAT"); do
         "$r" "$(cut -d' ' -f1 /proc/loadavg)" "${lt:-?}" "${la:-?}" "${w:-?}" "${pt:-?}" "${pa:-?}" "${pw:-?}"
     [ $sv = 1 ] && printf ' | turnaround perftest %s us, plexus %s us' "$tt" "$xt"
     printf '\n'
+    r_typ+=("$(ratio "$lt" "$pt")") r_avg+=("$(ratio "$la" "$pa")") r_bw+=("$(ratio "$w" "$pw")")
     pt_typ=$(best_min "$pt_typ" "$lt") pt_avg=$(best_min "$pt_avg" "$la") pt_bw=$(best_max "$pt_bw" "$w")
     px_typ=$(best_min "$px_typ" "$pt") px_avg=$(best_min "$px_avg" "$pa") px_bw=$(best_max "$px_bw" "$pw")
     [ "$tt" != "?" ] && pt_turn=$(best_min "$pt_turn" "$tt")
@@ -111,4 +120,8 @@ row "latency $LAT_SIZE B, median (us; ib_send_lat typical)" "$pt_typ" "$px_typ" 
 row "latency $LAT_SIZE B, mean (us; ib_send_lat avg)" "$pt_avg" "$px_avg" "<= 1.2" "%12.2f"
 row "bandwidth $BW_SIZE B (MB/s; ib_write_bw avg)" "$pt_bw" "$px_bw" ">= 0.9" "%12.1f"
 [ $sv = 1 ] && row "client turnaround, median (us)" "$pt_turn" "$px_turn" "" "%12.3f"
+# Each round's two measurements are minutes apart at most: the median of the
+# rounds' ratios is less at the mercy of one lucky or unlucky round.
+printf '%-44s %8s %8s %8s\n' "median of the $REPEAT rounds' ratios" "lat med" "lat mean" "bw"
+printf '%-44s %8.2f %8.2f %8.2f\n' "" "$(median "${r_typ[@]}")" "$(median "${r_avg[@]}")" "$(median "${r_bw[@]}")"
 exit 0
