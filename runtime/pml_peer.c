@@ -119,6 +119,17 @@ static const px_mca_var_field_t px_progress_vars[] = {
      .min = "0",
      .max = "100000",
      PX_PG_AT(idle_sleep_us)},
+    {.name = "idle_wait_ms",
+     .help = "Longest time an idle rank blocks in poll() on its transports' event sources "
+             "before polling everything again, in milliseconds (only when every transport that "
+             "needs progress can wake it, e.g. btl_verbs_progress_mode=event with btl=self,verbs)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "100",
+     .min = "1",
+     .max = "60000",
+     PX_PG_AT(idle_wait_ms)},
     {.name = NULL},
 };
 #undef PX_PG_AT

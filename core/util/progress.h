@@ -16,6 +16,14 @@
  * of the job run on this node than it has online cores. A component's own
  * wait loop that does not go through px_progress_engine calls
  * px_progress_idle_tick() with what it found instead of yielding on its own.
+ *
+ * Blocking when idle (event mode): a component whose progress can be woken
+ * by a file descriptor (btl/verbs with btl_verbs_progress_mode=event: a
+ * completion channel) registers a waiter for its progress callback. When
+ * every registered callback has one, an idle engine (same count of idle
+ * calls, same policy; never with progress_yield_when_idle=never) arms each
+ * waiter and blocks in poll() on their descriptors, at most
+ * progress_idle_wait_ms, instead of yielding. Otherwise it yields as above.
  */
 #ifndef PX_UTIL_PROGRESS_H
 #define PX_UTIL_PROGRESS_H
@@ -52,9 +60,10 @@ typedef struct px_progress_idle_policy {
     int yield_when_idle; /* PX_PROGRESS_YIELD_* */
     int idle_spins;      /* idle calls in a row before giving the core away (>= 1) */
     int idle_sleep_us;   /* 0: sched_yield; > 0: nanosleep this many microseconds */
+    int idle_wait_ms;    /* longest block in poll() on the waiters' descriptors */
 } px_progress_idle_policy_t;
 /* The variables' storage (progress_yield_when_idle, progress_idle_spins,
- * progress_idle_sleep_us); defaults auto, 32, 0. */
+ * progress_idle_sleep_us, progress_idle_wait_ms); defaults auto, 32, 0, 100. */
 PX_EXPORT extern px_progress_idle_policy_t px_progress_policy;
 /* Apply px_progress_policy for a job with `local_ranks` ranks on this node
  * and `cores` online cores (<= 0: ask sysconf). Returns whether the engine
@@ -66,6 +75,29 @@ PX_EXPORT void px_progress_idle_reset(void);
 PX_EXPORT void px_progress_idle(void);
 /* Times the engine gave the core away since px_progress_idle_setup. */
 PX_EXPORT unsigned long px_progress_idle_count(void);
+
+/* ---- blocking when idle ---- */
+typedef struct px_progress_waiter {
+    int fd; /* becomes readable when the component has work */
+    /* Arm the source for one wake-up, then look once more for work that
+     * came meanwhile (handling it); returns the events found: > 0 and the
+     * engine does not block. */
+    int (*arm)(void *ctx);
+    /* The descriptor was readable: consume the notification. */
+    void (*drain)(void *ctx);
+    /* The ctx of the progress callback this waiter wakes for (a BTL
+     * module's progress is registered with the module as ctx). */
+    void *ctx;
+} px_progress_waiter_t;
+/* Add a waiter (copied); PX_ERR_EXISTS when one has that ctx already. */
+PX_EXPORT int px_progress_waiter_register(const px_progress_waiter_t *w);
+/* Remove the waiter of `ctx`; PX_ERR_NOT_FOUND when there is none. */
+PX_EXPORT int px_progress_waiter_unregister(void *ctx);
+/* Would an idle engine block now (every callback has a waiter, the policy
+ * allows it)? */
+PX_EXPORT bool px_progress_can_block(void);
+/* Times the engine blocked in poll() since px_progress_idle_setup. */
+PX_EXPORT unsigned long px_progress_block_count(void);
 
 /* Idle calls in a row before yielding; 0: never yield (the default until
  * px_progress_idle_setup). Read by the inline code below. */

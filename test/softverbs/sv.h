@@ -141,6 +141,19 @@ struct sv_global {
 };
 extern struct sv_global sv_g;
 
+/* PX_SOFTVERBS_STATS=1: the client's turnaround, from the ibv_poll_cq call that
+ * returned a receive completion to the next ibv_post_send, printed at exit. It is
+ * the time the client itself spends between a message arriving and its answer
+ * leaving (the device's own time is not in it), the same measure for any client. */
+#define SV_STATS_BUCKETS 8192 /* of 10 ns: up to 81.92 us */
+struct sv_stats {
+    int on;
+    uint64_t recv_ns; /* 0: no receive completion since the last send */
+    uint64_t count, sum_ns, min_ns, hist[SV_STATS_BUCKETS + 1];
+};
+extern struct sv_stats sv_stats;
+void sv_stats_send(void);
+
 /* sv_verbs.c */
 int sv_devices_init(void);
 struct sv_mr *sv_mr_find(uint32_t key);

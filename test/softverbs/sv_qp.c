@@ -440,6 +440,8 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
 {
     struct sv_qp *q = (struct sv_qp *)ibqp;
     int rc = 0;
+    if (sv_stats.on)
+        sv_stats_send();
     pthread_mutex_lock(&sv_g.lock);
     for (; wr; wr = wr->next) {
         if (ibqp->state != IBV_QPS_RTS && ibqp->state != IBV_QPS_ERR) {

@@ -13,6 +13,45 @@
 #include <endian.h>
 
 struct sv_global sv_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .next_key = 0x1000};
+struct sv_stats sv_stats;
+
+/* Called by the posting thread: one turnaround ends. */
+void sv_stats_send(void)
+{
+    if (!sv_stats.recv_ns)
+        return;
+    uint64_t d = sv_now_ns() - sv_stats.recv_ns;
+    sv_stats.recv_ns = 0;
+    sv_stats.count++;
+    sv_stats.sum_ns += d;
+    if (!sv_stats.min_ns || d < sv_stats.min_ns)
+        sv_stats.min_ns = d;
+    sv_stats.hist[d / 10 < SV_STATS_BUCKETS ? d / 10 : SV_STATS_BUCKETS]++;
+}
+
+static void sv_stats_print(void)
+{
+    if (!sv_stats.count)
+        return;
+    uint64_t half = (sv_stats.count + 1) / 2, seen = 0;
+    unsigned med = 0;
+    while (med < SV_STATS_BUCKETS && (seen += sv_stats.hist[med]) < half)
+        med++;
+    fprintf(stderr,
+            "softverbs: pid %d: %llu receive-to-send turnarounds: min %.3f us, median %.3f us, "
+            "mean %.3f us\n",
+            (int)getpid(), (unsigned long long)sv_stats.count, sv_stats.min_ns / 1e3,
+            (med + 0.5) * 0.01, (double)sv_stats.sum_ns / (double)sv_stats.count / 1e3);
+}
+
+__attribute__((constructor)) static void sv_stats_init(void)
+{
+    const char *e = getenv("PX_SOFTVERBS_STATS");
+    if (e && *e && strcmp(e, "0")) {
+        sv_stats.on = 1;
+        atexit(sv_stats_print);
+    }
+}
 
 uint64_t sv_now_ns(void)
 {
@@ -658,7 +697,7 @@ void sv_cq_deliver(struct sv_cq *c, const struct ibv_wc *wc, int solicited)
         c->cap = ncap;
     }
     c->ring[(c->head + c->count) % c->cap] = *wc;
-    c->count++;
+    __atomic_store_n(&c->count, c->count + 1, __ATOMIC_RELEASE); /* read unlocked by polls */
     if (c->armed && c->cq.channel &&
         (!c->solicited_only || solicited || wc->status != IBV_WC_SUCCESS)) {
         c->armed = 0;
@@ -683,16 +722,28 @@ static int sv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
     struct sv_cq *c = (struct sv_cq *)ibcq;
     if (n < 0)
         return -1;
+    /* An empty CQ is seen without the lock, as a client reads a hardware CQ
+     * without the device: polling does not hold up the progress thread. */
+    if (!__atomic_load_n(&c->count, __ATOMIC_ACQUIRE)) {
+        sched_yield(); /* a client spinning here leaves the CPU to the progress threads */
+        return 0;
+    }
     pthread_mutex_lock(&sv_g.lock);
     int k = 0;
     while (k < n && c->count) {
         wc[k++] = c->ring[c->head];
         c->head = (c->head + 1) % c->cap;
-        c->count--;
+        __atomic_store_n(&c->count, c->count - 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&sv_g.lock);
     if (!k)
         sched_yield(); /* a client spinning here leaves the CPU to the progress threads */
+    else if (sv_stats.on)
+        for (int i = 0; i < k; i++)
+            if (wc[i].opcode & IBV_WC_RECV) {
+                sv_stats.recv_ns = sv_now_ns();
+                break;
+            }
     return k;
 }
 

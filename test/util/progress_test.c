@@ -2,10 +2,13 @@
  * progress_test.c: the progress engine's callback table and its idle policy
  * (progress_yield_when_idle auto|always|never, progress_idle_spins): when the
  * engine yields, after how many idle calls, and that a call with events
- * starts the count again.
+ * starts the count again; blocking when idle on waiters' descriptors (event
+ * mode): only when every callback has a waiter and the policy is not never,
+ * not when an arm found work, and the descriptor's notification drained.
  */
 #include "test/lib/px_check.h"
 #include <stdlib.h>
+#include <unistd.h>
 #include "core/util/error.h"
 #include "core/util/progress.h"
 
@@ -37,6 +40,39 @@ static void teardown(void)
 {
     px_progress_finalize();
     policy(PX_PROGRESS_YIELD_AUTO, 32, 0);
+    px_progress_policy.idle_wait_ms = 100;
+}
+
+/* A waiter on a pipe: arm returns arm_found, drain reads the pipe. */
+static int pipe_fd[2];
+static int arm_found, arm_calls, drain_calls;
+static int w_arm(void *ctx)
+{
+    (void)ctx;
+    arm_calls++;
+    return arm_found;
+}
+static void w_drain(void *ctx)
+{
+    (void)ctx;
+    char c;
+    drain_calls++;
+    ck_assert_int_eq(read(pipe_fd[0], &c, 1), 1);
+}
+static void waiter_on(void *ctx)
+{
+    ck_assert_int_eq(pipe(pipe_fd), 0);
+    arm_found = arm_calls = drain_calls = 0;
+    px_progress_waiter_t w = {.fd = pipe_fd[0], .arm = w_arm, .drain = w_drain, .ctx = ctx};
+    ck_assert_int_eq(px_progress_waiter_register(&w), PX_SUCCESS);
+    ck_assert_int_eq(px_progress_waiter_register(&w), PX_ERR_EXISTS);
+}
+static void waiter_off(void *ctx)
+{
+    ck_assert_int_eq(px_progress_waiter_unregister(ctx), PX_SUCCESS);
+    ck_assert_int_eq(px_progress_waiter_unregister(ctx), PX_ERR_NOT_FOUND);
+    close(pipe_fd[0]);
+    close(pipe_fd[1]);
 }
 
 START_TEST(register_twice_and_unregister)
@@ -123,6 +159,87 @@ START_TEST(sleep_and_tick)
 }
 END_TEST
 
+START_TEST(waiter_blocks_when_idle)
+{
+    /* Auto, as many ranks as cores (no yielding): the waiter alone makes
+     * the idle engine block, after idle_spins idle calls. */
+    policy(PX_PROGRESS_YIELD_AUTO, 4, 0);
+    px_progress_policy.idle_wait_ms = 1;
+    ck_assert(!px_progress_idle_setup(1, 64));
+    ck_assert_uint_eq(px_progress_idle_limit, 0);
+    waiter_on(NULL); /* the ctx the callback was registered with */
+    ck_assert(px_progress_can_block());
+    ck_assert_uint_eq(px_progress_idle_limit, 4);
+    for (int i = 0; i < 8; i++)
+        px_progress_engine();
+    ck_assert_uint_eq(px_progress_block_count(), 2);
+    ck_assert_int_eq(arm_calls, 2);
+    ck_assert_int_eq(drain_calls, 0); /* timed out, nothing to read */
+    /* A notification: the block returns at once and drains it. */
+    ck_assert_int_eq(write(pipe_fd[1], "x", 1), 1);
+    for (int i = 0; i < 4; i++)
+        px_progress_engine();
+    ck_assert_uint_eq(px_progress_block_count(), 3);
+    ck_assert_int_eq(drain_calls, 1);
+    /* An arm that found work: no sleep. */
+    arm_found = 1;
+    for (int i = 0; i < 4; i++)
+        px_progress_engine();
+    ck_assert_uint_eq(px_progress_block_count(), 3);
+    ck_assert_int_eq(arm_calls, 4);
+    waiter_off(NULL);
+    ck_assert_uint_eq(px_progress_idle_limit, 0);
+}
+END_TEST
+
+START_TEST(waiter_needs_every_callback)
+{
+    /* A second callback without a waiter (say shm's rings): never block,
+     * and without a yielding policy not even yield. */
+    policy(PX_PROGRESS_YIELD_AUTO, 2, 0);
+    px_progress_policy.idle_wait_ms = 1;
+    ck_assert(!px_progress_idle_setup(1, 64));
+    ck_assert_int_eq(px_progress_register(cb, &cb_calls), PX_SUCCESS);
+    waiter_on(NULL);
+    ck_assert(!px_progress_can_block());
+    for (int i = 0; i < 10; i++)
+        px_progress_engine();
+    ck_assert_uint_eq(px_progress_block_count(), 0);
+    ck_assert_uint_eq(px_progress_idle_count(), 0);
+    ck_assert_int_eq(arm_calls, 0);
+    /* The second callback gets its own waiter: now it may block. */
+    px_progress_waiter_t w = {.fd = pipe_fd[0], .arm = w_arm, .drain = w_drain, .ctx = &cb_calls};
+    ck_assert_int_eq(px_progress_waiter_register(&w), PX_SUCCESS);
+    ck_assert(px_progress_can_block());
+    ck_assert_int_eq(px_progress_waiter_unregister(&cb_calls), PX_SUCCESS);
+    waiter_off(NULL);
+    ck_assert_int_eq(px_progress_unregister(cb, &cb_calls), PX_SUCCESS);
+}
+END_TEST
+
+START_TEST(waiter_never_policy)
+{
+    /* progress_yield_when_idle=never: a waiter does not make it block. */
+    policy(PX_PROGRESS_YIELD_NEVER, 1, 0);
+    ck_assert(!px_progress_idle_setup(1, 64));
+    waiter_on(NULL);
+    ck_assert(!px_progress_can_block());
+    ck_assert_uint_eq(px_progress_idle_limit, 0);
+    for (int i = 0; i < 10; i++)
+        px_progress_engine();
+    ck_assert_uint_eq(px_progress_block_count(), 0);
+    ck_assert_int_eq(arm_calls, 0);
+    waiter_off(NULL);
+    /* A waiter without a descriptor or callbacks is refused. */
+    px_progress_waiter_t bad = {.fd = -1, .arm = w_arm, .drain = w_drain};
+    ck_assert_int_eq(px_progress_waiter_register(&bad), PX_ERR_BAD_PARAM);
+    bad.fd = 0;
+    bad.arm = NULL;
+    ck_assert_int_eq(px_progress_waiter_register(&bad), PX_ERR_BAD_PARAM);
+}
+END_TEST
+
 PX_CHECK_MAIN("progress", setup, teardown, 0, register_twice_and_unregister, no_policy_never_yields,
               always_yields_after_spins, never_does_not_yield, auto_yields_when_oversubscribed,
-              sleep_and_tick)
+              sleep_and_tick, waiter_blocks_when_idle, waiter_needs_every_callback,
+              waiter_never_policy)

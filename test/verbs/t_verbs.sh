@@ -92,6 +92,44 @@ check "px_perf over btl=self,verbs reports verbs for the peer" \
     contains "$(cat "$T/out")" "transports from rank 0: 0:self 1:verbs"
 check "px_perf over verbs exits 0" [ "$rc" -eq 0 ]
 show
+# px_perf --btl: btl_sendi ping-pong on the module itself. It used to hang at
+# the first ping of a size: the count was reset after px_barrier, while the
+# peer's first message could already have been counted inside the barrier.
+run "$PXRUN" -n 2 "$PXPERF" --btl --sizes 0,8,4096,30000,65536 --iters 200
+check "px_perf --btl over verbs: every size up to btl_max_send_size finishes (no hang)" \
+    eval '[ "$rc" -eq 0 ] && [ "$(grep -cE "^ +(0|8|4096|30000) +[0-9.]+$" "$T/out")" -eq 4 ]'
+check "px_perf --btl over verbs: a size above btl_max_send_size is skipped, saying why" \
+    contains "$(cat "$T/out")" "65536 bytes skipped: above the transport's btl_max_send_size"
+show
+
+# Event mode (btl_verbs_progress_mode=event): the same protocols and the
+# all-to-all; a rank waiting in px_recv for 2 s sleeps in poll() on the
+# completion channel (its thread's CPU time stays a small part of the wait,
+# where polling spends it all); with shm's rings also to poll it does not.
+out=$(PX_MCA_btl_verbs_progress_mode=event timeout -s KILL 120 "$PXRUN" -n 3 "$PROBE" </dev/null 2>&1)
+check "event mode: messaging protocols over verbs, 0 B .. 8 MiB on 3 ranks" \
+    [ "$?" -eq 0 -a "$(echo "$out" | grep -c ': 0 errors (transport to [0-9]: verbs)')" -eq 3 ]
+run env PX_MCA_btl_verbs_progress_mode=event "$PXRUN" -n 4 "$A2A" --rounds 2 --msgs 3 --max 4194304 --seed 11
+check "event mode: all-to-all 0 B..4 MiB on 4 ranks" eval 'contains "$(cat "$T/out")" "alltoall ok" && [ "$rc" -eq 0 ]'
+show
+IDLE=$B/test/runtime/idle_probe
+run env PX_MCA_btl_verbs_progress_mode=event "$PXRUN" -n 3 "$IDLE" --wait 2000
+check "event mode: both waiting ranks got the message after the wait" \
+    [ "$rc" -eq 0 -a "$(grep -c '^rank [12] waited' "$T/out")" -eq 2 ]
+check "event mode: a rank waiting 2 s sleeps (thread CPU < 0.25 s, blocked in poll)" \
+    eval '[ -n "$(cat "$T/out")" ] && awk '"'"'/waited/ { if ($7 + 0 >= 0.25 || $10 + 0 < 1) bad = 1; n++ } END { exit bad || n != 2 }'"'"' "$T/out"'
+show
+run env PX_MCA_btl_verbs_progress_mode=poll "$PXRUN" -n 3 "$IDLE" --wait 300
+check "poll mode (default): a waiting rank never blocks" \
+    eval '[ "$rc" -eq 0 ] && [ "$(grep -c "waited.*blocks 0$" "$T/out")" -eq 2 ]'
+run env PX_MCA_btl=self,shm,verbs PX_MCA_btl_verbs_skip_single_host=false \
+    PX_MCA_btl_verbs_progress_mode=event "$PXRUN" -n 3 "$IDLE" --wait 300
+check "event mode beside shm (its rings need polling): a waiting rank does not block" \
+    eval '[ "$rc" -eq 0 ] && [ "$(grep -c "waited.*blocks 0$" "$T/out")" -eq 2 ]'
+show
+run env PX_MCA_btl_verbs_progress_mode=event PX_PXRUN_GRACE=60 "$PXRUN" -n 3 "$B/test/pxrun/px_probe" peerdeath 1 kill
+check "event mode, peer death: both survivors' px_recv from rank 1 end with an error (keepalive)" \
+    [ "$(grep -c 'recv from rank 1: transport error after' "$T/out")" -eq 2 ]
 
 # Work-completion errors injected in rank 1 (the 5th work request of each of
 # its QPs fails): the job ends, with the status, the peer's rank and host.

@@ -12,6 +12,9 @@
  *   px_perf --empty              px_init + px_finalize only (startup timing)
  *   px_perf --floor [BYTES]      one cache line (or BYTES copied in and out) passed
  *                                between two processes: the hardware's floor
+ *   pxrun -n 2 px_perf --stats ...   also the minimum and the median ("typical", as
+ *                                perftest prints it) of the half round trips, each
+ *                                round trip timed on its own
  *   pxrun -n 2 px_perf --btl --sizes 8,4096
  *                                ping-pong on the transport itself (btl_sendi +
  *                                btl_progress), below the messaging API
@@ -60,7 +63,14 @@ enum { T_LAT = 1, T_BW = 2, T_BIBW = 4, T_RATE = 8 };
 typedef struct result {
     size_t bytes;
     double lat, bw, bibw, rate;
+    double lat_min, lat_typ; /* --stats */
 } result_t;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 typedef struct peer_row {
     size_t bytes;
@@ -227,6 +237,17 @@ static void btl_am(struct px_btl_module *btl, const px_btl_receive_descriptor_t 
     btl_arrived++;
 }
 
+/* sendi until the transport takes it; "not now" is retried after progress,
+ * an error of the peer ends the benchmark. */
+static void btl_send_one(px_btl_module_t *m, px_btl_endpoint_t *ep, const void *buf, size_t s)
+{
+    int rc;
+    while (PX_ERR_TEMP_OUT_OF_RESOURCE ==
+           (rc = m->btl_sendi(m, ep, buf, s, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL)))
+        m->btl_progress(m);
+    check(rc, "btl_sendi");
+}
+
 static void btl_mode(const size_t *sizes, int nsizes, long iters_override)
 {
     int rank = px_rank(), peer = rank == 0 ? 1 : 0;
@@ -246,20 +267,32 @@ static void btl_mode(const size_t *sizes, int nsizes, long iters_override)
                m->btl_component->base.component_name, "bytes", "lat_us");
     for (int si = 0; si < nsizes; si++) {
         size_t s = sizes[si];
-        if (s > sizeof buf)
+        if (s > sizeof buf || s > m->btl_max_send_size) {
+            /* sendi would answer "not now" for ever: say so instead of spinning */
+            if (rank == 0)
+                printf("# %zu bytes skipped: above %s (%zu bytes)\n", s,
+                       s > sizeof buf ? "px_perf --btl's buffer"
+                                      : "the transport's btl_max_send_size",
+                       s > sizeof buf ? sizeof buf : m->btl_max_send_size);
             continue;
+        }
         long iters = iters_override ? iters_override : 20000, warm = iters / 10;
         double t0 = 0;
-        px_barrier();
+        /* Reset the count before the barrier, never after it: the peer may
+         * leave the barrier first and its first message may arrive (and be
+         * counted by btl_am) while this rank still progresses inside
+         * px_barrier. Resetting after the barrier lost that message and both
+         * ranks waited for ever (seen over verbs, where the barrier's message
+         * and the first ping complete in the same CQ poll). Every message of
+         * the previous size was counted before this point. */
         btl_arrived = 0;
+        px_barrier();
         int expect = 0;
         for (long i = 0; i < iters + warm; i++) {
             if (i == warm)
                 t0 = px_wtime();
             if (rank == 0) {
-                while (m->btl_sendi(m, ep, buf, s, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL) !=
-                       PX_SUCCESS)
-                    m->btl_progress(m);
+                btl_send_one(m, ep, buf, s);
                 expect++;
                 while (btl_arrived < expect)
                     m->btl_progress(m);
@@ -267,9 +300,7 @@ static void btl_mode(const size_t *sizes, int nsizes, long iters_override)
                 expect++;
                 while (btl_arrived < expect)
                     m->btl_progress(m);
-                while (m->btl_sendi(m, ep, buf, s, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL) !=
-                       PX_SUCCESS)
-                    m->btl_progress(m);
+                btl_send_one(m, ep, buf, s);
             }
         }
         double lat = (px_wtime() - t0) / (double)iters / 2 * 1e6;
@@ -357,7 +388,7 @@ int main(int argc, char **argv)
     int nsizes = 0;
     size_t minb = 0, maxb = 4 << 20;
     long iters_override = 0;
-    int csv = 0, json = 0, btl = 0;
+    int csv = 0, json = 0, btl = 0, stats = 0;
     const char *vs = NULL, *plot = NULL, *title = NULL, *load = NULL, *ycols = NULL, *coll = NULL;
     px_perf_table_t *series[MAX_SIZES];
     int nseries = 0;
@@ -368,7 +399,7 @@ int main(int argc, char **argv)
             puts(
                 "Usage: pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes B,B,...]\n"
                 "                          [--min BYTES] [--max BYTES] [--iters N]\n"
-                "                          [--csv | --json] [--vs PEER_RESULTS_FILE]\n"
+                "                          [--csv | --json] [--vs PEER_RESULTS_FILE] [--stats]\n"
                 "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
                 "       px_perf --empty             px_init and px_finalize only\n"
                 "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
@@ -401,6 +432,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--coll") && v) {
             coll = v;
             i++;
+        } else if (!strcmp(a, "--stats")) {
+            stats = 1;
         } else if (!strcmp(a, "--csv")) {
             csv = 1;
         } else if (!strcmp(a, "--json")) {
@@ -531,20 +564,35 @@ int main(int argc, char **argv)
             long iters =
                 iters_override ? iters_override : (s <= 4096 ? 20000 : (s <= 262144 ? 2000 : 200));
             long warm = iters / 10;
-            double t0 = 0;
+            double t0 = 0, ti = 0;
+            /* --stats: each round trip timed on its own, as perftest does */
+            double *each = stats && rank == 0 ? malloc((size_t)iters * sizeof(double)) : NULL;
+            if (stats && rank == 0 && !each)
+                px_abort(3, "px_perf --stats: no memory for the round-trip times");
             check(px_barrier(), "px_barrier");
             for (long i = 0; active && i < iters + warm; i++) {
                 if (i == warm)
-                    t0 = px_wtime();
+                    t0 = ti = px_wtime();
                 if (rank == 0) {
                     check(px_send(buf, s, 1, 1), "px_send");
                     check(px_recv(rbuf, s, 1, 1, NULL), "px_recv");
+                    if (each && i >= warm) {
+                        double t = px_wtime();
+                        each[i - warm] = t - ti;
+                        ti = t;
+                    }
                 } else {
                     check(px_recv(rbuf, s, 0, 1, NULL), "px_recv");
                     check(px_send(buf, s, 0, 1), "px_send");
                 }
             }
             r->lat = active ? (px_wtime() - t0) / (double)iters / 2 * 1e6 : 0;
+            if (each) {
+                qsort(each, (size_t)iters, sizeof(double), cmp_double);
+                r->lat_min = each[0] / 2 * 1e6;
+                r->lat_typ = each[iters / 2] / 2 * 1e6;
+                free(each);
+            }
         }
         if (tests & (T_BW | T_RATE)) {
             int bit = iters_override ? (int)iters_override : (s <= 32768 ? 200 : 20);
@@ -597,6 +645,9 @@ int main(int argc, char **argv)
                 printf("    {\"bytes\": %zu", r->bytes);
                 if (tests & T_LAT)
                     printf(", \"lat_us\": %.4f", r->lat);
+                if ((tests & T_LAT) && stats)
+                    printf(", \"lat_min_us\": %.4f, \"lat_typical_us\": %.4f", r->lat_min,
+                           r->lat_typ);
                 if (tests & T_BW)
                     printf(", \"bw_MBps\": %.1f", r->bw);
                 if (tests & T_BIBW)
@@ -631,6 +682,8 @@ int main(int argc, char **argv)
                 printf(csv ? ",%s" : " %10s", "vs_lat");
             if (npeer && (tests & T_BW))
                 printf(csv ? ",%s" : " %10s", "vs_bw");
+            if (stats && (tests & T_LAT))
+                printf(csv ? ",%s,%s" : " %12s %12s", "lat_min_us", "lat_typ_us");
             printf("\n");
             for (int si = 0; si < nsizes; si++) {
                 result_t *r = &res[si];
@@ -656,6 +709,9 @@ int main(int argc, char **argv)
                     else
                         printf(csv ? "%s" : "%s%10s", sep, "-");
                 }
+                if (stats && (tests & T_LAT))
+                    printf(csv ? "%s%.4f%s%.4f" : "%s%12.3f%s%12.3f", sep, r->lat_min, sep,
+                           r->lat_typ);
                 printf("\n");
             }
         }

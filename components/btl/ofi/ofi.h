@@ -24,6 +24,7 @@
 #include <rdma/fi_errno.h>
 #include "core/class/free_list.h"
 #include "frameworks/btl/btl.h"
+#include "frameworks/btl/base/frag.h"
 #include "frameworks/btl/base/rcache.h"
 
 /* libfabric itself is loaded on first use, not with the plugin: loading it
@@ -85,7 +86,7 @@ struct px_btl_endpoint {
     size_t outstanding; /* sends and RDMA operations not yet completed */
     bool failed;        /* a connection-level error was reported */
     /* Sends libfabric refused with EAGAIN, retried in order from progress. */
-    struct px_btl_ofi_frag *pending_head, *pending_tail;
+    px_btl_base_pending_t pending;
     struct px_btl_endpoint *next_blocked; /* on the module's list while pending */
     double stuck_since;                   /* when libfabric began refusing (0: it is not) */
     bool sent;                            /* something was sent since the last drain */
@@ -105,14 +106,12 @@ typedef struct px_btl_ofi_reg {
     px_btl_registration_handle_t handle;
 } px_btl_ofi_reg_t;
 
-/* A send (or receive) fragment: payload = hdr followed by the data. */
+/* A send (or receive) fragment (frameworks/btl/base/frag.h): payload = hdr
+ * followed by the data. */
 typedef struct px_btl_ofi_frag {
-    px_btl_descriptor_t base;
+    px_btl_base_frag_t super; /* first */
     px_btl_ofi_context_t ctx;
-    px_btl_segment_t segment;
     px_btl_endpoint_t *endpoint;
-    size_t size; /* bytes on the wire, header included */
-    struct px_btl_ofi_frag *next_pending;
 } px_btl_ofi_frag_t;
 PX_CLASS_DECLARATION(px_btl_ofi_frag_t);
 

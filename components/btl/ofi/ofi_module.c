@@ -27,11 +27,13 @@ PX_CLASS_INSTANCE(px_btl_ofi_frag_t, px_btl_descriptor_t, NULL, NULL);
 
 static int px_btl_ofi_post_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
 {
-    void *desc = f->base.super.registration ? fi_mr_desc(f->base.super.registration) : NULL;
+    void *desc =
+        f->super.base.super.registration ? fi_mr_desc(f->super.base.super.registration) : NULL;
     ssize_t rc = -FI_EAGAIN;
     /* A receive queue that is full for a moment drains with progress. */
     for (int tries = 0; tries < 100000; ++tries) {
-        rc = fi_recv(m->ep, f->base.super.payload, m->frag_size, desc, FI_ADDR_UNSPEC, &f->ctx.fi);
+        rc = fi_recv(m->ep, f->super.base.super.payload, m->frag_size, desc, FI_ADDR_UNSPEC,
+                     &f->ctx.fi);
         if (-FI_EAGAIN != rc)
             break;
         (void)fi_cq_read(m->cq, NULL, 0);
@@ -46,11 +48,11 @@ static int px_btl_ofi_post_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
 
 static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f, size_t len)
 {
-    const px_btl_ofi_hdr_t *hdr = f->base.super.payload;
+    const px_btl_ofi_hdr_t *hdr = f->super.base.super.payload;
     if (PX_UNLIKELY(len >= PX_BTL_OFI_HDR && (hdr->flags & PX_BTL_OFI_HDR_DRAIN))) {
         /* nothing to deliver */
     } else if (len >= PX_BTL_OFI_HDR) {
-        px_btl_segment_t seg = {(char *)f->base.super.payload + PX_BTL_OFI_HDR,
+        px_btl_segment_t seg = {(char *)f->super.base.super.payload + PX_BTL_OFI_HDR,
                                 len - PX_BTL_OFI_HDR};
         int src = hdr->src_rank;
         px_btl_receive_descriptor_t rd = {
@@ -73,19 +75,10 @@ static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f,
 
 static px_btl_ofi_frag_t *px_btl_ofi_frag_get(px_btl_ofi_module_t *m)
 {
-    px_btl_ofi_frag_t *f = (px_btl_ofi_frag_t *)px_free_list_get(&m->send_frags);
-    if (PX_UNLIKELY(NULL == f))
-        return NULL;
-    f->base.des_segments = &f->segment;
-    f->base.des_segment_count = 1;
-    f->base.des_cbfunc = NULL;
-    f->base.des_cbdata = NULL;
-    f->base.des_context = NULL;
-    f->base.des_flags = 0;
-    f->segment.seg_addr = (char *)f->base.super.payload + PX_BTL_OFI_HDR;
-    f->segment.seg_len = 0;
-    f->next_pending = NULL;
-    f->ctx.type = PX_BTL_OFI_OP_SEND;
+    px_btl_ofi_frag_t *f =
+        (px_btl_ofi_frag_t *)px_btl_base_frag_get(&m->send_frags, PX_BTL_OFI_HDR);
+    if (PX_LIKELY(NULL != f))
+        f->ctx.type = PX_BTL_OFI_OP_SEND;
     return f;
 }
 
@@ -95,13 +88,11 @@ static px_btl_descriptor_t *px_btl_ofi_alloc(px_btl_module_t *btl, px_btl_endpoi
     (void)endpoint;
     (void)order;
     px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
-    if (PX_UNLIKELY(size > m->super.btl_max_send_size))
-        return NULL;
-    px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
+    px_btl_base_frag_t *f =
+        px_btl_base_frag_alloc(btl, &m->send_frags, PX_BTL_OFI_HDR, size, flags);
     if (PX_UNLIKELY(NULL == f))
         return NULL;
-    f->segment.seg_len = size;
-    f->base.des_flags = flags;
+    ((px_btl_ofi_frag_t *)f)->ctx.type = PX_BTL_OFI_OP_SEND;
     return &f->base;
 }
 
@@ -120,32 +111,26 @@ static px_btl_descriptor_t *px_btl_ofi_prepare_src(px_btl_module_t *btl,
     (void)endpoint;
     (void)order;
     px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
-    if (PX_UNLIKELY(reserve > m->super.btl_max_send_size))
-        return NULL;
-    px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
+    px_btl_base_frag_t *f = px_btl_base_frag_prepare_src(btl, &m->send_frags, PX_BTL_OFI_HDR, conv,
+                                                         reserve, size, flags);
     if (PX_UNLIKELY(NULL == f))
         return NULL;
-    px_btl_convertor_pack_segment(conv, &f->segment, reserve, m->super.btl_max_send_size, size);
-    f->base.des_flags = flags;
+    ((px_btl_ofi_frag_t *)f)->ctx.type = PX_BTL_OFI_OP_SEND;
     return &f->base;
 }
 
 /* Complete a send fragment (status PX_SUCCESS or an error). */
 static void px_btl_ofi_send_done(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f, int status)
 {
-    px_btl_endpoint_t *ep = f->endpoint;
-    uint32_t flags = f->base.des_flags;
-    if (f->base.des_cbfunc)
-        f->base.des_cbfunc(&m->super, ep, &f->base, status);
-    if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
-        px_free_list_return(&m->send_frags, &f->base.super);
+    px_btl_base_frag_done(&m->super, &m->send_frags, f->endpoint, &f->super, status);
 }
 
 static ssize_t px_btl_ofi_post_send(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
 {
-    void *desc = f->base.super.registration ? fi_mr_desc(f->base.super.registration) : NULL;
-    ssize_t rc =
-        fi_send(m->ep, f->base.super.payload, f->size, desc, f->endpoint->addr, &f->ctx.fi);
+    void *desc =
+        f->super.base.super.registration ? fi_mr_desc(f->super.base.super.registration) : NULL;
+    ssize_t rc = fi_send(m->ep, f->super.base.super.payload, f->super.size, desc, f->endpoint->addr,
+                         &f->ctx.fi);
     if (PX_LIKELY(0 == rc)) {
         f->endpoint->outstanding++;
         f->endpoint->sent = true;
@@ -195,15 +180,10 @@ bool px_btl_ofi_stuck_too_long(px_btl_endpoint_t *ep)
 
 static void px_btl_ofi_queue(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, px_btl_ofi_frag_t *f)
 {
-    f->next_pending = NULL;
-    if (ep->pending_tail) {
-        ep->pending_tail->next_pending = f;
-    } else {
-        ep->pending_head = f;
+    if (px_btl_base_pending_push(&ep->pending, &f->super)) {
         ep->next_blocked = m->blocked;
         m->blocked = ep;
     }
-    ep->pending_tail = f;
 }
 
 static int px_btl_ofi_send_flags(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
@@ -222,14 +202,14 @@ static int px_btl_ofi_send_flags(px_btl_module_t *btl, px_btl_endpoint_t *endpoi
     px_btl_ofi_frag_t *f = (px_btl_ofi_frag_t *)des;
     if (PX_UNLIKELY(endpoint->failed))
         return PX_ERR_UNREACH;
-    px_btl_ofi_hdr_t *hdr = f->base.super.payload;
+    px_btl_ofi_hdr_t *hdr = f->super.base.super.payload;
     hdr->tag = tag;
     hdr->flags = flags;
     hdr->src_rank = m->my_rank;
     f->endpoint = endpoint;
-    f->size = PX_BTL_OFI_HDR + f->segment.seg_len;
+    f->super.size = PX_BTL_OFI_HDR + f->super.segment.seg_len;
     f->ctx.type = PX_BTL_OFI_OP_SEND;
-    if (PX_LIKELY(NULL == endpoint->pending_head)) {
+    if (PX_LIKELY(NULL == endpoint->pending.head)) {
         ssize_t rc = px_btl_ofi_post_send(m, f);
         if (PX_LIKELY(0 == rc))
             return 0;
@@ -255,7 +235,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         *descriptor = NULL;
     if (PX_UNLIKELY(endpoint->failed))
         return PX_ERR_UNREACH;
-    if (PX_UNLIKELY(NULL != endpoint->pending_head))
+    if (PX_UNLIKELY(NULL != endpoint->pending.head))
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     size_t total = PX_BTL_OFI_HDR + header_size + payload_size;
     if (total <= m->inject_size) {
@@ -281,32 +261,14 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         px_btl_ofi_report(m, endpoint, PX_ERR_COMM, "fi_inject to", px_btl_ofi_strerror((int)rc));
         return PX_ERR_COMM;
     }
-    if (total - PX_BTL_OFI_HDR > m->super.btl_max_send_size)
-        return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
-    if (NULL == f)
-        return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    memcpy(f->segment.seg_addr, header, header_size);
-    if (payload_size)
-        memcpy((char *)f->segment.seg_addr + header_size, payload, payload_size);
-    f->segment.seg_len = header_size + payload_size;
-    f->base.des_flags = flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
-    int rc = px_btl_ofi_send(btl, endpoint, &f->base, tag);
-    if (rc < 0)
-        px_free_list_return(&m->send_frags, &f->base.super);
-    return rc < 0 ? rc : PX_SUCCESS;
+    return px_btl_base_frag_sendi(btl, &m->send_frags, PX_BTL_OFI_HDR, endpoint, header,
+                                  header_size, payload, payload_size, flags, tag);
 }
 
 /* Fail every pending send of an endpoint (its peer is lost). */
 void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int status)
 {
-    while (ep->pending_head) {
-        px_btl_ofi_frag_t *f = ep->pending_head;
-        ep->pending_head = f->next_pending;
-        f->next_pending = NULL;
-        px_btl_ofi_send_done(m, f, status);
-    }
-    ep->pending_tail = NULL;
+    px_btl_base_pending_fail(&m->super, &m->send_frags, ep, &ep->pending, status);
 }
 
 /* libfabric refused everything to `ep` for btl_ofi_connect_timeout seconds:
@@ -333,18 +295,15 @@ static int px_btl_ofi_retry_pending(px_btl_ofi_module_t *m)
     px_btl_endpoint_t **link = &m->blocked;
     while (*link) {
         px_btl_endpoint_t *ep = *link;
-        while (ep->pending_head && !ep->failed) {
-            px_btl_ofi_frag_t *f = ep->pending_head;
+        while (!px_btl_base_pending_empty(&ep->pending) && !ep->failed) {
+            px_btl_ofi_frag_t *f = (px_btl_ofi_frag_t *)ep->pending.head;
             ssize_t rc = px_btl_ofi_post_send(m, f);
             if (-FI_EAGAIN == rc) {
                 if (px_btl_ofi_stuck_too_long(ep))
                     px_btl_ofi_give_up(m, ep);
                 break;
             }
-            ep->pending_head = f->next_pending;
-            if (NULL == ep->pending_head)
-                ep->pending_tail = NULL;
-            f->next_pending = NULL;
+            px_btl_base_pending_pop(&ep->pending);
             ++n;
             if (0 != rc) {
                 px_btl_ofi_report(m, ep, PX_ERR_COMM, "fi_send to", px_btl_ofi_strerror((int)rc));
@@ -353,7 +312,7 @@ static int px_btl_ofi_retry_pending(px_btl_ofi_module_t *m)
         }
         if (ep->failed)
             px_btl_ofi_fail_pending(m, ep, PX_ERR_UNREACH);
-        if (NULL == ep->pending_head)
+        if (NULL == ep->pending.head)
             *link = ep->next_blocked; /* off the list */
         else
             link = &ep->next_blocked;
@@ -481,7 +440,7 @@ static int px_btl_ofi_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         size_t left = endpoint ? endpoint->outstanding : m->outstanding;
-        if (0 == left && (endpoint ? NULL == endpoint->pending_head : NULL == m->blocked))
+        if (0 == left && (endpoint ? NULL == endpoint->pending.head : NULL == m->blocked))
             return PX_SUCCESS;
         px_btl_ofi_progress(btl);
         clock_gettime(CLOCK_MONOTONIC, &t);
@@ -523,9 +482,9 @@ void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n)
         px_btl_ofi_frag_t *f = px_btl_ofi_frag_get(m);
         if (NULL == f)
             break;
-        f->base.des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
-        if (px_btl_ofi_send_flags(&m->super, ep, &f->base, 0, PX_BTL_OFI_HDR_DRAIN) < 0) {
-            px_free_list_return(&m->send_frags, &f->base.super);
+        f->super.base.des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+        if (px_btl_ofi_send_flags(&m->super, ep, &f->super.base, 0, PX_BTL_OFI_HDR_DRAIN) < 0) {
+            px_free_list_return(&m->send_frags, &f->super.base.super);
             continue;
         }
         ep->sent = false;
@@ -534,7 +493,8 @@ void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n)
     for (;;) {
         bool busy = false;
         for (size_t i = 0; i < n && !busy; ++i)
-            busy = eps[i] && !eps[i]->failed && (eps[i]->outstanding || eps[i]->pending_head);
+            busy = eps[i] && !eps[i]->failed &&
+                   (eps[i]->outstanding || !px_btl_base_pending_empty(&eps[i]->pending));
         if (!busy || px_btl_ofi_now() > deadline)
             break;
         px_btl_ofi_progress(&m->super);
@@ -719,7 +679,7 @@ static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
     m->ep = NULL;
     if (m->lists_ready) {
         for (int i = 0; i < m->num_posted; ++i)
-            px_free_list_return(&m->recv_frags, &m->posted[i]->base.super);
+            px_free_list_return(&m->recv_frags, &m->posted[i]->super.base.super);
         PX_OBJ_DESTRUCT(&m->send_frags);
         PX_OBJ_DESTRUCT(&m->recv_frags);
         PX_OBJ_DESTRUCT(&m->rdma_ops);

@@ -131,7 +131,8 @@ int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         px_btl_endpoint_t *ep = eps[i];
         if (NULL == ep)
             continue;
-        if (ep->pending_head) { /* the drain gave up: fail them, forget the endpoint */
+        if (!px_btl_base_pending_empty(
+                &ep->pending)) { /* the drain gave up: fail them, forget the endpoint */
             px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
             for (px_btl_endpoint_t **l = &m->blocked; *l; l = &(*l)->next_blocked)
                 if (*l == ep) {

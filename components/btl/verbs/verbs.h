@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include "core/class/free_list.h"
 #include "frameworks/btl/btl.h"
+#include "frameworks/btl/base/frag.h"
 #include "frameworks/btl/base/rcache.h"
 
 extern const px_btl_component_t px_btl_verbs_component;
@@ -46,6 +47,8 @@ extern size_t px_btl_verbs_rcache_max_entries;
 extern size_t px_btl_verbs_rcache_max_bytes;
 extern int px_btl_verbs_flush_timeout;
 extern double px_btl_verbs_keepalive;
+enum { PX_BTL_VERBS_PROGRESS_POLL = 0, PX_BTL_VERBS_PROGRESS_EVENT = 1 };
+extern int px_btl_verbs_progress_mode; /* PX_BTL_VERBS_PROGRESS_* */
 extern int px_btl_verbs_verbose;
 extern int px_btl_verbs_output;
 
@@ -135,10 +138,10 @@ struct px_btl_endpoint {
     int ctl_credits;
     int return_credits; /* data receives reposted, not yet told to the peer */
     int return_ctl;
-    int sq_free;                                      /* send work requests we may still post */
-    size_t outstanding;                               /* posted, not completed */
-    px_btl_verbs_frag_t *pending_head, *pending_tail; /* waiting for credits / SQ room */
-    bool blocked;                                     /* on the module's blocked list */
+    int sq_free;                   /* send work requests we may still post */
+    size_t outstanding;            /* posted, not completed */
+    px_btl_base_pending_t pending; /* sends waiting for credits / SQ room */
+    bool blocked;                  /* on the module's blocked list */
     struct px_btl_endpoint *next_blocked;
     px_btl_verbs_ctx_t inline_ctx;
     px_btl_verbs_ctx_t ka_ctx;
@@ -147,6 +150,14 @@ struct px_btl_endpoint {
     bool ka_outstanding;
     px_btl_verbs_frag_t **recvs; /* posted receives, for teardown */
     int num_recvs;
+    /* Receives consumed and delivered, posted again at the start of the next
+     * progress call (one chained ibv_post_recv), so that reposting is not
+     * between a message's arrival and the answer the caller sends to it;
+     * their credits are owed once they are posted. */
+    px_btl_verbs_frag_t *repost_head;
+    int repost_data, repost_ctl;
+    bool repost_listed; /* on the module's reposts list */
+    struct px_btl_endpoint *next_repost;
 };
 
 /* Registration: rkey and address go to the peer (16 bytes). */
@@ -163,13 +174,13 @@ typedef struct px_btl_verbs_reg {
     px_btl_registration_handle_t handle;
 } px_btl_verbs_reg_t;
 
+/* A send or receive fragment (frameworks/btl/base/frag.h): the payload is
+ * px_btl_verbs_hdr_t, then up to btl_max_send_size bytes; a receive's
+ * super.next_pending links it on its endpoint's repost list. */
 struct px_btl_verbs_frag {
-    px_btl_descriptor_t base;
+    px_btl_base_frag_t super; /* first */
     px_btl_verbs_ctx_t ctx;
-    px_btl_segment_t segment;
-    size_t size; /* bytes on the wire, header included */
     uint8_t hdr_flags;
-    px_btl_verbs_frag_t *next_pending;
 };
 PX_CLASS_DECLARATION(px_btl_verbs_frag_t);
 
@@ -192,6 +203,9 @@ struct px_btl_verbs_module {
     struct ibv_context *ctx;
     struct ibv_pd *pd;
     struct ibv_cq *cq;
+    struct ibv_comp_channel *channel; /* event mode only */
+    bool waiter;                      /* registered with the progress engine */
+    unsigned long cq_events;          /* completion events taken, not yet acked */
     union ibv_gid gid;
     uint32_t psn;
     int max_inline;
@@ -204,6 +218,7 @@ struct px_btl_verbs_module {
     px_rcache_t *rcache;
     px_btl_error_fn error_cb;
     px_btl_endpoint_t *blocked;
+    px_btl_endpoint_t *reposts; /* endpoints with receives to post again */
     bool draining;
     size_t outstanding;
     uint64_t *ka_buf; /* [0]: the word peers read, [1]: where our reads land */

@@ -45,6 +45,7 @@ size_t px_btl_verbs_rcache_max_entries = 1024;
 size_t px_btl_verbs_rcache_max_bytes = 0;
 int px_btl_verbs_flush_timeout = 60;
 double px_btl_verbs_keepalive = 2.0;
+int px_btl_verbs_progress_mode = PX_BTL_VERBS_PROGRESS_POLL;
 int px_btl_verbs_verbose = 0;
 static bool px_btl_verbs_skip_single_host = true;
 int px_btl_verbs_output = -1;
@@ -261,6 +262,12 @@ int px_btl_verbs_discover(px_btl_verbs_port_t *ports, int max, char *out, size_t
     return usable;
 }
 
+static const px_mca_var_enum_value_t px_btl_verbs_progress_values[] = {
+    {PX_BTL_VERBS_PROGRESS_POLL, "poll"},
+    {PX_BTL_VERBS_PROGRESS_EVENT, "event"},
+    {0, NULL},
+};
+
 static const px_mca_var_field_t px_btl_verbs_vars[] = {
     {.name = "device_include",
      .help = "Comma-separated RDMA devices or device:port pairs btl/verbs may use (e.g. "
@@ -391,6 +398,17 @@ static const px_mca_var_field_t px_btl_verbs_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "0",
      .storage = &px_btl_verbs_keepalive},
+    {.name = "progress_mode",
+     .help = "How btl/verbs learns of completions: poll (poll the completion queue at every "
+             "progress call) or event (a completion channel too: when the process has nothing "
+             "else to do, the progress engine arms it and sleeps in poll() on its descriptor, "
+             "see progress_idle_spins, progress_idle_wait_ms; only when every transport that "
+             "needs progress can wake it, as with btl=self,verbs)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = px_btl_verbs_progress_values,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .storage = &px_btl_verbs_progress_mode},
     {.name = "skip_single_host",
      .help = "Decline when every rank of the job is on this host and btl/shm is allowed (shm "
              "would serve every pair); false keeps verbs as a fallback on one host",

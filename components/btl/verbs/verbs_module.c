@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "components/btl/verbs/verbs.h"
+#include <fcntl.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 
@@ -26,7 +28,7 @@ PX_CLASS_INSTANCE(px_btl_verbs_frag_t, px_btl_descriptor_t, NULL, NULL);
 
 static inline uint32_t px_btl_verbs_lkey(const px_btl_verbs_frag_t *f)
 {
-    return ((struct ibv_mr *)f->base.super.registration)->lkey;
+    return ((struct ibv_mr *)f->super.base.super.registration)->lkey;
 }
 
 /* ---- errors ---- */
@@ -56,7 +58,7 @@ void px_btl_verbs_report(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int er
 static int px_btl_verbs_post_recv(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
                                   px_btl_verbs_frag_t *f)
 {
-    struct ibv_sge sge = {.addr = (uintptr_t)f->base.super.payload,
+    struct ibv_sge sge = {.addr = (uintptr_t)f->super.base.super.payload,
                           .length = (uint32_t)m->frag_size,
                           .lkey = px_btl_verbs_lkey(f)};
     struct ibv_recv_wr wr = {.wr_id = (uintptr_t)&f->ctx, .sg_list = &sge, .num_sge = 1}, *bad;
@@ -94,20 +96,12 @@ int px_btl_verbs_post_recvs(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
 
 static px_btl_verbs_frag_t *px_btl_verbs_frag_get(px_btl_verbs_module_t *m)
 {
-    px_btl_verbs_frag_t *f = (px_btl_verbs_frag_t *)px_free_list_get(&m->send_frags);
-    if (PX_UNLIKELY(NULL == f))
-        return NULL;
-    f->base.des_segments = &f->segment;
-    f->base.des_segment_count = 1;
-    f->base.des_cbfunc = NULL;
-    f->base.des_cbdata = NULL;
-    f->base.des_context = NULL;
-    f->base.des_flags = 0;
-    f->segment.seg_addr = (char *)f->base.super.payload + PX_BTL_VERBS_HDR;
-    f->segment.seg_len = 0;
-    f->next_pending = NULL;
-    f->hdr_flags = 0;
-    f->ctx.type = PX_BTL_VERBS_OP_SEND;
+    px_btl_verbs_frag_t *f =
+        (px_btl_verbs_frag_t *)px_btl_base_frag_get(&m->send_frags, PX_BTL_VERBS_HDR);
+    if (PX_LIKELY(NULL != f)) {
+        f->hdr_flags = 0;
+        f->ctx.type = PX_BTL_VERBS_OP_SEND;
+    }
     return f;
 }
 
@@ -117,14 +111,9 @@ static px_btl_descriptor_t *px_btl_verbs_alloc(px_btl_module_t *btl, px_btl_endp
     (void)endpoint;
     (void)order;
     px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
-    if (PX_UNLIKELY(size > m->super.btl_max_send_size))
-        return NULL;
-    px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
-    if (PX_UNLIKELY(NULL == f))
-        return NULL;
-    f->segment.seg_len = size;
-    f->base.des_flags = flags;
-    return &f->base;
+    px_btl_base_frag_t *f =
+        px_btl_base_frag_alloc(btl, &m->send_frags, PX_BTL_VERBS_HDR, size, flags);
+    return f ? &f->base : NULL;
 }
 
 static int px_btl_verbs_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
@@ -141,24 +130,14 @@ static px_btl_descriptor_t *px_btl_verbs_prepare_src(px_btl_module_t *btl,
     (void)endpoint;
     (void)order;
     px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
-    if (PX_UNLIKELY(reserve > m->super.btl_max_send_size))
-        return NULL;
-    px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
-    if (PX_UNLIKELY(NULL == f))
-        return NULL;
-    px_btl_convertor_pack_segment(conv, &f->segment, reserve, m->super.btl_max_send_size, size);
-    f->base.des_flags = flags;
-    return &f->base;
+    px_btl_base_frag_t *f = px_btl_base_frag_prepare_src(btl, &m->send_frags, PX_BTL_VERBS_HDR,
+                                                         conv, reserve, size, flags);
+    return f ? &f->base : NULL;
 }
 
 static void px_btl_verbs_send_done(px_btl_verbs_module_t *m, px_btl_verbs_frag_t *f, int status)
 {
-    px_btl_endpoint_t *ep = f->ctx.endpoint;
-    uint32_t flags = f->base.des_flags;
-    if (f->base.des_cbfunc)
-        f->base.des_cbfunc(&m->super, ep, &f->base, status);
-    if (flags & PX_BTL_DES_FLAGS_BTL_OWNERSHIP)
-        px_free_list_return(&m->send_frags, &f->base.super);
+    px_btl_base_frag_done(&m->super, &m->send_frags, f->ctx.endpoint, &f->super, status);
 }
 
 /* Fill the header's credit fields with what we owe the peer. */
@@ -183,11 +162,11 @@ static inline bool px_btl_verbs_can_post(const px_btl_endpoint_t *ep, const px_b
 static int px_btl_verbs_post_send(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
                                   px_btl_verbs_frag_t *f)
 {
-    px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    px_btl_verbs_hdr_t *hdr = f->super.base.super.payload;
     hdr->flags = f->hdr_flags;
     px_btl_verbs_give_credits(ep, hdr);
-    struct ibv_sge sge = {.addr = (uintptr_t)f->base.super.payload,
-                          .length = (uint32_t)f->size,
+    struct ibv_sge sge = {.addr = (uintptr_t)f->super.base.super.payload,
+                          .length = (uint32_t)f->super.size,
                           .lkey = px_btl_verbs_lkey(f)};
     struct ibv_send_wr wr = {.wr_id = (uintptr_t)&f->ctx,
                              .sg_list = &sge,
@@ -195,7 +174,7 @@ static int px_btl_verbs_post_send(px_btl_verbs_module_t *m, px_btl_endpoint_t *e
                              .opcode = IBV_WR_SEND,
                              .send_flags = IBV_SEND_SIGNALED},
                        *bad;
-    if ((int)f->size <= m->max_inline)
+    if ((int)f->super.size <= m->max_inline)
         wr.send_flags |= IBV_SEND_INLINE;
     int rc = ibv_post_send(ep->qp, &wr, &bad);
     if (PX_UNLIKELY(0 != rc)) {
@@ -217,12 +196,7 @@ static int px_btl_verbs_post_send(px_btl_verbs_module_t *m, px_btl_endpoint_t *e
 static void px_btl_verbs_queue(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
                                px_btl_verbs_frag_t *f)
 {
-    f->next_pending = NULL;
-    if (ep->pending_tail)
-        ep->pending_tail->next_pending = f;
-    else
-        ep->pending_head = f;
-    ep->pending_tail = f;
+    px_btl_base_pending_push(&ep->pending, &f->super);
     if (!ep->blocked) {
         ep->blocked = true;
         ep->next_blocked = m->blocked;
@@ -235,13 +209,10 @@ static void px_btl_verbs_queue(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
 static int px_btl_verbs_drain_pending(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
 {
     int n = 0;
-    while (ep->pending_head && !ep->failed && px_btl_verbs_can_post(ep, ep->pending_head)) {
-        px_btl_verbs_frag_t *f = ep->pending_head;
+    while (!px_btl_base_pending_empty(&ep->pending) && !ep->failed &&
+           px_btl_verbs_can_post(ep, (px_btl_verbs_frag_t *)ep->pending.head)) {
+        px_btl_verbs_frag_t *f = (px_btl_verbs_frag_t *)px_btl_base_pending_pop(&ep->pending);
         int rc = px_btl_verbs_post_send(m, ep, f);
-        ep->pending_head = f->next_pending;
-        if (NULL == ep->pending_head)
-            ep->pending_tail = NULL;
-        f->next_pending = NULL;
         ++n;
         if (0 != rc) {
             char detail[200];
@@ -261,14 +232,14 @@ static int px_btl_verbs_send_frag(px_btl_verbs_module_t *m, px_btl_endpoint_t *e
 {
     if (PX_UNLIKELY(ep->failed || !ep->connected))
         return PX_ERR_UNREACH;
-    px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    px_btl_verbs_hdr_t *hdr = f->super.base.super.payload;
     hdr->tag = tag;
     hdr->pad = 0;
     hdr->pad2 = 0;
     f->ctx.endpoint = ep;
     f->ctx.type = PX_BTL_VERBS_OP_SEND;
-    f->size = PX_BTL_VERBS_HDR + f->segment.seg_len;
-    if (PX_LIKELY(NULL == ep->pending_head && px_btl_verbs_can_post(ep, f))) {
+    f->super.size = PX_BTL_VERBS_HDR + f->super.segment.seg_len;
+    if (PX_LIKELY(NULL == ep->pending.head && px_btl_verbs_can_post(ep, f))) {
         int rc = px_btl_verbs_post_send(m, ep, f);
         if (PX_LIKELY(0 == rc))
             return 0;
@@ -301,7 +272,7 @@ static int px_btl_verbs_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
         *descriptor = NULL;
     if (PX_UNLIKELY(endpoint->failed || !endpoint->connected))
         return PX_ERR_UNREACH;
-    if (PX_UNLIKELY(NULL != endpoint->pending_head || endpoint->credits <= 0 ||
+    if (PX_UNLIKELY(NULL != endpoint->pending.head || endpoint->credits <= 0 ||
                     endpoint->sq_free <= 0))
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     size_t total = PX_BTL_VERBS_HDR + header_size + payload_size;
@@ -346,31 +317,13 @@ static int px_btl_verbs_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
         m->outstanding++;
         return PX_SUCCESS;
     }
-    if (total - PX_BTL_VERBS_HDR > m->super.btl_max_send_size)
-        return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    px_btl_verbs_frag_t *f = px_btl_verbs_frag_get(m);
-    if (NULL == f)
-        return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    memcpy(f->segment.seg_addr, header, header_size);
-    if (payload_size)
-        memcpy((char *)f->segment.seg_addr + header_size, payload, payload_size);
-    f->segment.seg_len = header_size + payload_size;
-    f->base.des_flags = flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
-    int rc = px_btl_verbs_send(btl, endpoint, &f->base, tag);
-    if (rc < 0)
-        px_free_list_return(&m->send_frags, &f->base.super);
-    return rc < 0 ? rc : PX_SUCCESS;
+    return px_btl_base_frag_sendi(btl, &m->send_frags, PX_BTL_VERBS_HDR, endpoint, header,
+                                  header_size, payload, payload_size, flags, tag);
 }
 
 void px_btl_verbs_fail_pending(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int status)
 {
-    while (ep->pending_head) {
-        px_btl_verbs_frag_t *f = ep->pending_head;
-        ep->pending_head = f->next_pending;
-        f->next_pending = NULL;
-        px_btl_verbs_send_done(m, f, status);
-    }
-    ep->pending_tail = NULL;
+    px_btl_base_pending_fail(&m->super, &m->send_frags, ep, &ep->pending, status);
 }
 
 /* Send a credit update when half the data receives are owed to the peer
@@ -380,7 +333,8 @@ static void px_btl_verbs_maybe_update(px_btl_verbs_module_t *m, px_btl_endpoint_
 {
     if (ep->failed || !ep->connected || ep->return_credits < (px_btl_verbs_num_recvs + 1) / 2)
         return;
-    if (ep->pending_head && px_btl_verbs_can_post(ep, ep->pending_head))
+    if (!px_btl_base_pending_empty(&ep->pending) &&
+        px_btl_verbs_can_post(ep, (px_btl_verbs_frag_t *)ep->pending.head))
         return; /* a queued send goes first and carries them */
     if (ep->sq_free <= 0 || ep->ctl_credits <= 0)
         return; /* again when a completion or the peer's control credit comes */
@@ -388,14 +342,14 @@ static void px_btl_verbs_maybe_update(px_btl_verbs_module_t *m, px_btl_endpoint_
     if (NULL == f)
         return;
     f->hdr_flags = PX_BTL_VERBS_HDR_CREDIT;
-    f->base.des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+    f->super.base.des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
     f->ctx.endpoint = ep;
-    f->size = PX_BTL_VERBS_HDR;
-    px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    f->super.size = PX_BTL_VERBS_HDR;
+    px_btl_verbs_hdr_t *hdr = f->super.base.super.payload;
     memset(hdr, 0, sizeof(*hdr));
     int rc = px_btl_verbs_post_send(m, ep, f);
     if (0 != rc) {
-        px_free_list_return(&m->send_frags, &f->base.super);
+        px_free_list_return(&m->send_frags, &f->super.base.super);
         char detail[200];
         snprintf(detail, sizeof(detail), "ibv_post_send: %s", strerror(rc));
         px_btl_verbs_report(m, ep, PX_ERR_COMM, "credit update to", detail);
@@ -410,7 +364,7 @@ static int px_btl_verbs_retry_pending(px_btl_verbs_module_t *m)
     while (*link) {
         px_btl_endpoint_t *ep = *link;
         n += px_btl_verbs_drain_pending(m, ep);
-        if (NULL == ep->pending_head) {
+        if (NULL == ep->pending.head) {
             *link = ep->next_blocked; /* off the list */
             ep->blocked = false;
         } else {
@@ -425,14 +379,14 @@ static int px_btl_verbs_retry_pending(px_btl_verbs_module_t *m)
 static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag_t *f, size_t len)
 {
     px_btl_endpoint_t *ep = f->ctx.endpoint;
-    const px_btl_verbs_hdr_t *hdr = f->base.super.payload;
+    const px_btl_verbs_hdr_t *hdr = f->super.base.super.payload;
     bool ctl = false;
     if (PX_LIKELY(len >= PX_BTL_VERBS_HDR)) {
         ep->credits += hdr->credits;
         ep->ctl_credits += hdr->ctl_credits;
         ctl = 0 != (hdr->flags & PX_BTL_VERBS_HDR_CREDIT);
         if (!ctl) {
-            px_btl_segment_t seg = {(char *)f->base.super.payload + PX_BTL_VERBS_HDR,
+            px_btl_segment_t seg = {(char *)f->super.base.super.payload + PX_BTL_VERBS_HDR,
                                     len - PX_BTL_VERBS_HDR};
             px_btl_receive_descriptor_t rd = {
                 .endpoint = ep,
@@ -453,15 +407,80 @@ static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag
     }
     if (ep->failed)
         return;
-    if (PX_SUCCESS != px_btl_verbs_post_recv(m, ep, f))
-        return;
+    /* Post it again at the next progress call (px_btl_verbs_repost). */
+    f->super.next_pending = ep->repost_head ? &ep->repost_head->super : NULL;
+    ep->repost_head = f;
     if (ctl)
-        ep->return_ctl++;
+        ep->repost_ctl++;
     else
-        ep->return_credits++;
-    if (ep->pending_head)
-        px_btl_verbs_drain_pending(m, ep);
-    px_btl_verbs_maybe_update(m, ep);
+        ep->repost_data++;
+    if (!ep->repost_listed) {
+        ep->repost_listed = true;
+        ep->next_repost = m->reposts;
+        m->reposts = ep;
+    }
+    if (ep->pending.head)
+        px_btl_verbs_drain_pending(m, ep); /* the header may have brought credits */
+}
+
+/* Post again the receives delivered since the last progress call, one chained
+ * ibv_post_recv per endpoint (per PX_BTL_VERBS_REPOST_BATCH), and owe their
+ * credits to the peers (sent piggybacked, or in an update when half are owed). */
+#define PX_BTL_VERBS_REPOST_BATCH 32
+static void px_btl_verbs_repost(px_btl_verbs_module_t *m)
+{
+    px_btl_endpoint_t *ep = m->reposts;
+    m->reposts = NULL;
+    while (ep) {
+        px_btl_endpoint_t *next = ep->next_repost;
+        ep->repost_listed = false;
+        ep->next_repost = NULL;
+        while (ep->repost_head && !ep->failed) {
+            struct ibv_sge sge[PX_BTL_VERBS_REPOST_BATCH];
+            struct ibv_recv_wr wr[PX_BTL_VERBS_REPOST_BATCH], *bad = NULL;
+            int n = 0;
+            for (px_btl_verbs_frag_t *f = ep->repost_head; f && n < PX_BTL_VERBS_REPOST_BATCH;
+                 f = (px_btl_verbs_frag_t *)f->super.next_pending, ++n) {
+                f->ctx.type = PX_BTL_VERBS_OP_RECV;
+                f->ctx.endpoint = ep;
+                sge[n] = (struct ibv_sge){.addr = (uintptr_t)f->super.base.super.payload,
+                                          .length = (uint32_t)m->frag_size,
+                                          .lkey = px_btl_verbs_lkey(f)};
+                wr[n] = (struct ibv_recv_wr){
+                    .wr_id = (uintptr_t)&f->ctx, .sg_list = &sge[n], .num_sge = 1};
+                if (n > 0)
+                    wr[n - 1].next = &wr[n];
+            }
+            int rc = ibv_post_recv(ep->qp, wr, &bad);
+            /* Those before `bad` are posted (all of them on success). */
+            int posted = 0 == rc ? n : (int)(bad - wr);
+            for (int i = 0; i < posted; ++i) {
+                px_btl_verbs_frag_t *f = ep->repost_head;
+                ep->repost_head = (px_btl_verbs_frag_t *)f->super.next_pending;
+                f->super.next_pending = NULL;
+                if (ep->repost_data > 0) {
+                    ep->repost_data--;
+                    ep->return_credits++;
+                } else {
+                    ep->repost_ctl--;
+                    ep->return_ctl++;
+                }
+            }
+            if (0 != rc) {
+                char detail[200];
+                snprintf(detail, sizeof(detail), "ibv_post_recv: %s", strerror(rc));
+                ep->failed = true;
+                px_btl_verbs_report(m, ep, PX_ERR_COMM, "posting a receive for", detail);
+            }
+        }
+        /* A failed peer's buffers stay in ep->recvs and go at teardown. */
+        ep->repost_head = NULL;
+        ep->repost_data = ep->repost_ctl = 0;
+        if (ep->pending.head)
+            px_btl_verbs_drain_pending(m, ep);
+        px_btl_verbs_maybe_update(m, ep);
+        ep = next;
+    }
 }
 
 static int px_btl_verbs_wc_error(enum ibv_wc_status st)
@@ -529,7 +548,7 @@ static void px_btl_verbs_complete(px_btl_verbs_module_t *m, const struct ibv_wc 
         m->outstanding--;
         if (PX_BTL_VERBS_OP_SEND == ctx->type)
             px_btl_verbs_send_done(m, px_container_of(ctx, px_btl_verbs_frag_t, ctx), status);
-        if (ep->pending_head && PX_SUCCESS == status)
+        if (ep->pending.head && PX_SUCCESS == status)
             px_btl_verbs_drain_pending(m, ep);
         break;
     case PX_BTL_VERBS_OP_KEEPALIVE:
@@ -598,7 +617,9 @@ static void px_btl_verbs_idle(px_btl_verbs_module_t *m)
         m->idle_since = px_btl_verbs_now();
         return;
     }
-    if (0 != (m->idle_polls & 1023))
+    /* Polling: look at the clock every 1024 idle polls. In event mode an
+     * idle poll comes after a sleep of up to progress_idle_wait_ms: every one. */
+    if (0 != (m->idle_polls & 1023) && NULL == m->channel)
         return;
     double t = px_btl_verbs_now();
     if (t - m->idle_since >= px_btl_verbs_keepalive) {
@@ -612,6 +633,8 @@ int px_btl_verbs_progress(px_btl_module_t *btl)
     px_btl_verbs_module_t *m = (px_btl_verbs_module_t *)btl;
     struct ibv_wc wc[16];
     int handled = 0;
+    if (m->reposts)
+        px_btl_verbs_repost(m);
     int n = ibv_poll_cq(m->cq, 16, wc);
     if (PX_LIKELY(0 == n))
         px_btl_verbs_idle(m);
@@ -650,7 +673,7 @@ static int px_btl_verbs_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
     double t0 = px_btl_verbs_now();
     for (;;) {
         size_t left = endpoint ? endpoint->outstanding : m->outstanding;
-        if (0 == left && (endpoint ? NULL == endpoint->pending_head : NULL == m->blocked))
+        if (0 == left && (endpoint ? NULL == endpoint->pending.head : NULL == m->blocked))
             return PX_SUCCESS;
         px_btl_verbs_progress(btl);
         if (px_btl_verbs_flush_timeout > 0 &&
@@ -671,6 +694,37 @@ static int px_btl_verbs_register_error(px_btl_module_t *btl, px_btl_error_fn cbf
 {
     ((px_btl_verbs_module_t *)btl)->error_cb = cbfunc;
     return PX_SUCCESS;
+}
+
+/* ---- event mode: the progress engine's waiter ---- */
+
+/* Arm the CQ for one completion event, then poll once: what completed
+ * between the last poll and the arming would raise no event. */
+static int px_btl_verbs_arm(void *ctx)
+{
+    px_btl_verbs_module_t *m = ctx;
+    int rc = ibv_req_notify_cq(m->cq, 0);
+    if (PX_UNLIKELY(0 != rc)) {
+        char detail[200];
+        snprintf(detail, sizeof(detail), "failed (%s): polling instead", strerror(rc));
+        px_btl_verbs_report(m, NULL, PX_ERR_COMM, "ibv_req_notify_cq", detail);
+        return 1; /* do not sleep on a channel that will not wake us */
+    }
+    return px_btl_verbs_progress(&m->super);
+}
+
+/* The channel's descriptor was readable: take and acknowledge the events. */
+static void px_btl_verbs_drain(void *ctx)
+{
+    px_btl_verbs_module_t *m = ctx;
+    struct ibv_cq *cq;
+    void *cq_ctx;
+    while (0 == ibv_get_cq_event(m->channel, &cq, &cq_ctx))
+        m->cq_events++;
+    if (m->cq_events) {
+        ibv_ack_cq_events(m->cq, (unsigned)m->cq_events);
+        m->cq_events = 0;
+    }
 }
 
 /* ---- setup and teardown ---- */
@@ -695,11 +749,15 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->idle_polls = 0;
     m->idle_since = 0;
     m->cq = NULL;
+    m->channel = NULL;
+    m->waiter = false;
+    m->cq_events = 0;
     m->lists_ready = false;
     m->payload_allocator = NULL;
     m->rcache = NULL;
     m->error_cb = NULL;
     m->blocked = NULL;
+    m->reposts = NULL;
     m->draining = false;
     m->outstanding = 0;
     m->peers = NULL;
@@ -768,9 +826,34 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     long cqe = (long)nranks * (m->sq_size + m->rq_size);
     if (m->port.dattr.max_cqe > 0 && cqe > m->port.dattr.max_cqe)
         cqe = m->port.dattr.max_cqe; /* SQs are not filled at once in practice; see docs */
-    m->cq = ibv_create_cq(m->ctx, (int)cqe, NULL, NULL, 0);
+    if (PX_BTL_VERBS_PROGRESS_EVENT == px_btl_verbs_progress_mode) {
+        /* Event mode: completions also raise an event on a channel whose
+         * descriptor the progress engine sleeps on (non-blocking, so that
+         * draining it never waits). */
+        m->channel = ibv_create_comp_channel(m->ctx);
+        if (NULL == m->channel)
+            return px_btl_verbs_fail(m, "ibv_create_comp_channel (btl_verbs_progress_mode=event)",
+                                     errno ? errno : ENOMEM);
+        int fl = fcntl(m->channel->fd, F_GETFL);
+        if (fl < 0 || 0 != fcntl(m->channel->fd, F_SETFL, fl | O_NONBLOCK))
+            return px_btl_verbs_fail(m, "fcntl(O_NONBLOCK) on the completion channel", errno);
+    }
+    m->cq = ibv_create_cq(m->ctx, (int)cqe, m, m->channel, 0);
     if (NULL == m->cq)
         return px_btl_verbs_fail(m, "ibv_create_cq", errno ? errno : ENOMEM);
+    if (m->channel) {
+        px_progress_waiter_t w = {.fd = m->channel->fd,
+                                  .arm = px_btl_verbs_arm,
+                                  .drain = px_btl_verbs_drain,
+                                  .ctx = &m->super};
+        int wrc = px_progress_waiter_register(&w);
+        if (PX_SUCCESS != wrc)
+            return px_btl_verbs_fail(m,
+                                     "registering the completion channel with the progress "
+                                     "engine",
+                                     ENOMEM);
+        m->waiter = true;
+    }
     memset(&m->gid, 0, sizeof(m->gid));
     if (0 != ibv_query_gid(m->ctx, m->port.port, px_btl_verbs_gid_index, &m->gid) &&
         IBV_LINK_LAYER_ETHERNET == m->port.pattr.link_layer)
@@ -851,6 +934,7 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
     for (px_btl_endpoint_t *ep = m->blocked; ep; ep = ep->next_blocked)
         px_btl_verbs_fail_pending(m, ep, PX_ERR_COMM);
     m->blocked = NULL;
+    m->reposts = NULL; /* their buffers are in ep->recvs */
     for (size_t r = 0; r < m->num_peers; ++r) {
         px_btl_endpoint_t *ep = m->peers[r];
         if (NULL == ep)
@@ -858,7 +942,7 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
         if (ep->qp)
             ibv_destroy_qp(ep->qp);
         for (int i = 0; i < ep->num_recvs; ++i)
-            px_free_list_return(&m->recv_frags, &ep->recvs[i]->base.super);
+            px_free_list_return(&m->recv_frags, &ep->recvs[i]->super.base.super);
         free(ep->recvs);
         free(ep);
     }
@@ -876,9 +960,17 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
     if (m->rcache)
         px_rcache_destroy(m->rcache);
     m->rcache = NULL;
+    if (m->waiter)
+        px_progress_waiter_unregister(&m->super);
+    m->waiter = false;
+    if (m->channel)
+        px_btl_verbs_drain(m); /* every event acknowledged, or destroy_cq waits */
     if (m->cq)
         ibv_destroy_cq(m->cq);
     m->cq = NULL;
+    if (m->channel)
+        ibv_destroy_comp_channel(m->channel);
+    m->channel = NULL;
     if (m->ka_mr)
         ibv_dereg_mr(m->ka_mr);
     m->ka_mr = NULL;

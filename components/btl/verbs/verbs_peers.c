@@ -235,7 +235,8 @@ int px_btl_verbs_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
             px_btl_endpoint_t *ep = endpoints ? endpoints[i] : NULL;
             if (NULL == ep && procs[i]->rank >= 0 && (size_t)procs[i]->rank < m->num_peers)
                 ep = m->peers[procs[i]->rank];
-            busy = ep && !ep->failed && ep->connected && (ep->outstanding || ep->pending_head);
+            busy = ep && !ep->failed && ep->connected &&
+                   (ep->outstanding || !px_btl_base_pending_empty(&ep->pending));
         }
         if (!busy || px_btl_verbs_now() > deadline)
             break;
