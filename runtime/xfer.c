@@ -180,11 +180,6 @@ const char *px_xfer_host(int rank)
     return px_rt.procs[rank].hostname;
 }
 
-uint32_t px_xfer_seg_freed(const px_xfer_remote_t *rm)
-{
-    return rm->ctl ? atomic_load_explicit(&rm->ctl->freed, memory_order_acquire) : 0;
-}
-
 /* ------------------------------------------------------------ init */
 
 /* Rank modules by xfer_priority: each group (comma-separated) gets one
@@ -278,7 +273,10 @@ int px_xfer_init(void)
                 m->reaches_other = true;
     }
     px_xfer_apply_priority();
+    px_xfer.vtab_mod = -1;
+    px_xfer.vtab_tried = false;
     for (int r = 0; r < px_rt.size; ++r) {
+        px_xfer.peers[r].vtab_mod = -1;
         px_xfer.peers[r].stage_mod = -1;
         for (int i = 0; i < px_xfer.nmods; ++i)
             if (px_xfer.mods[i].btl == px_rt.peers[r].eager_btl)
@@ -316,6 +314,7 @@ int px_xfer_init(void)
 static void region_release_memory(px_xfer_region_t *r);
 static void remote_unmap(px_xfer_remote_t *rm);
 static void px_xfer_forget_tl_batch(void);
+static void vtab_finalize(void);
 
 void px_xfer_finalize(void)
 {
@@ -342,6 +341,7 @@ void px_xfer_finalize(void)
         r->magic = 0;
         free(r);
     }
+    vtab_finalize();
     pthread_mutex_lock(&px_xfer.inbox_lock);
     while (px_xfer.inbox) {
         px_xfer_inbox_item_t *it = px_xfer.inbox;
@@ -404,6 +404,11 @@ static void region_release_memory(px_xfer_region_t *r)
 {
     if (r->ctl)
         atomic_store_explicit(&r->ctl->freed, 1, memory_order_release);
+    if (r->vslot >= 0 && px_xfer.vwords) {
+        atomic_store_explicit(&px_xfer.vwords[r->vslot], 0, memory_order_release);
+        px_xfer.vfree[px_xfer.vnfree++] = r->vslot;
+        r->vslot = -1;
+    }
     bool registered = false;
     for (int i = 0; i < px_xfer.nmods; ++i) {
         if (r->reg[i]) {
@@ -425,6 +430,55 @@ static void region_release_memory(px_xfer_region_t *r)
     }
 }
 
+/* The validity table: made on first use from the best transport that
+ * shares memory (lock held). */
+static void vtab_ready(void)
+{
+    if (px_xfer.vtab_tried)
+        return;
+    px_xfer.vtab_tried = true;
+    int best = -1;
+    for (int i = 0; i < px_xfer.nmods; ++i)
+        if (px_xfer.mods[i].map && px_xfer.mods[i].reaches_other &&
+            (best < 0 || px_xfer.mods[i].priority > px_xfer.mods[best].priority))
+            best = i;
+    if (best < 0)
+        return;
+    px_xfer.vfree = malloc(PX_XFER_VTAB_SLOTS * sizeof(int));
+    if (!px_xfer.vfree ||
+        PX_SUCCESS !=
+            px_btl_base_mem_alloc(px_xfer.mods[best].btl, PX_XFER_VTAB_SLOTS * 8, &px_xfer.vtab)) {
+        free(px_xfer.vfree);
+        px_xfer.vfree = NULL;
+        return;
+    }
+    px_xfer.vtab_mod = best;
+    px_xfer.vwords = px_xfer.vtab.base;
+    for (int i = 0; i < PX_XFER_VTAB_SLOTS; ++i) {
+        atomic_store_explicit(&px_xfer.vwords[i], 0, memory_order_relaxed);
+        px_xfer.vfree[i] = PX_XFER_VTAB_SLOTS - 1 - i;
+    }
+    px_xfer.vnfree = PX_XFER_VTAB_SLOTS;
+}
+
+static void vtab_finalize(void)
+{
+    for (int p = 0; p < px_xfer.npeers; ++p)
+        if (px_xfer.peers[p].vtab_mod >= 0) {
+            px_btl_base_mem_unmap(px_xfer.mods[px_xfer.peers[p].vtab_mod].btl,
+                                  &px_xfer.peers[p].vtab);
+            px_xfer.peers[p].vtab_mod = -1;
+        }
+    if (px_xfer.vtab_mod >= 0)
+        px_btl_base_mem_free(px_xfer.mods[px_xfer.vtab_mod].btl, &px_xfer.vtab);
+    px_xfer.vtab_mod = -1;
+    px_xfer.vtab_tried = false;
+    px_xfer.vwords = NULL;
+    free(px_xfer.vfree);
+    px_xfer.vfree = NULL;
+    px_xfer.vnfree = 0;
+}
+
 static int region_new(px_xfer_region_t **out)
 {
     px_xfer_region_t *r = calloc(1, sizeof *r);
@@ -432,6 +486,7 @@ static int region_new(px_xfer_region_t **out)
         return px_xfer_fail(PX_ERR_OUT_OF_RESOURCE, "out of memory");
     r->magic = PX_XFER_REGION_MAGIC;
     r->mem_mod = -1;
+    r->vslot = -1;
     atomic_init(&r->inflight, 0);
     *out = r;
     return PX_SUCCESS;
@@ -440,6 +495,11 @@ static int region_new(px_xfer_region_t **out)
 static void region_publish(px_xfer_region_t *r)
 {
     r->id = px_xfer.next_id++;
+    vtab_ready();
+    if (px_xfer.vnfree > 0) {
+        r->vslot = px_xfer.vfree[--px_xfer.vnfree];
+        atomic_store_explicit(&px_xfer.vwords[r->vslot], r->id, memory_order_release);
+    }
     px_hash_table_set_value_uint64(&px_xfer.regions, r->id, r);
     r->next = px_xfer.region_list;
     if (r->next)
@@ -623,6 +683,15 @@ int px_xfer_key_export(const px_xfer_region_t *region, void *key, size_t capacit
         k.entries[k.nentries++] = (px_xfer_key_entry_t){
             m->comp_id, m->comp_index, PX_XFER_ENTRY_MAP, region->mem.desc_len, region->mem.desc};
     }
+    unsigned char valid[4 + PX_BTL_MEM_DESC_MAX];
+    if (region->vslot >= 0 && px_xfer.vtab_mod >= 0) {
+        const px_xfer_mod_t *m = &px_xfer.mods[px_xfer.vtab_mod];
+        uint32_t slot = (uint32_t)region->vslot;
+        memcpy(valid, &slot, 4);
+        memcpy(valid + 4, px_xfer.vtab.desc, px_xfer.vtab.desc_len);
+        k.entries[k.nentries++] = (px_xfer_key_entry_t){
+            m->comp_id, m->comp_index, PX_XFER_ENTRY_VALID, 4 + px_xfer.vtab.desc_len, valid};
+    }
     for (int i = 0; i < px_xfer.nmods && k.nentries < PX_XFER_KEY_ENTRIES; ++i) {
         const px_xfer_mod_t *m = &px_xfer.mods[i];
         if (!(m->put || m->get) || (m->reg && !region->reg[i]))
@@ -762,6 +831,19 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
         memset(rl, 0, sizeof *rl);
         rl->mod = mi;
         rl->ep = ep;
+        if (PX_XFER_ENTRY_VALID == en->kind) {
+            px_xfer_peer_t *p = &px_xfer.peers[peer];
+            uint32_t slot;
+            if (!m->map || en->len < 4)
+                continue;
+            memcpy(&slot, en->data, 4);
+            if (p->vtab_mod < 0 &&
+                PX_SUCCESS == px_btl_base_mem_map(m->btl, ep, en->data + 4, en->len - 4, &p->vtab))
+                p->vtab_mod = mi;
+            if (p->vtab_mod == mi && (size_t)slot < p->vtab.size / 8)
+                rm->valid = (const _Atomic uint64_t *)p->vtab.base + slot;
+            continue;
+        }
         if (PX_XFER_ENTRY_MAP == en->kind) {
             if (!m->map || rm->map)
                 continue;

@@ -45,7 +45,14 @@
 
 /* ---- the key (xfer_key.c) ---- */
 
-enum { PX_XFER_ENTRY_MAP = 1, PX_XFER_ENTRY_RDMA = 2 };
+/* Key entries: a mapping description (allocated memory), a registration
+ * handle (or none, for a transport that addresses memory by address), and
+ * where the owner's validity word for the region is (u32 slot, then the
+ * description of the owner's validity table). */
+enum { PX_XFER_ENTRY_MAP = 1, PX_XFER_ENTRY_RDMA = 2, PX_XFER_ENTRY_VALID = 3 };
+/* Validity words per process: a peer reading the word of a region in the
+ * owner's table (mapped) sees the region's id while it lives, 0 once freed. */
+#define PX_XFER_VTAB_SLOTS  8192
 #define PX_XFER_KEY_MAGIC   0x314b5850u /* "PXK1" */
 #define PX_XFER_KEY_VERSION 1
 #define PX_XFER_KEY_HDR     64
@@ -118,6 +125,7 @@ struct px_xfer_region {
     void *raw;        /* fallback allocation (mmap), raw_len bytes */
     size_t raw_len;
     px_xfer_ctl_t *ctl;
+    int vslot; /* its word in the validity table (-1: none) */
     px_btl_registration_handle_t *reg[PX_XFER_MAX_MODULES];
     _Atomic long inflight; /* queued requests using it */
     struct px_xfer_region *next, *prev;
@@ -147,8 +155,9 @@ struct px_xfer_remote {
     uint64_t id;   /* the owner's region id */
     uint64_t addr; /* the data's address in the owner */
     size_t len;
-    char *mapped;             /* the data in our mapping (NULL: not mapped) */
-    const px_xfer_ctl_t *ctl; /* the owner's control page, mapped */
+    char *mapped;                  /* the data in our mapping (NULL: not mapped) */
+    const px_xfer_ctl_t *ctl;      /* the owner's control page, mapped */
+    const _Atomic uint64_t *valid; /* the owner's validity word for it, mapped (NULL: none) */
     px_xfer_map_t *map;
     char *fast; /* == mapped when the best rail is that mapping alone: copied inline */
     int nrails; /* best first */
@@ -236,6 +245,8 @@ typedef struct px_xfer_peer {
     px_xfer_slot_t *held, *held_tail;   /* waiting behind a notification */
     px_xfer_note_t *notes, *notes_tail; /* waiting for the writes before them */
     px_xfer_map_t *maps;
+    px_btl_mem_t vtab; /* its validity table, mapped (vtab_mod >= 0) */
+    int vtab_mod;
 } px_xfer_peer_t;
 
 /* A staged-path reply or chunk the target could not send yet. */
@@ -269,6 +280,12 @@ typedef struct px_xfer_engine {
     px_hash_table_t regions; /* id -> region */
     px_xfer_region_t *region_list;
     px_xfer_remote_t *remote_list;
+    /* this process's validity table (shareable memory), made on first use */
+    int vtab_mod; /* -1: none (no transport shares memory) */
+    bool vtab_tried;
+    px_btl_mem_t vtab;
+    _Atomic uint64_t *vwords;
+    int *vfree, vnfree;
     px_xfer_slot_t *pending, *pending_tail;
     bool in_work;
     bool cb_registered; /* px_xfer_progress_cb is in the progress engine (jobs of 2+ ranks) */
@@ -312,7 +329,14 @@ bool px_xfer_lock_held(void);
 int px_xfer_fail(int rc, const char *fmt, ...) PX_PRINTF(2, 3);
 px_xfer_region_t *px_xfer_region_find(uint64_t id);
 const char *px_xfer_host(int rank);
-uint32_t px_xfer_seg_freed(const px_xfer_remote_t *rm);
+/* Whether the owner freed the region (its control page or validity word
+ * says so); a relaxed read of a line the owner writes once. */
+static inline bool px_xfer_remote_freed(const px_xfer_remote_t *rm)
+{
+    if (rm->ctl && atomic_load_explicit(&rm->ctl->freed, memory_order_acquire))
+        return true;
+    return rm->valid && atomic_load_explicit(rm->valid, memory_order_acquire) != rm->id;
+}
 /* This thread's batch of one (px_xfer_write/read). */
 px_xfer_batch_t *px_xfer_tl_batch(void);
 

@@ -442,7 +442,7 @@ static bool prepare(px_xfer_batch_t *b, px_xfer_slot_t *s, const px_xfer_request
     if (PX_SUCCESS != choose(s, r->transport))
         return false;
     if (PX_XFER_PATH_INLINE == s->path) {
-        if (PX_UNLIKELY(px_xfer_seg_freed(rm)))
+        if (PX_UNLIKELY(px_xfer_remote_freed(rm)))
             return fail_now(s, PX_ERR_NOT_FOUND,
                             "the region was deregistered by its owner (px_xfer_free)");
         if (PX_XFER_WRITE == s->op)
@@ -603,7 +603,7 @@ static inline bool single_inline(int op, px_xfer_region_t *local, size_t loff,
         return false;
     if (PX_UNLIKELY(
             atomic_load_explicit(&px_xfer.peers[remote->peer].failed, memory_order_relaxed) ||
-            px_xfer_seg_freed(remote) || px_xfer.verbose >= 10))
+            px_xfer_remote_freed(remote) || px_xfer.verbose >= 10))
         return false;
     if (PX_XFER_WRITE == op)
         memcpy(remote->fast + roff, local->base + loff, length);
@@ -789,7 +789,7 @@ static void rails_schedule(px_xfer_slot_t *s)
                 c = chunk;
             char *lp = s->local->base + s->loff + off;
             if (PX_XFER_RAIL_MAP == rl->kind) {
-                if (px_xfer_seg_freed(rm)) {
+                if (px_xfer_remote_freed(rm)) {
                     slot_error(s, PX_ERR_NOT_FOUND, false,
                                "the region was deregistered by its owner (px_xfer_free)");
                     break;
@@ -800,6 +800,11 @@ static void rails_schedule(px_xfer_slot_t *s)
                 s->rbytes[k] += c;
                 s->done += c;
                 continue;
+            }
+            if (PX_UNLIKELY(px_xfer_remote_freed(rm))) {
+                slot_error(s, PX_ERR_NOT_FOUND, false,
+                           "the region was deregistered by its owner (px_xfer_free)");
+                break;
             }
             s->rcur[k] += c;
             s->outstanding++;

@@ -8,7 +8,8 @@
  *   40 u64 region id       48 u64 data address    56 u64 length
  *   64 entries: u32 component id (hash of its name), u16 which module of
  *      that component, u8 kind (1 mapping description, 2 registration
- *      handle), u8 zero, u32 length, then that many bytes.
+ *      handle, 3 validity word: u32 slot then the table's mapping
+ *      description), u8 zero, u32 length, then that many bytes.
  *
  * The checksum is FNV-1a 64 over the whole key with the checksum field
  * zeroed. The parser is a pure function of the bytes (test/fuzz/fuzz_xfer_key.c
@@ -163,9 +164,11 @@ int px_xfer_key_parse(const void *key, size_t len, px_xfer_key_t *out, char *why
         e->kind = p[pos + 6];
         e->len = get32(p + pos + 8);
         pos += PX_XFER_KEY_ENTRY;
-        if (e->kind != PX_XFER_ENTRY_MAP && e->kind != PX_XFER_ENTRY_RDMA)
-            KEY_BAD("entry %d has kind %u (1 mapping, 2 registration)", i, e->kind);
-        size_t max = PX_XFER_ENTRY_MAP == e->kind ? PX_BTL_MEM_DESC_MAX : PX_XFER_MAX_HANDLE;
+        if (e->kind < PX_XFER_ENTRY_MAP || e->kind > PX_XFER_ENTRY_VALID)
+            KEY_BAD("entry %d has kind %u (1 mapping, 2 registration, 3 validity)", i, e->kind);
+        size_t max = PX_XFER_ENTRY_RDMA == e->kind  ? PX_XFER_MAX_HANDLE
+                     : PX_XFER_ENTRY_MAP == e->kind ? PX_BTL_MEM_DESC_MAX
+                                                    : 4 + PX_BTL_MEM_DESC_MAX;
         if (e->len > max)
             KEY_BAD("entry %d holds %u bytes, at most %zu", i, e->len, max);
         if (e->len > len - pos)
