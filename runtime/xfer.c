@@ -442,18 +442,23 @@ static void vtab_ready(void)
         if (px_xfer.mods[i].map && px_xfer.mods[i].reaches_other &&
             (best < 0 || px_xfer.mods[i].priority > px_xfer.mods[best].priority))
             best = i;
-    if (best < 0)
-        return;
     px_xfer.vfree = malloc(PX_XFER_VTAB_SLOTS * sizeof(int));
-    if (!px_xfer.vfree ||
-        PX_SUCCESS !=
-            px_btl_base_mem_alloc(px_xfer.mods[best].btl, PX_XFER_VTAB_SLOTS * 8, &px_xfer.vtab)) {
-        free(px_xfer.vfree);
-        px_xfer.vfree = NULL;
+    if (!px_xfer.vfree)
         return;
+    if (best >= 0 && PX_SUCCESS == px_btl_base_mem_alloc(px_xfer.mods[best].btl,
+                                                         PX_XFER_VTAB_SLOTS * 8, &px_xfer.vtab)) {
+        px_xfer.vtab_mod = best;
+        px_xfer.vwords = px_xfer.vtab.base;
+    } else {
+        /* No transport shares memory: the table guards this process's own
+         * imports only (a region freed under a request to itself). */
+        px_xfer.vwords = calloc(PX_XFER_VTAB_SLOTS, sizeof(uint64_t));
+        if (!px_xfer.vwords) {
+            free(px_xfer.vfree);
+            px_xfer.vfree = NULL;
+            return;
+        }
     }
-    px_xfer.vtab_mod = best;
-    px_xfer.vwords = px_xfer.vtab.base;
     for (int i = 0; i < PX_XFER_VTAB_SLOTS; ++i) {
         atomic_store_explicit(&px_xfer.vwords[i], 0, memory_order_relaxed);
         px_xfer.vfree[i] = PX_XFER_VTAB_SLOTS - 1 - i;
@@ -471,6 +476,8 @@ static void vtab_finalize(void)
         }
     if (px_xfer.vtab_mod >= 0)
         px_btl_base_mem_free(px_xfer.mods[px_xfer.vtab_mod].btl, &px_xfer.vtab);
+    else
+        free(px_xfer.vwords);
     px_xfer.vtab_mod = -1;
     px_xfer.vtab_tried = false;
     px_xfer.vwords = NULL;
@@ -684,13 +691,16 @@ int px_xfer_key_export(const px_xfer_region_t *region, void *key, size_t capacit
             m->comp_id, m->comp_index, PX_XFER_ENTRY_MAP, region->mem.desc_len, region->mem.desc};
     }
     unsigned char valid[4 + PX_BTL_MEM_DESC_MAX];
-    if (region->vslot >= 0 && px_xfer.vtab_mod >= 0) {
-        const px_xfer_mod_t *m = &px_xfer.mods[px_xfer.vtab_mod];
-        uint32_t slot = (uint32_t)region->vslot;
+    if (region->vslot >= 0) {
+        /* Shared table: the transport and its description; private: none
+         * (component id 0), for this process's own imports. */
+        const px_xfer_mod_t *m = px_xfer.vtab_mod >= 0 ? &px_xfer.mods[px_xfer.vtab_mod] : NULL;
+        uint32_t slot = (uint32_t)region->vslot, dlen = m ? px_xfer.vtab.desc_len : 0;
         memcpy(valid, &slot, 4);
-        memcpy(valid + 4, px_xfer.vtab.desc, px_xfer.vtab.desc_len);
-        k.entries[k.nentries++] = (px_xfer_key_entry_t){
-            m->comp_id, m->comp_index, PX_XFER_ENTRY_VALID, 4 + px_xfer.vtab.desc_len, valid};
+        if (dlen)
+            memcpy(valid + 4, px_xfer.vtab.desc, dlen);
+        k.entries[k.nentries++] = (px_xfer_key_entry_t){m ? m->comp_id : 0, m ? m->comp_index : 0,
+                                                        PX_XFER_ENTRY_VALID, 4 + dlen, valid};
     }
     for (int i = 0; i < px_xfer.nmods && k.nentries < PX_XFER_KEY_ENTRIES; ++i) {
         const px_xfer_mod_t *m = &px_xfer.mods[i];
@@ -818,6 +828,13 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
     const px_btl_base_table_t *t = &px_rt.table;
     for (int e = 0; e < k.nentries && rm->nrails < PX_XFER_MAX_RAILS; ++e) {
         const px_xfer_key_entry_t *en = &k.entries[e];
+        if (PX_XFER_ENTRY_VALID == en->kind && peer == px_rt.rank && en->len >= 4) {
+            uint32_t slot; /* our own table */
+            memcpy(&slot, en->data, 4);
+            if (px_xfer.vwords && slot < PX_XFER_VTAB_SLOTS)
+                rm->valid = &px_xfer.vwords[slot];
+            continue;
+        }
         int mi = -1;
         for (int i = 0; i < px_xfer.nmods; ++i)
             if (px_xfer.mods[i].comp_id == en->comp_id &&

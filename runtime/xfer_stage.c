@@ -211,18 +211,21 @@ void px_xfer_stage_schedule(px_xfer_slot_t *s)
                                  .len = (uint32_t)c,
                                  .cookie = (uint16_t)b,
                                  .status = PX_XFER_ST_OK};
+        /* Counted before sending: the answer may come inside the send (a
+         * transport that delivers in place). */
+        s->scur += c;
+        s->outstanding++;
         int rc;
         if (write) {
-            memcpy(pool_buf(b), s->local->base + s->loff + s->scur, c);
+            memcpy(pool_buf(b), s->local->base + s->loff + s->scur - c, c);
             rc = px_xfer_send(s->peer, PX_XFER_AM_WRITE, &h, sizeof h, pool_buf(b), c);
         } else {
             rc = px_xfer_send(s->peer, PX_XFER_AM_READ, &h, sizeof h, NULL, 0);
         }
-        if (PX_LIKELY(PX_SUCCESS == rc)) {
-            s->scur += c;
-            s->outstanding++;
+        if (PX_LIKELY(PX_SUCCESS == rc))
             continue;
-        }
+        s->scur -= c;
+        s->outstanding--;
         pool_put(b);
         if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
             px_xfer_pend_add(s);
@@ -309,8 +312,8 @@ static void stage_reply(px_xfer_slot_t *s, const px_xfer_stage_hdr_t *h)
                            false, stage_status_text(h->status));
     else
         s->done += h->len;
-    if (s->error)
-        stage_check(s);
+    if (s->error || s->scheduling)
+        stage_check(s); /* (while scheduling: its loop goes on and checks at the end) */
     else if (!s->pend)
         px_xfer_stage_schedule(s); /* a buffer is free again */
 }
