@@ -409,18 +409,21 @@ static void region_release_memory(px_xfer_region_t *r)
         px_xfer.vfree[px_xfer.vnfree++] = r->vslot;
         r->vslot = -1;
     }
+    /* The registration caches keep unused registrations: invalidate them
+     * while this region still holds its own, so that releasing it below
+     * deregisters at once and a peer's put or get into this memory fails
+     * from now on (before the memory is unmapped or reused). */
     bool registered = false;
+    for (int i = 0; i < px_xfer.nmods; ++i)
+        registered |= r->reg[i] != NULL;
+    if (registered)
+        px_rcache_invalidate(r->base, r->len);
     for (int i = 0; i < px_xfer.nmods; ++i) {
         if (r->reg[i]) {
             px_xfer.mods[i].btl->btl_deregister_mem(px_xfer.mods[i].btl, r->reg[i]);
             r->reg[i] = NULL;
-            registered = true;
         }
     }
-    /* The registration caches keep unused registrations: drop them, so that
-     * a peer's put or get into this memory fails from now on. */
-    if (registered && !r->allocated)
-        px_rcache_invalidate(r->base, r->len);
     if (r->mem_mod >= 0) {
         px_btl_base_mem_free(px_xfer.mods[r->mem_mod].btl, &r->mem);
         r->mem_mod = -1;

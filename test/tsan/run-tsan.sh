@@ -15,7 +15,7 @@ set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${PX_TSAN_BUILD:-$src/build-tsan}
 cc=${PX_TSAN_CC:-clang}
-filter=${1:-'test/(class|util|btl|runtime|shm|pxrun)/'}
+filter=${1:-'test/(class|util|btl|runtime|shm|pxrun|xfer)/'}
 # -mcx16 on x86_64: the LIFO's 16-byte CAS is then emitted inline, where
 # ThreadSanitizer instruments it; through libatomic it is invisible to TSan,
 # which then reports false races on the items it orders.

@@ -12,9 +12,10 @@
  *     keeps the main thread in messaging calls (px_xfer_enable_threads)
  *     while the threads transfer. Prints "rank R: stress ok: N requests"
  *     and "rank R: paths: LABEL COUNT ..." (the status transports seen).
- *   xfer_probe errors DIR
+ *   xfer_probe errors DIR [nodirect]
  *     (2 ranks) the multi-process error paths: a key imported as another
- *     rank's; a region deregistered by its owner (allocated and registered);
+ *     rank's; a region deregistered by its owner (allocated and registered;
+ *     staged, then by the direct path unless nodirect);
  *     a free, release or batch free refused while requests are in flight
  *     (the owner stays out of Plexus until DIR/go exists); a transport named
  *     that has no path; a notification delivered after the writes before it.
@@ -346,7 +347,7 @@ static void touch(const char *dir, const char *name)
         fclose(f);
 }
 
-static int errors(const char *dir)
+static int errors(const char *dir, bool direct)
 {
     CHECK(np == 2, "errors needs 2 ranks");
     int peer = 1 - me;
@@ -450,13 +451,20 @@ static int errors(const char *dir)
     }
     CHECK(px_barrier() == PX_SUCCESS, "barrier");
     if (me == 0) {
-        px_xfer_request_t d[4] = {{PX_XFER_WRITE, loc, 0, ra[1], 0, 4096, NULL},
-                                  {PX_XFER_READ, loc, 0, rr[1], 0, 4096, NULL},
-                                  {PX_XFER_WRITE, loc, 0, ra[1], 0, 4096, "stage"},
-                                  {PX_XFER_READ, loc, 0, rr[1], 0, 4096, "stage"}};
-        px_xfer_batch_submit(b, d, 4, NULL);
+        /* Staged first: a direct request to a stale registration over a
+         * network transport may break the connection (docs/transfer.md). */
+        px_xfer_request_t d[4] = {{PX_XFER_WRITE, loc, 0, ra[1], 0, 4096, "stage"},
+                                  {PX_XFER_READ, loc, 0, rr[1], 0, 4096, "stage"},
+                                  {PX_XFER_WRITE, loc, 0, ra[1], 0, 4096, NULL},
+                                  {PX_XFER_READ, loc, 0, rr[1], 0, 4096, NULL}};
+        int nd = direct ? 4 : 2;
+        px_xfer_batch_submit(b, d, 2, NULL);
         px_xfer_batch_wait(b, 60);
-        for (int i = 0; i < 4; i++) {
+        if (direct) {
+            px_xfer_batch_submit(b, d + 2, 2, NULL);
+            px_xfer_batch_wait(b, 60);
+        }
+        for (int i = 0; i < nd; i++) {
             int e = px_xfer_batch_test(b, (size_t)i, &st);
             printf("rank 0: %s a deregistered %s region via %s: %s: %s\n",
                    d[i].op == PX_XFER_WRITE ? "write to" : "read from",
@@ -574,7 +582,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "stress"))
         rc = stress();
     else if (!strcmp(mode, "errors") && argc > 2)
-        rc = errors(argv[2]);
+        rc = errors(argv[2], !(argc > 3 && !strcmp(argv[3], "nodirect")));
     else if (!strcmp(mode, "deadpeer"))
         rc = deadpeer();
     else
