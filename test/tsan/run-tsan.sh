@@ -6,7 +6,7 @@
 #   CFLAGS="-O1 -g -fsanitize=thread", builds the library, tools and test
 #   programs, and runs test/run-tests.sh on it with FILTER-REGEX (default: the
 #   object system and utility tests, whose lifo/free-list/atomic tests run
-#   several threads, and the btl, runtime, shm and pxrun tests). A
+#   several threads, and the btl, runtime, shm, pxrun and xfer tests). A
 #   ThreadSanitizer report makes the program exit with status 66, which fails
 #   its test; the reports are listed at the end. Ends with run-tests.sh's
 #   "N passed, N failed" line; exit status 0 only when it says 0 failed and no
