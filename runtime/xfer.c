@@ -817,6 +817,21 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
         return api_error(failed, "px_xfer_key_import", "rank %d (host %s) failed: %s", peer,
                          px_xfer_host(peer),
                          px_xfer.peers[peer].why ? px_xfer.peers[peer].why : "?");
+    if (peer == px_rt.rank) {
+        /* Our own region: it must exist, as the key says. */
+        bool took0;
+        px_xfer_lock_take(&took0);
+        px_xfer_region_t *own = px_xfer_region_find(k.region_id);
+        bool ok = own && (uint64_t)(uintptr_t)own->base == k.addr && own->len == k.length;
+        px_xfer_lock_drop(took0);
+        if (!ok)
+            return api_error(PX_ERR_BAD_PARAM, "px_xfer_key_import",
+                             "the key names region %llx of this process (%llu bytes at 0x%llx), "
+                             "which %s",
+                             (unsigned long long)k.region_id, (unsigned long long)k.length,
+                             (unsigned long long)k.addr,
+                             own ? "has another address or length" : "does not exist (freed?)");
+    }
     px_xfer_remote_t *rm = calloc(1, sizeof *rm);
     if (!rm)
         return px_xfer_fail(PX_ERR_OUT_OF_RESOURCE, "out of memory");
