@@ -139,6 +139,8 @@ int px_xfer_key_parse(const void *key, size_t len, px_xfer_key_t *out, char *why
         KEY_BAD("%zu bytes, the key says it has %u (bytes after its end)", len, total);
     if (get64(p + 16) != key_checksum(p, len))
         KEY_BAD("corrupt: its checksum does not match its contents");
+    if (get32(p + 36) != 0)
+        KEY_BAD("its reserved header bytes are not zero (not a key this library wrote)");
     int n = get16(p + 6);
     if (n > PX_XFER_KEY_ENTRIES)
         KEY_BAD("%d entries, at most %d are read", n, PX_XFER_KEY_ENTRIES);
@@ -163,6 +165,8 @@ int px_xfer_key_parse(const void *key, size_t len, px_xfer_key_t *out, char *why
         e->comp_index = get16(p + pos + 4);
         e->kind = p[pos + 6];
         e->len = get32(p + pos + 8);
+        if (p[pos + 7] != 0)
+            KEY_BAD("entry %d: its reserved byte is not zero", i);
         pos += PX_XFER_KEY_ENTRY;
         if (e->kind < PX_XFER_ENTRY_MAP || e->kind > PX_XFER_ENTRY_VALID)
             KEY_BAD("entry %d has kind %u (1 mapping, 2 registration, 3 validity)", i, e->kind);
