@@ -254,10 +254,10 @@ int px_xfer_init(void)
         m->btl = t->modules[i];
         const char *name = m->btl->btl_component ? m->btl->btl_component->base.component_name : "?";
         snprintf(m->name, sizeof m->name, "%s", name);
-        snprintf(m->label_map, sizeof m->label_map, "%s:map", m->name);
-        snprintf(m->label_put, sizeof m->label_put, "%s:put", m->name);
-        snprintf(m->label_get, sizeof m->label_get, "%s:get", m->name);
-        snprintf(m->label_stage, sizeof m->label_stage, "stage:%s", m->name);
+        snprintf(m->label_map, sizeof m->label_map, "%s:map", name);
+        snprintf(m->label_put, sizeof m->label_put, "%s:put", name);
+        snprintf(m->label_get, sizeof m->label_get, "%s:get", name);
+        snprintf(m->label_stage, sizeof m->label_stage, "stage:%s", name);
         m->comp_id = px_xfer_name_id(m->name);
         for (int j = 0; j < i; ++j)
             m->comp_index += px_xfer.mods[j].comp_id == m->comp_id;
