@@ -297,16 +297,7 @@ int px_xfer_init(void)
     px_btl_base_register_am(PX_XFER_AM_WACK, px_xfer_am_wack, NULL);
     px_btl_base_register_am(PX_XFER_AM_READ, px_xfer_am_read, NULL);
     px_btl_base_register_am(PX_XFER_AM_RDATA, px_xfer_am_rdata, NULL);
-    /* Any progress (a messaging wait too) drives the engine's queue. Not in
-     * a process alone, whose messaging waits tell a wait that can never end
-     * by an empty progress engine; there the engine runs its work itself. */
-    px_xfer.cb_registered = false;
-    if (px_rt.size > 1) {
-        rc = px_progress_register(px_xfer_progress_cb, NULL);
-        if (rc != PX_SUCCESS)
-            return rc;
-        px_xfer.cb_registered = true;
-    }
+    atomic_store(&px_xfer.cb_registered, false); /* px_xfer_need_progress */
     px_xfer.ready = true;
     return PX_SUCCESS;
 }
@@ -353,9 +344,9 @@ void px_xfer_finalize(void)
     pthread_mutex_unlock(&px_xfer.inbox_lock);
     for (int t = PX_XFER_AM_NOTIFY; t <= PX_XFER_AM_RDATA; ++t)
         px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
-    if (px_xfer.cb_registered)
+    if (atomic_load(&px_xfer.cb_registered))
         px_progress_unregister(px_xfer_progress_cb, NULL);
-    px_xfer.cb_registered = false;
+    atomic_store(&px_xfer.cb_registered, false);
     for (int p = 0; p < px_xfer.npeers; ++p)
         free(px_xfer.peers[p].why);
     free(px_xfer.peers);
@@ -369,6 +360,22 @@ void px_xfer_finalize(void)
     if (px_xfer.output > 0)
         px_output_close(px_xfer.output);
     px_xfer.output = -1;
+    px_xfer_lock_drop(took);
+}
+
+void px_xfer_need_progress(void)
+{
+    /* Any progress (a messaging wait too) drives the queue from now on. Not
+     * in a process alone: its messaging waits tell a wait that can never end
+     * by an empty progress engine, and its engine runs the work itself. */
+    if (PX_LIKELY(atomic_load_explicit(&px_xfer.cb_registered, memory_order_acquire)) ||
+        px_rt.size < 2)
+        return;
+    bool took;
+    px_xfer_lock_take(&took);
+    if (!atomic_load(&px_xfer.cb_registered) &&
+        PX_SUCCESS == px_progress_register(px_xfer_progress_cb, NULL))
+        atomic_store_explicit(&px_xfer.cb_registered, true, memory_order_release);
     px_xfer_lock_drop(took);
 }
 

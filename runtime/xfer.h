@@ -288,7 +288,7 @@ typedef struct px_xfer_engine {
     int *vfree, vnfree;
     px_xfer_slot_t *pending, *pending_tail;
     bool in_work;
-    bool cb_registered; /* px_xfer_progress_cb is in the progress engine (jobs of 2+ ranks) */
+    _Atomic bool cb_registered; /* px_xfer_progress_cb is in the progress engine */
     int notes_waiting;
     /* staged path */
     char *pool;
@@ -343,8 +343,11 @@ px_xfer_batch_t *px_xfer_tl_batch(void);
 /* xfer_batch.c */
 /* Drive the engine's own work (queue, pending, jobs); the lock is held. */
 int px_xfer_work(void);
-/* The callback the progress engine runs. */
+/* The callback the progress engine runs, and its registration: on the first
+ * work queued (a job of 2+ ranks; a process alone runs the work from its own
+ * waits), so a process that never queues work pays nothing. */
 int px_xfer_progress_cb(void *ctx);
+void px_xfer_need_progress(void);
 /* Record the first error of a running request (`replace`: a failed peer's
  * error replaces an earlier one); the reason names peer and transport. */
 void px_xfer_slot_error(px_xfer_slot_t *s, int rc, bool replace, const char *what);

@@ -77,7 +77,7 @@ static int progress_try(void)
         return -1;
     tl_progressing = true;
     int n = px_progress_engine(); /* the transports, then px_xfer_progress_cb */
-    if (!px_xfer.cb_registered)
+    if (!atomic_load_explicit(&px_xfer.cb_registered, memory_order_relaxed))
         n += px_xfer_work();
     tl_progressing = false;
     px_xfer_lock_drop(took);
@@ -509,6 +509,7 @@ int px_xfer_batch_submit(px_xfer_batch_t *batch, const px_xfer_request_t *reques
         runlen = 1;
     }
     if (run) {
+        px_xfer_need_progress();
         enqueue(run, runlen);
         progress_try();
     }
@@ -1049,7 +1050,7 @@ void px_xfer_batch_finalize(void)
             break;
         tl_progressing = true;
         px_progress_engine();
-        if (!px_xfer.cb_registered)
+        if (!atomic_load_explicit(&px_xfer.cb_registered, memory_order_relaxed))
             px_xfer_work();
         tl_progressing = false;
     }
@@ -1146,6 +1147,7 @@ int px_xfer_notify(int peer, const void *message, size_t length)
     n->len = length;
     if (length)
         memcpy(n->data, message, length);
+    px_xfer_need_progress();
     atomic_fetch_add_explicit(&px_xfer.work, 1, memory_order_relaxed);
     px_mpsc_push(&px_xfer.queue, &n->q.node);
     progress_try();

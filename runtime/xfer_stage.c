@@ -356,6 +356,7 @@ void px_xfer_am_rdata(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
 
 static void job_queue(px_xfer_job_t *j)
 {
+    px_xfer_need_progress();
     j->next = NULL;
     if (px_xfer.jobs_tail)
         px_xfer.jobs_tail->next = j;
