@@ -80,6 +80,18 @@ static const px_mca_var_field_t px_xfer_vars[] = {
      .min = "1",
      .max = "4096",
      PX_XFER_AT(stage_count)},
+    {.name = "stage_below",
+     .help = "Requests smaller than this (bytes) that have no mapped path go by the staged path "
+             "(the target's CPU copies, when it next progresses) rather than a transport's "
+             "put/get: a round trip of messages beats a system call (CMA) for small requests, "
+             "but only while the target calls into Plexus. 0: never",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "0",
+     .min = "0",
+     .max = "16M",
+     PX_XFER_AT(stage_below)},
     {.name = "verbose",
      .help = "Verbosity of the transfer engine: 1 setup (transports and priorities), 10 every "
              "request with the path, transports and bytes per rail it took",

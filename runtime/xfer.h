@@ -303,7 +303,7 @@ typedef struct px_xfer_engine {
     _Atomic long inbox_count;
     /* variables */
     char *priority;
-    size_t chunk_size, stage_size;
+    size_t chunk_size, stage_size, stage_below;
     int stage_count;
     int verbose;
     int output;

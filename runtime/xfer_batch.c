@@ -329,6 +329,11 @@ static int choose(px_xfer_slot_t *s, const char *tname)
             s->tlabel = m->label_map;
             return PX_SUCCESS;
         }
+        /* xfer_stage_below: small requests without a mapping are served by
+         * the target's CPU (a round trip of messages beats a system call or
+         * a put/get setup, when the target progresses). */
+        if (!tname && s->len < px_xfer.stage_below && s->peer != px_rt.rank)
+            goto stage;
         s->path = PX_XFER_PATH_RAILS;
         s->nrails = 1;
         s->rail[0] = (uint8_t)pick;
@@ -383,6 +388,7 @@ stage : {
 }
 
 static void verbose_done(const px_xfer_slot_t *s, int err);
+static void start(px_xfer_slot_t *s);
 
 /* Check request `r` into slot `s` and run or route it; true when it goes to
  * progress. */
@@ -489,16 +495,40 @@ int px_xfer_batch_submit(px_xfer_batch_t *batch, const px_xfer_request_t *reques
                       "%zu requests do not fit: the batch holds %zu, %zu are used (reset it or "
                       "allocate a larger one)",
                       count, batch->cap, batch->used);
-    size_t start = batch->used;
+    size_t at = batch->used;
     if (first)
-        *first = start;
+        *first = at;
     batch->used += count;
+    /* Queued requests start here, in this thread, when it can take the lock
+     * and nothing is queued before them (a synchronous transport, CMA or
+     * self, then completes them before submit returns); else they go to the
+     * queue as runs of consecutive slots, for whoever progresses. */
+    enum { UNDECIDED, DIRECT, QUEUED } mode = UNDECIDED;
+    bool took = false;
     px_xfer_slot_t *run = NULL;
     uint32_t runlen = 0;
     for (size_t i = 0; i < count; ++i) {
-        px_xfer_slot_t *s = &batch->slots[start + i];
+        px_xfer_slot_t *s = &batch->slots[at + i];
         if (!prepare(batch, s, &requests[i]))
             continue;
+        if (UNDECIDED == mode) {
+            px_xfer_need_progress();
+            mode = QUEUED;
+            if (!tl_progressing && px_xfer_lock_try(&took)) {
+                if (!px_xfer.in_work && px_mpsc_empty(&px_xfer.queue)) {
+                    mode = DIRECT;
+                    px_xfer.in_work = true;
+                    tl_progressing = true;
+                } else {
+                    px_xfer_lock_drop(took);
+                    took = false;
+                }
+            }
+        }
+        if (DIRECT == mode) {
+            start(s);
+            continue;
+        }
         if (run && run + runlen == s && runlen < UINT32_MAX) {
             runlen++;
             continue;
@@ -508,8 +538,12 @@ int px_xfer_batch_submit(px_xfer_batch_t *batch, const px_xfer_request_t *reques
         run = s;
         runlen = 1;
     }
+    if (DIRECT == mode) {
+        px_xfer.in_work = false;
+        tl_progressing = false;
+        px_xfer_lock_drop(took);
+    }
     if (run) {
-        px_xfer_need_progress();
         enqueue(run, runlen);
         progress_try();
     }
@@ -781,7 +815,9 @@ static void rails_schedule(px_xfer_slot_t *s)
         const px_xfer_rail_t *rl = &rm->rails[s->rail[k]];
         px_btl_module_t *btl = px_xfer.mods[rl->mod].btl;
         size_t limit = write ? btl->btl_put_limit : btl->btl_get_limit;
-        size_t chunk = px_xfer.chunk_size;
+        /* Striped: chunks of xfer_chunk_size; one rail: as large as the
+         * module takes (one system call for CMA, one work request for RDMA). */
+        size_t chunk = s->nrails > 1 ? px_xfer.chunk_size : SIZE_MAX;
         if (limit && chunk > limit)
             chunk = limit;
         while (s->rcur[k] < s->rend[k] && !s->error) {

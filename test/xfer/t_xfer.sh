@@ -40,6 +40,9 @@ check "... and never another path between the two" eval '! grep -q "shm:put\|sta
 stress "shm, registered memory (CMA), 3 ranks" 3 shm:get -- --max 4194304 --iters $IT --mem reg
 check "... written with shm:put" grep -q "paths:.* shm:put [0-9]" "$T/out"
 stress "shm, mixed memory, 8 ranks, batches up to 16" 8 shm:map -- --max 262144 --iters 6 --batch 16 --mem mixed
+stress "registered memory, xfer_stage_below=64k: small requests staged" 2 stage:shm \
+    PX_MCA_xfer_stage_below=64k -- --max 1048576 --iters $IT --mem reg
+check "... the larger ones by CMA" grep -q "paths:.* shm:put [0-9]" "$T/out"
 stress "registered memory, CMA refused (PX_BTL_SHM_TEST_DENY_CMA=1): staged" 2 stage:shm \
     PX_BTL_SHM_TEST_DENY_CMA=1 -- --max 1048576 --iters $IT --mem reg
 stress "staged: btl_shm_flags=0x9 excludes RDMA and mapping, 2 ranks, 0 B..$BIG B" 2 stage:shm \
