@@ -2,7 +2,7 @@
 # The transfer engine between processes under pxrun (test/xfer/xfer_probe):
 # data integrity with random offsets and sizes (0 B to 16 MiB) over every
 # path (shm mapping, shm put/get, staged, ofi over tcp;ofi_rxm, shm+ofi
-# striped), 2 to 8 ranks, 2 submitting threads per rank with messaging
+# striped, two verbs modules on the software device striped), 2 to 8 ranks, 2 submitting threads per rank with messaging
 # beside them; the multi-process error paths; a peer killed during a batch;
 # the verbose output that names the path and rails; no file left in /dev/shm.
 . "$PX_SRC/test/lib/tap.sh"
@@ -62,6 +62,15 @@ check "... and read striped" grep -q "paths:.* shm:get+ofi:get [0-9]" "$T/out"
 stress "multi-rail: allocated regions, the mapping striped with ofi" 2 shm:map+ofi:put \
     PX_MCA_btl_ofi_skip_single_host=0 "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm" \
     PX_MCA_xfer_priority=shm+ofi PX_MCA_xfer_chunk_size=64k -- --max 1048576 --iters $IT --mem alloc
+if [ -e "$B/.libs/plexus_btl_verbs.so" ] && [ -e "$B/test/softverbs/lib/libibverbs.so.1" ]; then
+    mkdir -p "$T/softverbs"
+    stress "multi-rail: two verbs modules (2 software devices), 64 KiB chunks" 2 verbs:put+verbs:put \
+        LD_LIBRARY_PATH="$B/test/softverbs/lib" PX_SOFTVERBS_DIR="$T/softverbs" PX_MCA_btl=self,verbs \
+        PX_SOFTVERBS_DEVICES=2 PX_MCA_xfer_chunk_size=64k -- --max 4194304 --iters $IT --mem mixed
+    check "... and read striped over both" grep -q "paths:.* verbs:get+verbs:get [0-9]" "$T/out"
+else
+    skip "multi-rail over two verbs modules" "btl/verbs or the software device (test/softverbs) is not built"
+fi
 stress "2 submitting threads per rank, messaging beside them, 2 ranks" 2 shm:map -- --threads 2 \
     --messaging --max 1048576 --iters 12 --mem mixed
 check "... the messaging went on beside the transfers" grep -q "messaging beside the transfers" "$T/out"
