@@ -77,6 +77,19 @@ check "... the messaging went on beside the transfers" grep -q "messaging beside
 stress "2 threads per rank, staged, 4 ranks" 4 stage:shm PX_MCA_btl_shm_flags=0x9 -- --threads 2 \
     --max 131072 --iters 8 --mem mixed
 
+# px_perf's one-sided tests run (figures are for test/bench/compare-xfer.sh).
+# Its staged run floods btl/shm with small answers: it found a btl_sendi that
+# queued a fast box descriptor as a fragment when the peer freed ring space
+# between two of its checks (a crash in most runs before the fix).
+PXPERF=$B/tools/px_perf/px_perf
+run "$PXRUN" -n 2 "$PXPERF" --xfer --sizes 8,65536 --iters 200 --csv
+check "px_perf --xfer (allocated regions): exit 0 with a row per size and the batch rates" \
+    eval '[ $rc -eq 0 ] && grep -q "^65536," "$T/out" && grep -q "^16,2," "$T/out"'
+run "$PXRUN" -n 2 --mca xfer_stage_below 8k "$PXPERF" --xfer --xfer-mem reg --sizes 8,4096 --iters 2000 --csv
+check "px_perf --xfer, registered memory, small requests staged (xfer_stage_below=8k): exit 0" \
+    eval '[ $rc -eq 0 ] && grep -q "^4096," "$T/out" && grep -q "^256,1," "$T/out"'
+[ $rc -eq 0 ] || grep -h "signal\|error" "$T/err" | head -3 | sed 's/^/# /'
+
 # What verbose output says per request.
 run env PX_MCA_xfer_verbose=10 PX_MCA_btl_ofi_skip_single_host=0 \
     "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm" PX_MCA_xfer_priority=shm+ofi \

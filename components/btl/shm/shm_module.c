@@ -397,14 +397,10 @@ static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, s
     return f;
 }
 
-static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
-                                             uint8_t order, size_t size, uint32_t flags)
+/* A fragment of the segment's heap (never a fast box descriptor), ready to fill. */
+static inline px_btl_shm_frag_t *frag_alloc(size_t size, uint8_t order, uint32_t flags)
 {
-    (void)btl;
-    px_btl_shm_frag_t *f = fbox_desc(endpoint, size, 0, order, flags);
-    if (f)
-        return &f->base;
-    f = frag_get(size);
+    px_btl_shm_frag_t *f = frag_get(size);
     if (PX_UNLIKELY(!f))
         return NULL;
     f->segment.seg_addr = (char *)f->hdr + PX_BTL_SHM_FRAG_HDR;
@@ -417,7 +413,17 @@ static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoi
     f->base.des_context = NULL;
     f->base.order = order;
     f->ep = NULL;
-    return &f->base;
+    return f;
+}
+
+static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                             uint8_t order, size_t size, uint32_t flags)
+{
+    (void)btl;
+    px_btl_shm_frag_t *f = fbox_desc(endpoint, size, 0, order, flags);
+    if (!f)
+        f = frag_alloc(size, order, flags);
+    return f ? &f->base : NULL;
 }
 
 static int px_btl_shm_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
@@ -521,12 +527,15 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
                   !ep->fb_reserved) &&
         PX_LIKELY(fbox_send2(ep, tag, header, header_size, payload, payload_size) == PX_SUCCESS))
         return PX_SUCCESS;
-    /* Through a fragment on the queue. */
-    px_btl_descriptor_t *des =
-        px_btl_shm_alloc(btl, ep, order, len, flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (!des)
+    /* Through a fragment on the queue: a heap fragment, never a fast box
+     * descriptor (the ring that was full a moment ago may have room now, if
+     * the peer read meanwhile; an in-place descriptor pushed on the queue
+     * would have no fragment header). */
+    (void)btl;
+    px_btl_shm_frag_t *f = frag_alloc(len, order, flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (!f)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
+    px_btl_descriptor_t *des = &f->base;
     if (header_size)
         memcpy(f->segment.seg_addr, header, header_size);
     if (payload_size)
