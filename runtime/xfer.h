@@ -182,6 +182,7 @@ typedef struct px_xfer_slot {
     uint32_t qcount; /* slots queued with this one (the run's first slot) */
     uint8_t op, path, nrails;
     bool started, orphan, scheduling, pend, held;
+    bool counted;      /* in its regions', peer's, engine's and batch's counts (count_slot) */
     _Atomic int state; /* PX_XFER_PENDING or final */
     int peer;
     px_xfer_batch_t *batch;
@@ -308,7 +309,7 @@ typedef struct px_xfer_engine {
     int verbose;
     int output;
     /* counts (tests, verbose) */
-    _Atomic unsigned long n_inline, n_rails, n_stage, n_striped;
+    _Atomic unsigned long n_striped;
 } px_xfer_engine_t;
 
 extern px_xfer_engine_t px_xfer;

@@ -460,17 +460,23 @@ static bool prepare(px_xfer_batch_t *b, px_xfer_slot_t *s, const px_xfer_request
             verbose_done(s, PX_SUCCESS);
         return false;
     }
-    atomic_fetch_add_explicit(&((px_xfer_region_t *)lr)->inflight, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&((px_xfer_remote_t *)rm)->inflight, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->inflight, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&px_xfer.work, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&b->pending, 1, memory_order_relaxed);
+    s->counted = false;
     atomic_store_explicit(&s->state, PX_XFER_PENDING, memory_order_release);
-    if (PX_XFER_PATH_STAGE == s->path)
-        atomic_fetch_add_explicit(&px_xfer.n_stage, 1, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&px_xfer.n_rails, 1, memory_order_relaxed);
     return true;
+}
+
+/* A request that outlives its submission is counted: on its regions (a free
+ * or release is refused meanwhile), its peer (flush), the engine (progress
+ * has work) and its batch (wait). One started and completed inside submit,
+ * under the lock, is never seen by anyone else and is not. */
+static void count_slot(px_xfer_slot_t *s)
+{
+    atomic_fetch_add_explicit(&s->local->inflight, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->remote->inflight, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&px_xfer.peers[s->peer].inflight, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&px_xfer.work, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->batch->pending, 1, memory_order_relaxed);
+    s->counted = true;
 }
 
 static void enqueue(px_xfer_slot_t *first, uint32_t n)
@@ -527,8 +533,15 @@ int px_xfer_batch_submit(px_xfer_batch_t *batch, const px_xfer_request_t *reques
         }
         if (DIRECT == mode) {
             start(s);
+            /* Not final yet (an asynchronous transport, or no room): from
+             * here on it is like a queued one. Its completion needs the lock,
+             * which this thread holds, so it cannot come before this. */
+            if (PX_XFER_PENDING == atomic_load_explicit(&s->state, memory_order_relaxed) &&
+                !s->counted)
+                count_slot(s);
             continue;
         }
+        count_slot(s);
         if (run && run + runlen == s && runlen < UINT32_MAX) {
             runlen++;
             continue;
@@ -714,20 +727,26 @@ void px_xfer_slot_complete(px_xfer_slot_t *s, int error, char *why)
         s->started = false;
     }
     bool hold = s->outstanding > 0; /* a transport still names it */
-    if (!hold)
-        release_refs(s);
-    atomic_fetch_sub_explicit(&p->inflight, 1, memory_order_release);
-    atomic_fetch_sub_explicit(&px_xfer.work, 1, memory_order_relaxed);
+    if (PX_UNLIKELY(hold && !s->counted))
+        count_slot(s); /* ends inside submit but stays held: counted like the others */
+    px_xfer_batch_t *b = s->batch;
+    const bool counted = s->counted;
+    if (counted) {
+        if (!hold)
+            release_refs(s);
+        atomic_fetch_sub_explicit(&p->inflight, 1, memory_order_release);
+        atomic_fetch_sub_explicit(&px_xfer.work, 1, memory_order_relaxed);
+    }
     if (PX_UNLIKELY(px_xfer.verbose >= 10))
         verbose_done(s, error);
-    px_xfer_batch_t *b = s->batch;
     if (hold) {
         s->orphan = true;
         atomic_fetch_add_explicit(&b->holds, 1, memory_order_relaxed);
     }
     atomic_store_explicit(&s->state, error, memory_order_release);
     /* Last touch of the slot (unless held): the batch may be freed now. */
-    atomic_fetch_sub_explicit(&b->pending, 1, memory_order_release);
+    if (counted)
+        atomic_fetch_sub_explicit(&b->pending, 1, memory_order_release);
     if (0 == p->active && p->notes)
         px_xfer_notes_try((int)(p - px_xfer.peers));
 }
