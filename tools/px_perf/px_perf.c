@@ -285,6 +285,7 @@ typedef struct xfer_ctx {
     int batch;
     long reps;
     double rate;
+    size_t roff; /* where in the remote region this thread writes (threads do not overlap) */
 } xfer_ctx_t;
 
 static void xcheck(int rc, const char *what)
@@ -303,8 +304,8 @@ static void *xfer_rate_thread(void *arg)
     xcheck(px_xfer_batch_alloc((size_t)c->batch, &b), "batch_alloc");
     px_xfer_request_t *q = calloc((size_t)c->batch, sizeof *q);
     for (int i = 0; i < c->batch; i++)
-        q[i] = (px_xfer_request_t){PX_XFER_WRITE, c->local, (size_t)i * 8, c->remote,
-                                   (size_t)i * 8, 8,        c->transport};
+        q[i] = (px_xfer_request_t){PX_XFER_WRITE,           c->local, (size_t)i * 8, c->remote,
+                                   c->roff + (size_t)i * 8, 8,        c->transport};
     double t0 = 0;
     long warm = c->reps / 10;
     for (long r = 0; r < c->reps + warm; r++) {
@@ -460,8 +461,12 @@ static void xfer_mode(const size_t *sizes, int nsizes, long iters_override, cons
             pthread_t th[2];
             long reqs = iters_override ? iters_override * 100 : 2000000;
             for (int t = 0; t < threads[k]; t++) {
-                c[t] = (xfer_ctx_t){t ? local2 : local, remote, transport, batches[k],
-                                    reqs / batches[k],  0};
+                c[t] = (xfer_ctx_t){.local = t ? local2 : local,
+                                    .remote = remote,
+                                    .transport = transport,
+                                    .batch = batches[k],
+                                    .reps = reqs / batches[k],
+                                    .roff = (size_t)t * 2048};
                 if (threads[k] > 1)
                     pthread_create(&th[t], NULL, xfer_rate_thread, &c[t]);
                 else
