@@ -41,8 +41,9 @@
  *  - When some threads use px_xfer while another is inside a messaging call
  *    (px_send, px_recv, px_wait, px_barrier, ...), call px_xfer_enable_threads()
  *    once first: from then on the messaging calls take the same progress lock
- *    (about 20 ns each), so the transports are never driven by two threads at
- *    once. Without it, messaging calls and px_xfer calls must not overlap in time.
+ *    (an uncontended mutex each), so the transports are never driven by two
+ *    threads at once. Without it, messaging calls and px_xfer calls must not
+ *    overlap in time.
  */
 #ifndef PLEXUS_XFER_H
 #define PLEXUS_XFER_H
