@@ -109,8 +109,101 @@ static int fm_allreduce_linear(px_coll_group_t *g, const px_coll_args_t *a, px_c
     return px_coll_sched_round(s);
 }
 
+/* Rabenseifner's allreduce: a reduce-scatter by recursive halving, then an
+ * allgather by recursive doubling, over the largest power of two P <= p
+ * ranks (the first 2(p-P) ranks fold in pairs first, as in recursive
+ * doubling). The vector is cut in P blocks; newrank n ends the first half
+ * owning block n complete:
+ *
+ *     4 ranks, blocks A B C D       keeps         sends
+ *     step 1 (distance 2): rank 0   A B           C D  to rank 2
+ *     step 2 (distance 1): rank 0   A             B    to rank 1
+ *     then the same exchanges in reverse order, each rank sending what it
+ *     has complete: A to 1, then A B to 2.
+ *
+ * Each rank moves 2(P-1)/P of the vector, as a ring does, in 2 log2(P)
+ * steps instead of 2(p-1): fewer waits for the scheduler when ranks
+ * outnumber cores. Each block is reduced by one rank only (lower rank's
+ * operand first), so every rank ends with bitwise the same result. */
+bool px_coll_fullmesh_halving(const px_coll_group_t *g, size_t bytes)
+{
+    return g->size > 1 && bytes >= px_coll_fullmesh_halving_min;
+}
+
+static int fm_allreduce_halving(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
+{
+    int p = g->size, r = g->rank;
+    size_t es = px_coll_dtype_size(a->dtype), n = a->count;
+    int pof2 = 1;
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    int rem = p - pof2, newrank;
+    char *rb = a->rbuf;
+    const char *cur = a->sbuf;
+    /* Scratch: the folded vector, or the largest half received. */
+    size_t half = px_coll_block_start(n, pof2, pof2 / 2);
+    char *tmp = px_coll_sched_tmp(s, (r < 2 * rem ? n : half) * es);
+    if (NULL == tmp)
+        return PX_ERR_OUT_OF_RESOURCE;
+    if (r < 2 * rem) {
+        if (0 == r % 2) {
+            TRY(px_coll_sched_send(s, r + 1, cur, n * es));
+            TRY(px_coll_sched_round(s));
+            newrank = -1;
+        } else {
+            TRY(px_coll_sched_recv(s, r - 1, tmp, n * es));
+            TRY(px_coll_sched_reduce(s, rb, tmp, cur, n, a->dtype, a->rop));
+            TRY(px_coll_sched_round(s));
+            cur = rb;
+            newrank = r / 2;
+        }
+    } else {
+        newrank = r - rem;
+    }
+    if (newrank >= 0) {
+        /* Reduce-scatter: halve the range of blocks at each step. */
+        for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
+            int np = newrank ^ mask, peer = np < rem ? np * 2 + 1 : np + rem;
+            int kb = newrank & ~(mask - 1), sb = np & ~(mask - 1);
+            size_t ko = px_coll_block_start(n, pof2, kb);
+            size_t kl = px_coll_block_start(n, pof2, kb + mask) - ko;
+            size_t so = px_coll_block_start(n, pof2, sb);
+            size_t sl = px_coll_block_start(n, pof2, sb + mask) - so;
+            TRY(px_coll_sched_recv(s, peer, tmp, kl * es));
+            TRY(px_coll_sched_send(s, peer, cur + so * es, sl * es));
+            const void *mine = cur + ko * es;
+            TRY(px_coll_sched_reduce(s, rb + ko * es, np < newrank ? tmp : mine,
+                                     np < newrank ? mine : tmp, kl, a->dtype, a->rop));
+            TRY(px_coll_sched_round(s));
+            cur = rb;
+        }
+        /* Allgather: double the range back. */
+        for (int mask = 1; mask < pof2; mask <<= 1) {
+            int np = newrank ^ mask, peer = np < rem ? np * 2 + 1 : np + rem;
+            int kb = newrank & ~(mask - 1), rb0 = np & ~(mask - 1);
+            size_t ko = px_coll_block_start(n, pof2, kb);
+            size_t kl = px_coll_block_start(n, pof2, kb + mask) - ko;
+            size_t ro = px_coll_block_start(n, pof2, rb0);
+            size_t rl = px_coll_block_start(n, pof2, rb0 + mask) - ro;
+            TRY(px_coll_sched_recv(s, peer, rb + ro * es, rl * es));
+            TRY(px_coll_sched_send(s, peer, rb + ko * es, kl * es));
+            TRY(px_coll_sched_round(s));
+        }
+    }
+    if (r < 2 * rem) {
+        if (r % 2)
+            TRY(px_coll_sched_send(s, r - 1, rb, n * es));
+        else
+            TRY(px_coll_sched_recv(s, r + 1, rb, n * es));
+        TRY(px_coll_sched_round(s));
+    }
+    return PX_SUCCESS;
+}
+
 static int fm_allreduce(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
 {
+    if (px_coll_fullmesh_halving(g, a->count * px_coll_dtype_size(a->dtype)))
+        return fm_allreduce_halving(g, a, s);
     if (px_coll_fullmesh_linear(g))
         return fm_allreduce_linear(g, a, s);
     int p = g->size, r = g->rank;
@@ -330,6 +423,8 @@ static int fm_run_allreduce_pair(px_coll_group_t *g, const px_coll_args_t *a, in
 static int fm_run_allreduce(px_coll_group_t *g, const px_coll_args_t *a, int tag)
 {
     int p = g->size, r = g->rank;
+    if (px_coll_fullmesh_halving(g, a->count * px_coll_dtype_bytes(a->dtype)))
+        return PX_ERR_NOT_SUPPORTED; /* the schedule: large messages */
     if (2 == p && (a->sbuf != a->rbuf || a->count * px_coll_dtype_bytes(a->dtype) <= FM_PAIR_STACK))
         return fm_run_allreduce_pair(g, a, tag);
     if (1 == p) {
