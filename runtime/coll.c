@@ -72,6 +72,9 @@ static void p2p_release(px_request_t **req)
 
 static int p2p_progress(void)
 {
+    static unsigned pauses;
+    if (PX_UNLIKELY(px_rt_api_shared) && 0 == (++pauses & 255))
+        px_rt_api_pause(); /* a long collective lets px_xfer threads in now and then */
     return px_rt_progress_once();
 }
 
@@ -239,7 +242,7 @@ int px_group_world_rank(const px_group_t *g, int rank)
     return g->world[rank];
 }
 
-int px_group_free(px_group_t **group)
+static int group_free_locked(px_group_t **group)
 {
     if (NULL == group || !group_ok(*group, "px_group_free"))
         return PX_ERR_BAD_PARAM;
@@ -262,6 +265,11 @@ int px_group_free(px_group_t **group)
     return PX_SUCCESS;
 }
 
+int px_group_free(px_group_t **group)
+{
+    PX_RT_API_CALL(group_free_locked(group));
+}
+
 typedef struct split_entry {
     int32_t color, key, next_ctx;
 } split_entry_t;
@@ -272,7 +280,7 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int px_group_split(px_group_t *parent, int color, int key, px_group_t **newgroup)
+static int group_split_locked(px_group_t *parent, int color, int key, px_group_t **newgroup)
 {
     if (!group_ok(parent, "px_group_split"))
         return PX_ERR_BAD_PARAM;
@@ -350,6 +358,11 @@ int px_group_split(px_group_t *parent, int color, int key, px_group_t **newgroup
     }
     free(all);
     return group_make(members, n, myrank, base + (uint32_t)my_index, newgroup);
+}
+
+int px_group_split(px_group_t *parent, int color, int key, px_group_t **newgroup)
+{
+    PX_RT_API_CALL(group_split_locked(parent, color, key, newgroup));
 }
 
 /* ---- collectives ---- */
@@ -554,8 +567,11 @@ static inline bool coll_plain(const px_coll_group_t *g, const px_coll_args_t *a)
     }
 }
 
-/* A blocking call: the chosen module's shortcut or its schedule, run here. */
-static int coll_blocking(px_coll_group_t *g, px_coll_args_t *a)
+/* A blocking call: the chosen module's shortcut or its schedule, run here.
+ * The entry points below run under the transfer engine's lock once
+ * px_xfer_enable_threads was called (PX_RT_API_CALL), like every messaging
+ * call: the transports are driven by one thread at a time. */
+static int coll_blocking_locked(px_coll_group_t *g, px_coll_args_t *a)
 {
     if (PX_LIKELY(g == world_group && NULL != g && !g->failed && coll_plain(g, a)))
         return px_coll_base_blocking(g, a);
@@ -572,7 +588,12 @@ static int coll_blocking(px_coll_group_t *g, px_coll_args_t *a)
     return rc;
 }
 
-static int coll_nonblocking(px_coll_group_t *g, px_coll_args_t *a, px_request_t **request)
+static int coll_blocking(px_coll_group_t *g, px_coll_args_t *a)
+{
+    PX_RT_API_CALL(coll_blocking_locked(g, a));
+}
+
+static int coll_nonblocking_locked(px_coll_group_t *g, px_coll_args_t *a, px_request_t **request)
 {
     if (NULL == request) {
         px_show_error("%s: the request pointer is NULL", api_names[a->opid][1]);
@@ -619,6 +640,11 @@ static int coll_nonblocking(px_coll_group_t *g, px_coll_args_t *a, px_request_t 
         req_complete(r);
     }
     return PX_SUCCESS;
+}
+
+static int coll_nonblocking(px_coll_group_t *g, px_coll_args_t *a, px_request_t **request)
+{
+    PX_RT_API_CALL(coll_nonblocking_locked(g, a, request));
 }
 
 int px_rt_coll_progress(void)

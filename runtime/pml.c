@@ -511,11 +511,16 @@ int px_rt_progress_once(void)
     return rt_progress();
 }
 
-int px_progress(void)
+static int rt_progress_api(void)
 {
     if (!px_rt.initialized)
         return 0;
     return rt_progress();
+}
+
+int px_progress(void)
+{
+    PX_RT_API_CALL(rt_progress_api());
 }
 
 static int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
@@ -636,14 +641,14 @@ static inline void status_set(px_status_t *s, const px_request_t *r)
         *s = r->status;
 }
 
-int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+static inline int api_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
     if (!ARGS_OK(dest, tag, false) || NULL == request)
         return request ? arg_error("px_isend", dest, tag, false) : PX_ERR_BAD_PARAM;
     return px_rt_isend(buf, len, dest, tag, request);
 }
 
-int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+static inline int api_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
 {
     if (!ARGS_OK(source, tag, true) || NULL == request)
         return request ? arg_error("px_irecv", source, tag, true) : PX_ERR_BAD_PARAM;
@@ -652,7 +657,7 @@ int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
 
 static inline int rt_wait(px_request_t **request, px_status_t *status, const char *who);
 
-int px_send(const void *buf, size_t len, int dest, int tag)
+static inline int api_send(const void *buf, size_t len, int dest, int tag)
 {
     if (!ARGS_OK(dest, tag, false))
         return arg_error("px_send", dest, tag, false);
@@ -673,7 +678,7 @@ int px_send(const void *buf, size_t len, int dest, int tag)
     return rt_wait(&r, NULL, "px_send");
 }
 
-int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
+static inline int api_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
 {
     if (!ARGS_OK(source, tag, true))
         return arg_error("px_recv", source, tag, true);
@@ -745,10 +750,10 @@ int px_rt_wait(px_request_t **request, px_status_t *status, const char *who)
 
 int px_wait(px_request_t **request, px_status_t *status)
 {
-    return rt_wait(request, status, "px_wait");
+    PX_RT_API_CALL(rt_wait(request, status, "px_wait"));
 }
 
-int px_test(px_request_t **request, int *flag, px_status_t *status)
+static inline int api_test(px_request_t **request, int *flag, px_status_t *status)
 {
     if (NULL == request || NULL == flag)
         return PX_ERR_BAD_PARAM;
@@ -769,7 +774,7 @@ int px_test(px_request_t **request, int *flag, px_status_t *status)
     return px_wait(request, status);
 }
 
-int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
+static inline int api_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
 {
     if (count && NULL == requests)
         return PX_ERR_BAD_PARAM;
@@ -780,4 +785,34 @@ int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
             first = rc;
     }
     return first;
+}
+
+int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    PX_RT_API_CALL(api_isend(buf, len, dest, tag, request));
+}
+
+int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    PX_RT_API_CALL(api_irecv(buf, len, source, tag, request));
+}
+
+int px_send(const void *buf, size_t len, int dest, int tag)
+{
+    PX_RT_API_CALL(api_send(buf, len, dest, tag));
+}
+
+int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
+{
+    PX_RT_API_CALL(api_recv(buf, len, source, tag, status));
+}
+
+int px_test(px_request_t **request, int *flag, px_status_t *status)
+{
+    PX_RT_API_CALL(api_test(request, flag, status));
+}
+
+int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
+{
+    PX_RT_API_CALL(api_waitall(count, requests, statuses));
 }

@@ -12,6 +12,7 @@
 #include "core/util/output.h"
 #include "core/util/progress.h"
 #include "runtime/pml.h"
+#include "runtime/xfer.h"
 
 /* ------------------------------------------------------------------ variables */
 
@@ -144,6 +145,9 @@ int px_rt_pml_register_params(void)
         return rc;
     /* btl/shm had its own policy before the engine's: its variable now sets
      * the engine's. */
+    rc = px_xfer_register_params();
+    if (rc < 0)
+        return rc;
     int idx = px_mca_var_find("progress_yield_when_idle");
     if (idx >= 0)
         px_mca_var_register_synonym(idx, "btl", "shm", "yield_when_idle",
@@ -205,6 +209,7 @@ void px_rt_fail_peer(int rank, int error, const char *why)
     peer_mark_failed(rank, error);
     px_rt.peers[rank].failed_here = true;
     fail_rank(rank, error, false);
+    px_xfer_peer_failed(rank, error, why);
 }
 
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
@@ -239,6 +244,10 @@ void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank
         peer_mark_failed(r, code);
         p->failed_here = false;
         fail_rank(r, code, true);
+        char text[512];
+        snprintf(text, sizeof text, "transport %s: %s", name,
+                 description ? description : px_strerror(error));
+        px_xfer_peer_failed(r, code, text);
     }
 }
 

@@ -18,6 +18,7 @@
 #include "core/util/printf.h"
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
+#include "runtime/xfer.h"
 
 static struct {
     bool var_init;
@@ -205,6 +206,13 @@ int px_init(int *argc, char ***argv)
     for (int r = 0; r < px_rt.size; ++r)
         px_rt_pml_peer_setup(&px_rt.peers[r], px_rt.btl_peers[r]);
     px_btl_base_register_error(px_rt_btl_error);
+    /* The transfer engine: its active messages may arrive once peers pass
+     * the fence below. */
+    rc = px_xfer_init();
+    if (rc != PX_SUCCESS) {
+        px_show_error("px_init: the transfer engine could not start: %s", px_strerror(rc));
+        goto fail;
+    }
     px_rt.initialized = true;
     rc = px_rt_coll_world();
     if (rc != PX_SUCCESS) {
@@ -233,6 +241,7 @@ static void px_rt_teardown(void)
         px_rt_coll_finalize();
         px_rt_stage.coll = false;
     }
+    px_xfer_finalize(); /* before the transports go */
     if (px_rt.table_valid) {
         px_btl_base_del_procs(&px_rt.table, px_rt.btl_peers);
         px_rt.table_valid = false;
@@ -274,13 +283,16 @@ int px_finalize(void)
      * it goes on alone: no boot fence, which the other ranks would not enter. */
     if (px_rt.size > 1)
         rc = px_barrier();
+    bool took = px_rt_api_lock(); /* no engine thread drives the transports from here on */
     if (px_rt_stage.coll) {
         px_rt_coll_finalize(); /* groups, their posted receives, the coll framework */
         px_rt_stage.coll = false;
     }
+    px_xfer_finalize();
     px_rt_pml_quiesce();
     px_rt.initialized = false;
     px_rt_teardown();
+    px_rt_api_unlock(took);
 #if PX_ENABLE_DEBUG
     /* Debug builds: list every object still alive, with where it was made. */
     if (px_class_finalize() > 0 && rc == PX_SUCCESS)
@@ -327,7 +339,13 @@ size_t px_rt_tool_eager_data(int peer)
     return px_rt.peers[peer].eager_data;
 }
 
+static int rt_barrier(void);
 int px_barrier(void)
+{
+    PX_RT_API_CALL(rt_barrier());
+}
+
+static int rt_barrier(void)
 {
     if (!px_rt.initialized)
         return PX_ERR_NOT_INITIALIZED;

@@ -217,6 +217,26 @@ PX_EXPORT int px_rt_tool_peer_btl(int peer, px_btl_module_t **btl, px_btl_endpoi
 PX_EXPORT const px_btl_base_table_t *px_rt_tool_btl_table(void);
 PX_EXPORT size_t px_rt_tool_eager_data(int peer);
 
+/* The transfer engine (runtime/xfer.c): once px_xfer_enable_threads was
+ * called, every messaging call takes the engine's progress lock (the
+ * transports are driven by one thread at a time). */
+extern bool px_rt_api_shared;
+/* Take the lock unless this thread holds it; returns whether it took it. */
+bool px_rt_api_lock(void);
+void px_rt_api_unlock(bool took);
+/* A long messaging wait lets other threads take the lock for a moment. */
+void px_rt_api_pause(void);
+/* Run `call` (an int expression) under the lock when it is shared. */
+#define PX_RT_API_CALL(call)                                                                       \
+    do {                                                                                           \
+        if (PX_LIKELY(!px_rt_api_shared))                                                          \
+            return (call);                                                                         \
+        bool px_took_ = px_rt_api_lock();                                                          \
+        int px_rc_ = (call);                                                                       \
+        px_rt_api_unlock(px_took_);                                                                \
+        return px_rc_;                                                                             \
+    } while (0)
+
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
 enum { PX_RT_RDMA_NONE = 0, PX_RT_RDMA_GET = 1, PX_RT_RDMA_PUT = 2 };
 

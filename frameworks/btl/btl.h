@@ -28,13 +28,17 @@
  * a component built for 3.m loads into a library with 3.n for n >= m; methods
  * added in a minor go at the end of px_btl_module_t and the base calls one
  * only when the module's btl_size covers it (PX_BTL_MODULE_HAS).
+ * 3.2: shareable memory for the transfer engine (btl_mem_alloc, btl_mem_free,
+ *      btl_mem_map, btl_mem_unmap; flag PX_BTL_FLAGS_MEM_MAP) and
+ *      PX_BTL_FLAGS_XFER_RDMA (put/get offered to one-sided transfers only);
+ *      the base's px_btl_base_mem_* refuse a module without them.
  * 3.1: btl_put_v and btl_get_v (vector RDMA); the base loops btl_put/btl_get
  *      for a module without them (px_btl_base_put_v/get_v).
  * 3.0: px_btl_module_t starts with btl_size; component headers carry a build
  *      fingerprint (PX_BTL_COMPONENT_HEADER).
  * 2.0: btl_init lost its enable_mpi_threads argument. */
 #define PX_BTL_API_MAJOR   3
-#define PX_BTL_API_MINOR   1
+#define PX_BTL_API_MINOR   2
 #define PX_BTL_API_RELEASE 0
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
@@ -49,7 +53,15 @@
 #define PX_BTL_FLAGS_SEND_INPLACE 0x0008u /* prepare_src can reference user memory */
 #define PX_BTL_FLAGS_SINGLE_COPY  0x0010u /* put/get copy directly between processes */
 #define PX_BTL_FLAGS_NEEDS_REG    0x0020u /* put/get need register_mem handles */
-#define PX_BTL_FLAGS_RDMA         (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
+/* 3.2: btl_mem_alloc/free/map/unmap work: memory a peer the module reaches
+ * maps into its own address space (a same-host transport). */
+#define PX_BTL_FLAGS_MEM_MAP 0x0040u
+/* 3.2: btl_put/btl_get work for one-sided transfers between registered
+ * regions (runtime/plexus_xfer.h) even when PUT/GET are not set, i.e. the
+ * module keeps them from the messaging layer's rendezvous (btl/shm's
+ * process_vm_readv/writev under btl_shm_single_copy=none). */
+#define PX_BTL_FLAGS_XFER_RDMA 0x0080u
+#define PX_BTL_FLAGS_RDMA      (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
 
 /* Descriptor flags */
 #define PX_BTL_DES_FLAGS_BTL_OWNERSHIP  0x0001u /* the BTL frees it after the send */
@@ -187,6 +199,19 @@ typedef int (*px_btl_rdma_v_fn)(struct px_btl_module *btl, px_btl_endpoint_t *en
                                 px_btl_registration_handle_t *remote_handle, int flags, int order,
                                 px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
 
+/* Shareable memory (3.2): a block that this process allocates with
+ * btl_mem_alloc and a peer maps with btl_mem_map, after the allocator sent
+ * it `desc` (desc_len bytes) by any means. Both then reach the same bytes with
+ * loads and stores. */
+#define PX_BTL_MEM_DESC_MAX 128
+typedef struct px_btl_mem {
+    void *base;  /* where this process reaches the memory (page-aligned) */
+    size_t size; /* usable bytes from base */
+    void *priv;  /* the module's */
+    uint32_t desc_len;
+    unsigned char desc[PX_BTL_MEM_DESC_MAX]; /* alloc: what a peer's btl_mem_map needs */
+} px_btl_mem_t;
+
 typedef struct px_btl_module {
     /* sizeof(px_btl_module_t) where the module was built: PX_BTL_MODULE_SIZE.
      * 0 is taken as the size for the API minor its component was built for. */
@@ -260,6 +285,24 @@ typedef struct px_btl_module {
     /* Vector RDMA write / read; NULL: the base loops btl_put/btl_get. */
     px_btl_rdma_v_fn btl_put_v;
     px_btl_rdma_v_fn btl_get_v;
+
+    /* ---- 3.2: called only when btl_size covers them (PX_BTL_MODULE_HAS);
+     * callers go through px_btl_base_mem_* (base.h). ---- */
+    /* Allocate `size` bytes (rounded up to whole pages) of memory that a peer
+     * this module reaches on the same host can map: fills mem (base, size,
+     * desc, priv). PX_ERR_OUT_OF_RESOURCE (with a message saying why) when
+     * it cannot. Any thread may use the memory; the call itself follows the
+     * module's threading (one caller at a time). */
+    int (*btl_mem_alloc)(struct px_btl_module *btl, size_t size, px_btl_mem_t *mem);
+    /* Free what btl_mem_alloc gave; peers' mappings stay valid until they
+     * unmap, but a new btl_mem_map of its desc fails. */
+    int (*btl_mem_free)(struct px_btl_module *btl, px_btl_mem_t *mem);
+    /* Map the memory `desc` describes, allocated by the peer at `endpoint`:
+     * fills map (base, size, priv). PX_ERR_BAD_PARAM with a message when the
+     * description is not one of this job's (wrong key, size, owner). */
+    int (*btl_mem_map)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint, const void *desc,
+                       size_t desc_len, px_btl_mem_t *map);
+    int (*btl_mem_unmap)(struct px_btl_module *btl, px_btl_mem_t *map);
     /* Later methods go here, each with the minor that added it. */
 } px_btl_module_t;
 
@@ -277,6 +320,9 @@ typedef struct px_btl_component {
 /* btl_size of a module built for 3.0 (everything up to btl_register_error). */
 #define PX_BTL_MODULE_SIZE_3_0                                                                     \
     (offsetof(px_btl_module_t, btl_register_error) + sizeof(void (*)(void)))
+
+/* btl_size of a module built for 3.1 (everything up to btl_get_v). */
+#define PX_BTL_MODULE_SIZE_3_1 (offsetof(px_btl_module_t, btl_get_v) + sizeof(px_btl_rdma_v_fn))
 
 /* Whether `module` has `method` (a px_btl_module_t member) set: a method
  * added after 3.0 is read only when the module's btl_size covers it. */

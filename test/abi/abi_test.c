@@ -5,6 +5,8 @@
  *    loads into this library, is selected beside btl/self, and moves data:
  *    an active message, put and get, and vector put/get, which the base runs
  *    as single put/get because a 3.0 module has no btl_put_v/btl_get_v;
+ *    it has none of the 3.2 shareable-memory methods, which the base
+ *    refuses for it;
  *  - btl/self (3.1) gets the vector calls itself;
  *  - abi30debug (the other PX_ENABLE_DEBUG) and abinewer (a newer minor than
  *    this library) are refused, saying what differs.
@@ -132,6 +134,20 @@ START_TEST(frozen_plugin_loads_and_is_selected)
     ck_assert_uint_eq(self->btl_size, PX_BTL_MODULE_SIZE);
     ck_assert(PX_BTL_MODULE_HAS(self, btl_put_v));
     ck_assert_ptr_null(failure_reason("abi30"));
+    /* Nor the 3.2 shareable-memory methods: the base refuses them for it,
+     * without reading past its struct (the transfer engine then registers
+     * memory of its own), and its put/get serve one-sided transfers by its
+     * 3.0 flags. */
+    ck_assert(!PX_BTL_MODULE_HAS(loop, btl_mem_alloc));
+    ck_assert(!PX_BTL_MODULE_HAS(loop, btl_mem_map));
+    ck_assert(!px_btl_base_has_mem_map(loop));
+    px_btl_mem_t mem;
+    ck_assert_int_eq(px_btl_base_mem_alloc(loop, 4096, &mem), PX_ERR_NOT_SUPPORTED);
+    ck_assert_int_eq(px_btl_base_mem_map(loop, loop_ep[0], "x", 1, &mem), PX_ERR_NOT_SUPPORTED);
+    ck_assert_int_eq(px_btl_base_mem_unmap(loop, &mem), PX_ERR_NOT_SUPPORTED);
+    ck_assert_int_eq(px_btl_base_mem_free(loop, &mem), PX_ERR_NOT_SUPPORTED);
+    ck_assert(px_btl_base_xfer_can_put(loop));
+    ck_assert(px_btl_base_xfer_can_get(loop));
     /* Active message through the plugin. */
     px_btl_base_register_am(201, am_cb, NULL);
     px_btl_descriptor_t *d = loop->btl_alloc(loop, loop_ep[0], PX_BTL_NO_ORDER, 12, 0);

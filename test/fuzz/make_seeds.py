@@ -117,3 +117,46 @@ put("runtime_am", "putack", isend(3, 600) + inject(6, struct.pack("<QQQQII", 0, 
     inject(7, struct.pack("<QQ", 0, 0)))
 put("runtime_am", "short", inject(2, b"\x00" * 10) + inject(3, b"\x01") + inject(6, b"") +
     inject(1, match(0, 1, 0)))
+
+
+# transfer keys (runtime/xfer_key.c): a flags byte (1 fix the checksum, 2 this
+# job and rank 0, 4 the harness's own region), then the key.
+def fnv64(data, h=1469598103934665603):
+    for b in data:
+        h = ((h ^ b) * 1099511628211) & 0xffffffffffffffff
+    return h
+
+
+def name_id(name):
+    h = fnv64(name.encode())
+    i = (h ^ (h >> 32)) & 0xffffffff
+    return i or 1
+
+
+def xkey(entries, job=0, owner=0, region=1, addr=0x10000, length=65536, flags=0, version=1):
+    body = b"".join(struct.pack("<IHBBI", cid, idx, kind, 0, len(d)) + d
+                    for cid, idx, kind, d in entries)
+    total = 64 + len(body)
+    hdr = struct.pack("<IHHII", 0x314b5850, version, len(entries), total, flags) + b"\0" * 8 + \
+        struct.pack("<QiIQQQ", job, owner, 0, region, addr, length)
+    k = hdr + body
+    csum = fnv64(k[:16] + b"\0" * 8 + k[24:])
+    return k[:16] + struct.pack("<Q", csum) + k[24:]
+
+
+self_id = name_id("self")
+put("xfer_key", "own-region", bytes([7]) + xkey([(self_id, 0, 2, b""), (0, 0, 3, struct.pack("<I", 0))]))
+put("xfer_key", "own-region-stage", bytes([7]) + xkey([(0x1234, 0, 2, b"\1" * 16)]))
+put("xfer_key", "map-entry", bytes([7]) + xkey([(name_id("shm"), 0, 1, b"\0" * 24),
+                                                (name_id("ofi"), 0, 2, b"\0" * 16)]))
+put("xfer_key", "valid-slot-far", bytes([7]) + xkey([(0, 0, 3, struct.pack("<I", 99999))]))
+put("xfer_key", "foreign-job", bytes([1]) + xkey([(self_id, 0, 2, b"")], job=12345))
+put("xfer_key", "other-owner", bytes([3]) + xkey([(self_id, 0, 2, b"")], owner=3))
+put("xfer_key", "not-own-region", bytes([3]) + xkey([(self_id, 0, 2, b"")], region=77))
+put("xfer_key", "bad-checksum", bytes([0]) + xkey([(self_id, 0, 2, b"")])[:-1] + b"x")
+put("xfer_key", "truncated", bytes([0]) + xkey([(self_id, 0, 2, b"\0" * 16)])[:70])
+put("xfer_key", "bad-kind", bytes([3]) + xkey([(self_id, 0, 9, b"")]))
+put("xfer_key", "long-entry", bytes([3]) + xkey([(self_id, 0, 2, b"\0" * 200)]))
+put("xfer_key", "version", bytes([3]) + xkey([], version=2))
+put("xfer_key", "wrap", bytes([3]) + xkey([], addr=0xffffffffffffff00, length=4096))
+put("xfer_key", "empty", b"")

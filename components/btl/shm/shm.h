@@ -20,7 +20,10 @@
  * (relative pointers), and pushed back on the sender's queue when consumed.
  * Large transfers: btl_get/btl_put with process_vm_readv/writev when
  * btl_shm_single_copy allows it and the kernel does, else the runtime's
- * pipelined fragments (copied in by the sender, out by the receiver).
+ * pipelined fragments (copied in by the sender, out by the receiver). The
+ * transfer engine may use btl_get/btl_put whenever the kernel allows
+ * (PX_BTL_FLAGS_XFER_RDMA), and maps memory allocated through it
+ * (shm_xfer.c, PX_BTL_FLAGS_MEM_MAP).
  */
 #ifndef PX_BTL_SHM_H
 #define PX_BTL_SHM_H
@@ -196,6 +199,21 @@ int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, 
 /* 1 when the owner of the segment open at lockfd has ended (its lock is
  * free), 0 while it lives or when it cannot be told. */
 int px_btl_shm_peer_gone(int lockfd);
+
+/* Make the job's segment folder `dir` (0700) when missing and check that it
+ * is this user's and closed to others; PX_SUCCESS or an error after saying why. */
+int px_btl_shm_dir_ensure(const char *dir);
+
+/* Shareable memory for the transfer engine (shm_xfer.c, BTL API 3.2). */
+int px_btl_shm_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem);
+int px_btl_shm_mem_free(px_btl_module_t *btl, px_btl_mem_t *mem);
+int px_btl_shm_mem_map(px_btl_module_t *btl, px_btl_endpoint_t *ep, const void *desc,
+                       size_t desc_len, px_btl_mem_t *map);
+int px_btl_shm_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map);
+/* Remove the shareable-memory files of `rank`, which ended without freeing them. */
+void px_btl_shm_xfer_forget(int rank);
+/* Free every allocation still held (module cleanup). */
+void px_btl_shm_xfer_cleanup(void);
 
 int px_btl_shm_module_setup(void); /* shm_module.c: called by init */
 void px_btl_shm_module_cleanup(void);

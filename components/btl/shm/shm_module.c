@@ -331,6 +331,7 @@ static PX_NOINLINE void px_btl_shm_check_peers(px_btl_shm_state_t *s)
                  "px_finalize (exited or was killed; its lock on its shared-memory segment was "
                  "released)",
                  ep->rank, (int)ep->pid);
+        px_btl_shm_xfer_forget(ep->rank); /* its shareable memory will never be freed */
         if (px_btl_shm_module.error_cb)
             px_btl_shm_module.error_cb(&px_btl_shm_module.super, ep, ep->rank, PX_ERR_PEER_FAILED,
                                        text);
@@ -396,14 +397,10 @@ static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, s
     return f;
 }
 
-static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
-                                             uint8_t order, size_t size, uint32_t flags)
+/* A fragment of the segment's heap (never a fast box descriptor), ready to fill. */
+static inline px_btl_shm_frag_t *frag_alloc(size_t size, uint8_t order, uint32_t flags)
 {
-    (void)btl;
-    px_btl_shm_frag_t *f = fbox_desc(endpoint, size, 0, order, flags);
-    if (f)
-        return &f->base;
-    f = frag_get(size);
+    px_btl_shm_frag_t *f = frag_get(size);
     if (PX_UNLIKELY(!f))
         return NULL;
     f->segment.seg_addr = (char *)f->hdr + PX_BTL_SHM_FRAG_HDR;
@@ -416,7 +413,17 @@ static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoi
     f->base.des_context = NULL;
     f->base.order = order;
     f->ep = NULL;
-    return &f->base;
+    return f;
+}
+
+static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                             uint8_t order, size_t size, uint32_t flags)
+{
+    (void)btl;
+    px_btl_shm_frag_t *f = fbox_desc(endpoint, size, 0, order, flags);
+    if (!f)
+        f = frag_alloc(size, order, flags);
+    return f ? &f->base : NULL;
 }
 
 static int px_btl_shm_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
@@ -520,12 +527,15 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
                   !ep->fb_reserved) &&
         PX_LIKELY(fbox_send2(ep, tag, header, header_size, payload, payload_size) == PX_SUCCESS))
         return PX_SUCCESS;
-    /* Through a fragment on the queue. */
-    px_btl_descriptor_t *des =
-        px_btl_shm_alloc(btl, ep, order, len, flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
-    if (!des)
+    /* Through a fragment on the queue: a heap fragment, never a fast box
+     * descriptor (the ring that was full a moment ago may have room now, if
+     * the peer read meanwhile; an in-place descriptor pushed on the queue
+     * would have no fragment header). */
+    (void)btl;
+    px_btl_shm_frag_t *f = frag_alloc(len, order, flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (!f)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
-    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)des;
+    px_btl_descriptor_t *des = &f->base;
     if (header_size)
         memcpy(f->segment.seg_addr, header, header_size);
     if (payload_size)
@@ -611,6 +621,7 @@ static int px_btl_shm_finalize(px_btl_module_t *btl)
 void px_btl_shm_module_cleanup(void)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_shm_xfer_cleanup();
     if (s->by_idx) {
         for (int i = 0; i < s->nlocal; i++)
             if (s->by_idx[i]) {
@@ -663,14 +674,13 @@ int px_btl_shm_module_setup(void)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_module_t *m = &px_btl_shm_module.super;
     s->cma_ok = s->single_copy != PX_BTL_SHM_SC_NONE;
-    if (!s->cma_ok) {
+    if (!s->cma_ok) /* the messaging layer's rendezvous pipelines */
         m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
-        m->btl_get = NULL;
-        m->btl_put = NULL;
-    } else {
-        m->btl_get = px_btl_shm_get;
-        m->btl_put = px_btl_shm_put;
-    }
+    /* put/get stay for the transfer engine while XFER_RDMA is set (the
+     * probe in add_procs clears both when the kernel refuses). */
+    bool rdma = (m->btl_flags & (PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_XFER_RDMA)) != 0;
+    m->btl_get = rdma ? px_btl_shm_get : NULL;
+    m->btl_put = rdma ? px_btl_shm_put : NULL;
     px_btl_shm_module.error_cb = NULL;
     return PX_SUCCESS;
 }
@@ -689,8 +699,8 @@ px_btl_shm_module_t px_btl_shm_module = {
             .btl_put_alignment = 0,
             .btl_get_limit = SIZE_MAX,
             .btl_get_alignment = 0,
-            .btl_flags =
-                PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_SINGLE_COPY,
+            .btl_flags = PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET |
+                         PX_BTL_FLAGS_SINGLE_COPY | PX_BTL_FLAGS_MEM_MAP | PX_BTL_FLAGS_XFER_RDMA,
             .btl_registration_handle_size = 0,
             .btl_add_procs = px_btl_shm_add_procs,
             .btl_del_procs = px_btl_shm_del_procs,
@@ -707,6 +717,10 @@ px_btl_shm_module_t px_btl_shm_module = {
             .btl_flush = px_btl_shm_flush,
             .btl_progress = px_btl_shm_progress,
             .btl_register_error = px_btl_shm_register_error,
+            .btl_mem_alloc = px_btl_shm_mem_alloc,
+            .btl_mem_free = px_btl_shm_mem_free,
+            .btl_mem_map = px_btl_shm_mem_map,
+            .btl_mem_unmap = px_btl_shm_mem_unmap,
         },
     .error_cb = NULL,
 };

@@ -102,7 +102,7 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                 rmdir(mx->path); /* succeeds for the last segment of the job */
             }
         }
-        if (!probed && (btl->btl_flags & PX_BTL_FLAGS_GET)) {
+        if (!probed && (btl->btl_flags & (PX_BTL_FLAGS_GET | PX_BTL_FLAGS_XFER_RDMA))) {
             probed = true;
             uint64_t magic = 0;
             struct iovec l = {&magic, sizeof magic}, r = {(void *)(uintptr_t)mx->vaddr, 8};
@@ -113,7 +113,8 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                                                : process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
             if (got != 8 || magic != PX_BTL_SHM_MAGIC) {
                 int e = got < 0 ? errno : EIO;
-                btl->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
+                btl->btl_flags &=
+                    ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY | PX_BTL_FLAGS_XFER_RDMA);
                 btl->btl_get = NULL;
                 btl->btl_put = NULL;
                 if (s->single_copy == PX_BTL_SHM_SC_CMA)
@@ -121,6 +122,10 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                                     "rank %d is refused (%s; ptrace rules or a container); "
                                     "using pipelined copies",
                                     p->rank, strerror(e));
+                PX_OUTPUT_VERBOSE(1, 0,
+                                  "btl shm: process_vm_readv from rank %d is refused (%s): "
+                                  "one-sided transfers of registered memory are staged",
+                                  p->rank, strerror(e));
             }
         }
         free(mx);

@@ -45,7 +45,7 @@ static void px_btl_shm_place(void *base, size_t size)
 #endif
 }
 
-static int px_btl_shm_check_dir(const char *dir)
+int px_btl_shm_dir_ensure(const char *dir)
 {
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         px_show_error("btl shm: cannot create the job's segment folder %s: %s (variable "
@@ -71,7 +71,7 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     *base = NULL;
     if (lockfd)
         *lockfd = -1;
-    int rc = px_btl_shm_check_dir(dir);
+    int rc = px_btl_shm_dir_ensure(dir);
     if (rc != PX_SUCCESS)
         return rc;
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

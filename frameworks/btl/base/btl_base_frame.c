@@ -40,7 +40,9 @@ static const char *const px_btl_base_fp_names[] = {"px_btl_component_t", "px_btl
 static const uint32_t px_btl_base_fp_sizes[PX_BTL_API_MINOR + 1][PX_MCA_FINGERPRINT_FW_SIZES] = {
     [0] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_0, sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
-    [1] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
+    [1] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_1, sizeof(px_btl_descriptor_t),
+           sizeof(px_btl_active_message_callback_t)},
+    [2] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
 };
 
@@ -207,13 +209,15 @@ static const px_mca_var_field_t px_btl_base_module_vars[] = {
      PX_BTL_BASE_AT(btl_get_alignment)},
     {.name = "flags",
      .help = "Capabilities, OR of: 0x1 send, 0x2 put, 0x4 get, 0x8 send in place, 0x10 single "
-             "copy, 0x20 needs registration; a user may clear bits (e.g. to disable RDMA) but "
-             "not add ones the transport lacks; without 0x1 the transport cannot be used",
+             "copy, 0x20 needs registration, 0x40 shareable memory a same-host peer maps (the "
+             "transfer engine), 0x80 put/get for one-sided transfers only; a user may clear bits "
+             "(e.g. to disable RDMA) but not add ones the transport lacks; without 0x1 the "
+             "transport cannot be used",
      .type = PX_MCA_VAR_TYPE_UNSIGNED,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "0",
-     .max = "0x3f",
+     .max = "0xff",
      PX_BTL_BASE_AT(btl_flags)},
 };
 #undef PX_BTL_BASE_AT

@@ -1,0 +1,456 @@
+/*
+ * xfer_stage.c: the staged path. When no transport has a direct path
+ * between the two regions (only send/sendi transports, a module without GET,
+ * flags cleared by the user, a request naming "stage"), a request moves as
+ * active messages over the peer's eager transport, in chunks of
+ * xfer_stage_size (capped by the transport's fragment):
+ *
+ *   write: initiator copies a chunk into a bounce buffer and sends it (WRITE);
+ *          the target's proxy (an active-message callback) copies it into
+ *          the region and answers WACK; the bounce buffer goes back then.
+ *   read:  initiator takes a bounce buffer (the chunk's credit) and sends
+ *          READ; the target's proxy copies the region straight into its
+ *          transport's descriptor (RDATA); the initiator copies it into
+ *          the region and gives the buffer back.
+ *
+ * The pool of xfer_stage_count bounce buffers bounds the chunks in flight
+ * from this process. The target never waits for a buffer of its own (it
+ * copies into the transport's descriptor, and what the transport cannot
+ * take now waits on a job list with the region looked up again when it
+ * runs), so two processes staging to each other cannot lock each other out.
+ * The target looks the region up by id (the key's), so a region freed by its
+ * owner is answered "no such region" and the request fails saying it was
+ * deregistered. Replies name the request by its address and bounce buffer;
+ * a reply is acted on only when that buffer is held by that request.
+ *
+ * Correct for every transport that sends; slower than a direct path (two
+ * copies and a round trip per chunk), as docs/transfer.md says.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "runtime/xfer.h"
+
+#define POOL_PROXY ((px_xfer_slot_t *)(uintptr_t)1) /* never used: the target holds none */
+
+int px_xfer_stage_init(void)
+{
+    px_xfer.pool = NULL;
+    px_xfer.pool_free = NULL;
+    px_xfer.pool_owner = NULL;
+    px_xfer.pool_count = px_xfer.pool_nfree = 0;
+    px_xfer.pool_size = 0;
+    px_xfer.jobs = px_xfer.jobs_tail = NULL;
+    return PX_SUCCESS;
+}
+
+void px_xfer_stage_finalize(void)
+{
+    while (px_xfer.jobs) {
+        px_xfer_job_t *j = px_xfer.jobs;
+        px_xfer.jobs = j->next;
+        atomic_fetch_sub(&px_xfer.work, 1);
+        free(j);
+    }
+    px_xfer.jobs_tail = NULL;
+    free(px_xfer.pool);
+    free(px_xfer.pool_free);
+    free(px_xfer.pool_owner);
+    px_xfer.pool = NULL;
+    px_xfer.pool_free = NULL;
+    px_xfer.pool_owner = NULL;
+    px_xfer.pool_count = px_xfer.pool_nfree = 0;
+}
+
+/* The pool is made on first use. */
+static bool pool_ready(void)
+{
+    if (px_xfer.pool)
+        return true;
+    int n = px_xfer.stage_count > 0 ? px_xfer.stage_count : 1;
+    size_t size = px_xfer.stage_size >= 256 ? px_xfer.stage_size : 256;
+    px_xfer.pool = malloc((size_t)n * size);
+    px_xfer.pool_free = malloc((size_t)n * sizeof(int));
+    px_xfer.pool_owner = calloc((size_t)n, sizeof(px_xfer_slot_t *));
+    if (!px_xfer.pool || !px_xfer.pool_free || !px_xfer.pool_owner) {
+        free(px_xfer.pool);
+        free(px_xfer.pool_free);
+        free(px_xfer.pool_owner);
+        px_xfer.pool = NULL;
+        px_xfer.pool_free = NULL;
+        px_xfer.pool_owner = NULL;
+        return false;
+    }
+    px_xfer.pool_count = n;
+    px_xfer.pool_size = size;
+    for (int i = 0; i < n; ++i)
+        px_xfer.pool_free[i] = n - 1 - i;
+    px_xfer.pool_nfree = n;
+    return true;
+}
+
+static int pool_get(px_xfer_slot_t *owner)
+{
+    if (0 == px_xfer.pool_nfree)
+        return -1;
+    int b = px_xfer.pool_free[--px_xfer.pool_nfree];
+    px_xfer.pool_owner[b] = owner;
+    return b;
+}
+
+static void pool_put(int b)
+{
+    px_xfer.pool_owner[b] = NULL;
+    px_xfer.pool_free[px_xfer.pool_nfree++] = b;
+}
+
+static char *pool_buf(int b)
+{
+    return px_xfer.pool + (size_t)b * px_xfer.pool_size;
+}
+
+/* Largest data bytes of one staged message to `peer`. */
+static size_t stage_chunk(int peer)
+{
+    size_t c = px_xfer.pool_size;
+    px_btl_module_t *m = px_rt.peers[peer].eager_btl;
+    size_t room = m && m->btl_max_send_size > sizeof(px_xfer_stage_hdr_t)
+                      ? m->btl_max_send_size - sizeof(px_xfer_stage_hdr_t)
+                      : 0;
+    if (room && c > room)
+        c = room;
+    return c;
+}
+
+int px_xfer_send(int peer, px_btl_tag_t am, const void *hdr, size_t hlen, const void *data,
+                 size_t dlen)
+{
+    px_rt_peer_t *rp = &px_rt.peers[peer];
+    px_btl_module_t *m = rp->eager_btl;
+    if (atomic_load(&px_xfer.peers[peer].failed))
+        return atomic_load(&px_xfer.peers[peer].failed);
+    if (!m)
+        return PX_ERR_UNREACH;
+    if (m->btl_sendi) {
+        int rc = m->btl_sendi(m, rp->eager_ep, hdr, hlen, data, dlen, PX_BTL_NO_ORDER, 0, am, NULL);
+        if (PX_SUCCESS == rc || PX_ERR_TEMP_OUT_OF_RESOURCE != rc)
+            return rc;
+    }
+    if (hlen + dlen > m->btl_max_send_size)
+        return PX_ERR_BAD_PARAM;
+    px_btl_descriptor_t *des =
+        m->btl_alloc(m, rp->eager_ep, PX_BTL_NO_ORDER, hlen + dlen, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    if (!des)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    char *p = des->des_segments[0].seg_addr;
+    memcpy(p, hdr, hlen);
+    if (dlen)
+        memcpy(p + hlen, data, dlen);
+    des->des_segments[0].seg_len = hlen + dlen;
+    des->des_cbfunc = NULL;
+    int rc = m->btl_send(m, rp->eager_ep, des, am);
+    if (rc < 0) {
+        m->btl_free(m, des);
+        return rc;
+    }
+    return PX_SUCCESS;
+}
+
+/* ------------------------------------------------------------ initiator */
+
+void px_xfer_stage_release(px_xfer_slot_t *s)
+{
+    if (!px_xfer.pool)
+        return;
+    for (int b = 0; b < px_xfer.pool_count; ++b)
+        if (px_xfer.pool_owner[b] == s)
+            pool_put(b);
+}
+
+static void stage_check(px_xfer_slot_t *s)
+{
+    if (s->scheduling || s->pend || s->outstanding)
+        return;
+    if (s->error || s->done >= s->len)
+        px_xfer_slot_complete(s, s->error, NULL);
+}
+
+void px_xfer_stage_start(px_xfer_slot_t *s)
+{
+    s->scur = 0;
+    s->nrails = 0;
+    if (!pool_ready()) {
+        px_xfer_slot_error(s, PX_ERR_OUT_OF_RESOURCE, false,
+                           "cannot allocate the staged path's bounce buffers (xfer_stage_count "
+                           "x xfer_stage_size)");
+        stage_check(s);
+        return;
+    }
+    px_xfer_stage_schedule(s);
+}
+
+void px_xfer_stage_schedule(px_xfer_slot_t *s)
+{
+    const bool write = PX_XFER_WRITE == s->op;
+    size_t chunk = stage_chunk(s->peer);
+    s->scheduling = true;
+    while (s->scur < s->len && !s->error) {
+        int b = pool_get(s);
+        if (b < 0) {
+            /* Every buffer is in flight: a reply frees one and schedules us. */
+            if (0 == s->outstanding)
+                px_xfer_pend_add(s);
+            break;
+        }
+        size_t c = s->len - s->scur < chunk ? s->len - s->scur : chunk;
+        px_xfer_stage_hdr_t h = {.token = (uint64_t)(uintptr_t)s,
+                                 .region = s->remote->id,
+                                 .offset = s->roff + s->scur,
+                                 .len = (uint32_t)c,
+                                 .cookie = (uint16_t)b,
+                                 .status = PX_XFER_ST_OK};
+        /* Counted before sending: the answer may come inside the send (a
+         * transport that delivers in place). */
+        s->scur += c;
+        s->outstanding++;
+        int rc;
+        if (write) {
+            memcpy(pool_buf(b), s->local->base + s->loff + s->scur - c, c);
+            rc = px_xfer_send(s->peer, PX_XFER_AM_WRITE, &h, sizeof h, pool_buf(b), c);
+        } else {
+            rc = px_xfer_send(s->peer, PX_XFER_AM_READ, &h, sizeof h, NULL, 0);
+        }
+        if (PX_LIKELY(PX_SUCCESS == rc))
+            continue;
+        s->scur -= c;
+        s->outstanding--;
+        pool_put(b);
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
+            px_xfer_pend_add(s);
+            break;
+        }
+        int failed = atomic_load(&px_xfer.peers[s->peer].failed);
+        char what[300];
+        snprintf(what, sizeof what, "the staged %s could not be sent: %s", write ? "write" : "read",
+                 failed ? px_xfer.peers[s->peer].why : px_strerror(rc));
+        px_xfer_slot_error(s, failed ? failed : rc, failed != 0, what);
+    }
+    s->scheduling = false;
+    stage_check(s);
+}
+
+/* The header of a staged message (NULL, after saying why, when short). */
+static bool stage_hdr(const px_btl_receive_descriptor_t *d, px_xfer_stage_hdr_t *h,
+                      size_t *data_len, const char *what)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < d->des_segment_count; ++i)
+        total += d->des_segments[i].seg_len;
+    if (d->des_segment_count < 1 || d->des_segments[0].seg_len < sizeof *h) {
+        px_show_error("a staged %s from rank %d has %zu bytes, less than its %zu-byte "
+                      "header; dropped",
+                      what, d->src_rank, total, sizeof *h);
+        return false;
+    }
+    memcpy(h, d->des_segments[0].seg_addr, sizeof *h);
+    *data_len = total - sizeof *h;
+    return true;
+}
+
+/* Copy `len` bytes after the header out of the segments. */
+static void stage_copy_out(const px_btl_receive_descriptor_t *d, char *dst, size_t len)
+{
+    size_t skip = sizeof(px_xfer_stage_hdr_t);
+    for (size_t i = 0; i < d->des_segment_count && len; ++i) {
+        const char *a = d->des_segments[i].seg_addr;
+        size_t l = d->des_segments[i].seg_len;
+        if (skip >= l) {
+            skip -= l;
+            continue;
+        }
+        size_t c = l - skip < len ? l - skip : len;
+        memcpy(dst, a + skip, c);
+        dst += c;
+        len -= c;
+        skip = 0;
+    }
+}
+
+/* The request a reply names, when the bounce buffer it names is that
+ * request's (nothing else is trusted from the wire). */
+static px_xfer_slot_t *stage_owner(const px_xfer_stage_hdr_t *h, int src, const char *what)
+{
+    if (!px_xfer.pool || h->cookie >= px_xfer.pool_count ||
+        px_xfer.pool_owner[h->cookie] != (px_xfer_slot_t *)(uintptr_t)h->token ||
+        NULL == px_xfer.pool_owner[h->cookie] || POOL_PROXY == px_xfer.pool_owner[h->cookie]) {
+        if (!atomic_load(&px_xfer.peers[src].failed))
+            PX_OUTPUT_VERBOSE(1, px_xfer.output,
+                              "a staged %s from rank %d names no request in flight "
+                              "(buffer %u); dropped",
+                              what, src, h->cookie);
+        return NULL;
+    }
+    px_xfer_slot_t *s = px_xfer.pool_owner[h->cookie];
+    return s->peer == src ? s : NULL;
+}
+
+static const char *stage_status_text(int st)
+{
+    return PX_XFER_ST_NOREGION == st ? "the region was deregistered by its owner (px_xfer_free)"
+                                     : "the target refused the chunk: out of its region's bounds "
+                                       "or larger than its transport's fragment";
+}
+
+static void stage_reply(px_xfer_slot_t *s, const px_xfer_stage_hdr_t *h)
+{
+    pool_put(h->cookie);
+    s->outstanding--;
+    if (PX_XFER_ST_OK != h->status)
+        px_xfer_slot_error(s, PX_XFER_ST_NOREGION == h->status ? PX_ERR_NOT_FOUND : PX_ERR_COMM,
+                           false, stage_status_text(h->status));
+    else
+        s->done += h->len;
+    if (s->error || s->scheduling)
+        stage_check(s); /* (while scheduling: its loop goes on and checks at the end) */
+    else if (!s->pend)
+        px_xfer_stage_schedule(s); /* a buffer is free again */
+}
+
+void px_xfer_am_wack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_xfer_stage_hdr_t h;
+    size_t dl;
+    if (!stage_hdr(d, &h, &dl, "write answer"))
+        return;
+    px_xfer_slot_t *s = stage_owner(&h, d->src_rank, "write answer");
+    if (!s || PX_XFER_WRITE != s->op)
+        return;
+    stage_reply(s, &h);
+}
+
+void px_xfer_am_rdata(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_xfer_stage_hdr_t h;
+    size_t dl;
+    if (!stage_hdr(d, &h, &dl, "read answer"))
+        return;
+    px_xfer_slot_t *s = stage_owner(&h, d->src_rank, "read answer");
+    if (!s || PX_XFER_READ != s->op)
+        return;
+    if (PX_XFER_ST_OK == h.status) {
+        if (h.offset < s->roff || h.offset - s->roff > s->len || h.len > s->len ||
+            h.offset - s->roff > s->len - h.len || dl != h.len) {
+            h.status = PX_XFER_ST_BOUNDS; /* not what was asked: the request fails */
+        } else {
+            stage_copy_out(d, s->local->base + s->loff + (h.offset - s->roff), dl);
+        }
+    }
+    stage_reply(s, &h);
+}
+
+/* ------------------------------------------------------------ target (proxy) */
+
+static void job_queue(px_xfer_job_t *j)
+{
+    px_xfer_need_progress();
+    j->next = NULL;
+    if (px_xfer.jobs_tail)
+        px_xfer.jobs_tail->next = j;
+    else
+        px_xfer.jobs = j;
+    px_xfer.jobs_tail = j;
+    atomic_fetch_add(&px_xfer.work, 1);
+}
+
+/* Check a chunk against the region; returns the status. */
+static uint8_t target_check(const px_xfer_stage_hdr_t *h, px_xfer_region_t **out, int peer)
+{
+    px_xfer_region_t *r = px_xfer_region_find(h->region);
+    *out = r;
+    if (!r)
+        return PX_XFER_ST_NOREGION;
+    if (h->offset > r->len || h->len > r->len - h->offset)
+        return PX_XFER_ST_BOUNDS;
+    px_btl_module_t *m = px_rt.peers[peer].eager_btl;
+    if (m && h->len + sizeof *h > m->btl_max_send_size)
+        return PX_XFER_ST_BOUNDS;
+    return PX_XFER_ST_OK;
+}
+
+/* Run a proxy's answer; PX_ERR_TEMP_OUT_OF_RESOURCE when it must wait. */
+static int job_run(px_xfer_job_t *j)
+{
+    if (PX_XFER_AM_WACK == j->am)
+        return px_xfer_send(j->peer, PX_XFER_AM_WACK, &j->hdr, sizeof j->hdr, NULL, 0);
+    px_xfer_region_t *r;
+    px_xfer_stage_hdr_t h = j->hdr;
+    h.status = target_check(&h, &r, j->peer);
+    if (PX_XFER_ST_OK != h.status) {
+        h.len = 0;
+        return px_xfer_send(j->peer, PX_XFER_AM_RDATA, &h, sizeof h, NULL, 0);
+    }
+    return px_xfer_send(j->peer, PX_XFER_AM_RDATA, &h, sizeof h, r->base + h.offset, h.len);
+}
+
+int px_xfer_stage_jobs(void)
+{
+    int n = 0;
+    while (px_xfer.jobs) {
+        px_xfer_job_t *j = px_xfer.jobs;
+        int rc = job_run(j);
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc && !atomic_load(&px_xfer.peers[j->peer].failed))
+            break;
+        px_xfer.jobs = j->next;
+        if (!px_xfer.jobs)
+            px_xfer.jobs_tail = NULL;
+        atomic_fetch_sub(&px_xfer.work, 1);
+        free(j);
+        n++;
+    }
+    return n;
+}
+
+/* Answer now, or queue the answer (behind earlier ones, keeping their order). */
+static void target_answer(int peer, uint8_t am, const px_xfer_stage_hdr_t *h)
+{
+    px_xfer_job_t tmp = {.peer = peer, .am = am, .buf = -1, .hdr = *h};
+    if (!px_xfer.jobs && PX_ERR_TEMP_OUT_OF_RESOURCE != job_run(&tmp))
+        return;
+    px_xfer_job_t *j = malloc(sizeof *j);
+    if (!j) {
+        px_show_error("out of memory queueing a staged answer to rank %d; dropped", peer);
+        return;
+    }
+    *j = tmp;
+    job_queue(j);
+}
+
+void px_xfer_am_write(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_xfer_stage_hdr_t h;
+    size_t dl;
+    if (!px_xfer.ready || !stage_hdr(d, &h, &dl, "write"))
+        return;
+    px_xfer_region_t *r;
+    h.status = target_check(&h, &r, d->src_rank);
+    if (PX_XFER_ST_OK == h.status && dl != h.len)
+        h.status = PX_XFER_ST_BOUNDS;
+    if (PX_XFER_ST_OK == h.status)
+        stage_copy_out(d, r->base + h.offset, dl);
+    target_answer(d->src_rank, PX_XFER_AM_WACK, &h);
+}
+
+void px_xfer_am_read(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    px_xfer_stage_hdr_t h;
+    size_t dl;
+    if (!px_xfer.ready || !stage_hdr(d, &h, &dl, "read"))
+        return;
+    target_answer(d->src_rank, PX_XFER_AM_RDATA, &h);
+}
