@@ -83,6 +83,22 @@ static double p2p_wait_timeout(void)
     return px_rt.wait_timeout;
 }
 
+/* px_send's immediate path: the transport's inline send, no request. */
+static int p2p_send_now(const void *buf, size_t len, int dest, int tag)
+{
+    px_rt_peer_t *peer = &px_rt.peers[dest];
+    if (len >= peer->tiny_below || PX_UNLIKELY(peer->failed))
+        return PX_ERR_NOT_SUPPORTED;
+    px_rt_match_hdr_t h = {px_rt.rank, tag, peer->send_seq, 0};
+    int rc = peer->eager_btl->btl_sendi(peer->eager_btl, peer->eager_ep, &h, sizeof(h), buf, len,
+                                        PX_BTL_NO_ORDER, 0, PX_RT_AM_MATCH, NULL);
+    if (PX_LIKELY(PX_SUCCESS == rc)) {
+        peer->send_seq++;
+        return PX_SUCCESS;
+    }
+    return PX_ERR_NOT_SUPPORTED;
+}
+
 static const px_coll_p2p_t px_rt_coll_p2p = {
     .isend = px_rt_isend,
     .irecv = px_rt_irecv,
@@ -90,6 +106,7 @@ static const px_coll_p2p_t px_rt_coll_p2p = {
     .release = p2p_release,
     .progress = p2p_progress,
     .wait_timeout = p2p_wait_timeout,
+    .send_now = p2p_send_now,
 };
 
 /* ---- groups ---- */
@@ -191,6 +208,8 @@ px_group_t *px_group_world(void)
 
 static bool group_ok(const px_coll_group_t *g, const char *fn)
 {
+    if (PX_LIKELY(g == world_group && NULL != g))
+        return true; /* world_group is NULL outside px_init .. px_finalize */
     if (!px_rt.initialized) {
         px_show_error("%s: called before px_init (or after px_finalize)", fn);
         return false;
@@ -385,14 +404,16 @@ static PX_COLD int bad_rop(const char *fn, int dtype, int rop)
     return bad(fn, buf);
 }
 
-/* Check, resolve in-place and PX_AVG, and build; `op` holds the schedule
- * (and scratch). *trivial: nothing to communicate (count 0). */
-static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, bool nb, px_rt_coll_op_t *op,
-                        bool *trivial)
+/* Check, resolve in-place and PX_AVG (*avg: divide the result by the
+ * group's size at the end); *scratch: an in-place input set aside (free it
+ * when done). *trivial: nothing to communicate (count 0). */
+static int coll_check(px_coll_group_t *g, px_coll_args_t *a, bool nb, void **scratch, bool *avg,
+                      bool *trivial)
 {
     const char *fn = api_names[a->opid][nb ? 1 : 0];
     *trivial = false;
-    op->scratch = NULL;
+    *avg = false;
+    *scratch = NULL;
     if (!group_ok(g, fn))
         return px_rt.initialized ? PX_ERR_BAD_PARAM : PX_ERR_NOT_INITIALIZED;
     if (g->failed) {
@@ -403,7 +424,6 @@ static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, bool nb, px_rt_co
     }
     const bool root_op = PX_COLL_BCAST == a->opid || PX_COLL_SCATTER == a->opid ||
                          PX_COLL_GATHER == a->opid || PX_COLL_REDUCE == a->opid;
-    int avg = 0;
     if (PX_COLL_BARRIER != a->opid) {
         char buf[160];
         if ((int)a->dtype < 0 || a->dtype >= PX_DTYPE_COUNT) {
@@ -418,8 +438,8 @@ static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, bool nb, px_rt_co
                      g->size - 1);
             return bad(fn, buf);
         }
-        size_t es = px_coll_dtype_size(a->dtype);
-        if (a->count > SIZE_MAX / es / (size_t)g->size) {
+        size_t es = px_coll_dtype_bytes(a->dtype), full_bytes;
+        if (__builtin_mul_overflow(a->count, es * (size_t)g->size, &full_bytes)) {
             snprintf(buf, sizeof(buf), "count %zu of %s is too large", a->count,
                      px_coll_dtype_name(a->dtype));
             return bad(fn, buf);
@@ -477,11 +497,11 @@ static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, bool nb, px_rt_co
             case PX_COLL_REDUCE_SCATTER:
             case PX_COLL_ALLTOALL:
                 /* The input is the whole receive buffer: set it aside. */
-                op->scratch = malloc(full);
-                if (NULL == op->scratch)
+                *scratch = malloc(full);
+                if (NULL == *scratch)
                     return PX_ERR_OUT_OF_RESOURCE;
-                memcpy(op->scratch, a->rbuf, full);
-                a->sbuf = op->scratch;
+                memcpy(*scratch, a->rbuf, full);
+                a->sbuf = *scratch;
                 break;
             default:
                 break;
@@ -493,14 +513,24 @@ static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, bool nb, px_rt_co
             a->sbuf = a->rbuf;
         if (has_rop(a->opid) && PX_AVG == a->rop) {
             a->rop = PX_SUM;
-            avg = PX_COLL_REDUCE != a->opid || root;
+            *avg = PX_COLL_REDUCE != a->opid || root;
         }
     }
-    px_coll_sched_init(&op->s, g, a->opid, nb);
-    int rc = px_coll_base_build(g, a, &op->s);
+    return PX_SUCCESS;
+}
+
+/* Check and build the schedule of a non-blocking call into `op`. */
+static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, px_rt_coll_op_t *op, bool *trivial)
+{
+    bool avg;
+    int rc = coll_check(g, a, true, &op->scratch, &avg, trivial);
+    if (rc != PX_SUCCESS || *trivial)
+        return rc;
+    px_coll_sched_init(&op->s, g, a->opid, true);
+    rc = px_coll_base_build(g, a, &op->s);
     if (rc != PX_SUCCESS) {
-        px_show_error("%s: could not prepare the collective on a group of %d ranks: %s", fn,
-                      g->size, px_strerror(rc));
+        px_show_error("%s: could not prepare the collective on a group of %d ranks: %s",
+                      api_names[a->opid][1], g->size, px_strerror(rc));
         px_coll_sched_fini(&op->s);
         free(op->scratch);
         op->scratch = NULL;
@@ -515,19 +545,46 @@ static int coll_prepare(px_coll_group_t *g, px_coll_args_t *a, bool nb, px_rt_co
     return PX_SUCCESS;
 }
 
-/* The entry points below run under the transfer engine's lock once
+/* The common case, decided in a few compares: a valid type and count,
+ * both buffers there and not in place, a root in the group, a reduction
+ * every type has (sum, prod, min, max). Anything else takes coll_check. */
+static inline bool coll_plain(const px_coll_group_t *g, const px_coll_args_t *a)
+{
+    if (PX_COLL_BARRIER == a->opid)
+        return true;
+    if ((unsigned)a->dtype >= PX_DTYPE_COUNT || 0 == a->count || (a->count >> 32) ||
+        g->size > (1 << 20) || NULL == a->rbuf || PX_IN_PLACE == a->rbuf)
+        return false;
+    switch (a->opid) {
+    case PX_COLL_ALLREDUCE:
+        return a->sbuf && PX_IN_PLACE != a->sbuf && (unsigned)a->rop < PX_AVG;
+    case PX_COLL_BCAST:
+        return (unsigned)a->root < (unsigned)g->size;
+    case PX_COLL_ALLGATHER:
+        return a->sbuf && PX_IN_PLACE != a->sbuf;
+    default:
+        return false;
+    }
+}
+
+/* A blocking call: the chosen module's shortcut or its schedule, run here.
+ * The entry points below run under the transfer engine's lock once
  * px_xfer_enable_threads was called (PX_RT_API_CALL), like every messaging
  * call: the transports are driven by one thread at a time. */
 static int coll_blocking_locked(px_coll_group_t *g, px_coll_args_t *a)
 {
-    px_rt_coll_op_t op;
-    bool trivial;
-    int rc = coll_prepare(g, a, false, &op, &trivial);
+    if (PX_LIKELY(g == world_group && NULL != g && !g->failed && coll_plain(g, a)))
+        return px_coll_base_blocking(g, a);
+    void *scratch;
+    bool avg, trivial;
+    int rc = coll_check(g, a, false, &scratch, &avg, &trivial);
     if (rc != PX_SUCCESS || trivial)
         return rc;
-    rc = px_coll_sched_run(&op.s);
-    px_coll_sched_fini(&op.s);
-    free(op.scratch);
+    rc = px_coll_base_blocking(g, a);
+    if (PX_UNLIKELY(avg) && PX_SUCCESS == rc)
+        px_coll_scale(a->rbuf, a->count, a->dtype, (double)g->size);
+    if (PX_UNLIKELY(scratch != NULL))
+        free(scratch);
     return rc;
 }
 
@@ -547,7 +604,7 @@ static int coll_nonblocking_locked(px_coll_group_t *g, px_coll_args_t *a, px_req
     if (NULL == op)
         return PX_ERR_OUT_OF_RESOURCE;
     bool trivial;
-    int rc = coll_prepare(g, a, true, op, &trivial);
+    int rc = coll_prepare(g, a, op, &trivial);
     if (rc != PX_SUCCESS) {
         free(op);
         return rc;

@@ -18,6 +18,11 @@
  * point-to-point operations (px_coll_p2p_t below) at px_init, and schedules
  * reach messaging only through it: no coll file includes the runtime.
  *
+ * A module may also give, per operation, a blocking shortcut (API 1.1,
+ * px_coll_module_t.run): the same messages as its schedule, sent and awaited
+ * directly (px_coll_run_*), with nothing built or interpreted. Blocking calls
+ * take it; non-blocking ones always build the schedule.
+ *
  * Who calls what: the runtime (runtime/coll.c) calls the px_coll_base_*
  * functions; components fill px_coll_component_t / px_coll_module_t and call
  * the schedule builders (px_coll_sched_*) and the reductions (px_coll_reduce).
@@ -33,7 +38,7 @@
 #include "frameworks/coll/coll_types.h"
 
 #define PX_COLL_API_MAJOR   1
-#define PX_COLL_API_MINOR   0
+#define PX_COLL_API_MINOR   1
 #define PX_COLL_API_RELEASE 0
 
 /* The operations, as indices into a module's op[] table. */
@@ -56,11 +61,17 @@ PX_EXPORT const char *px_coll_op_name(int opid);
 PX_EXPORT const char *px_coll_dtype_name(int dtype);
 PX_EXPORT const char *px_coll_rop_name(int rop);
 PX_EXPORT size_t px_coll_dtype_size(int dtype);
+/* The same for a dtype already known to be valid, inline (hot paths). */
+static inline size_t px_coll_dtype_bytes(int dtype)
+{
+    return dtype < 8 ? (size_t)1 << (dtype >> 1) : (size_t)4 << (dtype - 8);
+}
 
 struct px_request;
 typedef struct px_coll_group px_coll_group_t;
 typedef struct px_coll_sched px_coll_sched_t;
 typedef struct px_coll_module px_coll_module_t;
+typedef struct px_coll_args px_coll_args_t;
 
 /* ---- point-to-point, as the runtime gives it ---- */
 typedef struct px_coll_p2p {
@@ -79,6 +90,11 @@ typedef struct px_coll_p2p {
     int (*progress)(void);
     /* runtime_wait_timeout in seconds (0: none). */
     double (*wait_timeout)(void);
+    /* Send now without a request when the message can leave at once (small
+     * enough for the transport's inline send, room for it): PX_SUCCESS, the
+     * buffer may be reused. Anything else (PX_ERR_NOT_SUPPORTED): nothing was
+     * sent, use isend. */
+    int (*send_now)(const void *buf, size_t len, int world_dest, int tag);
 } px_coll_p2p_t;
 
 /* ---- groups ---- */
@@ -86,11 +102,17 @@ typedef struct px_coll_p2p {
 #define PX_COLL_ANY_SOURCE  (-1) /* as PX_ANY_SOURCE */
 #define PX_COLL_MAX_CHOICES 8
 
+/* A module's blocking shortcut for one operation (API 1.1; see
+ * px_coll_module_t.run). */
+typedef int (*px_coll_run_fn)(px_coll_group_t *g, const px_coll_args_t *a, int tag);
+
 /* What the decision rules say for one operation on one group, resolved when
- * the group is made: messages of [bmin, bmax] bytes go to `module`. */
+ * the group is made: messages of [bmin, bmax] bytes go to `module` (its
+ * blocking shortcut `run`, NULL when it has none). */
 typedef struct px_coll_choice {
     size_t bmin, bmax;
     px_coll_module_t *module;
+    px_coll_run_fn run;
 } px_coll_choice_t;
 /* Tags: INT32_MIN + ctx * 4096 + seq; seq 4095 is the group's failure notice. */
 #define PX_COLL_SEQ_SPAN  4096
@@ -116,11 +138,15 @@ struct px_coll_group {
     /* Per operation: the rules that apply to this group's size, in order. */
     px_coll_choice_t choice[PX_COLL_NOPS][PX_COLL_MAX_CHOICES];
     int nchoice[PX_COLL_NOPS];
+    /* Per operation: the blocking shortcut of stack[op][0] (NULL: none). */
+    px_coll_run_fn stack_run[PX_COLL_NOPS];
+    /* Per module: its component was built for API 1.1 or later (run[] exists). */
+    bool module_has_run[PX_COLL_MAX_MODULES];
     void *runtime_link; /* the runtime's own bookkeeping (its list of groups) */
 };
 
 /* ---- what a collective call asks for ---- */
-typedef struct px_coll_args {
+struct px_coll_args {
     int opid;         /* PX_COLL_* */
     const void *sbuf; /* send data; never PX_IN_PLACE here (the base resolves it) */
     void *rbuf;       /* result */
@@ -132,7 +158,7 @@ typedef struct px_coll_args {
     /* In-place: sbuf == rbuf (allreduce, reduce at the root), or sbuf is this
      * rank's block inside rbuf (allgather, gather at the root); scatter's root
      * keeps its block in sbuf when rbuf points into it. */
-} px_coll_args_t;
+};
 
 /* A module's operation: build `s` for `a` on `g` (post nothing yet); return
  * PX_SUCCESS or an error (PX_ERR_NOT_SUPPORTED: let the next module of the
@@ -144,7 +170,18 @@ struct px_coll_module {
     px_coll_build_fn op[PX_COLL_NOPS];
     /* Optional: the group goes away (free per-group state kept in `m`). */
     void (*group_free)(px_coll_group_t *g, px_coll_module_t *m);
+    /* API 1.1 (the base reads it only from components built for 1.1 or
+     * later). Optional, per operation: run a BLOCKING call of it to completion
+     * now, its messages carrying `tag`, with the px_coll_run_* calls below
+     * instead of building a schedule. It must move exactly the messages op[]'s
+     * schedule moves (so a blocking call matches a non-blocking one on another
+     * rank). PX_ERR_NOT_SUPPORTED, returned before anything was posted, hands
+     * the call to op[] (same tag). Other errors: as a failed schedule (the
+     * px_coll_run_* calls have failed the group and told its members). */
+    px_coll_run_fn run[PX_COLL_NOPS];
 };
+/* The size of a module built for API 1.0 (no run[]). */
+#define PX_COLL_MODULE_SIZE_1_0 offsetof(px_coll_module_t, run)
 
 typedef struct px_coll_component {
     px_mca_component_t base;
@@ -233,6 +270,36 @@ PX_EXPORT void *px_coll_sched_tmp(px_coll_sched_t *s, size_t bytes);
 /* The point-to-point table (for modules with a progress function of their own). */
 PX_EXPORT const px_coll_p2p_t *px_coll_p2p(void);
 
+/* ---- blocking shortcuts (px_coll_module_t.run) ----
+ * A run function sends and receives directly: px_coll_run_send / _recv post
+ * (peers are group ranks, the collective's tag), px_coll_run_wait waits for
+ * everything posted (progressing, yielding when the ranks outnumber the
+ * cores, checking the group's failure notices and runtime_wait_timeout) and
+ * lets the requests go. On any failure every request is let go, the group is
+ * failed and its other members told (as a failed schedule); the error is
+ * returned, and sticks: later calls on the same px_coll_run_t return it.
+ * At most PX_COLL_RUN_MAXREQ messages may be outstanding (a run function for
+ * a larger group passes it to its schedule: PX_ERR_NOT_SUPPORTED). */
+#define PX_COLL_RUN_MAXREQ 64
+typedef struct px_coll_run {
+    px_coll_group_t *g;
+    int opid, tag;
+    int n;     /* requests outstanding in req[0..n) */
+    int error; /* sticky */
+    struct px_request *req[PX_COLL_RUN_MAXREQ];
+} px_coll_run_t;
+static inline void px_coll_run_init(px_coll_run_t *r, px_coll_group_t *g, int opid, int tag)
+{
+    r->g = g;
+    r->opid = opid;
+    r->tag = tag;
+    r->n = 0;
+    r->error = 0;
+}
+PX_EXPORT int px_coll_run_send(px_coll_run_t *r, int peer, const void *buf, size_t bytes);
+PX_EXPORT int px_coll_run_recv(px_coll_run_t *r, int peer, void *buf, size_t bytes);
+PX_EXPORT int px_coll_run_wait(px_coll_run_t *r);
+
 /* ---- reductions (frameworks/coll/base/coll_base_op.c) ---- */
 /* dst[i] = a[i] (op) b[i] for i < count; dst may equal a or b. Plain loops
  * the compiler vectorises. PX_ERR_NOT_SUPPORTED for a pair that has no
@@ -263,8 +330,13 @@ int px_coll_base_close(void);
  * no module serves some operation. */
 int px_coll_base_group_init(px_coll_group_t *g);
 void px_coll_base_group_fini(px_coll_group_t *g);
-/* The module the rules choose for a call (NULL: none provides it). */
-px_coll_module_t *px_coll_base_choose(px_coll_group_t *g, int opid, size_t bytes);
+/* The module the rules choose for a call (NULL: none provides it), and its
+ * blocking shortcut (NULL: none) in *run when run is not NULL. */
+px_coll_module_t *px_coll_base_choose(px_coll_group_t *g, int opid, size_t bytes,
+                                      px_coll_run_fn *run);
+/* Run a blocking call to completion: the chosen module's shortcut, else its
+ * schedule (falling back down the stack on PX_ERR_NOT_SUPPORTED). */
+int px_coll_base_blocking(px_coll_group_t *g, const px_coll_args_t *a);
 /* Build `s` for `a` (chosen module, falling back down the stack on
  * PX_ERR_NOT_SUPPORTED). `s` must have been px_coll_sched_init'ed. */
 int px_coll_base_build(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s);

@@ -36,4 +36,18 @@ check "... and says why" contains "$out" "abi30debug: refused: build fingerprint
 out=$(PX_MCA_btl_base_verbose=1 timeout 60 "$ex" 2>&1); rc=$?
 check "refused plugins do not stop a run that does not name them" test "$rc" -eq 0
 check "btl_base_verbose 1 says why the plugin was refused" contains "$out" "build fingerprint mismatch"
+# A coll component built against the frozen coll API 1.0 headers (before
+# px_coll_module_t.run[]): it serves barrier and small bcasts, blocking and
+# not, and the library never reads past its 1.0 module (ASan: a read of run[]
+# would be a global-buffer-overflow).
+probe=$PX_BUILD/test/coll/coll_probe
+pxrun=$PX_BUILD/tools/pxrun/pxrun
+out=$(PX_MCA_coll=basic,abicoll10 PX_MCA_coll_base_verbose=20 timeout -k 5 240 "$pxrun" -n 3 \
+    "$probe" matrix --quick </dev/null 2>&1); rc=$?
+check "coll API 1.0 plugin: the collectives' matrix passes on 3 ranks" test "$rc" -eq 0
+check "... every rank reports no error" test "$(echo "$out" | grep -cE '^rank [0-9]+: [0-9]+ checks, 0 errors')" -eq 3
+check "... the 1.0 plugin served barriers" grep -qE 'coll: barrier of .*: abicoll10' <<<"$out"
+check "... and bcasts" grep -qE 'coll: bcast of .*: abicoll10' <<<"$out"
+out=$("$pxinfo" --all 2>&1)
+check "px_info lists the coll 1.0 plugin with its API version" contains "$(echo "$out" | tr -s ' \n' ' ')" "abicoll10 (MCA ABI 2, API 1.0.0, component 1.0.0, plugin"
 tap_done

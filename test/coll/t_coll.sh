@@ -43,7 +43,7 @@ run() {
     fi
 }
 
-small=(PX_MCA_coll_base_allreduce_ring_min=256 PX_MCA_coll_base_allreduce_pair_ring_min=192 PX_MCA_coll_base_allgather_ring_min=128
+small=(PX_MCA_coll_base_allreduce_ring_min=256 PX_MCA_coll_fullmesh_allreduce_halving_min=128 PX_MCA_coll_base_allreduce_pair_ring_min=192 PX_MCA_coll_base_allgather_ring_min=128
     PX_MCA_coll_base_bcast_binomial_min=64 PX_MCA_coll_base_bcast_ring_min=512
     PX_MCA_coll_base_reduce_scatter_ring_min=128 PX_MCA_coll_base_alltoall_pairwise_min=256
     PX_MCA_coll_ring_chunk=64 PX_MCA_coll_ring_window=2)

@@ -22,5 +22,9 @@ extern int px_coll_fullmesh_priority;
  * outnumber the cores), 1 never, 2 always. */
 extern int px_coll_fullmesh_linear_mode;
 bool px_coll_fullmesh_linear(const px_coll_group_t *g);
+/* coll_fullmesh_allreduce_halving_min: allreduces of at least this many
+ * bytes use Rabenseifner's reduce-scatter + allgather. */
+extern size_t px_coll_fullmesh_halving_min;
+bool px_coll_fullmesh_halving(const px_coll_group_t *g, size_t bytes);
 
 #endif

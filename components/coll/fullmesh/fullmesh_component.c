@@ -7,6 +7,7 @@
 
 int px_coll_fullmesh_priority = 30;
 int px_coll_fullmesh_linear_mode = 0;
+size_t px_coll_fullmesh_halving_min = 64 * 1024;
 
 static const px_mca_var_enum_value_t px_coll_fullmesh_linear_values[] = {
     {0, "auto"}, {1, "never"}, {2, "always"}, {0, NULL}};
@@ -30,6 +31,18 @@ static const px_mca_var_field_t px_coll_fullmesh_vars[] = {
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
      .storage = &px_coll_fullmesh_linear_mode},
+    {.name = "allreduce_halving_min",
+     .help = "Allreduces of at least this many bytes served by coll/fullmesh use Rabenseifner's "
+             "algorithm (reduce-scatter by recursive halving, allgather by recursive doubling: "
+             "2 log2(p) steps moving 2(p-1)/p of the vector); smaller ones recursive doubling "
+             "or the linear form",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .dflt = "64k",
+     .min = "0",
+     .max = "1024G",
+     .storage = &px_coll_fullmesh_halving_min},
     {.name = NULL},
 };
 

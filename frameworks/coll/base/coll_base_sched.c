@@ -194,7 +194,7 @@ void px_coll_base_group_failed(px_coll_group_t *g, int error, int by)
 }
 
 /* Has another member reported a failure? */
-static void check_alert(px_coll_group_t *g)
+static inline void check_alert(px_coll_group_t *g)
 {
     int err;
     if (g->alert_req && px_coll_base_p2p->test(g->alert_req, &err)) {
@@ -335,33 +335,158 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* One idle turn of a blocking wait: progress, give the core away when the
+ * ranks outnumber the cores and nothing happened (as Open MPI's
+ * mpi_yield_when_idle does, at every idle poll rather than after
+ * progress_idle_spins of them: a collective waits for every rank to run),
+ * and every 1024 turns check runtime_wait_timeout: 1 when it passed. */
+typedef struct wait_clock {
+    double limit, start;
+    unsigned spins;
+} wait_clock_t;
+
+static inline void wait_clock_init(wait_clock_t *c)
+{
+    c->limit = px_coll_base_p2p->wait_timeout();
+    c->start = 0;
+    c->spins = 0;
+}
+
+static inline int wait_turn(wait_clock_t *c)
+{
+    if (0 == px_coll_base_p2p->progress() && px_progress_idle_limit)
+        px_progress_idle();
+    if (c->limit > 0 && 0 == (++c->spins & 1023)) {
+        double t = now();
+        if (0 == c->start)
+            c->start = t;
+        else if (t - c->start > c->limit)
+            return 1;
+    }
+    return 0;
+}
+
+static PX_COLD void timeout_error(const px_coll_group_t *g, int opid, double limit)
+{
+    px_show_error("%s on a group of %d ranks (this is rank %d) did not complete within "
+                  "runtime_wait_timeout = %g s; the group is failed and its other members told",
+                  px_coll_op_name(opid), g->size, g->rank, limit);
+}
+
 int px_coll_sched_run(px_coll_sched_t *s)
 {
-    const px_coll_p2p_t *p = px_coll_base_p2p;
-    double limit = p->wait_timeout(), start = 0;
-    unsigned spins = 0;
+    wait_clock_t c;
+    wait_clock_init(&c);
     int rc;
     while (0 == (rc = px_coll_sched_step(s))) {
-        /* Ranks outnumber cores: give the core away at every idle poll (as
-         * Open MPI's mpi_yield_when_idle does), not after progress_idle_spins
-         * of them: a collective waits for every rank to run. */
-        if (0 == p->progress() && px_progress_idle_limit)
-            px_progress_idle();
-        if (limit > 0 && 0 == (++spins & 1023)) {
-            double t = now();
-            if (0 == start)
-                start = t;
-            else if (t - start > limit) {
-                px_show_error("%s on a group of %d ranks (this is rank %d) did not complete within "
-                              "runtime_wait_timeout = %g s; the group is failed and its other "
-                              "members told",
-                              px_coll_op_name(s->opid), s->group->size, s->group->rank, limit);
-                px_coll_sched_fail(s, PX_ERR_TIMEOUT);
-                return PX_ERR_TIMEOUT;
-            }
+        if (wait_turn(&c)) {
+            timeout_error(s->group, s->opid, c.limit);
+            px_coll_sched_fail(s, PX_ERR_TIMEOUT);
+            return PX_ERR_TIMEOUT;
         }
     }
     return rc > 0 ? PX_SUCCESS : rc;
+}
+
+/* ---- blocking shortcuts ---- */
+
+/* Let go of every request, fail the group (telling the others unless the
+ * error is a truncation, which only this member sees) and keep the error. */
+static PX_COLD int run_fail(px_coll_run_t *r, int error)
+{
+    for (int i = 0; i < r->n; ++i)
+        if (r->req[i])
+            px_coll_base_p2p->release(&r->req[i]);
+    r->n = 0;
+    r->error = error;
+    if (PX_ERR_TRUNCATE != error)
+        px_coll_base_group_failed(r->g, error, r->g->rank);
+    return error;
+}
+
+int px_coll_run_send(px_coll_run_t *r, int peer, const void *buf, size_t bytes)
+{
+    if (PX_UNLIKELY(r->error))
+        return r->error;
+    /* Small enough to leave at once: no request to wait for. */
+    if (PX_SUCCESS == px_coll_base_p2p->send_now(buf, bytes, r->g->world[peer], r->tag))
+        return PX_SUCCESS;
+    if (PX_UNLIKELY(r->n >= PX_COLL_RUN_MAXREQ))
+        return run_fail(r, PX_ERR_OUT_OF_RESOURCE);
+    struct px_request **q = &r->req[r->n];
+    *q = NULL;
+    int rc = px_coll_base_p2p->isend(buf, bytes, r->g->world[peer], r->tag, q);
+    if (PX_UNLIKELY(rc != PX_SUCCESS))
+        return run_fail(r, rc);
+    r->n++;
+    return PX_SUCCESS;
+}
+
+int px_coll_run_recv(px_coll_run_t *r, int peer, void *buf, size_t bytes)
+{
+    if (PX_UNLIKELY(r->error))
+        return r->error;
+    if (PX_UNLIKELY(r->n >= PX_COLL_RUN_MAXREQ))
+        return run_fail(r, PX_ERR_OUT_OF_RESOURCE);
+    struct px_request **q = &r->req[r->n];
+    *q = NULL;
+    int rc = px_coll_base_p2p->irecv(buf, bytes, r->g->world[peer], r->tag, q);
+    if (PX_UNLIKELY(rc != PX_SUCCESS))
+        return run_fail(r, rc);
+    r->n++;
+    return PX_SUCCESS;
+}
+
+int px_coll_run_wait(px_coll_run_t *r)
+{
+    if (PX_UNLIKELY(r->error))
+        return r->error;
+    const px_coll_p2p_t *p = px_coll_base_p2p;
+    px_coll_group_t *g = r->g;
+    wait_clock_t c = {.limit = -1};
+    unsigned spins = 0;
+    int i = 0;
+    for (;;) {
+        /* Release what completed, in order; stop at the first that has not. */
+        for (; i < r->n; ++i) {
+            int err;
+            if (!p->test(r->req[i], &err))
+                break;
+            p->release(&r->req[i]);
+            if (PX_UNLIKELY(err != PX_SUCCESS))
+                return run_fail(r, err);
+        }
+        if (i == r->n)
+            break;
+        /* Now and then: another member's failure notice, the timeout. */
+        if (PX_UNLIKELY(0 == (++spins & 63))) {
+            check_alert(g);
+            if (PX_UNLIKELY(g->failed)) {
+                int e = g->failed;
+                for (int k = 0; k < r->n; ++k)
+                    if (r->req[k])
+                        p->release(&r->req[k]);
+                r->n = 0;
+                r->error = e;
+                return e;
+            }
+            if (c.limit < 0)
+                wait_clock_init(&c);
+            if (c.limit > 0 && 0 == (spins & 1023)) {
+                double t = now();
+                if (0 == c.start)
+                    c.start = t;
+                else if (t - c.start > c.limit) {
+                    timeout_error(g, r->opid, c.limit);
+                    return run_fail(r, PX_ERR_TIMEOUT);
+                }
+            }
+        }
+        if (0 == p->progress() && px_progress_idle_limit)
+            px_progress_idle();
+    }
+    r->n = 0;
+    return PX_SUCCESS;
 }
 
 void px_coll_sched_fini(px_coll_sched_t *s)
