@@ -381,7 +381,10 @@ void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         return;
     }
     size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(h));
-    if (h.offset < r->len) {
+    /* A released receive (its wait gave up, e.g. a failed collective): the
+     * buffer is the application's again, so the rest of the stream is
+     * counted and dropped. */
+    if (h.offset < r->len && PX_LIKELY(!r->released)) {
         size_t n = r->len - h.offset;
         if (n > len)
             n = len;
@@ -391,7 +394,10 @@ void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     if (r->done >= r->total) {
         px_rt_req_release_regs(r);
         px_rt_active_remove(r);
-        req_complete(r);
+        if (PX_UNLIKELY(r->released))
+            px_rt_req_unhold(r);
+        else
+            req_complete(r);
     }
 }
 

@@ -24,7 +24,8 @@
  *   coll_probe die RANK
  *      Every rank loops over 4 MiB allreduces; RANK kills itself (SIGKILL)
  *      in the middle of the third. The others print "rank R: allreduce
- *      failed: ... after X s" (they ignore SIGTERM so that only the library
+ *      failed: ... after X s", free their buffers, and print "rank R:
+ *      finalized" after px_finalize (they ignore SIGTERM so that only the library
  *      can end their wait; the script gives pxrun a long grace period).
  */
 #include <signal.h>
@@ -632,9 +633,13 @@ static int die_mode(int victim)
             rc = px_allreduce(s, r, 1, PX_DOUBLE, PX_SUM, w);
             printf("rank %d: next allreduce: %s\n", me, px_strerror(rc));
             fflush(stdout);
+            /* The buffers are ours again: whatever the peers still send
+             * for the failed collective must not land in them. */
             free(s);
             free(r);
             px_finalize();
+            printf("rank %d: finalized\n", me);
+            fflush(stdout);
             return 0;
         }
     }

@@ -107,6 +107,8 @@ for n in 4 3; do
     check "... and their next collective on the group fails at once" \
         [ "$(echo "$out" | grep -c 'next allreduce: peer process failed')" -eq $((n - 1)) ]
     check "... pxrun did not have to SIGKILL anyone" eval '! grep -q "sending SIGKILL" "$T/err"'
+    check "... and they free their buffers and finalize cleanly (no late fragment lands in them)" \
+        [ "$(echo "$out" | grep -c 'finalized')" -eq $((n - 1)) ]
     echo "$out" | grep 'after' | sed 's/^/# /'
 done
 tap_done
