@@ -153,6 +153,19 @@ static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
 void px_rt_rdma_schedule(px_request_t *r)
 {
     const bool get = PX_RT_RDMA_GET == r->rdma_mode;
+    if (PX_UNLIKELY(r->released)) {
+        /* The application let go of it (a failed collective): start nothing
+         * more in its buffer; the operations in flight drop their holds. */
+        for (int k = 0; k < r->nrails; ++k)
+            r->rails[k].cursor = r->rails[k].end;
+        r->scheduled = r->rlen;
+        px_rt_pending_remove(r);
+        if (0 == r->outstanding) {
+            px_rt_active_remove(r);
+            px_rt_req_unhold(r);
+        }
+        return;
+    }
     for (int k = 0; k < r->nrails; ++k) {
         px_rt_rail_t *rl = &r->rails[k];
         px_btl_module_t *m = rl->pm->module;
