@@ -633,8 +633,10 @@ static int die_mode(int victim)
             rc = px_allreduce(s, r, 1, PX_DOUBLE, PX_SUM, w);
             printf("rank %d: next allreduce: %s\n", me, px_strerror(rc));
             fflush(stdout);
-            /* The buffers are ours again: whatever the peers still send
-             * for the failed collective must not land in them. */
+            /* docs/coll.md keeps a failed collective's buffers Plexus's
+             * until px_finalize, because of RDMA in flight; over shm none
+             * is, and what the peers still send for the failed collective
+             * must be dropped, never copied into these freed buffers. */
             free(s);
             free(r);
             px_finalize();
