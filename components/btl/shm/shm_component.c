@@ -57,9 +57,10 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .max = "16M",
      PX_BTL_SHM_AT(fbox_size)},
     {.name = "fbox_max_send",
-     .help = "Largest message (bytes, headers included) sent through a fast box; larger ones go "
-             "as fragments on the receiver's queue (at most a quarter of btl_shm_fbox_size is "
-             "used; 0: no fast box)",
+     .help = "Largest message (bytes, the caller's headers and the entry's 8-byte header "
+             "included; not the padding that aligns the data) sent through a fast box; larger "
+             "ones go as fragments on the receiver's queue (at most a quarter of "
+             "btl_shm_fbox_size is used; 0: no fast box)",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
