@@ -341,6 +341,9 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
                                        s->my_rank, s->nlocal, s->fbox_size, &s->seg, &s->seg_fd);
     if (rc != PX_SUCCESS)
         return NULL;
+    if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) /* the incoming rings */
+        px_btl_shm_populate(s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, 0),
+                            (size_t)s->nlocal * s->fbox_size);
     s->unlinked = false;
     s->quiet_polls = 0;
     s->next_check_ns = 0;
