@@ -30,18 +30,22 @@
 # 32 KiB, 2 above) after a warm-up block, and keeps the best.
 #
 # Why the old script and a plain run disagreed (UCX 0.70 us for 4 KiB in the
-# script's record, 0.43 us by hand): the settings were the same (pml ucx with
-# tls/devices any, --bind-to core; --oversubscribe, which the old script also
-# passed, only sets rmaps_base_oversubscribe: mpi_yield_when_idle stays off
-# with 2 ranks on 2 cores). What differed is how time lost to other jobs
-# entered the figure: the old script timed ONE mean over 20000 round trips
-# (16 ms at 0.4 us each way) per run, three runs, and a time slice lost to
-# another process in that window (4 ms per tick: +0.1 us on the mean) or a
-# slow phase of the VM lands in the figure of whichever contender ran then;
-# with three runs per contender the one that drew the busy moments looked
-# slower. Now every run is REPS short blocks, the best block of ROUNDS
-# interleaved rounds counts (and the median block is reported beside it), so
-# each peer is measured in its quiet moments, as a plain run by hand is.
+# script's record, 0.43 us in the issue's plain run): not the settings. The
+# old script already ran pml ucx with tls/devices any and --bind-to core;
+# its --oversubscribe only sets rmaps_base_oversubscribe (mpi_yield_when_idle
+# stays off with 2 ranks on 2 cores). By hand, 3 rounds, best blocks
+# (2026-11-24, fast phase, cache-line floor 34-43 ns): UCX's default TLS
+# 0.67-0.78 us, UCX_TLS=sm,self 0.67-0.69, sm,self,cma 0.66-0.82, shm,self
+# 0.72-0.88; the script's UCX 0.68-0.69. What differed is the measurement:
+# the old script timed ONE mean over 20000 round trips per run and three
+# runs, so a time slice lost
+# to another job (4 ms: +0.1 us on that mean) or a slow phase of the VM went
+# into whichever contender ran then; and this VM's speed depends on where the
+# hypervisor puts the two vCPUs: one UCX run of ~20 by hand here gave 0.38 us
+# and 17 GB/s at 4 KiB, none of the next three did. Now every run is REPS
+# short blocks, the best block over ROUNDS rotated rounds counts, and the
+# median block and the per-round ratios are printed beside it, so a peer is
+# measured in its quiet moments and a phase change shows as a spread.
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-${PX_BUILD:-$src/build}}" && pwd) || exit 2
