@@ -175,6 +175,7 @@ extern px_btl_shm_state_t px_btl_shm_state;
  * the sender write lines the receiver read long ago (gone from its private
  * caches) instead of lines it still holds: 8 KiB one-way 1.02 -> 0.73 us,
  * 16 KiB through the ring 1.44 us against 2.3 us (docs/shm.md). */
+#define PX_BTL_SHM_FBOX_MAX_ENTRY   ((size_t)0xffff * 64) /* entry size / 64: 16 bits */
 #define PX_BTL_SHM_FBOX_AUTO_MAX    (1u << 20)
 #define PX_BTL_SHM_FBOX_AUTO_MIN    (64u << 10)
 #define PX_BTL_SHM_FBOX_AUTO_BUDGET (4u << 20)

@@ -303,6 +303,10 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
     s->fbox_size = s->fbox_size_var ? s->fbox_size_var : px_btl_shm_auto_fbox_size(s->nlocal);
     if (s->fbox_max_send > s->fbox_size / 4)
         s->fbox_max_send = s->fbox_size / 4;
+    /* An entry's size / 64 travels in 16 bits; an entry is the message, its
+     * 8-byte header, up to 127 bytes of lead and the rounding to a line. */
+    if (s->fbox_max_send > PX_BTL_SHM_FBOX_MAX_ENTRY - 192)
+        s->fbox_max_send = PX_BTL_SHM_FBOX_MAX_ENTRY - 192;
 
     /* Segment: header/fifo/acks, rings, heap. */
     s->heap_off = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->nlocal);
