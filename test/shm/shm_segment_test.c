@@ -3,7 +3,8 @@
  * attach with the right job id and key, refusal for another job's id, a
  * wrong key, a wrong size, and a folder open to other users; a creation
  * that fails after making the folder removes it; the liveness lock tells a
- * peer that the owner has ended (also while it is an unreaped zombie).
+ * peer that the owner has ended (also while it is an unreaped zombie); the
+ * automatic ring size (btl_shm_fbox_size=0) for a range of local process counts.
  */
 #include "test/lib/px_check.h"
 #include <fcntl.h>
@@ -206,6 +207,26 @@ START_TEST(liveness_lock)
 }
 END_TEST
 
+/* btl_shm_fbox_size=0 (auto): 1 MiB rings, halved while a segment's rings
+ * exceed 4 MiB, never below 64 KiB; always a power of two (the ring
+ * arithmetic masks with size - 1). */
+START_TEST(auto_ring_size)
+{
+    static const struct {
+        int nlocal;
+        size_t ring;
+    } want[] = {{2, 1 << 20},   {4, 1 << 20},    {5, 512 << 10},   {8, 512 << 10},
+                {9, 256 << 10}, {16, 256 << 10}, {17, 128 << 10},  {32, 128 << 10},
+                {33, 64 << 10}, {64, 64 << 10},  {1000, 64 << 10}, {65535, 64 << 10}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        size_t f = px_btl_shm_auto_fbox_size(want[i].nlocal);
+        ck_assert_msg(f == want[i].ring, "nlocal %d: ring %zu, want %zu", want[i].nlocal, f,
+                      want[i].ring);
+        ck_assert(f && !(f & (f - 1)));
+    }
+}
+END_TEST
+
 PX_CHECK_MAIN("btl_shm_segment", setup, teardown, 0, create_modes_and_attach,
               other_job_cannot_attach, not_a_segment, open_folder_refused, exclusive_create,
-              failed_create_removes_the_folder, liveness_lock)
+              failed_create_removes_the_folder, liveness_lock, auto_ring_size)

@@ -43,6 +43,17 @@ check "CMA refused by the kernel: a warning says so" contains "$(cat "$T/err")" 
 run "$PXRUN" -n 3 --mca btl_shm_free_list_send_max 2 --mca btl_shm_free_list_eager_max 8 "$A2A" --rounds 2 --msgs 6 --max 1048576
 check "all-to-all with the fragment lists at their minimum" contains "$(cat "$T/out")" "alltoall ok"
 check "all-to-all with the fragment lists at their minimum: exit 0" [ "$rc" -eq 0 ]
+# The largest entry a ring can describe (its size / 64 in 16 bits): a 4 MiB
+# limit on a 16 MiB ring, and a message whose entry with the alignment lead
+# would just pass 4 MiB, goes through intact (a wrapped size field once made
+# the receiver read garbage as the next header).
+timeout -s KILL 60 "$PXRUN" -n 2 --mca btl_shm_fbox_size 16M --mca btl_shm_fbox_max_send 4M \
+    --mca btl_shm_eager_limit 8M --mca btl_shm_max_send_size 8M "$B/tools/px_perf/px_perf" \
+    --sizes 4194200 --iters 4 --test lat >"$T/out" 2>"$T/err" </dev/null
+rc=$?
+check "a message at the ring's largest entry size arrives intact (4 MiB limit, 16 MiB ring)" \
+    [ "$rc" -eq 0 -a "$(grep -c '^ *4194200 ' "$T/out")" -eq 1 ]
+[ "$rc" -eq 0 ] || head -3 "$T/err" | sed 's/^/# /'
 run "$PXRUN" -n 2 --mca btl_shm_fbox_size 5000 "$A2A" --rounds 1 --msgs 1 --max 8
 check "a bad btl_shm_fbox_size is an error naming it" contains "$(cat "$T/err")" "btl_shm_fbox_size 5000"
 

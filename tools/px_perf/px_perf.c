@@ -15,6 +15,11 @@
  *   pxrun -n 2 px_perf --stats ...   also the minimum and the median ("typical", as
  *                                perftest prints it) of the half round trips, each
  *                                round trip timed on its own
+ *   pxrun -n 2 px_perf --reps R ...   lat and bw in R timed blocks (after one warm-up
+ *                                block) of a tenth of the iterations each: lat_us and
+ *                                bw_MBps are the best block, lat_med_us and bw_med_MBps
+ *                                the median block (a block the scheduler preempted
+ *                                is left out of the best; test/bench/compare-shm.sh)
  *   pxrun -n 2 px_perf --btl --sizes 8,4096
  *                                ping-pong on the transport itself (btl_sendi +
  *                                btl_progress), below the messaging API
@@ -72,12 +77,20 @@ typedef struct result {
     size_t bytes;
     double lat, bw, bibw, rate;
     double lat_min, lat_typ; /* --stats */
+    double lat_med, bw_med;  /* --reps */
 } result_t;
 
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* The median of n values (sorts them). */
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 typedef struct peer_row {
@@ -603,6 +616,35 @@ static int draw(const char *out, const char *title, const char *load, const char
     return rc == 0 ? 0 : 1;
 }
 
+/* One ping-pong round trip between ranks 0 and 1 (the lat test). */
+static void pingpong(int rank, char *buf, char *rbuf, size_t s)
+{
+    if (rank == 0) {
+        check(px_send(buf, s, 1, 1), "px_send");
+        check(px_recv(rbuf, s, 1, 1, NULL), "px_recv");
+    } else {
+        check(px_recv(rbuf, s, 0, 1, NULL), "px_recv");
+        check(px_send(buf, s, 0, 1), "px_send");
+    }
+}
+
+/* One window of the bw test: 64 sends from rank 0, a 0-byte ack back. */
+static void window(int rank, char *buf, char *rbuf, size_t s)
+{
+    px_request_t *req[WIN];
+    for (int w = 0; w < WIN; w++) {
+        if (rank == 0)
+            check(px_isend(buf, s, 1, 2, &req[w]), "px_isend");
+        else
+            check(px_irecv(rbuf, s, 0, 2, &req[w]), "px_irecv");
+    }
+    check(px_waitall(WIN, req, NULL), "px_waitall");
+    if (rank == 0)
+        check(px_recv(rbuf, 0, 1, 3, NULL), "px_recv");
+    else
+        check(px_send(buf, 0, 0, 3), "px_send");
+}
+
 static const peer_row_t *peer_find(const peer_row_t *rows, int n, size_t bytes)
 {
     for (int i = 0; i < n; i++)
@@ -618,7 +660,7 @@ int main(int argc, char **argv)
     int nsizes = 0;
     size_t minb = 0, maxb = 4 << 20;
     long iters_override = 0;
-    int csv = 0, json = 0, btl = 0, stats = 0, xfer = 0;
+    int csv = 0, json = 0, btl = 0, stats = 0, xfer = 0, reps = 0;
     const char *vs = NULL, *plot = NULL, *title = NULL, *load = NULL, *ycols = NULL, *coll = NULL;
     px_perf_table_t *series[MAX_SIZES];
     int nseries = 0;
@@ -631,6 +673,7 @@ int main(int argc, char **argv)
                 "Usage: pxrun -n 2 px_perf [--test lat,bw,bibw,rate|all] [--sizes B,B,...]\n"
                 "                          [--min BYTES] [--max BYTES] [--iters N]\n"
                 "                          [--csv | --json] [--vs PEER_RESULTS_FILE] [--stats]\n"
+                "                          [--reps R]  lat and bw in R blocks: best and median\n"
                 "       px_perf --memcpy [BYTES]    memcpy bandwidth, one process\n"
                 "       px_perf --empty             px_init and px_finalize only\n"
                 "       px_perf --floor [BYTES]     cache-line (or copy-in/copy-out) ping-pong, "
@@ -668,6 +711,13 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--stats")) {
             stats = 1;
+        } else if (!strcmp(a, "--reps") && v) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 1000)
+                die("--reps '%s': expected a number of timed blocks from 1 to 1000", v);
+            reps = (int)n;
+            i++;
         } else if (!strcmp(a, "--xfer")) {
             xfer = 1;
         } else if (!strcmp(a, "--xfer-mem") && v) {
@@ -753,6 +803,8 @@ int main(int argc, char **argv)
             die("--series needs --plot FILE (%s)", "a .svg or .png file to draw into");
         return draw(plot, title ? title : "px_perf", load, ycols, series, nseries);
     }
+    if (reps && stats)
+        die("%s and --stats time the ping-pong two ways: choose one", "--reps");
     if (plot && (btl || coll || xfer))
         die("--plot draws the table of a run, not %s", btl    ? "--btl's ping-pong"
                                                        : coll ? "--coll's table"
@@ -814,57 +866,76 @@ int main(int argc, char **argv)
             long iters =
                 iters_override ? iters_override : (s <= 4096 ? 20000 : (s <= 262144 ? 2000 : 200));
             long warm = iters / 10;
-            double t0 = 0, ti = 0;
-            /* --stats: each round trip timed on its own, as perftest does */
-            double *each = stats && rank == 0 ? malloc((size_t)iters * sizeof(double)) : NULL;
-            if (stats && rank == 0 && !each)
-                px_abort(3, "px_perf --stats: no memory for the round-trip times");
-            check(px_barrier(), "px_barrier");
-            for (long i = 0; active && i < iters + warm; i++) {
-                if (i == warm)
-                    t0 = ti = px_wtime();
-                if (rank == 0) {
-                    check(px_send(buf, s, 1, 1), "px_send");
-                    check(px_recv(rbuf, s, 1, 1, NULL), "px_recv");
+            if (reps) { /* R blocks of a tenth each, after one warm-up block */
+                long blk = iters / 10 > 0 ? iters / 10 : 1;
+                double *t = malloc((size_t)reps * sizeof(double));
+                if (!t)
+                    px_abort(3, "px_perf --reps: no memory for the block times");
+                check(px_barrier(), "px_barrier");
+                for (int b = -1; active && b < reps; b++) {
+                    double t0 = px_wtime();
+                    for (long i = 0; i < blk; i++)
+                        pingpong(rank, buf, rbuf, s);
+                    if (b >= 0)
+                        t[b] = (px_wtime() - t0) / (double)blk / 2 * 1e6;
+                }
+                if (active) {
+                    r->lat_med = median(t, reps);
+                    r->lat = t[0];
+                }
+                free(t);
+            } else {
+                double t0 = 0, ti = 0;
+                /* --stats: each round trip timed on its own, as perftest does */
+                double *each = stats && rank == 0 ? malloc((size_t)iters * sizeof(double)) : NULL;
+                if (stats && rank == 0 && !each)
+                    px_abort(3, "px_perf --stats: no memory for the round-trip times");
+                check(px_barrier(), "px_barrier");
+                for (long i = 0; active && i < iters + warm; i++) {
+                    if (i == warm)
+                        t0 = ti = px_wtime();
+                    pingpong(rank, buf, rbuf, s);
                     if (each && i >= warm) {
                         double t = px_wtime();
                         each[i - warm] = t - ti;
                         ti = t;
                     }
-                } else {
-                    check(px_recv(rbuf, s, 0, 1, NULL), "px_recv");
-                    check(px_send(buf, s, 0, 1), "px_send");
                 }
-            }
-            r->lat = active ? (px_wtime() - t0) / (double)iters / 2 * 1e6 : 0;
-            if (each) {
-                qsort(each, (size_t)iters, sizeof(double), cmp_double);
-                r->lat_min = each[0] / 2 * 1e6;
-                r->lat_typ = each[iters / 2] / 2 * 1e6;
-                free(each);
+                r->lat = active ? (px_wtime() - t0) / (double)iters / 2 * 1e6 : 0;
+                if (each) {
+                    qsort(each, (size_t)iters, sizeof(double), cmp_double);
+                    r->lat_min = each[0] / 2 * 1e6;
+                    r->lat_typ = each[iters / 2] / 2 * 1e6;
+                    free(each);
+                }
             }
         }
         if (tests & (T_BW | T_RATE)) {
             int bit = iters_override ? (int)iters_override : (s <= 32768 ? 200 : 20);
-            px_request_t *req[WIN];
+            int blk = reps ? (bit / 10 > 0 ? bit / 10 : 1) : bit, nblk = reps ? reps : 1;
+            double tb[1000];
             check(px_barrier(), "px_barrier");
-            double t1 = px_wtime();
-            for (int k = 0; active && k < bit; k++) {
-                for (int w = 0; w < WIN; w++) {
-                    if (rank == 0)
-                        check(px_isend(buf, s, 1, 2, &req[w]), "px_isend");
-                    else
-                        check(px_irecv(rbuf, s, 0, 2, &req[w]), "px_irecv");
-                }
-                check(px_waitall(WIN, req, NULL), "px_waitall");
-                if (rank == 0)
-                    check(px_recv(rbuf, 0, 1, 3, NULL), "px_recv");
-                else
-                    check(px_send(buf, 0, 0, 3), "px_send");
+            for (int b = reps ? -1 : 0; active && b < nblk; b++) {
+                double t1 = px_wtime();
+                for (int k = 0; k < blk; k++)
+                    window(rank, buf, rbuf, s);
+                if (b >= 0)
+                    tb[b] = px_wtime() - t1;
             }
-            double t = px_wtime() - t1;
-            r->bw = (double)s * WIN * bit / t / 1e6;
-            r->rate = (double)WIN * bit / t / 1e6;
+            if (active) {
+                if (reps) {
+                    double w[1000];
+                    for (int b = 0; b < nblk; b++)
+                        w[b] = (double)s * WIN * blk / tb[b] / 1e6;
+                    r->bw_med = median(w, nblk); /* sorts w */
+                    r->bw = w[nblk - 1];
+                    qsort(tb, (size_t)nblk, sizeof(double), cmp_double);
+                    r->rate = (double)WIN * blk / tb[0] / 1e6;
+                } else {
+                    r->bw = (double)s * WIN * bit / tb[0] / 1e6;
+                    r->rate = (double)WIN * bit / tb[0] / 1e6;
+                }
+            }
         }
         if (tests & T_BIBW) {
             int bit = iters_override ? (int)iters_override : (s <= 32768 ? 200 : 20);
@@ -898,8 +969,12 @@ int main(int argc, char **argv)
                 if ((tests & T_LAT) && stats)
                     printf(", \"lat_min_us\": %.4f, \"lat_typical_us\": %.4f", r->lat_min,
                            r->lat_typ);
+                if ((tests & T_LAT) && reps)
+                    printf(", \"lat_med_us\": %.4f", r->lat_med);
                 if (tests & T_BW)
                     printf(", \"bw_MBps\": %.1f", r->bw);
+                if ((tests & T_BW) && reps)
+                    printf(", \"bw_med_MBps\": %.1f", r->bw_med);
                 if (tests & T_BIBW)
                     printf(", \"bibw_MBps\": %.1f", r->bibw);
                 if (tests & T_RATE)
@@ -934,6 +1009,10 @@ int main(int argc, char **argv)
                 printf(csv ? ",%s" : " %10s", "vs_bw");
             if (stats && (tests & T_LAT))
                 printf(csv ? ",%s,%s" : " %12s %12s", "lat_min_us", "lat_typ_us");
+            if (reps && (tests & T_LAT))
+                printf(csv ? ",%s" : " %12s", "lat_med_us");
+            if (reps && (tests & T_BW))
+                printf(csv ? ",%s" : " %12s", "bw_med_MBps");
             printf("\n");
             for (int si = 0; si < nsizes; si++) {
                 result_t *r = &res[si];
@@ -962,6 +1041,10 @@ int main(int argc, char **argv)
                 if (stats && (tests & T_LAT))
                     printf(csv ? "%s%.4f%s%.4f" : "%s%12.3f%s%12.3f", sep, r->lat_min, sep,
                            r->lat_typ);
+                if (reps && (tests & T_LAT))
+                    printf(csv ? "%s%.4f" : "%s%12.3f", sep, r->lat_med);
+                if (reps && (tests & T_BW))
+                    printf(csv ? "%s%.1f" : "%s%12.1f", sep, r->bw_med);
                 printf("\n");
             }
         }

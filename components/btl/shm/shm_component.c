@@ -22,8 +22,8 @@
 
 px_btl_shm_state_t px_btl_shm_state = {
     .backing_dir = NULL,
-    .fbox_size = 64 * 1024,
-    .fbox_max_send = 8192 + 64,
+    .fbox_size_var = 0, /* auto: px_btl_shm_auto_fbox_size */
+    .fbox_max_send = 16384 + 64,
     .single_copy = PX_BTL_SHM_SC_NONE,
     .free_list_eager_max = 128,
     .free_list_send_max = 64,
@@ -49,17 +49,20 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .dflt = "/dev/shm",
      PX_BTL_SHM_AT(backing_dir)},
     {.name = "fbox_size",
-     .help = "Bytes of each per-pair fast box ring (a power of two, 4k..16M)",
+     .help = "Bytes of each per-pair fast box ring (a power of two, 4k..16M; 0: auto, 1M per "
+             "peer, halved down to 64k until a process's rings take at most 4M: 1M up to 4 "
+             "local processes, 64k from 33 on)",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_ALL,
-     .min = "4k",
+     .min = "0",
      .max = "16M",
-     PX_BTL_SHM_AT(fbox_size)},
+     PX_BTL_SHM_AT(fbox_size_var)},
     {.name = "fbox_max_send",
-     .help = "Largest message (bytes, headers included) sent through a fast box; larger ones go "
-             "as fragments on the receiver's queue (at most a quarter of btl_shm_fbox_size is "
-             "used; 0: no fast box)",
+     .help = "Largest message (bytes, the caller's headers and the entry's 8-byte header "
+             "included; not the padding that aligns the data) sent through a fast box; larger "
+             "ones go as fragments on the receiver's queue (at most a quarter of "
+             "btl_shm_fbox_size is used; 0: no fast box)",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
@@ -263,13 +266,13 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
     *num_modules = 0;
     if (NULL == px_boot || px_boot->size < 2)
         return NULL; /* nobody to talk to */
-    if (!is_pow2(s->fbox_size) || s->fbox_size < 4096 || s->fbox_size > (16u << 20)) {
-        px_show_error("btl shm: btl_shm_fbox_size %zu is not a power of two from 4096 to 16M",
-                      s->fbox_size);
+    if (s->fbox_size_var != 0 &&
+        (!is_pow2(s->fbox_size_var) || s->fbox_size_var < 4096 || s->fbox_size_var > (16u << 20))) {
+        px_show_error("btl shm: btl_shm_fbox_size %zu is not a power of two from 4096 to 16M "
+                      "(or 0: auto)",
+                      s->fbox_size_var);
         return NULL;
     }
-    if (s->fbox_max_send > s->fbox_size / 4)
-        s->fbox_max_send = s->fbox_size / 4;
     if (m->btl_eager_limit < 256)
         m->btl_eager_limit = 256;
     if (m->btl_max_send_size < m->btl_eager_limit)
@@ -296,6 +299,14 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         s->local_index = NULL;
         return NULL; /* no local peer */
     }
+    /* auto: every local process computes the same from nlocal */
+    s->fbox_size = s->fbox_size_var ? s->fbox_size_var : px_btl_shm_auto_fbox_size(s->nlocal);
+    if (s->fbox_max_send > s->fbox_size / 4)
+        s->fbox_max_send = s->fbox_size / 4;
+    /* An entry's size / 64 travels in 16 bits; an entry is the message, its
+     * 8-byte header, up to 127 bytes of lead and the rounding to a line. */
+    if (s->fbox_max_send > PX_BTL_SHM_FBOX_MAX_ENTRY - 192)
+        s->fbox_max_send = PX_BTL_SHM_FBOX_MAX_ENTRY - 192;
 
     /* Segment: header/fifo/acks, rings, heap. */
     s->heap_off = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->nlocal);
@@ -334,6 +345,9 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
                                        s->my_rank, s->nlocal, s->fbox_size, &s->seg, &s->seg_fd);
     if (rc != PX_SUCCESS)
         return NULL;
+    if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) /* the incoming rings */
+        px_btl_shm_populate(s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, 0),
+                            (size_t)s->nlocal * s->fbox_size);
     s->unlinked = false;
     s->quiet_polls = 0;
     s->next_check_ns = 0;

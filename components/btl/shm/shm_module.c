@@ -371,7 +371,9 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
 static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, size_t lead,
                                            uint8_t order, uint32_t flags)
 {
-    if (!ep || size + lead + 8 > px_btl_shm_state.fbox_max_send || ep->inflight || ep->fb_reserved)
+    /* The lead is alignment, not message: it does not count against the
+     * limit (an 8 KiB message with the runtime's header fits the default). */
+    if (!ep || size + 8 > px_btl_shm_state.fbox_max_send || ep->inflight || ep->fb_reserved)
         return NULL;
     size_t esz = (8 + lead + size + 63) & ~(size_t)63;
     long off = fbox_reserve(ep, esz);
@@ -693,7 +695,7 @@ px_btl_shm_module_t px_btl_shm_module = {
             .btl_exclusivity = PX_BTL_EXCLUSIVITY_HIGH - 1,
             .btl_latency = 100,
             .btl_bandwidth = 20000,
-            .btl_eager_limit = 8192 + 64,
+            .btl_eager_limit = 16384 + 64,       /* 16 KiB of data after the runtime's header */
             .btl_max_send_size = 64 * 1024 + 16, /* 64 KiB of data after the runtime's header */
             .btl_put_limit = SIZE_MAX,
             .btl_put_alignment = 0,

@@ -83,7 +83,9 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         ep->seg = base;
         ep->seg_size = mx->size;
         ep->fb_out = base + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
-        ep->fb_zeroed = s->fbox_size; /* a new ring is all zero */
+        ep->fb_zeroed = s->fbox_size;                /* a new ring is all zero */
+        if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) /* our ring there: its owner made the pages */
+            px_btl_shm_populate(ep->fb_out, s->fbox_size);
         ep->fb_out_ack = (_Atomic uint64_t *)(base + px_btl_shm_off_ack(s->my_idx));
         ep->fifo = (px_btl_shm_fifo_t *)(base + px_btl_shm_off_fifo());
         ep->fb_in = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, idx);
