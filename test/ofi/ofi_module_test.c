@@ -395,6 +395,8 @@ START_TEST(unreachable_peer)
     /* tcp;ofi_rxm retries a refused connection forever, answering EAGAIN:
      * the connect timeout turns that into an error */
     ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_timeout", "2"), 0);
+    /* the timeout itself is under test: no probe of the refused port */
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "0"), 0);
     px_btl_module_t *a = make_module(0);
     ck_assert_ptr_nonnull(a);
     /* rank 2 "published" a tcp address on a port nobody listens on */
@@ -450,8 +452,54 @@ START_TEST(unreachable_peer)
     d = a->btl_alloc(a, ep[0], 0, 100, 0);
     ck_assert_int_eq(a->btl_send(a, ep[0], d, 200), PX_ERR_UNREACH);
     a->btl_free(a, d);
+    ck_assert_msg(strstr(err_text, "btl_ofi_connect_timeout") && !strstr(err_text, "refused a TCP"),
+                  "text: %s", err_text);
     a->btl_del_procs(a, 2, &proc_ptrs[2], ep);
     a->btl_finalize(a);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "1"), 0);
+    PX_OBJ_DESTRUCT(&bm);
+}
+END_TEST
+
+/* A peer whose process is gone while this one still connects to it: its
+ * published port now refuses connections. tcp;ofi_rxm retries that forever
+ * with EAGAIN; btl/ofi must report the death as soon as a probe of the port
+ * is refused, not after btl_ofi_connect_timeout (left at 3600 s here, so
+ * only the probe can end the wait within progress_until's bound). */
+START_TEST(dead_peer_while_connecting)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_timeout", "3600"), 0);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "1"), 0);
+    px_btl_module_t *a = make_module(0), *b = make_module(1);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    b->btl_finalize(b); /* rank 1 "dies": its endpoint and listening port close */
+    px_btl_endpoint_t *ep[NRANKS];
+    const char *reasons[NRANKS];
+    px_bitmap_t bm;
+    add_peers(a, 1, 1, ep, reasons, &bm);
+    ck_assert(px_bitmap_is_set_bit(&bm, 0));
+    a->btl_register_error(a, error_cb);
+    n_err = 0;
+    n_send_done = 0;
+    px_btl_descriptor_t *d = a->btl_alloc(a, ep[0], 0, 100, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    ck_assert_ptr_nonnull(d);
+    d->des_cbfunc = send_cb;
+    ck_assert_int_ge(a->btl_send(a, ep[0], d, 200), 0);
+    progress_until(a, NULL, &n_err, 1);
+    progress_until(a, NULL, &n_send_done, 1);
+    fprintf(stderr, "error callback text: %s\n", err_text);
+    ck_assert_int_lt(last_send_status, 0);
+    ck_assert_int_eq(err_rank, 1);
+    ck_assert_int_eq(err_code, PX_ERR_UNREACH);
+    ck_assert_msg(strstr(err_text, "rank 1") && strstr(err_text, "refused"), "text: %s", err_text);
+    /* later operations fail at once */
+    const char h[8] = "x";
+    ck_assert_int_eq(a->btl_sendi(a, ep[0], h, 8, NULL, 0, 0, 0, 200, NULL), PX_ERR_UNREACH);
+    a->btl_del_procs(a, 1, &proc_ptrs[1], ep);
+    a->btl_finalize(a);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_timeout", "30"), 0);
     PX_OBJ_DESTRUCT(&bm);
 }
 END_TEST
@@ -461,9 +509,11 @@ int main(void)
     /* keep the tcp and sockets providers on loopback */
     setenv("FI_TCP_IFACE", "lo", 0);
     setenv("FI_SOCKETS_IFACE", "lo", 0);
-    const TTest *tests[] = {exchange_tcp,    exchange_sockets, exchange_shm,
-                            rdma_tcp,        rdma_sockets,     rdma_shm,
-                            provider_choice, provider_errors,  unreachable_peer};
+    const TTest *tests[] = {exchange_tcp,     exchange_sockets,
+                            exchange_shm,     rdma_tcp,
+                            rdma_sockets,     rdma_shm,
+                            provider_choice,  provider_errors,
+                            unreachable_peer, dead_peer_while_connecting};
     Suite *s = suite_create("btl_ofi");
     suite_add_tcase(s, px_check_tcase("btl_ofi", NULL, NULL, 60, tests, PX_CHECK_COUNT(tests)));
     return px_check_run(s);

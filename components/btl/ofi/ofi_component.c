@@ -40,6 +40,7 @@ size_t px_btl_ofi_rcache_max_entries = 1024;
 size_t px_btl_ofi_rcache_max_bytes = 0;
 int px_btl_ofi_flush_timeout = 60;
 int px_btl_ofi_connect_timeout = 30;
+int px_btl_ofi_connect_probe = 1;
 int px_btl_ofi_verbose = 0;
 bool px_btl_ofi_skip_single_host = true;
 static bool px_btl_ofi_discovered; /* px_btl_ofi_all_infos is up to date */
@@ -392,6 +393,18 @@ static const px_mca_var_field_t px_btl_ofi_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "0",
      .storage = &px_btl_ofi_connect_timeout},
+    {.name = "connect_probe",
+     .help = "Over tcp-based providers (tcp;ofi_rxm, net): after this many seconds of EAGAIN to a "
+             "peer, and again every as many seconds, try a plain TCP connect to the address the "
+             "peer published; a refused connection (nothing listens there: the peer's process "
+             "is gone) declares the peer unreachable at once instead of after "
+             "btl_ofi_connect_timeout. 0: never probe",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "3600",
+     .storage = &px_btl_ofi_connect_probe},
     {.name = "verbose",
      .help = "Verbosity of btl/ofi (0-100)",
      .type = PX_MCA_VAR_TYPE_INT,
