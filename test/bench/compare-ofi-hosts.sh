@@ -25,7 +25,9 @@
 #        list, default 8,1024,4096,16384,65536,262144,1048576,4194304);
 #        SIDES (default "plexus base ompi-tcp ucx-tcp", base only with a
 #        BASE_BUILD_DIR); UCX_ENV (extra -x settings for UCX, space separated);
-#        PX_ENV (extra -x settings for both Plexus builds); KEEP (a folder to
+#        PX_ENV (extra -x settings for both Plexus builds); BASE_ENV (extra
+#        -x settings for base only: with BASE_BUILD_DIR = BUILD_DIR, an A/B of
+#        one variable, e.g. BASE_ENV=PX_MCA_btl_ofi_get_limit=1073741824); KEEP (a folder to
 #        keep every run's CSV in); PRIORITY (1: every contender runs in a
 #        session of its own whose scheduler autogroup gets nice -20, as in
 #        compare-shm.sh; 0: off); PLOT (chart prefix: PLOT-hosts.svg and
@@ -105,6 +107,7 @@ run() {
     plexus | base)
         [ "$side" = base ] && b=$BASE
         for e in ${PX_ENV:-}; do xs+=(-x "$e"); done
+        if [ "$side" = base ]; then for e in ${BASE_ENV:-}; do xs+=(-x "$e"); done; fi
         "${mr[@]}" -x LD_LIBRARY_PATH="$b/.libs" -x PX_MCA_mca_component_path="$b/.libs" \
             -x PX_MCA_btl=self,ofi -x "PX_MCA_btl_ofi_provider_include=$PROV" "${net[@]}" "${xs[@]}" \
             "$(perf_bin "$b")" --sizes "$SIZES" --csv </dev/null >"$out" 2>"$out.err" ;;
@@ -131,6 +134,7 @@ echo "   provider $PROV; $REPS interleaved rounds of: $SIDES; where: $WHERE"
 echo "   plexus: $B$([ -n "$BASE" ] && echo "; base: $BASE")"
 [ -n "${UCX_ENV:-}" ] && echo "   UCX_ENV: $UCX_ENV"
 [ -n "${PX_ENV:-}" ] && echo "   PX_ENV: $PX_ENV"
+[ -n "${BASE_ENV:-}" ] && echo "   BASE_ENV (base only): $BASE_ENV"
 read -r -a sides <<<"$SIDES"
 ns=${#sides[@]}
 for rep in $(seq "$REPS"); do
