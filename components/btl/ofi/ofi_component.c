@@ -68,7 +68,7 @@ px_btl_ofi_module_t px_btl_ofi_module_template = {
             .btl_eager_limit = 32 * 1024,
             .btl_max_send_size = 64 * 1024,
             .btl_put_limit = (size_t)1 << 30,
-            .btl_get_limit = (size_t)1 << 30,
+            .btl_get_limit = 512 * 1024,
             .btl_flags =
                 PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_NEEDS_REG,
             .btl_registration_handle_size = PX_BTL_OFI_HANDLE_WIRE_SIZE,
