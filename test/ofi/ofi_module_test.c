@@ -504,16 +504,61 @@ START_TEST(dead_peer_while_connecting)
 }
 END_TEST
 
+/* The probe must not take a live peer for a dead one: rank 1 does not
+ * progress for a while (rxm cannot finish connecting to it, and rank 0's send
+ * waits with EAGAIN long enough for probes, which its kernel accepts); then
+ * it progresses and the message arrives, with no error reported. */
+START_TEST(slow_peer_is_not_dead)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "1"), 0);
+    px_btl_module_t *a = make_module(0), *b = make_module(1);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    px_btl_endpoint_t *ea[NRANKS], *eb[NRANKS];
+    const char *ra[NRANKS], *rb[NRANKS];
+    px_bitmap_t bma, bmb;
+    add_peers(a, 0, 2, ea, ra, &bma);
+    add_peers(b, 0, 2, eb, rb, &bmb);
+    a->btl_register_error(a, error_cb);
+    px_btl_base_register_am(200, am_cb, NULL);
+    n_err = 0;
+    n_recv = 0;
+    n_send_done = 0;
+    px_btl_descriptor_t *d = a->btl_alloc(a, ea[1], 0, 100, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    ck_assert_ptr_nonnull(d);
+    memset(d->des_segments[0].seg_addr, 's', 100);
+    d->des_cbfunc = send_cb;
+    ck_assert_int_ge(a->btl_send(a, ea[1], d, 200), 0);
+    double t0 = now();
+    while (now() - t0 < 2.5) /* only rank 0 progresses: probes run */
+        a->btl_progress(a);
+    progress_until(a, b, &n_recv, 1);
+    progress_until(a, b, &n_send_done, 1);
+    ck_assert_int_eq(last_send_status, PX_SUCCESS);
+    ck_assert_msg(0 == n_err, "error reported for a live peer: %s", err_text);
+    ck_assert_uint_eq(recv_len[0], 100);
+    ck_assert_int_eq(recv_data[0][99], 's');
+    a->btl_del_procs(a, 2, &proc_ptrs[0], ea);
+    b->btl_del_procs(b, 2, &proc_ptrs[0], eb);
+    a->btl_finalize(a);
+    b->btl_finalize(b);
+    PX_OBJ_DESTRUCT(&bma);
+    PX_OBJ_DESTRUCT(&bmb);
+}
+END_TEST
+
 int main(void)
 {
     /* keep the tcp and sockets providers on loopback */
     setenv("FI_TCP_IFACE", "lo", 0);
     setenv("FI_SOCKETS_IFACE", "lo", 0);
-    const TTest *tests[] = {exchange_tcp,     exchange_sockets,
-                            exchange_shm,     rdma_tcp,
-                            rdma_sockets,     rdma_shm,
-                            provider_choice,  provider_errors,
-                            unreachable_peer, dead_peer_while_connecting};
+    const TTest *tests[] = {exchange_tcp,         exchange_sockets,
+                            exchange_shm,         rdma_tcp,
+                            rdma_sockets,         rdma_shm,
+                            provider_choice,      provider_errors,
+                            unreachable_peer,     dead_peer_while_connecting,
+                            slow_peer_is_not_dead};
     Suite *s = suite_create("btl_ofi");
     suite_add_tcase(s, px_check_tcase("btl_ofi", NULL, NULL, 60, tests, PX_CHECK_COUNT(tests)));
     return px_check_run(s);
