@@ -22,9 +22,10 @@ wellformed() {
 }
 show() { sed 's/^/#   /' "$T/out" | head -40 >&2; sed 's/^/#   stderr: /' "$T/err" | head -20 >&2; }
 
-# btl/ofi at its defaults: a dead peer it still connects to is reported once a
-# probe of its port is refused (btl_ofi_connect_probe, 1 s), well within the
-# tool's 20 s wait for the error callback (btl_ofi_connect_timeout is 30 s).
+# btl/ofi at its defaults: the peer-death check usually sees a connection
+# reset; were rank 0 still connecting to the dead rank, a refused probe of its
+# port (btl_ofi_connect_probe, 1 s; test/ofi/ofi_module_test) reports it well
+# within the tool's 20 s wait, where btl_ofi_connect_timeout (30 s) would not.
 for t in "self" "shm -n 2" "shm -n 4" "ofi -n 3 --mca btl_ofi_provider_include tcp;ofi_rxm"; do
     # shellcheck disable=SC2086
     run $t
