@@ -181,6 +181,7 @@ extern size_t px_btl_ofi_rcache_max_bytes;
 extern int px_btl_ofi_flush_timeout;
 extern int px_btl_ofi_connect_timeout;
 extern int px_btl_ofi_connect_probe;
+extern size_t px_btl_ofi_rxm_eager_limit;
 extern int px_btl_ofi_verbose;
 extern bool px_btl_ofi_skip_single_host;
 extern int px_btl_ofi_output;
