@@ -260,7 +260,7 @@ check "... and Slurm removed both steps' folders" wait_no_step_dirs
 # fail calls px_abort, which asks Slurm through PMIx to end the step), or
 # Slurm ends it when a task fails (srun --kill-on-bad-exit). Under Slurm's
 # defaults, without either, a survivor still connecting to the dead rank over
-# ofi may wait for btl_ofi_connect_timeout (docs/launching.md).
+# ofi learns of the death from a refused probe of its port (docs/launching.md).
 killed_job() { # NAME DESCRIPTION SRUN-OPTIONS... -- PROGRAM-OPTIONS...
     local name=$1 desc=$2 opts=()
     shift 2

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include "test/lib/px_check.h"
 #include <netinet/in.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -395,6 +396,8 @@ START_TEST(unreachable_peer)
     /* tcp;ofi_rxm retries a refused connection forever, answering EAGAIN:
      * the connect timeout turns that into an error */
     ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_timeout", "2"), 0);
+    /* the timeout itself is under test: no probe of the refused port */
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "0"), 0);
     px_btl_module_t *a = make_module(0);
     ck_assert_ptr_nonnull(a);
     /* rank 2 "published" a tcp address on a port nobody listens on */
@@ -450,9 +453,133 @@ START_TEST(unreachable_peer)
     d = a->btl_alloc(a, ep[0], 0, 100, 0);
     ck_assert_int_eq(a->btl_send(a, ep[0], d, 200), PX_ERR_UNREACH);
     a->btl_free(a, d);
+    ck_assert_msg(strstr(err_text, "btl_ofi_connect_timeout") && !strstr(err_text, "refused a TCP"),
+                  "text: %s", err_text);
     a->btl_del_procs(a, 2, &proc_ptrs[2], ep);
     a->btl_finalize(a);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "1"), 0);
     PX_OBJ_DESTRUCT(&bm);
+}
+END_TEST
+
+/* A peer whose process is gone while this one still connects to it: its
+ * published port now refuses connections. tcp;ofi_rxm retries that forever
+ * with EAGAIN; btl/ofi must report the death as soon as a probe of the port
+ * is refused, not after btl_ofi_connect_timeout (left at 3600 s here, so
+ * only the probe can end the wait within progress_until's bound). */
+START_TEST(dead_peer_while_connecting)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_timeout", "3600"), 0);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "1"), 0);
+    px_btl_module_t *a = make_module(0), *b = make_module(1);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    b->btl_finalize(b); /* rank 1 "dies": its endpoint and listening port close */
+    px_btl_endpoint_t *ep[NRANKS];
+    const char *reasons[NRANKS];
+    px_bitmap_t bm;
+    add_peers(a, 1, 1, ep, reasons, &bm);
+    ck_assert(px_bitmap_is_set_bit(&bm, 0));
+    a->btl_register_error(a, error_cb);
+    n_err = 0;
+    n_send_done = 0;
+    px_btl_descriptor_t *d = a->btl_alloc(a, ep[0], 0, 100, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    ck_assert_ptr_nonnull(d);
+    d->des_cbfunc = send_cb;
+    ck_assert_int_ge(a->btl_send(a, ep[0], d, 200), 0);
+    progress_until(a, NULL, &n_err, 1);
+    progress_until(a, NULL, &n_send_done, 1);
+    fprintf(stderr, "error callback text: %s\n", err_text);
+    ck_assert_int_lt(last_send_status, 0);
+    ck_assert_int_eq(err_rank, 1);
+    ck_assert_int_eq(err_code, PX_ERR_UNREACH);
+    ck_assert_msg(strstr(err_text, "rank 1") && strstr(err_text, "refused"), "text: %s", err_text);
+    /* later operations fail at once */
+    const char h[8] = "x";
+    ck_assert_int_eq(a->btl_sendi(a, ep[0], h, 8, NULL, 0, 0, 0, 200, NULL), PX_ERR_UNREACH);
+    a->btl_del_procs(a, 1, &proc_ptrs[1], ep);
+    a->btl_finalize(a);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_timeout", "30"), 0);
+    PX_OBJ_DESTRUCT(&bm);
+}
+END_TEST
+
+/* The probe must not take a live peer for a dead one: rank 1 does not
+ * progress for a while (rxm cannot finish connecting to it, and rank 0's send
+ * waits with EAGAIN long enough for probes, which its kernel accepts); then
+ * it progresses and the message arrives, with no error reported. */
+START_TEST(slow_peer_is_not_dead)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_connect_probe", "1"), 0);
+    px_btl_module_t *a = make_module(0), *b = make_module(1);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    px_btl_endpoint_t *ea[NRANKS], *eb[NRANKS];
+    const char *ra[NRANKS], *rb[NRANKS];
+    px_bitmap_t bma, bmb;
+    add_peers(a, 0, 2, ea, ra, &bma);
+    add_peers(b, 0, 2, eb, rb, &bmb);
+    a->btl_register_error(a, error_cb);
+    px_btl_base_register_am(200, am_cb, NULL);
+    n_err = 0;
+    n_recv = 0;
+    n_send_done = 0;
+    px_btl_descriptor_t *d = a->btl_alloc(a, ea[1], 0, 100, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+    ck_assert_ptr_nonnull(d);
+    memset(d->des_segments[0].seg_addr, 's', 100);
+    d->des_cbfunc = send_cb;
+    ck_assert_int_ge(a->btl_send(a, ea[1], d, 200), 0);
+    double t0 = now();
+    while (now() - t0 < 2.5) /* only rank 0 progresses: probes run */
+        a->btl_progress(a);
+    progress_until(a, b, &n_recv, 1);
+    progress_until(a, b, &n_send_done, 1);
+    ck_assert_int_eq(last_send_status, PX_SUCCESS);
+    ck_assert_msg(0 == n_err, "error reported for a live peer: %s", err_text);
+    ck_assert_uint_eq(recv_len[0], 100);
+    ck_assert_int_eq(recv_data[0][99], 's');
+    a->btl_del_procs(a, 2, &proc_ptrs[0], ea);
+    b->btl_del_procs(b, 2, &proc_ptrs[0], eb);
+    a->btl_finalize(a);
+    b->btl_finalize(b);
+    PX_OBJ_DESTRUCT(&bma);
+    PX_OBJ_DESTRUCT(&bmb);
+}
+END_TEST
+
+/* Before libfabric loads, btl/ofi raises rxm's eager limit (rxm's
+ * segmentation above 16 KiB was 2-3x slower), unless this host has an RDMA
+ * device (rxm over verbs needs its default). Each test runs in a process of
+ * its own, so libfabric loads here, after the unsetenv. */
+START_TEST(rxm_eager_limit_env)
+{
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode && 0 == strcmp(fork_mode, "no"))
+        return; /* libfabric was loaded by an earlier test of this process */
+    unsetenv("FI_OFI_RXM_EAGER_LIMIT");
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    px_btl_module_t *a = make_module(0);
+    ck_assert_ptr_nonnull(a);
+    const char *v = getenv("FI_OFI_RXM_EAGER_LIMIT");
+    bool rdma = false;
+    DIR *d = opendir("/sys/class/infiniband");
+    if (d) {
+        for (struct dirent *e; !rdma && (e = readdir(d));)
+            rdma = '.' != e->d_name[0];
+        closedir(d);
+    }
+    if (rdma) {
+        ck_assert_msg(NULL == v, "set to %s although an RDMA device is present", v);
+    } else {
+        ck_assert_ptr_nonnull(v);
+        char want[32];
+        snprintf(want, sizeof(want), "%zu", px_btl_ofi_rxm_eager_limit);
+        ck_assert_str_eq(v, want);
+        ck_assert_uint_ge(px_btl_ofi_rxm_eager_limit, a->btl_max_send_size + 8);
+    }
+    a->btl_finalize(a);
 }
 END_TEST
 
@@ -461,9 +588,12 @@ int main(void)
     /* keep the tcp and sockets providers on loopback */
     setenv("FI_TCP_IFACE", "lo", 0);
     setenv("FI_SOCKETS_IFACE", "lo", 0);
-    const TTest *tests[] = {exchange_tcp,    exchange_sockets, exchange_shm,
-                            rdma_tcp,        rdma_sockets,     rdma_shm,
-                            provider_choice, provider_errors,  unreachable_peer};
+    const TTest *tests[] = {exchange_tcp,          exchange_sockets,
+                            exchange_shm,          rdma_tcp,
+                            rdma_sockets,          rdma_shm,
+                            provider_choice,       provider_errors,
+                            unreachable_peer,      dead_peer_while_connecting,
+                            slow_peer_is_not_dead, rxm_eager_limit_env};
     Suite *s = suite_create("btl_ofi");
     suite_add_tcase(s, px_check_tcase("btl_ofi", NULL, NULL, 60, tests, PX_CHECK_COUNT(tests)));
     return px_check_run(s);

@@ -22,6 +22,7 @@
 #include <rdma/fi_cm.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_errno.h>
+#include <sys/socket.h>
 #include "core/class/free_list.h"
 #include "frameworks/btl/btl.h"
 #include "frameworks/btl/base/frag.h"
@@ -90,6 +91,14 @@ struct px_btl_endpoint {
     struct px_btl_endpoint *next_blocked; /* on the module's list while pending */
     double stuck_since;                   /* when libfabric began refusing (0: it is not) */
     bool sent;                            /* something was sent since the last drain */
+    /* The peer's published TCP address (tcp-based providers only; len 0:
+     * none), probed with a plain connect while libfabric keeps answering
+     * EAGAIN: a refused probe means nothing listens there any more. */
+    struct sockaddr_storage probe_addr;
+    socklen_t probe_len;
+    int probe_fd;    /* a connect in progress, or -1 */
+    double probe_at; /* when the next probe may start */
+    bool refused;    /* a probe was refused: the peer's process is gone */
 };
 
 /* Memory registration: key and base travel to the peer (16 bytes). */
@@ -171,6 +180,8 @@ extern size_t px_btl_ofi_rcache_max_entries;
 extern size_t px_btl_ofi_rcache_max_bytes;
 extern int px_btl_ofi_flush_timeout;
 extern int px_btl_ofi_connect_timeout;
+extern int px_btl_ofi_connect_probe;
+extern size_t px_btl_ofi_rxm_eager_limit;
 extern int px_btl_ofi_verbose;
 extern bool px_btl_ofi_skip_single_host;
 extern int px_btl_ofi_output;
@@ -199,9 +210,11 @@ static inline const char *px_btl_ofi_prov(const px_btl_ofi_module_t *m)
 void px_btl_ofi_report(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int error, const char *what,
                        const char *detail);
 /* libfabric refused an operation to `ep` with EAGAIN: true once it has
- * refused for longer than btl_ofi_connect_timeout. */
+ * refused for longer than btl_ofi_connect_timeout, or once a probe of the
+ * peer's TCP port was refused (ep->refused: its process is gone). */
 bool px_btl_ofi_stuck_too_long(px_btl_endpoint_t *ep);
-/* Declare `ep` unreachable after btl_ofi_connect_timeout; PX_ERR_UNREACH. */
+/* Declare `ep` unreachable (after btl_ofi_connect_timeout or a refused
+ * probe); PX_ERR_UNREACH. */
 int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep);
 
 /* Fail every pending send of `ep` with `status`. */
@@ -209,6 +222,9 @@ void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int 
 /* Before the endpoints `eps` (NULL entries skipped) go away: send a drain
  * message to each one sent to, and wait a little for their operations. */
 void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n);
+
+/* Close `ep`'s probe connection, if any. */
+void px_btl_ofi_probe_close(px_btl_endpoint_t *ep);
 
 /* ofi_peers.c, for ofi_module.c: the module's btl_add_procs and btl_del_procs. */
 int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,

@@ -16,6 +16,7 @@
  * A name matches a provider when equal to it ("tcp;ofi_rxm") or to its core
  * ("tcp" matches "tcp;ofi_rxm").
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,8 @@ size_t px_btl_ofi_rcache_max_entries = 1024;
 size_t px_btl_ofi_rcache_max_bytes = 0;
 int px_btl_ofi_flush_timeout = 60;
 int px_btl_ofi_connect_timeout = 30;
+int px_btl_ofi_connect_probe = 1;
+size_t px_btl_ofi_rxm_eager_limit = 66 * 1024;
 int px_btl_ofi_verbose = 0;
 bool px_btl_ofi_skip_single_host = true;
 static bool px_btl_ofi_discovered; /* px_btl_ofi_all_infos is up to date */
@@ -64,10 +67,13 @@ px_btl_ofi_module_t px_btl_ofi_module_template = {
             .btl_exclusivity = PX_BTL_EXCLUSIVITY_DEFAULT,
             .btl_latency = 10000,
             .btl_bandwidth = 5000,
-            .btl_eager_limit = 32 * 1024,
-            .btl_max_send_size = 64 * 1024,
+            /* 64 KiB of data (and the runtime's 16-byte header) eager, as
+             * Open MPI's btl/tcp: over tcp;ofi_rxm one rxm message placed
+             * straight into a posted receive (btl_ofi_rxm_eager_limit). */
+            .btl_eager_limit = 64 * 1024 + 64,
+            .btl_max_send_size = 64 * 1024 + 64,
             .btl_put_limit = (size_t)1 << 30,
-            .btl_get_limit = (size_t)1 << 30,
+            .btl_get_limit = 512 * 1024,
             .btl_flags =
                 PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_NEEDS_REG,
             .btl_registration_handle_size = PX_BTL_OFI_HANDLE_WIRE_SIZE,
@@ -76,12 +82,44 @@ px_btl_ofi_module_t px_btl_ofi_module_template = {
 
 px_btl_ofi_lib_t px_btl_ofi_lib;
 
+/* Is there an RDMA device here (so rxm may run over verbs)? */
+static bool px_btl_ofi_have_rdma_device(void)
+{
+    DIR *d = opendir("/sys/class/infiniband");
+    if (NULL == d)
+        return false;
+    bool any = false;
+    for (struct dirent *e; !any && (e = readdir(d));)
+        any = '.' != e->d_name[0];
+    closedir(d);
+    return any;
+}
+
+/* Before libfabric loads (its providers read their variables then): rxm
+ * sends a message above its eager limit (16 KiB by default) by segments
+ * copied through bounce buffers (SAR), which made 16-64 KiB messages 2-3
+ * times slower than one eager message. Over tcp, rxm may take a larger
+ * eager limit than its buffer size (the tcp provider places the message
+ * straight into the posted receive); over verbs it may not, so nothing is
+ * set when this host has an RDMA device, or when the user set it. */
+static void px_btl_ofi_set_rxm_eager_limit(void)
+{
+    if (0 == px_btl_ofi_rxm_eager_limit || getenv("FI_OFI_RXM_EAGER_LIMIT") ||
+        px_btl_ofi_have_rdma_device())
+        return;
+    size_t v = px_btl_ofi_rxm_eager_limit < 16384 ? 16384 : px_btl_ofi_rxm_eager_limit;
+    char text[32];
+    snprintf(text, sizeof(text), "%zu", v);
+    setenv("FI_OFI_RXM_EAGER_LIMIT", text, 0);
+}
+
 bool px_btl_ofi_lib_load(const char **why)
 {
     static int state; /* 0: not tried, 1: loaded, -1: failed */
     static char reason[300];
     if (0 == state) {
         state = -1;
+        px_btl_ofi_set_rxm_eager_limit();
         void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
         if (NULL == h) {
             snprintf(reason, sizeof(reason), "cannot load libfabric: %s", dlerror());
@@ -392,6 +430,30 @@ static const px_mca_var_field_t px_btl_ofi_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "0",
      .storage = &px_btl_ofi_connect_timeout},
+    {.name = "connect_probe",
+     .help = "Over tcp-based providers (tcp;ofi_rxm, net): after this many seconds of EAGAIN to a "
+             "peer, and again every as many seconds, try a plain TCP connect to the address the "
+             "peer published; a refused connection (nothing listens there: the peer's process "
+             "is gone) declares the peer unreachable at once instead of after "
+             "btl_ofi_connect_timeout. 0: never probe",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "3600",
+     .storage = &px_btl_ofi_connect_probe},
+    {.name = "rxm_eager_limit",
+     .help = "Bytes up to which libfabric's ofi_rxm sends a message in one piece: btl/ofi sets "
+             "FI_OFI_RXM_EAGER_LIMIT to this before it loads libfabric, unless the environment "
+             "sets it or this host has an RDMA device (rxm over verbs needs its default), so "
+             "that eager fragments up to btl_ofi_max_send_size avoid rxm's segmentation; values "
+             "below 16384 count as 16384; 0: leave libfabric's default (16 KiB)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "67108864",
+     .storage = &px_btl_ofi_rxm_eager_limit},
     {.name = "verbose",
      .help = "Verbosity of btl/ofi (0-100)",
      .type = PX_MCA_VAR_TYPE_INT,

@@ -12,6 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <unistd.h>
+#include <arpa/inet.h>
 #include "components/btl/ofi/ofi.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
@@ -168,13 +173,72 @@ static double px_btl_ofi_now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+void px_btl_ofi_probe_close(px_btl_endpoint_t *ep)
+{
+    if (ep->probe_fd >= 0) {
+        /* Reset rather than close politely: the peer's provider sees a
+         * connection that never spoke and drops it. */
+        struct linger l = {.l_onoff = 1, .l_linger = 0};
+        (void)setsockopt(ep->probe_fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+        close(ep->probe_fd);
+    }
+    ep->probe_fd = -1;
+}
+
+/* One step of the probe of `ep`'s published TCP port (at time t): start a
+ * non-blocking connect, or look whether the one started has an answer. A
+ * refusal sets ep->refused; an accepted connection (the peer's kernel still
+ * listens for it: it is alive, only slow to answer libfabric) is reset and
+ * the next probe waits btl_ofi_connect_probe seconds; no answer yet (a host
+ * that is down drops the packets) leaves the decision to
+ * btl_ofi_connect_timeout. */
+static void px_btl_ofi_probe(px_btl_endpoint_t *ep, double t)
+{
+    int err = 0;
+    if (ep->probe_fd < 0) {
+        if (t < ep->probe_at)
+            return;
+        ep->probe_at = t + px_btl_ofi_connect_probe;
+        ep->probe_fd =
+            socket(ep->probe_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (ep->probe_fd < 0)
+            return;
+        if (0 == connect(ep->probe_fd, (struct sockaddr *)&ep->probe_addr, ep->probe_len)) {
+            px_btl_ofi_probe_close(ep);
+            return;
+        }
+        if (EINPROGRESS != errno) {
+            err = errno;
+            px_btl_ofi_probe_close(ep);
+        }
+    } else {
+        struct pollfd pfd = {.fd = ep->probe_fd, .events = POLLOUT};
+        if (poll(&pfd, 1, 0) <= 0)
+            return; /* no answer yet */
+        socklen_t len = sizeof(err);
+        if (0 != getsockopt(ep->probe_fd, SOL_SOCKET, SO_ERROR, &err, &len))
+            err = errno;
+        px_btl_ofi_probe_close(ep);
+        ep->probe_at = t + px_btl_ofi_connect_probe;
+    }
+    if (ECONNREFUSED == err)
+        ep->refused = true;
+}
+
 /* libfabric refused an operation to `ep` with EAGAIN: start or check the
- * clock; true when it has refused for longer than btl_ofi_connect_timeout. */
+ * clock (and probe the peer's port once it has refused for
+ * btl_ofi_connect_probe seconds); true when it has refused for longer than
+ * btl_ofi_connect_timeout or the probe was refused. */
 bool px_btl_ofi_stuck_too_long(px_btl_endpoint_t *ep)
 {
     double t = px_btl_ofi_now();
     if (0 == ep->stuck_since)
         ep->stuck_since = t;
+    if (px_btl_ofi_connect_probe > 0 && ep->probe_len && !ep->refused &&
+        t - ep->stuck_since >= px_btl_ofi_connect_probe)
+        px_btl_ofi_probe(ep, t);
+    if (ep->refused)
+        return true;
     return px_btl_ofi_connect_timeout > 0 && t - ep->stuck_since > px_btl_ofi_connect_timeout;
 }
 
@@ -277,11 +341,23 @@ void px_btl_ofi_fail_pending(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int 
 int px_btl_ofi_give_up(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
 {
     if (!ep->failed) {
-        char detail[300];
-        snprintf(detail, sizeof(detail),
-                 "libfabric refused every operation for %d s (btl_ofi_connect_timeout) with %s; "
-                 "the peer is not reachable at the address it published or does not respond",
-                 px_btl_ofi_connect_timeout, px_btl_ofi_strerror(-FI_EAGAIN));
+        char detail[400];
+        if (ep->refused) {
+            char host[INET6_ADDRSTRLEN] = "?", port[16] = "?";
+            (void)getnameinfo((struct sockaddr *)&ep->probe_addr, ep->probe_len, host, sizeof(host),
+                              port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+            snprintf(detail, sizeof(detail),
+                     "its address %s port %s refused a TCP connection: nothing listens there any "
+                     "more, so its process has exited or closed its endpoint (libfabric would "
+                     "retry until btl_ofi_connect_timeout, %d s)",
+                     host, port, px_btl_ofi_connect_timeout);
+        } else {
+            snprintf(detail, sizeof(detail),
+                     "libfabric refused every operation for %d s (btl_ofi_connect_timeout) with "
+                     "%s; the peer is not reachable at the address it published or does not "
+                     "respond",
+                     px_btl_ofi_connect_timeout, px_btl_ofi_strerror(-FI_EAGAIN));
+        }
         ep->failed = true;
         px_btl_ofi_report(m, ep, PX_ERR_UNREACH, "connecting to", detail);
     }
@@ -692,8 +768,11 @@ static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
     if (m->rcache)
         px_rcache_destroy(m->rcache);
     m->rcache = NULL;
-    for (size_t i = 0; i < m->num_peers; ++i)
+    for (size_t i = 0; i < m->num_peers; ++i) {
+        if (m->peers[i])
+            px_btl_ofi_probe_close(m->peers[i]);
         free(m->peers[i]);
+    }
     free(m->peers);
     m->peers = NULL;
     m->num_peers = 0;

@@ -43,6 +43,11 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
     px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
     const char *myprov = px_btl_ofi_prov(m);
     bool host_only = 0 == strcmp(myprov, "shm");
+    /* Over tcp (or net) the published address is the peer's listening TCP
+     * socket, which a plain connect can probe (ofi_module.c); other
+     * providers' addresses are not TCP ports. */
+    bool probe_tcp = (0 == strncmp(myprov, "tcp", 3) && ('\0' == myprov[3] || ';' == myprov[3])) ||
+                     (0 == strncmp(myprov, "net", 3) && ('\0' == myprov[3] || ';' == myprov[3]));
     for (size_t i = 0; i < nprocs; ++i) {
         px_proc_t *p = procs[i];
         endpoints[i] = NULL;
@@ -94,19 +99,28 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         }
         fi_addr_t fa = FI_ADDR_NOTAVAIL;
         int n = fi_av_insert(m->av, b->addr, 1, &fa, 0, NULL);
-        free(blob);
         if (1 != n) {
+            free(blob);
             reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",
                                            p->rank, px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL));
             continue;
         }
         px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
-        if (NULL == ep)
+        if (NULL == ep) {
+            free(blob);
             return PX_ERR_OUT_OF_RESOURCE;
+        }
         ep->module = m;
         ep->addr = fa;
         ep->rank = p->rank;
         ep->hostname = p->hostname;
+        ep->probe_fd = -1;
+        if (probe_tcp && b->addrlen <= sizeof(ep->probe_addr) &&
+            (FI_SOCKADDR_IN == b->addr_format || FI_SOCKADDR_IN6 == b->addr_format)) {
+            memcpy(&ep->probe_addr, b->addr, b->addrlen);
+            ep->probe_len = (socklen_t)b->addrlen;
+        }
+        free(blob);
         m->peers[p->rank] = ep;
         endpoints[i] = ep;
         px_bitmap_set_bit(reachable, (int)i);
@@ -140,6 +154,7 @@ int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                     break;
                 }
         }
+        px_btl_ofi_probe_close(ep);
         fi_av_remove(m->av, &ep->addr, 1, 0);
         if ((size_t)ep->rank < m->num_peers && m->peers[ep->rank] == ep)
             m->peers[ep->rank] = NULL;
