@@ -191,6 +191,20 @@ typedef struct px_coll_component {
     int (*query)(px_coll_group_t *g, int *priority, px_coll_module_t **module);
 } px_coll_component_t;
 
+/* The "priority" row of a coll component's variable table (registered as
+ * coll_<comp>_priority, 0-100; needs core/mca/var.h):
+ *   static const px_mca_var_field_t vars[] = {
+ *       PX_COLL_PRIORITY_VAR("mine", px_coll_mine_priority), ..., {.name = NULL}}; */
+#define PX_COLL_PRIORITY_VAR(comp, var)                                                            \
+    {                                                                                              \
+        .name = "priority",                                                                        \
+        .help =                                                                                    \
+            "Priority of coll/" comp " in each operation's stack (higher serves first when no "    \
+            "decision rule names a component)",                                                    \
+        .type = PX_MCA_VAR_TYPE_INT, .info_level = 6, .scope = PX_MCA_VAR_SCOPE_READONLY,          \
+        .min = "0", .max = "100", .storage = &(var)                                                \
+    }
+
 #define PX_COLL_COMPONENT_HEADER(name, maj, min, rel, reg, opn, cls)                               \
     PX_MCA_COMPONENT_HEADER_FP("coll", PX_COLL_API_MAJOR, PX_COLL_API_MINOR, PX_COLL_API_RELEASE,  \
                                (name), (maj), (min), (rel), (reg), (opn), (cls),                   \

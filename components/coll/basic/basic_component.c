@@ -8,15 +8,7 @@
 int px_coll_basic_priority = 10;
 
 static const px_mca_var_field_t px_coll_basic_vars[] = {
-    {.name = "priority",
-     .help = "Priority of coll/basic in each operation's stack (higher serves first when no "
-             "decision rule names a component)",
-     .type = PX_MCA_VAR_TYPE_INT,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .min = "0",
-     .max = "100",
-     .storage = &px_coll_basic_priority},
+    PX_COLL_PRIORITY_VAR("basic", px_coll_basic_priority),
     {.name = NULL},
 };
 

@@ -13,15 +13,7 @@ static const px_mca_var_enum_value_t px_coll_fullmesh_linear_values[] = {
     {0, "auto"}, {1, "never"}, {2, "always"}, {0, NULL}};
 
 static const px_mca_var_field_t px_coll_fullmesh_vars[] = {
-    {.name = "priority",
-     .help = "Priority of coll/fullmesh in each operation's stack (higher serves first when no "
-             "decision rule names a component)",
-     .type = PX_MCA_VAR_TYPE_INT,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .min = "0",
-     .max = "100",
-     .storage = &px_coll_fullmesh_priority},
+    PX_COLL_PRIORITY_VAR("fullmesh", px_coll_fullmesh_priority),
     {.name = "linear",
      .help = "Barrier and allreduce through rank 0 (two passes over the ranks) instead of "
              "dissemination / recursive doubling (log2(p) rounds): auto when ranks outnumber the "

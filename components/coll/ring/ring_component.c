@@ -10,15 +10,7 @@ size_t px_coll_ring_chunk = 256 * 1024;
 int px_coll_ring_window = 4;
 
 static const px_mca_var_field_t px_coll_ring_vars[] = {
-    {.name = "priority",
-     .help = "Priority of coll/ring in each operation's stack (higher serves first when no "
-             "decision rule names a component)",
-     .type = PX_MCA_VAR_TYPE_INT,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .min = "0",
-     .max = "100",
-     .storage = &px_coll_ring_priority},
+    PX_COLL_PRIORITY_VAR("ring", px_coll_ring_priority),
     {.name = "chunk",
      .help = "Bytes a ring allreduce / reduce_scatter step moves per message: a block larger "
              "than this is cut into chunks, so reducing one overlaps receiving the next",
