@@ -9,8 +9,7 @@
 # variable; a crash (signal, sanitizer report), a hang (timeout), wrong data
 # or a silent failure fails. The list comes from px_info, so a new variable
 # is covered without editing this file. Read-only/constant variables cannot
-# be set and are counted, not run. Env: PX_RANGE_ENDS_ONLY (only the two
-# ends), PX_RANGE_OFI_PROVIDER (the ofi jobs' provider, default shm).
+# be set and are counted, not run.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 pxrun=$B/tools/pxrun/pxrun
@@ -31,8 +30,7 @@ limit=${PX_RANGE_TIMEOUT:-$([ -n "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}"
 check "px_info --json --all succeeds" test $? -eq 0
 check "... and gives ranges (min/max) of variables" grep -q '"max": "' "$T/info.json"
 
-python3 - "$T/info.json" "$T/jobs" "$T/skipped" "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}" \
-    "${PX_RANGE_OFI_PROVIDER:-shm}" <<'EOF'
+python3 - "$T/info.json" "$T/jobs" "$T/skipped" "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 # Under the sanitizers every job is several times slower: there only the two
@@ -51,11 +49,8 @@ for v in doc["variables"]:
     env = []
     # ofi over libfabric's shm provider: the same btl/ofi code as over tcp,
     # at a third of the start-up time.
-    # PX_RANGE_OFI_PROVIDER names another provider (run-tsan.sh: tcp).
     if fw == "btl" and comp == "ofi":
-        prov = sys.argv[5]
-        env = ["PX_MCA_btl=self,ofi", "PX_MCA_btl_ofi_provider_include=" + prov,
-               "FI_PROVIDER=" + prov.split(";")[0]]
+        env = ["PX_MCA_btl=self,ofi", "PX_MCA_btl_ofi_provider_include=shm", "FI_PROVIDER=shm"]
     elif fw == "btl" and comp == "verbs":
         # without a device it declines; the job must still run over shm
         env = ["PX_MCA_btl=self,shm,verbs"]

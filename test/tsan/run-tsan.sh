@@ -42,13 +42,6 @@ export TSAN_OPTIONS="exitcode=66 suppressions=$src/test/tsan/tsan.supp halt_on_e
 # t_var_ranges.sh: only the two ends of each range, as under ASan (every job
 # is several times slower under TSan; the whole range runs in the normal build).
 export PX_RANGE_ENDS_ONLY=1
-# ... and its ofi jobs over libfabric's tcp provider, not shm: shm installs a
-# SIGTERM handler that calls exit(), so a rank that pxrun ends while it is in
-# px_init's error path runs every library's destructors inside that handler
-# (TSan: signal-unsafe free() in _dl_call_fini, and the launcher-watch thread
-# left unjoined). That is libfabric's choice, not a race in Plexus; tcp
-# installs no handler (about 1 s more per job).
-export PX_RANGE_OFI_PROVIDER=${PX_RANGE_OFI_PROVIDER:-tcp;ofi_rxm}
 bash "$src/test/run-tests.sh" "$build" "$filter"
 rc=$?
 reports=$(find "$build/tsan-reports" -type f | wc -l)
