@@ -271,7 +271,15 @@ static void watch_stop(void)
         do
             w = write(stop_pipe[1], "x", 1);
         while (w < 0 && errno == EINTR);
+        /* Signals wait for the join (microseconds: the thread returns as
+         * soon as it sees the pipe). A library's handler that ends the
+         * process with exit() (libfabric installs such handlers for SIGTERM
+         * and others) would otherwise leave the thread unjoined. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         pthread_join(watcher, NULL);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         watching = false;
     }
     for (int i = 0; i < 2; i++)
