@@ -43,6 +43,15 @@ check "CMA refused by the kernel: a warning says so" contains "$(cat "$T/err")" 
 run "$PXRUN" -n 3 --mca btl_shm_free_list_send_max 2 --mca btl_shm_free_list_eager_max 8 "$A2A" --rounds 2 --msgs 6 --max 1048576
 check "all-to-all with the fragment lists at their minimum" contains "$(cat "$T/out")" "alltoall ok"
 check "all-to-all with the fragment lists at their minimum: exit 0" [ "$rc" -eq 0 ]
+# Pipeline fragments cool for btl_shm_frag_cool_bytes of other data before
+# reuse: at 0 a fragment is taken again as soon as it comes back, at 1G only
+# once the list is at its maximum; the data arrives intact either way.
+for cb in 0 1G; do
+    run "$PXRUN" -n 3 --mca btl_shm_frag_cool_bytes $cb --mca btl_shm_free_list_send_max 8 "$A2A" \
+        --rounds 2 --msgs 6 --max 1048576
+    check "all-to-all with btl_shm_frag_cool_bytes $cb" contains "$(cat "$T/out")" "alltoall ok"
+    check "all-to-all with btl_shm_frag_cool_bytes $cb: exit 0" [ "$rc" -eq 0 ]
+done
 # The largest entry a ring can describe (its size / 64 in 16 bits): a 4 MiB
 # limit on a 16 MiB ring, and a message whose entry with the alignment lead
 # would just pass 4 MiB, goes through intact (a wrapped size field once made

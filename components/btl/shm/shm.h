@@ -139,6 +139,7 @@ typedef struct px_btl_shm_state {
     size_t fbox_max_send; /* largest message through a fast box */
     int single_copy;      /* PX_BTL_SHM_SC_* */
     int free_list_eager_max, free_list_send_max;
+    size_t frag_cool_bytes; /* btl_shm_frag_cool_bytes */
     int poll_batch;
     /* runtime */
     bool in_progress;
@@ -161,7 +162,8 @@ typedef struct px_btl_shm_state {
     int nactive;
     px_free_list_t frags_eager, frags_send, frags_fbox;
     struct px_btl_shm_frag **cool; /* returned pipeline fragments, oldest first */
-    int cool_cap, cool_count, cool_head, cool_min;
+    int cool_cap, cool_count, cool_head;
+    size_t cool_bytes; /* data bytes of the fragments cooling */
     bool lists_constructed, lists_initialized;
 } px_btl_shm_state_t;
 

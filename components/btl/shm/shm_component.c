@@ -27,6 +27,7 @@ px_btl_shm_state_t px_btl_shm_state = {
     .single_copy = PX_BTL_SHM_SC_NONE,
     .free_list_eager_max = 128,
     .free_list_send_max = 64,
+    .frag_cool_bytes = 2u << 20,
     .poll_batch = 1,
     .seg_fd = -1,
 };
@@ -94,6 +95,17 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .min = "2",
      .max = "65536",
      PX_BTL_SHM_AT(free_list_send_max)},
+    {.name = "frag_cool_bytes",
+     .help = "Data bytes of pipeline fragments sent after a fragment before it is reused (while "
+             "btl_shm_free_list_send_max allows): the receiver has just read a fragment, and "
+             "writing it again while its lines sit in the receiver's cache costs a transfer per "
+             "line; about twice a core's L2 cache (0: reuse at once)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 7,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "1G",
+     PX_BTL_SHM_AT(frag_cool_bytes)},
     {.name = "poll_batch",
      .help = "Most messages taken from one peer's fast box per progress call (1: the receiver "
              "does not read the next slot right after a message, which keeps a cache miss off "
@@ -244,8 +256,8 @@ static int px_btl_shm_lists_init(void)
     if (rc != PX_SUCCESS)
         return rc;
     s->cool_cap = s->free_list_send_max;
-    s->cool_min = s->free_list_send_max / 2 > 1 ? s->free_list_send_max / 2 : 1;
     s->cool_count = s->cool_head = 0;
+    s->cool_bytes = 0;
     s->cool = calloc((size_t)s->cool_cap, sizeof(*s->cool));
     if (!s->cool)
         return PX_ERR_OUT_OF_RESOURCE;
@@ -345,9 +357,12 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
                                        s->my_rank, s->nlocal, s->fbox_size, &s->seg, &s->seg_fd);
     if (rc != PX_SUCCESS)
         return NULL;
-    if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) /* the incoming rings */
-        px_btl_shm_populate(s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, 0),
-                            (size_t)s->nlocal * s->fbox_size);
+    if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) { /* the incoming rings, not our own slot */
+        char *r0 = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, 0);
+        px_btl_shm_populate(r0, (size_t)s->my_idx * s->fbox_size);
+        px_btl_shm_populate(r0 + (size_t)(s->my_idx + 1) * s->fbox_size,
+                            (size_t)(s->nlocal - 1 - s->my_idx) * s->fbox_size);
+    }
     s->unlinked = false;
     s->quiet_polls = 0;
     s->next_check_ns = 0;
