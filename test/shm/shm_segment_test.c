@@ -207,17 +207,18 @@ START_TEST(liveness_lock)
 }
 END_TEST
 
-/* btl_shm_fbox_size=0 (auto): 1 MiB rings, halved while a segment's rings
- * exceed 4 MiB, never below 64 KiB; always a power of two (the ring
- * arithmetic masks with size - 1). */
+/* btl_shm_fbox_size=0 (auto): 4 MiB rings, halved while the rings of a
+ * process's peers (nlocal - 1) exceed 4 MiB, never below 64 KiB; always a
+ * power of two (the ring arithmetic masks with size - 1). */
 START_TEST(auto_ring_size)
 {
     static const struct {
         int nlocal;
         size_t ring;
-    } want[] = {{2, 1 << 20},   {4, 1 << 20},    {5, 512 << 10},   {8, 512 << 10},
-                {9, 256 << 10}, {16, 256 << 10}, {17, 128 << 10},  {32, 128 << 10},
-                {33, 64 << 10}, {64, 64 << 10},  {1000, 64 << 10}, {65535, 64 << 10}};
+    } want[] = {{1, 4 << 20},    {2, 4 << 20},     {3, 2 << 20},     {4, 1 << 20},
+                {5, 1 << 20},    {6, 512 << 10},   {9, 512 << 10},   {10, 256 << 10},
+                {17, 256 << 10}, {18, 128 << 10},  {33, 128 << 10},  {34, 64 << 10},
+                {64, 64 << 10},  {1000, 64 << 10}, {65535, 64 << 10}};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         size_t f = px_btl_shm_auto_fbox_size(want[i].nlocal);
         ck_assert_msg(f == want[i].ring, "nlocal %d: ring %zu, want %zu", want[i].nlocal, f,

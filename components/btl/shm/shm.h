@@ -172,19 +172,22 @@ extern px_btl_shm_module_t px_btl_shm_module;
 extern px_btl_shm_state_t px_btl_shm_state;
 
 /* The ring size btl_shm_fbox_size=0 (auto) picks for `nlocal` local
- * processes: 1 MiB, halved while a segment's nlocal rings would exceed 4 MiB,
- * never below 64 KiB. A ring much larger than the caches' working set makes
- * the sender write lines the receiver read long ago (gone from its private
- * caches) instead of lines it still holds: 8 KiB one-way 1.02 -> 0.73 us,
- * 16 KiB through the ring 1.44 us against 2.3 us (docs/shm.md). */
+ * processes: 4 MiB, halved while the rings of a process's nlocal - 1 peers
+ * would exceed 4 MiB (its own slot is never used nor faulted in), never below
+ * 64 KiB. A ring larger than a core's L2 makes the sender write lines the
+ * receiver read long ago (gone from its private caches) instead of lines it
+ * still holds: with 2 local processes, 8 KiB one-way 0.75-0.87 us on 1 MiB
+ * rings against 0.57-0.68 on 4 MiB ones, 16 KiB streaming 10-14 GB/s
+ * against 30-40 (docs/shm.md). */
 #define PX_BTL_SHM_FBOX_MAX_ENTRY   ((size_t)0xffff * 64) /* entry size / 64: 16 bits */
-#define PX_BTL_SHM_FBOX_AUTO_MAX    (1u << 20)
+#define PX_BTL_SHM_FBOX_AUTO_MAX    (4u << 20)
 #define PX_BTL_SHM_FBOX_AUTO_MIN    (64u << 10)
 #define PX_BTL_SHM_FBOX_AUTO_BUDGET (4u << 20)
 static inline size_t px_btl_shm_auto_fbox_size(int nlocal)
 {
     size_t f = PX_BTL_SHM_FBOX_AUTO_MAX;
-    while (f > PX_BTL_SHM_FBOX_AUTO_MIN && (size_t)nlocal * f > PX_BTL_SHM_FBOX_AUTO_BUDGET)
+    while (f > PX_BTL_SHM_FBOX_AUTO_MIN &&
+           (size_t)(nlocal > 1 ? nlocal - 1 : 1) * f > PX_BTL_SHM_FBOX_AUTO_BUDGET)
         f >>= 1;
     return f;
 }

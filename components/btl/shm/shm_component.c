@@ -50,9 +50,9 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .dflt = "/dev/shm",
      PX_BTL_SHM_AT(backing_dir)},
     {.name = "fbox_size",
-     .help = "Bytes of each per-pair fast box ring (a power of two, 4k..16M; 0: auto, 1M per "
-             "peer, halved down to 64k until a process's rings take at most 4M: 1M up to 4 "
-             "local processes, 64k from 33 on)",
+     .help = "Bytes of each per-pair fast box ring (a power of two, 4k..16M; 0: auto, 4M per "
+             "peer, halved down to 64k until the rings of a process's peers take at most 4M: "
+             "4M for 2 local processes, 1M for 4 or 5, 64k from 34 on)",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_ALL,
