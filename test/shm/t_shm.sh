@@ -43,6 +43,22 @@ check "CMA refused by the kernel: a warning says so" contains "$(cat "$T/err")" 
 run "$PXRUN" -n 3 --mca btl_shm_free_list_send_max 2 --mca btl_shm_free_list_eager_max 8 "$A2A" --rounds 2 --msgs 6 --max 1048576
 check "all-to-all with the fragment lists at their minimum" contains "$(cat "$T/out")" "alltoall ok"
 check "all-to-all with the fragment lists at their minimum: exit 0" [ "$rc" -eq 0 ]
+# A backing folder too small for the segment: each rank says what it needed,
+# what was free and which variables make it smaller (the rings first), and
+# the job ends with an error, not SIGBUS on a page the file system refuses.
+small="$T/small-backing"
+mkdir -p "$small"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=4m tmpfs "$small" 2>"$T/mnt.err"; then
+    run "$PXRUN" -n 2 --mca btl_shm_backing_dir "$small" --mca btl self,shm "$A2A" --rounds 1 \
+        --msgs 1 --max 8
+    umount "$small"
+    check "a backing folder too small: the job fails with an error, not a signal" [ "$rc" -gt 0 -a "$rc" -lt 128 ]
+    check "a backing folder too small: the error names the need, the folder and the rings" \
+        contains "$(cat "$T/err")" "free in $small (btl_shm_backing_dir): 2 rings of btl_shm_fbox_size"
+else
+    skip "a backing folder too small" "needs root and a tmpfs mount: $(head -1 "$T/mnt.err" 2>/dev/null)"
+    skip "a backing folder too small: the error" "needs root and a tmpfs mount"
+fi
 # Pipeline fragments cool for btl_shm_frag_cool_bytes of other data before
 # reuse: at 0 a fragment is taken again as soon as it comes back, at 1G only
 # once the list is at its maximum; the data arrives intact either way.

@@ -334,12 +334,12 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         /* The segment file is sparse, but touching pages beyond what the
          * file system holds would kill the process with SIGBUS. */
         px_show_error("btl shm: the segment would need %zu bytes, more than the %llu free in %s "
-                      "(btl_shm_backing_dir): btl_shm_free_list_eager_max %d x "
-                      "btl_shm_eager_limit %zu + btl_shm_free_list_send_max %d x "
-                      "btl_shm_max_send_size %zu; lower them",
-                      s->seg_size, (unsigned long long)fs.f_bavail * fs.f_frsize, bdir,
-                      s->free_list_eager_max, m->btl_eager_limit, s->free_list_send_max,
-                      m->btl_max_send_size);
+                      "(btl_shm_backing_dir): %d rings of btl_shm_fbox_size %zu + "
+                      "btl_shm_free_list_eager_max %d x btl_shm_eager_limit %zu + "
+                      "btl_shm_free_list_send_max %d x btl_shm_max_send_size %zu; lower them",
+                      s->seg_size, (unsigned long long)fs.f_bavail * fs.f_frsize, bdir, s->nlocal,
+                      s->fbox_size, s->free_list_eager_max, m->btl_eager_limit,
+                      s->free_list_send_max, m->btl_max_send_size);
         free(s->local_index);
         s->local_index = NULL;
         return NULL;
