@@ -267,17 +267,19 @@ static void watch_start(void)
 static void watch_stop(void)
 {
     if (watching) {
+        /* Signals wait from before the thread is told to stop until it is
+         * joined (microseconds: it returns as soon as it sees the pipe). A
+         * library's handler that ends the process with exit() (libfabric
+         * installs such handlers for SIGTERM and others) would otherwise
+         * leave the thread finished but unjoined, had the signal come
+         * between the write and the join. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         ssize_t w;
         do
             w = write(stop_pipe[1], "x", 1);
         while (w < 0 && errno == EINTR);
-        /* Signals wait for the join (microseconds: the thread returns as
-         * soon as it sees the pipe). A library's handler that ends the
-         * process with exit() (libfabric installs such handlers for SIGTERM
-         * and others) would otherwise leave the thread unjoined. */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
         pthread_join(watcher, NULL);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         watching = false;
