@@ -130,6 +130,21 @@ bool px_coll_fullmesh_halving(const px_coll_group_t *g, size_t bytes)
     return g->size > 1 && bytes >= px_coll_fullmesh_halving_min;
 }
 
+/* Blocks [b, b + count) of n elements cut into pof2 blocks: their first
+ * element in *off; returns how many elements they hold. */
+static size_t blocks(size_t n, int pof2, int b, int count, size_t *off)
+{
+    *off = px_coll_block_start(n, pof2, b);
+    return px_coll_block_start(n, pof2, b + count) - *off;
+}
+
+/* The group rank of the folded rank np (the first rem pairs folded into
+ * their odd member). */
+static int unfolded(int np, int rem)
+{
+    return np < rem ? np * 2 + 1 : np + rem;
+}
+
 static int fm_allreduce_halving(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t *s)
 {
     int p = g->size, r = g->rank;
@@ -163,12 +178,10 @@ static int fm_allreduce_halving(px_coll_group_t *g, const px_coll_args_t *a, px_
     if (newrank >= 0) {
         /* Reduce-scatter: halve the range of blocks at each step. */
         for (int mask = pof2 / 2; mask >= 1; mask >>= 1) {
-            int np = newrank ^ mask, peer = np < rem ? np * 2 + 1 : np + rem;
-            int kb = newrank & ~(mask - 1), sb = np & ~(mask - 1);
-            size_t ko = px_coll_block_start(n, pof2, kb);
-            size_t kl = px_coll_block_start(n, pof2, kb + mask) - ko;
-            size_t so = px_coll_block_start(n, pof2, sb);
-            size_t sl = px_coll_block_start(n, pof2, sb + mask) - so;
+            int np = newrank ^ mask, peer = unfolded(np, rem);
+            size_t ko, so;
+            size_t kl = blocks(n, pof2, newrank & ~(mask - 1), mask, &ko);
+            size_t sl = blocks(n, pof2, np & ~(mask - 1), mask, &so);
             TRY(px_coll_sched_recv(s, peer, tmp, kl * es));
             TRY(px_coll_sched_send(s, peer, cur + so * es, sl * es));
             const void *mine = cur + ko * es;
@@ -179,12 +192,10 @@ static int fm_allreduce_halving(px_coll_group_t *g, const px_coll_args_t *a, px_
         }
         /* Allgather: double the range back. */
         for (int mask = 1; mask < pof2; mask <<= 1) {
-            int np = newrank ^ mask, peer = np < rem ? np * 2 + 1 : np + rem;
-            int kb = newrank & ~(mask - 1), rb0 = np & ~(mask - 1);
-            size_t ko = px_coll_block_start(n, pof2, kb);
-            size_t kl = px_coll_block_start(n, pof2, kb + mask) - ko;
-            size_t ro = px_coll_block_start(n, pof2, rb0);
-            size_t rl = px_coll_block_start(n, pof2, rb0 + mask) - ro;
+            int np = newrank ^ mask, peer = unfolded(np, rem);
+            size_t ko, ro;
+            size_t kl = blocks(n, pof2, newrank & ~(mask - 1), mask, &ko);
+            size_t rl = blocks(n, pof2, np & ~(mask - 1), mask, &ro);
             TRY(px_coll_sched_recv(s, peer, rb + ro * es, rl * es));
             TRY(px_coll_sched_send(s, peer, rb + ko * es, kl * es));
             TRY(px_coll_sched_round(s));
@@ -233,8 +244,7 @@ static int fm_allreduce(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sch
     }
     if (newrank >= 0) {
         for (int mask = 1; mask < pof2; mask <<= 1) {
-            int np = newrank ^ mask;
-            int peer = np < rem ? np * 2 + 1 : np + rem;
+            int np = newrank ^ mask, peer = unfolded(np, rem);
             TRY(px_coll_sched_recv(s, peer, tmp, bytes));
             TRY(px_coll_sched_send(s, peer, cur, bytes));
             /* The lower rank's operand first on both sides: bitwise the same
