@@ -26,9 +26,11 @@
  * No put/get: the flags say SEND only, so the messaging layer pipelines large
  * messages as fragments of btl_max_send_size bytes.
  *
- * Build:  make PKG_CONFIG_PATH=<prefix>/lib/pkgconfig
- * Use:    PX_MCA_mca_component_path=$PWD PX_MCA_btl=self,example pxrun -n 2 ./app
- * Check:  px_btl_check --mca mca_component_path $PWD -n 2 example
+ * Build:  PKG_CONFIG_PATH=<prefix>/lib/pkgconfig make
+ * Use:    PX_MCA_mca_component_path_prepend=$PWD PX_MCA_btl=self,example pxrun -n 2 ./app
+ * Check:  px_btl_check --mca mca_component_path_prepend $PWD -n 2 example
+ * (_prepend adds this folder before the installed plugins' one; setting
+ * mca_component_path itself would hide them: boot/pmix, btl/ofi, btl/verbs.)
  */
 #include <errno.h>
 #include <sched.h>
