@@ -73,4 +73,8 @@ check "... listing the components found" contains "$(cat "$T/err")" 'no coll com
 rc=$?
 check "-n 9: exit status 2 (got $rc), saying the range" \
     sh -c 'test "$1" -eq 2 && grep -q "the number of ranks must be 1 to 8" "$2"' _ "$rc" "$T/err"
+"$CHECK" --pxrun "$T/nosuch" basic >"$T/out" 2>"$T/err"
+rc=$?
+check "--pxrun naming no program: exit status 2 (got $rc), naming it" \
+    sh -c 'test "$1" -eq 2 && grep -q "cannot run the launcher .*/nosuch" "$2"' _ "$rc" "$T/err"
 tap_done

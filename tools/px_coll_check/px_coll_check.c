@@ -978,6 +978,12 @@ int main(int argc, char **argv)
     char pbuf[PATH_MAX], self[PATH_MAX];
     if (!pxrun)
         pxrun = find_pxrun(pbuf, sizeof pbuf);
+    if (strchr(pxrun, '/') && access(pxrun, X_OK) != 0) {
+        fprintf(stderr,
+                "px_coll_check: error: cannot run the launcher %s: %s (--pxrun PATH names it)\n",
+                pxrun, strerror(errno));
+        return 2;
+    }
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     if (sl <= 0) {
         perror("px_coll_check: /proc/self/exe");
