@@ -26,9 +26,11 @@
  * No put/get: the flags say SEND only, so the messaging layer pipelines large
  * messages as fragments of btl_max_send_size bytes.
  *
- * Build:  make PKG_CONFIG_PATH=<prefix>/lib/pkgconfig
- * Use:    PX_MCA_mca_component_path=$PWD PX_MCA_btl=self,example pxrun -n 2 ./app
- * Check:  px_btl_check --mca mca_component_path $PWD -n 2 example
+ * Build:  PKG_CONFIG_PATH=<prefix>/lib/pkgconfig make
+ * Use:    PX_MCA_mca_component_path_prepend=$PWD PX_MCA_btl=self,example pxrun -n 2 ./app
+ * Check:  px_btl_check --mca mca_component_path_prepend $PWD -n 2 example
+ * (_prepend adds this folder before the installed plugins' one; setting
+ * mca_component_path itself would hide them: boot/pmix, btl/ofi, btl/verbs.)
  */
 #include <errno.h>
 #include <sched.h>
@@ -137,9 +139,9 @@ static int px_btl_example_register(void)
     px_btl_example_module.btl_exclusivity = PX_BTL_EXCLUSIVITY_LOW;
     px_btl_example_module.btl_latency = 10000; /* ns: slower than shm */
     px_btl_example_module.btl_bandwidth = 1000;
-    px_btl_example_module.btl_flags = PX_BTL_FLAGS_SEND; /* no put/get */
-    /* Unused without PUT/GET, but every variable needs a default in its range. */
-    px_btl_example_module.btl_put_limit = px_btl_example_module.btl_get_limit = 64 * 1024;
+    /* No put/get: the base registers no put/get limits or alignments for
+     * this module, so they stay 0. */
+    px_btl_example_module.btl_flags = PX_BTL_FLAGS_SEND;
     int rc2 = px_btl_base_module_param_range(c, "eager_limit", "64", "64k");
     if (rc2 == PX_SUCCESS)
         rc2 = px_btl_base_module_param_range(c, "max_send_size", "1k", "64k");

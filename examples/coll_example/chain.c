@@ -5,8 +5,9 @@
  * sends to the next rank, which passes it on, and so on. Everything else is
  * left to the in-tree components (NULL in the module's table).
  *
- *   make PKG_CONFIG_PATH=<prefix>/lib/pkgconfig
- *   PX_MCA_mca_component_path=$PWD pxrun -n 4 ./app        # listed by px_info
+ *   PKG_CONFIG_PATH=<prefix>/lib/pkgconfig make
+ *   PX_MCA_mca_component_path_prepend=$PWD pxrun -n 4 ./app   # listed by px_info
+ *   px_coll_check --mca mca_component_path_prepend $PWD chain # every operation checked
  *   echo 'bcast * * chain' > rules; PX_MCA_coll_base_rules_file=rules ...   # chosen
  *
  * Its priority is 1 (below basic's 10), so it serves only where a rule names it.

@@ -19,9 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <plexus.h> /* messaging, collectives and the transfer engine */
 #include "core/mca/var.h"
-#include "runtime/plexus.h"
-#include "runtime/plexus_xfer.h"
 
 enum { TAG_TABLE = 1, TAG_REQ = 2, TAG_DATA = 3 };
 

@@ -30,7 +30,8 @@ check "every page of docs/ is installed ($ndocs)" \
     test "$(ls "$doc"/*.md | grep -vc '/README.md$')" -ge $((ndocs - 1))
 
 if grep -q '^HELP2MAN = .*help2man' "$PX_BUILD/Makefile"; then
-    for t in px_info:--param pxrun:--timeout px_perf:--memcpy pxcc:--showme px_btl_check:--timeout; do
+    for t in px_info:--param pxrun:--timeout px_perf:--memcpy pxcc:--showme px_btl_check:--timeout \
+        px_coll_check:--quick; do
         opt=${t#*:}
         t=${t%%:*}
         page=$prefix/share/man/man1/$t.1

@@ -51,6 +51,52 @@ libdir=$(cd "$(dirname "$pc")/.." && pwd)
 out=$(LD_LIBRARY_PATH=$libdir "$tmp/app" 2>&1)
 check "the installed library runs it: a message to itself arrives" contains "$out" "rank 0 of 1 got 42"
 
+# <plexus.h> alone gives the transfer engine too (runtime/plexus_xfer.h): a
+# program including nothing else uses px_xfer_* calls, warnings as errors.
+cat >"$tmp/xfer.c" <<'APP'
+#include <plexus.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    if (px_init(&argc, &argv) != PX_SUCCESS) return 1;
+    px_xfer_region_t *r = NULL;
+    unsigned char key[PX_XFER_KEY_MAX];
+    size_t klen = 0;
+    int rc = px_xfer_alloc(4096, &r);
+    if (rc == PX_SUCCESS) rc = px_xfer_key_export(r, key, sizeof key, &klen);
+    if (r) px_xfer_free(&r);
+    printf("xfer through <plexus.h>: %s, key of %zu bytes\n", px_strerror(rc), klen);
+    return (px_finalize() != PX_SUCCESS) || rc != PX_SUCCESS;
+}
+APP
+cc -std=gnu11 -Wall -Wextra -Werror $san -o "$tmp/xfer" "$tmp/xfer.c" $(pkg-config --cflags --libs plexus) 2>"$tmp/xfer.log"
+check "a program including only <plexus.h> compiles px_xfer_* calls against the install" \
+    test -x "$tmp/xfer" || sed 's/^/#   /' "$tmp/xfer.log" | head -5
+out=$(LD_LIBRARY_PATH=$libdir "$tmp/xfer" 2>&1)
+check "... and runs: a region allocated and its key exported" contains "$out" "xfer through <plexus.h>: success"
+
+# The example Makefiles: the documented form (PKG_CONFIG_PATH in make's
+# environment) and `make PKG_CONFIG_PATH=...`, which GNU make 4.3 does not
+# pass to $(shell pkg-config) by itself; without either, a clear error.
+for form in env cmdline none; do
+    rm -rf "$tmp/mk" && cp -r "$PX_SRC/examples/btl_example" "$tmp/mk"
+    case $form in
+    env) env PKG_CONFIG_PATH="$PKG_CONFIG_PATH" make -C "$tmp/mk" >"$tmp/mk.log" 2>&1 ;;
+    cmdline) env -u PKG_CONFIG_PATH make -C "$tmp/mk" PKG_CONFIG_PATH="$PKG_CONFIG_PATH" >"$tmp/mk.log" 2>&1 ;;
+    none) env -u PKG_CONFIG_PATH make -C "$tmp/mk" >"$tmp/mk.log" 2>&1 ;;
+    esac
+    if [ $form = none ]; then
+        check "examples/btl_example/Makefile without PKG_CONFIG_PATH: fails saying what to set" \
+            contains "$(cat "$tmp/mk.log")" "run PKG_CONFIG_PATH=<prefix>/lib/pkgconfig make"
+    else
+        check "examples/btl_example/Makefile, PKG_CONFIG_PATH given ($form): builds with the installed headers" \
+            test -f "$tmp/mk/plexus_btl_example.so" || sed 's/^/#   /' "$tmp/mk.log" | tail -3
+    fi
+done
+rm -rf "$tmp/mk" && cp -r "$PX_SRC/examples/coll_example" "$tmp/mk"
+env -u PKG_CONFIG_PATH make -C "$tmp/mk" PKG_CONFIG_PATH="$PKG_CONFIG_PATH" >"$tmp/mk.log" 2>&1
+check "examples/coll_example/Makefile with make PKG_CONFIG_PATH=...: builds" test -f "$tmp/mk/plexus_coll_chain.so"
+
 cp -r "$PX_SRC/examples/btl_example" "$tmp/src"
 make -C "$tmp/src" CFLAGS="-O2 -g -Wall -Wextra -Werror" >"$tmp/build.log" 2>&1
 check "the example component builds out of tree against plexus.pc" test -f "$tmp/src/plexus_btl_example.so"

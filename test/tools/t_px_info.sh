@@ -217,4 +217,23 @@ check "--json: environment source recorded" perl -MJSON::PP -e '
     die "value $v->{value}" unless $v->{value} eq "2048" && $v->{source} eq "environment" && $v->{source_where} eq "PX_MCA_btl_self_eager_limit";
 ' "$tmp/out"
 
+# Scopes (docs/px_info.md, "Scopes"): a priority is read when its framework
+# opens and is set like any variable; px_info must not call it read-only.
+out=$("$PX_INFO" --param coll basic --level 9 2>&1)
+check "coll_basic_priority's scope is shown as startup" contains "$out" "scope: startup"
+check "... not as read-only" eval '! grep -q "read-only" <<<"$out"'
+out=$("$PX_INFO" --param coll basic --level 9 --parsable 2>&1)
+check "--parsable: coll_basic_priority scope:startup, status:writeable" \
+    sh -c 'echo "$1" | grep -qx "mca:coll:basic:param:coll_basic_priority:scope:startup" &&
+           echo "$1" | grep -qx "mca:coll:basic:param:coll_basic_priority:status:writeable"' _ "$out"
+out=$("$PX_INFO" --mca coll_basic_priority 42 --var coll_basic_priority --parsable 2>&1)
+check "... and --mca sets it (value 42, source command line)" \
+    sh -c 'echo "$1" | grep -qx "mca:coll:basic:param:coll_basic_priority:value:42" &&
+           echo "$1" | grep -q "^mca:coll:basic:param:coll_basic_priority:source:command line"' _ "$out"
+out=$("$PX_INFO" --all --level 9 --parsable 2>&1)
+check "no variable's scope is printed as read-only (read-only is a flag, not a scope)" \
+    eval '! grep -q ":scope:read-only$" <<<"$out"'
+check "... the startup scope is there (mca_component_path)" \
+    grep -qx "mca:mca:base:param:mca_component_path:scope:startup" <<<"$out"
+
 tap_done

@@ -45,10 +45,10 @@ stress "registered memory, xfer_stage_below=64k: small requests staged" 2 stage:
 check "... the larger ones by CMA" grep -q "paths:.* shm:put [0-9]" "$T/out"
 stress "registered memory, CMA refused (PX_BTL_SHM_TEST_DENY_CMA=1): staged" 2 stage:shm \
     PX_BTL_SHM_TEST_DENY_CMA=1 -- --max 1048576 --iters $IT --mem reg
-stress "staged: btl_shm_flags=0x9 excludes RDMA and mapping, 2 ranks, 0 B..$BIG B" 2 stage:shm \
-    PX_MCA_btl_shm_flags=0x9 -- --max $BIG --iters $IT --mem mixed
+stress "staged: btl_shm_flags=0x1 excludes RDMA and mapping, 2 ranks, 0 B..$BIG B" 2 stage:shm \
+    PX_MCA_btl_shm_flags=0x1 -- --max $BIG --iters $IT --mem mixed
 check "... no direct path between the two" eval '! grep -q "shm:map\|shm:put\|shm:get" "$T/out"'
-stress "staged, 4 ranks, 2 bounce buffers of 4 KiB" 4 stage:shm PX_MCA_btl_shm_flags=0x9 \
+stress "staged, 4 ranks, 2 bounce buffers of 4 KiB" 4 stage:shm PX_MCA_btl_shm_flags=0x1 \
     PX_MCA_xfer_stage_count=2 PX_MCA_xfer_stage_size=4k -- --max 65536 --iters 6 --batch 8 --mem mixed
 # shellcheck disable=SC2086
 stress "ofi over tcp;ofi_rxm, 2 ranks, 0 B..$BIG B" 2 ofi:put $OFI -- --max $BIG --iters $IT --mem mixed
@@ -74,7 +74,7 @@ fi
 stress "2 submitting threads per rank, messaging beside them, 2 ranks" 2 shm:map -- --threads 2 \
     --messaging --max 1048576 --iters 12 --mem mixed
 check "... the messaging went on beside the transfers" grep -q "messaging beside the transfers" "$T/out"
-stress "2 threads per rank, staged, 4 ranks" 4 stage:shm PX_MCA_btl_shm_flags=0x9 -- --threads 2 \
+stress "2 threads per rank, staged, 4 ranks" 4 stage:shm PX_MCA_btl_shm_flags=0x1 -- --threads 2 \
     --max 131072 --iters 8 --mem mixed
 
 # px_perf's one-sided tests run (figures are for test/bench/compare-xfer.sh).
@@ -104,7 +104,7 @@ check "xfer_verbose=10: a mapped request is one memcpy by the submitting thread"
     grep -q "via shm:map (one memcpy by the submitting thread)" "$T/err"
 
 # The error paths between processes.
-for cfg in "shm" "staged:PX_MCA_btl_shm_flags=0x9" "ofi:PX_MCA_btl=self,ofi"; do
+for cfg in "shm" "staged:PX_MCA_btl_shm_flags=0x1" "ofi:PX_MCA_btl=self,ofi"; do
     name=${cfg%%:*}
     envs=()
     [ "$cfg" != "$name" ] && envs=("${cfg#*:}")

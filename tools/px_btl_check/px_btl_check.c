@@ -373,7 +373,7 @@ static void check_known(const char *name, char **mca)
     if (!found) {
         fprintf(stderr,
                 "px_btl_check: error: no btl component named \"%s\" here; available: %s\n"
-                "(a plugin is found on mca_component_path: --mca mca_component_path DIR)\n",
+                "(a plugin's folder is added with --mca mca_component_path_prepend DIR)\n",
                 name, list[0] ? list : "none");
         exit(2);
     }

@@ -101,7 +101,9 @@ const char *px_info_scope_name(px_mca_var_scope_t scope)
     case PX_MCA_VAR_SCOPE_CONSTANT:
         return "constant";
     case PX_MCA_VAR_SCOPE_READONLY:
-        return "read-only";
+        /* Read when its framework opens; a file, PX_MCA_ or --mca sets it
+         * (docs/px_info.md, "Scopes"). Not "read-only": that is a flag. */
+        return "startup";
     case PX_MCA_VAR_SCOPE_LOCAL:
         return "local";
     case PX_MCA_VAR_SCOPE_ALL:

@@ -258,15 +258,44 @@ static void btl_am(struct px_btl_module *btl, const px_btl_receive_descriptor_t 
     btl_arrived++;
 }
 
-/* sendi until the transport takes it; "not now" is retried after progress,
- * an error of the peer ends the benchmark. */
+/* One message, as the runtime's eager send takes it: btl_sendi, and when it
+ * says "not now", a descriptor from btl_alloc sent with btl_send (a module
+ * may take only small messages through sendi, e.g. up to its eager limit, and
+ * then refuse larger ones for ever, docs/btl.md). Both refusing is retried
+ * after progress, for at most a minute without any send taken; an error of
+ * the peer ends the benchmark. */
 static void btl_send_one(px_btl_module_t *m, px_btl_endpoint_t *ep, const void *buf, size_t s)
 {
-    int rc;
-    while (PX_ERR_TEMP_OUT_OF_RESOURCE ==
-           (rc = m->btl_sendi(m, ep, buf, s, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL)))
+    double since = 0;
+    for (;;) {
+        int rc = m->btl_sendi(m, ep, buf, s, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL);
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE != rc) {
+            check(rc, "btl_sendi");
+            return;
+        }
+        px_btl_descriptor_t *d =
+            m->btl_alloc(m, ep, PX_BTL_NO_ORDER, s, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
+        if (d) {
+            if (s)
+                memcpy(d->des_segments[0].seg_addr, buf, s);
+            rc = m->btl_send(m, ep, d, 200);
+            if (rc >= 0)
+                return;
+            m->btl_free(m, d);
+            if (PX_ERR_TEMP_OUT_OF_RESOURCE != rc)
+                check(rc, "btl_send");
+        }
+        if (0 == since) {
+            since = px_wtime();
+        } else if (px_wtime() - since > 60) {
+            fprintf(stderr,
+                    "px_perf --btl: btl/%s took no send of %zu bytes for 60 s (btl_sendi and "
+                    "btl_alloc + btl_send both answer \"not now\")\n",
+                    m->btl_component->base.component_name, s);
+            px_abort(3, "px_perf: the transport takes no send");
+        }
         m->btl_progress(m);
-    check(rc, "btl_sendi");
+    }
 }
 
 static void btl_mode(const size_t *sizes, int nsizes, long iters_override)

@@ -227,13 +227,23 @@ int px_btl_base_register_module_params(const px_btl_component_t *component, px_b
 {
     const char *c = component->base.component_name;
     const uint32_t supported = module->btl_flags;
-    /* The component's own ranges (px_btl_base_module_param_range) replace
-     * the shared ones. */
+    /* The limits and alignments of an operation the module does not offer
+     * are not variables: nothing reads them, and a module without put/get
+     * that leaves them 0 must not be told its default is out of range. The
+     * component's own ranges (px_btl_base_module_param_range) replace the
+     * shared ones. */
     px_mca_var_field_t v[PX_BTL_BASE_N_VARS];
-    memcpy(v, px_btl_base_module_vars, sizeof(v));
-    for (size_t i = 0; i < PX_BTL_BASE_N_VARS; ++i)
-        take_pending_range(c, v[i].name, &v[i].min, &v[i].max);
-    int rc = px_mca_var_register_table("btl", c, v, (int)PX_BTL_BASE_N_VARS, module);
+    int n = 0;
+    for (size_t i = 0; i < PX_BTL_BASE_N_VARS; ++i) {
+        const char *name = px_btl_base_module_vars[i].name;
+        if ((!(supported & PX_BTL_FLAGS_PUT) && strncmp(name, "put_", 4) == 0) ||
+            (!(supported & PX_BTL_FLAGS_GET) && strncmp(name, "get_", 4) == 0))
+            continue;
+        v[n] = px_btl_base_module_vars[i];
+        take_pending_range(c, v[n].name, &v[n].min, &v[n].max);
+        n++;
+    }
+    int rc = px_mca_var_register_table("btl", c, v, n, module);
     if (module->btl_eager_limit > module->btl_max_send_size) {
         char n_eager[96], n_max[96];
         snprintf(n_eager, sizeof(n_eager), "btl_%s_eager_limit", c);
