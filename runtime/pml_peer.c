@@ -135,18 +135,28 @@ static const px_mca_var_field_t px_progress_vars[] = {
 };
 #undef PX_PG_AT
 
+/* A value the variable system refused (it does not parse, or is out of
+ * range) was reported there, naming the variable, the value, its source and
+ * what is accepted, and the default is kept: like the btl_* variables, that
+ * is not an error of px_init (PX_ERR_BAD_PARAM). Any other error is. */
+static int keep_default(int rc)
+{
+    return rc < 0 && rc != PX_ERR_BAD_PARAM ? rc : PX_SUCCESS;
+}
+
 int px_rt_pml_register_params(void)
 {
-    int rc = px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt);
-    if (rc < 0)
+    int rc = keep_default(px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt));
+    if (rc != PX_SUCCESS)
         return rc;
-    rc = px_mca_var_register_table("progress", NULL, px_progress_vars, -1, &px_progress_policy);
-    if (rc < 0)
+    rc = keep_default(
+        px_mca_var_register_table("progress", NULL, px_progress_vars, -1, &px_progress_policy));
+    if (rc != PX_SUCCESS)
         return rc;
     /* btl/shm had its own policy before the engine's: its variable now sets
      * the engine's. */
-    rc = px_xfer_register_params();
-    if (rc < 0)
+    rc = keep_default(px_xfer_register_params());
+    if (rc != PX_SUCCESS)
         return rc;
     int idx = px_mca_var_find("progress_yield_when_idle");
     if (idx >= 0)
