@@ -335,6 +335,7 @@ int px_rt_pml_init(void)
     /* Test hook (docs/testing.md): the Nth unexpected-message record fails. */
     const char *hook = getenv("PX_RT_TEST_UX_FAIL");
     px_rt.ux_fail_countdown = hook ? strtoul(hook, NULL, 10) : 0;
+    px_rt.bad_headers = 0;
     px_btl_base_register_am(PX_RT_AM_MATCH, px_rt_am_match, NULL);
     px_btl_base_register_am(PX_RT_AM_RNDV, px_rt_am_rndv, NULL);
     px_btl_base_register_am(PX_RT_AM_ACK, px_rt_am_ack, NULL);

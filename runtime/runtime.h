@@ -192,6 +192,8 @@ typedef struct px_runtime {
     px_free_list_t requests;
     px_free_list_t ux_items;
     size_t ooo_arrivals; /* messages that arrived ahead of their turn (stats, tests) */
+    size_t bad_headers;  /* matched-message headers dropped: a source the transport
+                          * contradicts, or a sequence number behind (pml.c, hdr_bad) */
     /* variables */
     size_t tiny_limit;
     size_t eager_limit;
