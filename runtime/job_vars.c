@@ -136,7 +136,7 @@ static char *compare_lists(const vlist_t *lists, int ng, const int *gid, int siz
                 continue;
             /* "  name: "v" on ranks 0, 2-3 (default at rank 0); "w" on rank 1 (...)" */
             char *line = px_asprintf("\n  %s:", name);
-            bool done[PX_RT_JOB_VARS_GROUPS] = {false};
+            bool done[PX_RT_JOB_VARS_GROUPS] = {false}, first = true;
             for (int e = 0; e < ng && line; e++) {
                 const char *c = vlist_find(&lists[e], name, 1);
                 if (!c || done[e])
@@ -161,14 +161,16 @@ static char *compare_lists(const vlist_t *lists, int ng, const int *gid, int siz
                 int cnt = 0;
                 char *ranks = rank_list(merged, size, 0, &cnt);
                 free(merged);
+                bool first_entry = first;
+                first = false;
                 int rep = -1;
                 for (int r = 0; r < size && rep < 0; r++)
                     if (gid[r] == e)
                         rep = r;
-                char *next =
-                    px_asprintf("%s%s \"%s\" on rank%s %s (%s at rank %d)", line, e > 0 ? ";" : "",
-                                vlist_find(&lists[e], name, 2), cnt > 1 ? "s" : "",
-                                ranks ? ranks : "?", vlist_find(&lists[e], name, 3), rep);
+                char *next = px_asprintf("%s%s \"%s\" on rank%s %s (%s at rank %d)", line,
+                                         first_entry ? "" : ";", vlist_find(&lists[e], name, 2),
+                                         cnt > 1 ? "s" : "", ranks ? ranks : "?",
+                                         vlist_find(&lists[e], name, 3), rep);
                 free(ranks);
                 free(line);
                 line = next;

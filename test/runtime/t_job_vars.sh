@@ -46,4 +46,12 @@ check "runtime_rndv_protocol by name on one rank and by number on the other: the
 
 run 2 'if [ "$PX_RANK" = 1 ]; then export PX_MCA_runtime_wait_timeout=30; fi'
 check "a variable of scope local (runtime_wait_timeout) may differ ($ranks_rc)" test "$rc" -eq 0 -a "$ranks_rc" = "0 0 "
+# A variable only some ranks have is not compared: btl/ofi's plugin (with its
+# job-wide btl_ofi_provider_* variables) found by rank 0 only.
+if [ -e "$PX_BUILD/.libs/plexus_btl_ofi.so" ]; then
+    run 2 "unset PX_MCA_btl; if [ \"\$PX_RANK\" = 0 ]; then export PX_MCA_mca_component_path=$PX_BUILD/.libs; fi"
+    check "a job-wide variable of a plugin only rank 0 loads: the job runs ($ranks_rc)" test "$rc" -eq 0 -a "$ranks_rc" = "0 0 "
+else
+    skip "a job-wide variable of a plugin only rank 0 loads" "btl/ofi is not built as a plugin here"
+fi
 tap_done
