@@ -298,17 +298,22 @@ static PX_COLD void hdr_drop(const char *what, int from, int src, uint32_t seq, 
                       what, from, seq, expected, n, n > 1 ? "s" : "");
 }
 
+/* The sender as the transport knows it (an endpoint and a rank of the job),
+ * else the header's `src`. */
+static inline int hdr_from(const px_btl_receive_descriptor_t *d, int src)
+{
+    return d->endpoint && d->src_rank >= 0 && d->src_rank < px_rt.size ? d->src_rank : src;
+}
+
 /* Does the header of a matched message lie? Where the transport knows the
- * sender (an endpoint and a rank of the job), the header's source must be that
- * rank; and its sequence number must not lie behind the one expected next
- * from that source (a message already delivered: kept, it would wait among
- * the out-of-order ones until the counter wrapped). */
+ * sender, the header's source must be that rank; and its sequence number must
+ * not lie behind the one expected next from that source (a message already
+ * delivered: kept, it would wait among the out-of-order ones until the
+ * counter wrapped). */
 static inline bool hdr_bad(const px_btl_receive_descriptor_t *d, int src, uint32_t seq,
                            const px_rt_peer_t *peer)
 {
-    if (d->endpoint && d->src_rank >= 0 && d->src_rank < px_rt.size && d->src_rank != src)
-        return true;
-    return (int32_t)(seq - peer->recv_seq) < 0;
+    return hdr_from(d, src) != src || (int32_t)(seq - peer->recv_seq) < 0;
 }
 
 /* AM callback: tiny and eager messages. */
@@ -335,7 +340,7 @@ void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     if (PX_UNLIKELY(h->seq != peer->recv_seq || peer->failed ||
                     (d->endpoint && d->src_rank != src))) {
         if (hdr_bad(d, src, h->seq, peer)) {
-            hdr_drop("a message", d->endpoint ? d->src_rank : src, src, h->seq, peer->recv_seq);
+            hdr_drop("a message", hdr_from(d, src), src, h->seq, peer->recv_seq);
             return;
         }
         if (peer->failed) {
@@ -411,8 +416,7 @@ void px_rt_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         seg_copy(blob, h.blob, d->des_segments, d->des_segment_count, sizeof(h));
     px_rt_peer_t *peer = &px_rt.peers[h.m.src];
     if (hdr_bad(d, h.m.src, h.m.seq, peer)) {
-        hdr_drop("a rendezvous request", d->endpoint ? d->src_rank : h.m.src, h.m.src, h.m.seq,
-                 peer->recv_seq);
+        hdr_drop("a rendezvous request", hdr_from(d, h.m.src), h.m.src, h.m.seq, peer->recv_seq);
         return;
     }
     if (peer->failed) {
