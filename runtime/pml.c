@@ -14,6 +14,7 @@
  * A receive buffer too small takes what fits, flags PX_ERR_TRUNCATE, and
  * consumes the whole message, so the next one is unaffected.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,15 +216,24 @@ static px_rt_ux_t *ux_make(int src, int tag, uint32_t seq, int kind, const px_bt
 
 static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob);
 
+static void hdr_drop(const char *what, int from, int src, uint32_t seq, uint32_t expected);
+
 static void ooo_drain(px_rt_peer_t *peer)
 {
     for (;;) {
-        px_rt_ux_t *u, *found = NULL;
-        PX_LIST_FOREACH(u, &peer->ooo, px_rt_ux_t)
+        px_rt_ux_t *u, *n, *found = NULL;
+        PX_LIST_FOREACH_SAFE(u, n, &peer->ooo, px_rt_ux_t)
         {
             if (u->seq == peer->recv_seq) {
                 found = u;
                 break;
+            }
+            if ((int32_t)(u->seq - peer->recv_seq) < 0) {
+                /* A second header with a number now delivered. */
+                px_list_remove_item(&peer->ooo, &u->super.super);
+                hdr_drop(PX_RT_KIND_EAGER == u->kind ? "a message" : "a rendezvous request", u->src,
+                         u->src, u->seq, peer->recv_seq);
+                ux_free(u);
             }
         }
         if (NULL == found)
@@ -270,6 +280,42 @@ static PX_COLD void drop_from_failed(px_rt_peer_t *peer)
     peer->dropped++;
 }
 
+/* A header that lies (see hdr_bad): counted, reported with a rate limit (the
+ * first 4, then each time the count reaches a power of two), discarded. */
+static PX_COLD void hdr_drop(const char *what, int from, int src, uint32_t seq, uint32_t expected)
+{
+    size_t n = ++px_rt.bad_headers;
+    if (n > 4 && (n & (n - 1)) != 0)
+        return;
+    if (src != from)
+        px_show_error("runtime: dropped %s from rank %d whose header names rank %d as its sender "
+                      "(%zu such header%s dropped so far)",
+                      what, from, src, n, n > 1 ? "s" : "");
+    else
+        px_show_error("runtime: dropped %s from rank %d with sequence number %" PRIu32
+                      ", behind the %" PRIu32 " expected next: already delivered (a replayed or "
+                      "forged header; %zu such header%s dropped so far)",
+                      what, from, seq, expected, n, n > 1 ? "s" : "");
+}
+
+/* The sender as the transport knows it (an endpoint and a rank of the job),
+ * else the header's `src`. */
+static inline int hdr_from(const px_btl_receive_descriptor_t *d, int src)
+{
+    return d->endpoint && d->src_rank >= 0 && d->src_rank < px_rt.size ? d->src_rank : src;
+}
+
+/* Does the header of a matched message lie? Where the transport knows the
+ * sender, the header's source must be that rank; and its sequence number must
+ * not lie behind the one expected next from that source (a message already
+ * delivered: kept, it would wait among the out-of-order ones until the
+ * counter wrapped). */
+static inline bool hdr_bad(const px_btl_receive_descriptor_t *d, int src, uint32_t seq,
+                           const px_rt_peer_t *peer)
+{
+    return hdr_from(d, src) != src || (int32_t)(seq - peer->recv_seq) < 0;
+}
+
 /* AM callback: tiny and eager messages. */
 void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
@@ -291,19 +337,26 @@ void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     px_rt_peer_t *peer = &px_rt.peers[src];
     size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(*h));
-    if (PX_UNLIKELY(h->seq != peer->recv_seq || peer->failed)) {
+    if (PX_UNLIKELY(h->seq != peer->recv_seq || peer->failed ||
+                    (d->endpoint && d->src_rank != src))) {
+        if (hdr_bad(d, src, h->seq, peer)) {
+            hdr_drop("a message", hdr_from(d, src), src, h->seq, peer->recv_seq);
+            return;
+        }
         if (peer->failed) {
             drop_from_failed(peer);
             return;
         }
-        px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
-                                d->des_segment_count, sizeof(*h), len);
-        px_rt.ooo_arrivals++;
-        if (u)
-            px_list_append(&peer->ooo, &u->super.super);
-        else
-            ux_lost("an out-of-order message", src);
-        return;
+        if (h->seq != peer->recv_seq) {
+            px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
+                                    d->des_segment_count, sizeof(*h), len);
+            px_rt.ooo_arrivals++;
+            if (u)
+                px_list_append(&peer->ooo, &u->super.super);
+            else
+                ux_lost("an out-of-order message", src);
+            return;
+        }
     }
     peer->recv_seq++;
     px_request_t *r = px_list_is_empty(&px_rt.posted) ? NULL : posted_match(src, tag);
@@ -362,6 +415,10 @@ void px_rt_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     if (h.blob)
         seg_copy(blob, h.blob, d->des_segments, d->des_segment_count, sizeof(h));
     px_rt_peer_t *peer = &px_rt.peers[h.m.src];
+    if (hdr_bad(d, h.m.src, h.m.seq, peer)) {
+        hdr_drop("a rendezvous request", hdr_from(d, h.m.src), h.m.src, h.m.seq, peer->recv_seq);
+        return;
+    }
     if (peer->failed) {
         drop_from_failed(peer);
         return;

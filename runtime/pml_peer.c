@@ -135,18 +135,28 @@ static const px_mca_var_field_t px_progress_vars[] = {
 };
 #undef PX_PG_AT
 
+/* A value the variable system refused (it does not parse, or is out of
+ * range) was reported there, naming the variable, the value, its source and
+ * what is accepted, and the default is kept: like the btl_* variables, that
+ * is not an error of px_init (PX_ERR_BAD_PARAM). Any other error is. */
+static int keep_default(int rc)
+{
+    return rc < 0 && rc != PX_ERR_BAD_PARAM ? rc : PX_SUCCESS;
+}
+
 int px_rt_pml_register_params(void)
 {
-    int rc = px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt);
-    if (rc < 0)
+    int rc = keep_default(px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt));
+    if (rc != PX_SUCCESS)
         return rc;
-    rc = px_mca_var_register_table("progress", NULL, px_progress_vars, -1, &px_progress_policy);
-    if (rc < 0)
+    rc = keep_default(
+        px_mca_var_register_table("progress", NULL, px_progress_vars, -1, &px_progress_policy));
+    if (rc != PX_SUCCESS)
         return rc;
     /* btl/shm had its own policy before the engine's: its variable now sets
      * the engine's. */
-    rc = px_xfer_register_params();
-    if (rc < 0)
+    rc = keep_default(px_xfer_register_params());
+    if (rc != PX_SUCCESS)
         return rc;
     int idx = px_mca_var_find("progress_yield_when_idle");
     if (idx >= 0)
@@ -325,6 +335,7 @@ int px_rt_pml_init(void)
     /* Test hook (docs/testing.md): the Nth unexpected-message record fails. */
     const char *hook = getenv("PX_RT_TEST_UX_FAIL");
     px_rt.ux_fail_countdown = hook ? strtoul(hook, NULL, 10) : 0;
+    px_rt.bad_headers = 0;
     px_btl_base_register_am(PX_RT_AM_MATCH, px_rt_am_match, NULL);
     px_btl_base_register_am(PX_RT_AM_RNDV, px_rt_am_rndv, NULL);
     px_btl_base_register_am(PX_RT_AM_ACK, px_rt_am_ack, NULL);

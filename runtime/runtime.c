@@ -3,7 +3,8 @@
  *
  * px_init: variables -> boot (select, rank/size/hosts) -> process table ->
  * btl framework open and component init -> address exchange (modex_send,
- * commit, fence) -> add_procs and per-peer selection -> messaging ready ->
+ * the job-wide variables' hash, commit, fence) -> job-wide variables agree
+ * (job_vars.c) -> add_procs and per-peer selection -> messaging ready ->
  * fence. px_finalize undoes it in reverse order.
  */
 #include <stdio.h>
@@ -182,11 +183,19 @@ int px_init(int *argc, char ***argv)
     rc = px_btl_base_modex_send();
     if (rc != PX_SUCCESS)
         goto fail;
+    rc = px_rt_job_vars_publish();
+    if (rc != PX_SUCCESS)
+        goto fail;
     if ((rc = px_boot->commit()) != PX_SUCCESS || (rc = px_boot->fence()) != PX_SUCCESS) {
         px_show_error("px_init: boot %s: exchanging transport addresses failed: %s", px_boot->name,
                       px_strerror(rc));
         goto fail;
     }
+    /* Before any transport attaches to a peer (a ring laid out with another
+     * rank's btl_shm_fbox_size would land in the wrong place). */
+    rc = px_rt_job_vars_check();
+    if (rc != PX_SUCCESS)
+        goto fail;
 
     char *why = NULL;
     rc = px_btl_base_add_procs(&px_rt.table, px_btl_base_modules, px_btl_base_num_modules,

@@ -192,6 +192,8 @@ typedef struct px_runtime {
     px_free_list_t requests;
     px_free_list_t ux_items;
     size_t ooo_arrivals; /* messages that arrived ahead of their turn (stats, tests) */
+    size_t bad_headers;  /* matched-message headers dropped: a source the transport
+                          * contradicts, or a sequence number behind (pml.c, hdr_bad) */
     /* variables */
     size_t tiny_limit;
     size_t eager_limit;
@@ -239,6 +241,14 @@ void px_rt_api_pause(void);
 
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
 enum { PX_RT_RDMA_NONE = 0, PX_RT_RDMA_GET = 1, PX_RT_RDMA_PUT = 2 };
+
+/* job_vars.c: every rank gives each job-wide variable (scope
+ * PX_MCA_VAR_SCOPE_ALL) the same value. publish before the address exchange's
+ * commit; check after its fence, before any transport attaches to a peer:
+ * PX_ERR_BAD_PARAM (on every rank) when a variable differs, reported with the
+ * ranks and their values. */
+int px_rt_job_vars_publish(void);
+int px_rt_job_vars_check(void);
 
 /* pml.c */
 PX_EXPORT int px_rt_pml_register_params(void);

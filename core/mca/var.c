@@ -709,3 +709,92 @@ char *px_mca_var_source_string(int index)
     pthread_mutex_unlock(&px_mca_var_lock);
     return s;
 }
+
+/* ------------------------------------------------------- job-wide values */
+
+typedef struct {
+    const char *name;
+    char *text[3]; /* canonical value, value as shown, source */
+} scope_row_t;
+
+static int scope_row_cmp(const void *a, const void *b)
+{
+    return strcmp(((const scope_row_t *)a)->name, ((const scope_row_t *)b)->name);
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+int px_mca_var_scope_all_values(char **buf, size_t *len, uint64_t *hash)
+{
+    pthread_mutex_lock(&px_mca_var_lock);
+    int rc = PX_SUCCESS, n = 0;
+    scope_row_t *rows = calloc(px_mca_n_vars ? (size_t)px_mca_n_vars : 1, sizeof(*rows));
+    if (!rows)
+        rc = PX_ERR_OUT_OF_RESOURCE;
+    for (int i = 0; PX_SUCCESS == rc && i < px_mca_n_vars; i++) {
+        var_t *v = px_mca_vars[i];
+        if (v->synonym_for >= 0 || v->scope != PX_MCA_VAR_SCOPE_ALL || v->probe)
+            continue;
+        value_t val;
+        px_mca_var_read_storage(v, &val);
+        scope_row_t *r = &rows[n++];
+        r->name = v->full_name;
+        r->text[0] = PX_MCA_VAR_TYPE_DOUBLE == v->type ? px_asprintf("%a", val.d)
+                                                       : px_mca_var_format(v, &val);
+        r->text[1] = px_mca_var_format(v, &val);
+        r->text[2] = px_mca_var_source_string(i);
+        if (!r->text[0] || !r->text[1] || !r->text[2])
+            rc = PX_ERR_OUT_OF_RESOURCE;
+    }
+    pthread_mutex_unlock(&px_mca_var_lock);
+    if (PX_SUCCESS == rc)
+        qsort(rows, (size_t)n, sizeof(*rows), scope_row_cmp);
+    uint64_t h = 0xcbf29ce484222325ull;
+    size_t total = 0;
+    for (int i = 0; PX_SUCCESS == rc && i < n; i++) {
+        h = fnv1a(h, rows[i].name, strlen(rows[i].name) + 1);
+        h = fnv1a(h, rows[i].text[0], strlen(rows[i].text[0]) + 1);
+        total += strlen(rows[i].name) + 1;
+        for (int k = 0; k < 3; k++)
+            total += strlen(rows[i].text[k]) + 1;
+    }
+    char *out = NULL;
+    if (PX_SUCCESS == rc && buf) {
+        out = malloc(total ? total : 1);
+        if (!out)
+            rc = PX_ERR_OUT_OF_RESOURCE;
+        size_t at = 0;
+        for (int i = 0; out && i < n; i++) {
+            const char *parts[4] = {rows[i].name, rows[i].text[0], rows[i].text[1],
+                                    rows[i].text[2]};
+            for (int k = 0; k < 4; k++) {
+                size_t l = strlen(parts[k]) + 1;
+                memcpy(out + at, parts[k], l);
+                at += l;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            free(rows[i].text[k]);
+    free(rows);
+    if (rc != PX_SUCCESS) {
+        free(out);
+        return rc;
+    }
+    if (buf) {
+        *buf = out;
+        if (len)
+            *len = total;
+    }
+    if (hash)
+        *hash = h;
+    return PX_SUCCESS;
+}

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "core/util/compiler.h"
 
 typedef enum {
@@ -41,7 +42,7 @@ typedef enum {
     PX_MCA_VAR_SCOPE_CONSTANT, /* never changes (a build fact) */
     PX_MCA_VAR_SCOPE_READONLY, /* set before open only */
     PX_MCA_VAR_SCOPE_LOCAL,    /* may differ between processes */
-    PX_MCA_VAR_SCOPE_ALL,      /* must agree across the job */
+    PX_MCA_VAR_SCOPE_ALL,      /* must agree across the job (px_init checks it) */
 } px_mca_var_scope_t;
 
 /* Flags */
@@ -246,5 +247,17 @@ PX_EXPORT char *px_mca_var_accepted_forms(px_mca_var_type_t type,
 /* Up to `max` registered names nearest to `name` (edit distance), best first.
  * Returns how many were written; names point into the registry. */
 PX_EXPORT int px_mca_var_nearest(const char *name, const char **out, int max);
+
+/* This process's job-wide variables (scope PX_MCA_VAR_SCOPE_ALL), for the
+ * runtime's check that every rank of a job agrees on them. Every primary
+ * variable of that scope whose value is known (not awaiting a probe), sorted
+ * by full name. `*buf` (caller frees; NULL to skip) gets four NUL-terminated
+ * texts per variable: the full name, the value in a canonical form (the
+ * parsed value: "64k" and "65536" give the same text; a double in full
+ * precision), the value as px_mca_var_value_string shows it, and its source
+ * as px_mca_var_source_string says it; `*len` its length in bytes. `*hash`
+ * (NULL to skip) gets a 64-bit FNV-1a hash of the names and canonical values
+ * only, so two processes with equal hashes agree whatever the sources. */
+PX_EXPORT int px_mca_var_scope_all_values(char **buf, size_t *len, uint64_t *hash);
 
 #endif

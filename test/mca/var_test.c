@@ -1480,6 +1480,84 @@ START_TEST(test_table_error_in_the_middle)
 }
 END_TEST
 
+/* The job-wide variables' list and hash (px_init compares them across the
+ * ranks): sorted by name, parsed values (64k == 65536), sources beside them
+ * but outside the hash, local variables left out. */
+static bool list_has(const char *buf, size_t len, const char *name, const char *canon,
+                     const char *source_prefix)
+{
+    size_t at = 0;
+    while (at < len) {
+        const char *t[4];
+        for (int k = 0; k < 4; k++) {
+            t[k] = buf + at;
+            at += strlen(buf + at) + 1;
+        }
+        if (0 == strcmp(t[0], name))
+            return 0 == strcmp(t[1], canon) &&
+                   0 == strncmp(t[3], source_prefix, strlen(source_prefix));
+    }
+    return false;
+}
+
+START_TEST(test_scope_all_values_and_hash)
+{
+    clean_env();
+    setenv("PX_MCA_ptest_jw_zsize", "64k", 1);
+    size_t z = 4096, zl = 1;
+    double d = 0.1;
+    int e = 0;
+    static const px_mca_var_enum_value_t ev[] = {{0, "auto"}, {1, "get"}, {0, NULL}};
+    ck_assert_int_ge(px_mca_var_register("ptest", "jw", "zsize", "a size", PX_MCA_VAR_TYPE_SIZE,
+                                         NULL, 4, PX_MCA_VAR_SCOPE_ALL, PX_MCA_VAR_FLAG_SETTABLE,
+                                         &z),
+                     0);
+    ck_assert_int_ge(px_mca_var_register("ptest", "jw", "adouble", "a double",
+                                         PX_MCA_VAR_TYPE_DOUBLE, NULL, 4, PX_MCA_VAR_SCOPE_ALL,
+                                         PX_MCA_VAR_FLAG_SETTABLE, &d),
+                     0);
+    ck_assert_int_ge(px_mca_var_register("ptest", "jw", "mode", "an enum", PX_MCA_VAR_TYPE_ENUM, ev,
+                                         4, PX_MCA_VAR_SCOPE_ALL, PX_MCA_VAR_FLAG_SETTABLE, &e),
+                     0);
+    ck_assert_int_ge(px_mca_var_register("ptest", "jw", "local", "a local size",
+                                         PX_MCA_VAR_TYPE_SIZE, NULL, 4, PX_MCA_VAR_SCOPE_LOCAL,
+                                         PX_MCA_VAR_FLAG_SETTABLE, &zl),
+                     0);
+    char *buf = NULL;
+    size_t len = 0;
+    uint64_t h0 = 0, h1 = 1;
+    ck_assert_int_eq(px_mca_var_scope_all_values(&buf, &len, &h0), PX_SUCCESS);
+    ck_assert(list_has(buf, len, "ptest_jw_zsize", "65536", "environment PX_MCA_ptest_jw_zsize"));
+    ck_assert(list_has(buf, len, "ptest_jw_mode", "auto", "default"));
+    ck_assert(!list_has(buf, len, "ptest_jw_local", "1", ""));
+    /* Sorted by name: adouble, mode, zsize (among others). */
+    const char *a = memmem(buf, len, "ptest_jw_adouble", 17);
+    const char *m = memmem(buf, len, "ptest_jw_mode", 14);
+    const char *zz = memmem(buf, len, "ptest_jw_zsize", 15);
+    ck_assert(a && m && zz && a < m && m < zz);
+    free(buf);
+    /* Another spelling of the same value, from another source: same hash. */
+    ck_assert_int_eq(px_mca_var_set("ptest_jw_zsize", "65536"), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_set("ptest_jw_mode", "0"), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_scope_all_values(NULL, NULL, &h1), PX_SUCCESS);
+    ck_assert_uint_eq(h0, h1);
+    /* A local variable does not count. */
+    ck_assert_int_eq(px_mca_var_set("ptest_jw_local", "7"), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_scope_all_values(NULL, NULL, &h1), PX_SUCCESS);
+    ck_assert_uint_eq(h0, h1);
+    /* A different value does; a double to its last bit. */
+    ck_assert_int_eq(px_mca_var_set("ptest_jw_mode", "get"), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_scope_all_values(NULL, NULL, &h1), PX_SUCCESS);
+    ck_assert_uint_ne(h0, h1);
+    ck_assert_int_eq(px_mca_var_set("ptest_jw_mode", "auto"), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_set("ptest_jw_adouble", "0.10000000000000002"), PX_SUCCESS);
+    ck_assert_int_eq(px_mca_var_scope_all_values(NULL, NULL, &h1), PX_SUCCESS);
+    ck_assert_uint_ne(h0, h1);
+    px_mca_var_finalize();
+    unsetenv("PX_MCA_ptest_jw_zsize");
+}
+END_TEST
+
 PX_CHECK_MAIN("mca_var", NULL, remove_tmpdirs, 0, test_default, test_full_names, test_int_forms,
               test_unsigned_forms, test_size_forms, test_bool_forms, test_double_and_string,
               test_enum_forms, test_env_source, test_env_parse_error_keeps_default,
@@ -1497,4 +1575,4 @@ PX_CHECK_MAIN("mca_var", NULL, remove_tmpdirs, 0, test_default, test_full_names,
               test_range_in_and_out_from_api, test_range_env_refused_at_registration,
               test_range_set_later_checks_current_value, test_range_double_and_bad_ranges,
               test_range_survives_detach, test_table_registers_every_row,
-              test_table_error_in_the_middle)
+              test_table_error_in_the_middle, test_scope_all_values_and_hash)

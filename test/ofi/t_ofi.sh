@@ -57,7 +57,8 @@ run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include=tcp PX_MCA_btl_ofi_p
     "$PXRUN" -n 2 "$A2A" 1
 check "include and exclude both set: the job fails saying so" \
     contains "$(cat "$T/err")" "are both set; set only one of them"
-# Ranks that chose different providers cannot talk: rank 1 on sockets, rank 0 on tcp.
+# btl_ofi_provider_include is job-wide (scope all): px_init's check of those
+# variables fails the job first, naming the variable and both values.
 cat >"$T/wrap.sh" <<'W'
 #!/bin/sh
 if [ "$PX_RANK" = 1 ]; then export PX_MCA_btl_ofi_provider_include=sockets; fi
@@ -65,6 +66,18 @@ exec "$@"
 W
 chmod +x "$T/wrap.sh"
 run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include=tcp "$PXRUN" -n 2 "$T/wrap.sh" "$A2A" 1
+err=$(cat "$T/err")
+check "btl_ofi_provider_include differing between ranks: the job fails" test $rc -ne 0 -a $rc -ne 137
+check "... saying which job-wide variable differs, with both values" \
+    contains "$err" 'btl_ofi_provider_include: "tcp" on rank 0 (environment PX_MCA_btl_ofi_provider_include at rank 0); "sockets" on rank 1'
+# Ranks that found different providers (libfabric's own FI_PROVIDER limits
+# rank 1 to sockets; rank 0 takes tcp) cannot talk.
+cat >"$T/wrap.sh" <<'W'
+#!/bin/sh
+if [ "$PX_RANK" = 1 ]; then export FI_PROVIDER=sockets; fi
+exec "$@"
+W
+run env PX_MCA_btl=self,ofi "$PXRUN" -n 2 "$T/wrap.sh" "$A2A" 1
 err=$(cat "$T/err")
 check "ranks on different providers: the job fails" test $rc -ne 0 -a $rc -ne 137
 # Either rank may report first (pxrun then ends the other): accept both views.
