@@ -438,6 +438,8 @@ static int fifo_poll(void)
             if (PX_LIKELY(ep && !ep->corrupt)) { /* a cut peer's fragments stay with it */
                 /* Messages from this peer still in its fast box came first. */
                 fbox_poll(ep, 1 << 30);
+                if (PX_UNLIKELY(ep->corrupt)) /* its ring was: nothing more of it is read */
+                    continue;
                 deliver(ep, e.tag, e.data, e.len);
                 h->flags = PX_BTL_SHM_FRAG_RETURNED;
                 fifo_push(ep, ep->fifo, h, rel);
