@@ -160,3 +160,80 @@ put("xfer_key", "long-entry", bytes([3]) + xkey([(self_id, 0, 2, b"\0" * 200)]))
 put("xfer_key", "version", bytes([3]) + xkey([], version=2))
 put("xfer_key", "wrap", bytes([3]) + xkey([], addr=0xffffffffffffff00, length=4096))
 put("xfer_key", "empty", b"")
+
+# btl/shm: fast box rings (byte 0: ring 4 KiB << (b & 3), byte 1: start line)
+FBV, FBS, FBP = 1 << 63, 1 << 62, 1 << 61
+
+
+def fbe(tag, payload, lead=0, flags=0):
+    lines = (8 + lead + len(payload) + 63) // 64
+    h = FBV | flags | lead << 48 | lines << 32 | tag << 24 | len(payload)
+    e = struct.pack("<Q", h) + b"\0" * lead + payload
+    return e + b"\0" * (lines * 64 - len(e))
+
+
+put("shm_fbox", "messages", bytes([0, 0]) + fbe(1, b"hello") + fbe(1, b"x" * 200, lead=56) +
+    fbe(2, b"") + fbe(0, b"", flags=FBP) + fbe(1, b"y" * 64))
+put("shm_fbox", "skip-wrap", bytes([0, 62]) + fbe(1, b"at the start") + b"\0" * (61 * 64) +
+    fbe(1, b"z" * 8) + struct.pack("<Q", FBV | FBS) + b"\0" * 56)
+put("shm_fbox", "len-0xffffff", bytes([0, 0]) + struct.pack("<Q", FBV | 1 << 32 | 1 << 24 | 0xffffff))
+put("shm_fbox", "entry-past-ring", bytes([0, 63]) + b"\0" * (63 * 64) +
+    struct.pack("<Q", FBV | 2 << 32 | 1 << 24 | 8))
+put("shm_fbox", "lead-too-long", bytes([1, 0]) + struct.pack("<Q", FBV | 127 << 48 | 2 << 32 | 64))
+
+
+# btl/shm: queue entries (see fuzz_shm_queue.c for the layout)
+def frag(src, length, off=64, flags=0, nxt=(1 << 64) - 1, des=0):
+    h = struct.pack("<QQIBBHH", nxt, des, length, 1, flags, src, off)
+    return h + b"\0" * (64 - len(h))
+
+
+def qrec(idx, line, sub=0):
+    return bytes([idx, line & 255, line >> 8, sub, 0, 0, 0, 0])
+
+
+def heaps(*segs):  # each segment's heap: 128 bytes (byte 1+i of the input = 1)
+    return b"".join(s + b"\0" * (128 - len(s)) for s in segs)
+
+
+put("shm_queue", "message", bytes([0, 1, 1, 1, 1, 1]) + qrec(1, 0) +
+    heaps(frag(0, 0), frag(1, 32) + b"d" * 32))
+put("shm_queue", "returned", bytes([0, 1, 1, 1, 1, 1]) + qrec(0, 0) + heaps(frag(0, 0, flags=1, des=3)))
+put("shm_queue", "chain", bytes([1, 1, 1, 1, 1, 1]) + qrec(1, 0) +
+    heaps(b"", frag(1, 8, nxt=(2 << 48) | 4096), frag(2, 16, nxt=(1 << 48) | 4096)))
+put("shm_queue", "bad-len", bytes([0, 1, 1, 1, 1, 1]) + qrec(1, 0) + heaps(b"", frag(1, 0xffffffff)))
+put("shm_queue", "bad-index", bytes([4, 1, 1, 1, 1, 1]) + qrec(1, 0) + qrec(7, 0) +
+    bytes([0x80 | 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]) + heaps(b"", frag(1, 8)))
+put("shm_queue", "wrong-src", bytes([0, 1, 1, 1, 1, 1]) + qrec(1, 0, 8) + heaps(b"", frag(0, 8)))
+
+
+# btl/shm: modex blob and segment header (see fuzz_shm_modex.c)
+def fnv64(b):
+    h = 1469598103934665603
+    for c in b:
+        h = ((h ^ c) * 1099511628211) & (2**64 - 1)
+    return h
+
+
+def shm_hdr(job, nlocal=2, fbox=4096, size=1 << 20, rank=1, key=7, version=2):
+    base = (256 + nlocal * 64 + 4095) & ~4095
+    heap = base + nlocal * fbox
+    return struct.pack("<QIIQQiiQIIQQ40sBB", 0x706c78736d656d31, version, nlocal, key, size, rank,
+                       99, fbox, 0, len(job), fnv64(job), heap, job[:39], 1, 0) + b"\0" * 6
+
+
+def shm_modex(path, idx=1, size=1 << 20):
+    return struct.pack("<QQQii", 7, size, 0x7f0000000000, 99, idx) + path.ljust(256, b"\0")
+
+
+job = b"4d2-0badcafe"
+good = shm_modex(b"/dev/shm/plexus-0-fuzz/seg-1")
+put("shm_modex", "good", bytes([0, 1, 1, 1, len(job)]) + job + good + shm_hdr(job))
+long_job = b"n" * 255
+put("shm_modex", "long-job", bytes([0, 1, 1, 1, 255]) + long_job + good + shm_hdr(long_job))
+put("shm_modex", "fbox-differs", bytes([0, 1, 1, 1, len(job)]) + job + good +
+    shm_hdr(job, fbox=8192))
+put("shm_modex", "too-small", bytes([0, 1, 1, 1, len(job)]) + job + good + shm_hdr(job, size=8192))
+put("shm_modex", "path-outside", bytes([0, 1, 1, 1, len(job)]) + job +
+    shm_modex(b"/dev/shm/plexus-0-fuzz/../x") + shm_hdr(job, rank=0))
+put("shm_modex", "short-blob", bytes([3, 1, 1, 1, len(job)]) + job + good[:285])

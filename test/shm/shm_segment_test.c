@@ -49,7 +49,7 @@ START_TEST(create_modes_and_attach)
     ck_assert_int_eq(stat(path, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0600);
     ck_assert_int_eq((size_t)st.st_size, seg_size);
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 42, &peer, NULL),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 42, NULL, &peer, NULL),
                      PX_SUCCESS);
     /* The same memory through both mappings. */
     base[seg_size - 1] = 'x';
@@ -66,17 +66,17 @@ START_TEST(other_job_cannot_attach)
         px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 0, 2, 4096, &base, NULL),
         PX_SUCCESS);
     /* A process of job B, even one that learnt the key, is refused. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobB", 42, &peer, NULL),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobB", 42, NULL, &peer, NULL),
                      PX_ERR_BAD_PARAM);
     ck_assert_ptr_null(peer);
     /* The right job with a key that is not the one published. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 43, &peer, NULL),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 43, NULL, &peer, NULL),
                      PX_ERR_BAD_PARAM);
     /* A size that disagrees with the modex. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size / 2, "jobA", 42, &peer, NULL),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size / 2, "jobA", 42, NULL, &peer, NULL),
                      PX_ERR_BAD_PARAM);
     /* A job id that is a prefix of this one's. */
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "job", 42, &peer, NULL),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "job", 42, NULL, &peer, NULL),
                      PX_ERR_BAD_PARAM);
     munmap(base, seg_size);
 }
@@ -90,7 +90,7 @@ START_TEST(not_a_segment)
     ck_assert_int_eq(ftruncate(fd, (off_t)seg_size), 0);
     close(fd);
     char *peer = NULL;
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 0, &peer, NULL),
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 0, NULL, &peer, NULL),
                      PX_ERR_BAD_PARAM);
 }
 END_TEST
@@ -184,7 +184,8 @@ START_TEST(liveness_lock)
     ck_assert_int_eq(c, 'y');
     char *peer = NULL;
     int lfd = -1;
-    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 5, &peer, &lfd), PX_SUCCESS);
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 5, NULL, &peer, &lfd),
+                     PX_SUCCESS);
     ck_assert_int_ge(lfd, 0);
     ck_assert_int_eq(((px_btl_shm_seg_hdr_t *)peer)->locked, 1);
     unlink(path); /* as the last attacher does: the lock lives on the open file */
@@ -228,6 +229,185 @@ START_TEST(auto_ring_size)
 }
 END_TEST
 
+/* What px_show_error printed while `stmt` ran. */
+static char captured[4096];
+#define CAPTURE_STDERR(stmt)                                                                       \
+    do {                                                                                           \
+        fflush(stderr);                                                                            \
+        FILE *cap_ = tmpfile();                                                                    \
+        ck_assert_ptr_nonnull(cap_);                                                               \
+        int save_ = dup(2);                                                                        \
+        dup2(fileno(cap_), 2);                                                                     \
+        stmt;                                                                                      \
+        fflush(stderr);                                                                            \
+        dup2(save_, 2);                                                                            \
+        close(save_);                                                                              \
+        rewind(cap_);                                                                              \
+        size_t n_ = fread(captured, 1, sizeof captured - 1, cap_);                                 \
+        captured[n_] = '\0';                                                                       \
+        fclose(cap_);                                                                              \
+    } while (0)
+
+/* Job ids of any length up to PMIx's 255: the whole id counts, not its
+ * first 64 bytes (which once made every peer of a long id refuse the others,
+ * and would have taken two ids alike up to byte 64 for one job). */
+START_TEST(long_job_ids)
+{
+    char a[256], b[256];
+    memset(a, 'n', 255);
+    a[255] = '\0';
+    memcpy(b, a, sizeof b);
+    b[200] = 'X'; /* differs only after byte 64 */
+    char *base = NULL, *peer = NULL;
+    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, a, 42, 0, 2, 4096, &base, NULL),
+                     PX_SUCCESS);
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, a, 42, NULL, &peer, NULL),
+                     PX_SUCCESS);
+    munmap(peer, seg_size);
+    peer = NULL;
+    CAPTURE_STDERR(ck_assert_int_eq(
+        px_btl_shm_segment_attach(path, seg_size, b, 42, NULL, &peer, NULL), PX_ERR_BAD_PARAM));
+    ck_assert_ptr_null(peer);
+    ck_assert_msg(strstr(captured, "it belongs to another job"), "error: %s", captured);
+    ck_assert_msg(strstr(captured, "255 characters"), "error: %s", captured);
+    a[64] = '\0'; /* its first 64 bytes */
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, a, 42, NULL, &peer, NULL),
+                     PX_ERR_BAD_PARAM);
+    a[63] = '\0';
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, a, 42, NULL, &peer, NULL),
+                     PX_ERR_BAD_PARAM);
+    munmap(base, seg_size);
+}
+END_TEST
+
+/* A peer's header whose geometry is not this process's: refused with the
+ * peer, the field and both values, never mapped with rings in the wrong place. */
+START_TEST(geometry_checked_at_attach)
+{
+    char *base = NULL, *peer = NULL;
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 3, 4, 8192, &base, NULL),
+        PX_SUCCESS);
+    px_btl_shm_geom_t good = {3, 0, 4, 8192};
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 42, &good, &peer, NULL),
+                     PX_SUCCESS);
+    munmap(peer, seg_size);
+    static const struct {
+        px_btl_shm_geom_t g;
+        const char *want;
+    } bad[] = {
+        {{3, 0, 4, 4096}, "rank 0 refuses rank 3's segment"},
+        {{3, 0, 4, 4096},
+         "its btl_shm_fbox_size (bytes of each ring) is 8192, rank 0 expects 4096"},
+        {{3, 0, 4, 16384}, "btl_shm_fbox_size (bytes of each ring) is 8192, rank 0 expects 16384"},
+        {{3, 0, 2, 8192}, "local process count (nlocal) is 4, rank 0 expects 2"},
+        {{1, 0, 4, 8192}, "owner rank is 3, rank 0 expects 1"},
+        {{3, 0, 4, 1 << 20}, "btl_shm_fbox_size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        peer = NULL;
+        int rc = 0;
+        CAPTURE_STDERR(
+            rc = px_btl_shm_segment_attach(path, seg_size, "jobA", 42, &bad[i].g, &peer, NULL));
+        ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+        ck_assert_ptr_null(peer);
+        ck_assert_msg(strstr(captured, bad[i].want), "case %zu: want '%s' in: %s", i, bad[i].want,
+                      captured);
+    }
+    munmap(base, seg_size);
+    unlink(path);
+    /* A header that agrees but a file too small for the rings it claims. */
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, 65536, "jobA", 42, 0, 4, 65536, &base, NULL),
+        PX_SUCCESS);
+    px_btl_shm_geom_t big = {0, 1, 4, 65536};
+    int rc = 0;
+    CAPTURE_STDERR(rc = px_btl_shm_segment_attach(path, 65536, "jobA", 42, &big, &peer, NULL));
+    ck_assert_int_eq(rc, PX_ERR_BAD_PARAM);
+    ck_assert_msg(strstr(captured, "size (too small for its rings) is 65536"), "%s", captured);
+    munmap(base, 65536);
+}
+END_TEST
+
+/* The modex entry: its length, index, pid, size and path are checked. */
+START_TEST(modex_checked)
+{
+    px_btl_shm_modex_t mx, out;
+    memset(&mx, 0, sizeof mx);
+    mx.key = 1;
+    mx.size = seg_size;
+    mx.pid = 123;
+    mx.local_index = 1;
+    snprintf(mx.path, sizeof mx.path, "%s/seg-1", dir);
+    ck_assert_ptr_null(px_btl_shm_modex_check(&mx, sizeof mx, 1, dir, &out));
+    ck_assert_str_eq(out.path, mx.path);
+    ck_assert_ptr_nonnull(px_btl_shm_modex_check(&mx, sizeof mx - 1, 1, dir, &out));
+    ck_assert_ptr_nonnull(px_btl_shm_modex_check(NULL, sizeof mx, 1, dir, &out));
+    ck_assert_ptr_nonnull(px_btl_shm_modex_check(&mx, sizeof mx, 2, dir, &out));
+    px_btl_shm_modex_t m2 = mx;
+    m2.pid = 0;
+    ck_assert_ptr_nonnull(px_btl_shm_modex_check(&m2, sizeof m2, 1, dir, &out));
+    m2 = mx;
+    m2.size = 0;
+    ck_assert_ptr_nonnull(px_btl_shm_modex_check(&m2, sizeof m2, 1, dir, &out));
+    m2 = mx;
+    m2.size = ~0ULL;
+    ck_assert_ptr_nonnull(px_btl_shm_modex_check(&m2, sizeof m2, 1, dir, &out));
+    const char *paths[] = {"/etc/passwd", "%s/../x", "%s/a/b", "%s/", "%s", "%sx/seg-1"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        m2 = mx;
+        snprintf(m2.path, sizeof m2.path, paths[i], dir);
+        ck_assert_msg(px_btl_shm_modex_check(&m2, sizeof m2, 1, dir, &out) != NULL,
+                      "path %s accepted", m2.path);
+    }
+    m2 = mx;
+    memset(m2.path, 'a', sizeof m2.path); /* no NUL */
+    ck_assert_ptr_nonnull(px_btl_shm_modex_check(&m2, sizeof m2, 1, dir, &out));
+}
+END_TEST
+
+/* The checks of what peers write into the rings and the queue, at their
+ * bounds. */
+START_TEST(entry_bounds)
+{
+    const size_t fbs = 4096;
+#define FBH(lead, lines, len)                                                                      \
+    (PX_BTL_SHM_FB_VALID | ((uint64_t)(lead) << 48) | ((uint64_t)(lines) << 32) | (uint64_t)(len))
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 1, 56), 0, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 1, 57), 0, fbs));
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(120, 3, 64), 0, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(127, 3, 64), 0, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 1, 0xffffff), 0, fbs)); /* the SIGSEGV */
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 64, 100), 0, fbs));      /* the whole ring */
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 64, 100), 64, fbs));    /* past its end */
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 1, 0), fbs - 64, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 2, 0), fbs - 64, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 0, 0), 0, fbs)); /* an empty entry: no progress */
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 0xffff, 0), 0, fbs));
+#undef FBH
+    size_t sizes[3] = {1 << 20, 0, 65536};
+    const size_t heap = 8192;
+#define REL(i, off) (((uint64_t)(i) << 48) | (uint64_t)(off))
+    ck_assert(px_btl_shm_rel_ok(REL(0, heap), 3, sizes, heap));
+    ck_assert(px_btl_shm_rel_ok(REL(2, 65536 - 64), 3, sizes, heap));
+    ck_assert(!px_btl_shm_rel_ok(REL(2, 65536), 3, sizes, heap));
+    ck_assert(!px_btl_shm_rel_ok(REL(1, heap), 3, sizes, heap)); /* not mapped */
+    ck_assert(!px_btl_shm_rel_ok(REL(3, heap), 3, sizes, heap)); /* no such process */
+    ck_assert(!px_btl_shm_rel_ok(REL(0xffff, heap), 3, sizes, heap));
+    ck_assert(!px_btl_shm_rel_ok(REL(0, heap - 64), 3, sizes, heap)); /* a ring, not the heap */
+    ck_assert(!px_btl_shm_rel_ok(REL(0, heap + 8), 3, sizes, heap));  /* not a line */
+    ck_assert(!px_btl_shm_rel_ok(PX_BTL_SHM_EMPTY, 3, sizes, heap));
+#undef REL
+    ck_assert(px_btl_shm_frag_ok(65536 - 128, 65536, 64, 64));
+    ck_assert(!px_btl_shm_frag_ok(65536 - 128, 65536, 64, 65));
+    ck_assert(!px_btl_shm_frag_ok(8192, 65536, 64, 0xffffffffu));
+    ck_assert(!px_btl_shm_frag_ok(8192, 65536, 0, 8)); /* data over the header */
+    ck_assert(!px_btl_shm_frag_ok(8192, 65536, 128, 8));
+    ck_assert(px_btl_shm_frag_ok(8192, 65536, 127, 8));
+}
+END_TEST
+
 PX_CHECK_MAIN("btl_shm_segment", setup, teardown, 0, create_modes_and_attach,
               other_job_cannot_attach, not_a_segment, open_folder_refused, exclusive_create,
-              failed_create_removes_the_folder, liveness_lock, auto_ring_size)
+              failed_create_removes_the_folder, liveness_lock, auto_ring_size, long_job_ids,
+              geometry_checked_at_attach, modex_checked, entry_bounds)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # btl/shm under pxrun: all-to-all of random sizes (0 B..8 MiB, checksummed,
 # ordered per pair) on 2, 4 and 8 ranks, through each path (fast box,
-# fragment queue, pipelined and single-copy large messages); a rank
-# SIGKILLed mid-exchange; nothing of a job left in /dev/shm; a peer that dies
+# fragment queue, pipelined and single-copy large messages); 255-character
+# job ids; ranks with different ring sizes refused; corrupt entries written by
+# a peer end its connection with an error; a rank SIGKILLed mid-exchange; nothing of a job left in /dev/shm; a peer that dies
 # while the others wait on it is reported to them (pxrun and mpirun).
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
@@ -81,6 +82,56 @@ check "a message at the ring's largest entry size arrives intact (4 MiB limit, 1
 [ "$rc" -eq 0 ] || head -3 "$T/err" | sed 's/^/# /'
 run "$PXRUN" -n 2 --mca btl_shm_fbox_size 5000 "$A2A" --rounds 1 --msgs 1 --max 8
 check "a bad btl_shm_fbox_size is an error naming it" contains "$(cat "$T/err")" "btl_shm_fbox_size 5000"
+
+# Job ids as long as a PMIx namespace may be (255 characters; boot/pxrun's
+# test hook appends to pxrun's id, cut at 255): the whole id counts, so
+# such a job runs, and two ids alike in their first 200 characters are two jobs.
+long=$(printf 'n%.0s' $(seq 1 255))
+hdirs() { ls -d /dev/shm/plexus-$uid-h* 2>/dev/null | wc -l; }
+before=$(hdirs)
+run "$PXRUN" -n 3 -x PX_BOOT_PXRUN_TEST_JOBID_SUFFIX="$long" "$A2A" --rounds 1 --msgs 3 --max 100000
+check "a 255-character job id: all-to-all over shm" contains "$(cat "$T/out")" "alltoall ok"
+check "a 255-character job id: exit 0" [ "$rc" -eq 0 ]
+check "a 255-character job id: rank 0 reaches rank 1 over shm" contains "$(cat "$T/out")" "transport 0->1: shm"
+[ "$rc" -eq 0 ] || head -3 "$T/err" | sed 's/^/# /'
+check "a 255-character job id: its segment folder is gone" [ "$(hdirs)" -eq "$before" ]
+# (in a folder of its own: a rank that pxrun ends before its cleanup may
+# leave its segment in the folder named after its id's hash, unknown to pxrun)
+mkdir -p "$T/backing"
+run "$PXRUN" -n 2 --mca btl self,shm --mca btl_shm_backing_dir "$T/backing" \
+    sh -c 'PX_BOOT_PXRUN_TEST_JOBID_SUFFIX='"${long:0:200}"'$PX_RANK exec "$0" "$@"' \
+    "$A2A" --rounds 1 --msgs 1 --max 8
+check "job ids that differ after byte 200: each rank refuses the other's segment (another job's folder)" \
+    contains "$(cat "$T/err")" "is not a file of this job's segment folder"
+check "job ids that differ after byte 200: the job fails with an error, not a signal" \
+    [ "$rc" -gt 0 -a "$rc" -lt 124 ]
+check "job ids that differ after byte 200: no message passed" eval '! grep -q "alltoall ok" "$T/out"'
+
+# btl_shm_fbox_size is job-wide: a rank with another ring size would put its
+# rings where the other has its heap. Refused at attach, naming the rank,
+# the field and both values (before: no error, then a hang).
+run "$PXRUN" -n 2 --mca btl self,shm sh -c '[ "$PX_RANK" = 1 ] && export PX_MCA_btl_shm_fbox_size=8192; exec "$0" "$@"' \
+    "$A2A" --rounds 1 --msgs 2 --max 100000
+check "ranks with different btl_shm_fbox_size: the job ends with an error, not a hang or a signal" \
+    [ "$rc" -gt 0 -a "$rc" -lt 124 ]
+check "ranks with different btl_shm_fbox_size: shm names the peer, the field and both values" \
+    eval 'grep -qE "rank [01] refuses rank [01].s segment .*: its btl_shm_fbox_size \(bytes of each ring\) is (8192|4194304), rank [01] expects (4194304|8192)" "$T/err"'
+
+# A peer that writes corrupt entries into shared memory (shm_corrupt: rank 1
+# writes through its mapping of rank 0's segment): rank 0's btl/shm ends
+# that peer's connection with an error naming it, its receive fails, and it
+# exits on its own (status 3), never crashing on the bad length or pointer.
+for mode in fbox-len fbox-size queue-rel frag-len frag-return; do
+    run "$PXRUN" -n 2 --mca btl_shm_fbox_size 65536 "$B/test/shm/shm_corrupt" $mode
+    check "corrupt $mode from rank 1: rank 0's receive fails, no crash (exit 3)" [ "$rc" -eq 3 ]
+    check "corrupt $mode from rank 1: the error names rank 1 and what it wrote" \
+        contains "$(cat "$T/err")" "local peer rank 1 (pid"
+    check "corrupt $mode from rank 1: ... wrote corrupt data" contains "$(cat "$T/err")" \
+        "wrote corrupt data into shared memory"
+    check "corrupt $mode from rank 1: rank 0 reports its failed receive" \
+        contains "$(cat "$T/out")" "rank 0: recv from rank 1: transport error"
+    [ "$rc" -eq 3 ] || { head -3 "$T/err"; head -3 "$T/out"; } | sed 's/^/# /'
+done
 
 # px_perf over shm: every test, each output format, the --vs column.
 PXPERF=$B/tools/px_perf/px_perf

@@ -37,6 +37,8 @@ stress() {
 
 stress "shm, allocated regions, 2 ranks, 0 B..$BIG B" 2 shm:map -- --max $BIG --iters $IT --mem alloc
 check "... and never another path between the two" eval '! grep -q "shm:put\|stage:" "$T/out"'
+stress "shm mapping with a 255-character job id (a PMIx namespace may be that long)" 2 shm:map \
+    PX_BOOT_PXRUN_TEST_JOBID_SUFFIX="$(printf 'n%.0s' $(seq 1 255))" -- --max 1048576 --iters 4 --mem alloc
 stress "shm, registered memory (CMA), 3 ranks" 3 shm:get -- --max 4194304 --iters $IT --mem reg
 check "... written with shm:put" grep -q "paths:.* shm:put [0-9]" "$T/out"
 stress "shm, mixed memory, 8 ranks, batches up to 16" 8 shm:map -- --max 262144 --iters 6 --batch 16 --mem mixed

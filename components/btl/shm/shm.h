@@ -36,7 +36,7 @@
 #include "frameworks/btl/btl.h"
 
 #define PX_BTL_SHM_MAGIC    0x706c78736d656d31ULL /* "plxsmem1" */
-#define PX_BTL_SHM_VERSION  1
+#define PX_BTL_SHM_VERSION  2 /* 2: job hash and length instead of a 64-byte job id */
 #define PX_BTL_SHM_EMPTY    (~(uint64_t)0)
 #define PX_BTL_SHM_FRAG_HDR 64 /* bytes before a fragment's data */
 
@@ -53,9 +53,12 @@ typedef struct px_btl_shm_seg_hdr {
     int32_t owner_pid;
     uint64_t fbox_size;
     _Atomic uint32_t attached; /* peers that mapped it */
-    char jobid[64];
-    uint8_t locked;           /* the owner holds flock(LOCK_EX) on the file while it lives */
-    _Atomic uint8_t departed; /* the owner tore btl/shm down (px_finalize): not a failure */
+    uint32_t job_len;          /* strlen of the job id */
+    uint64_t job_hash;         /* px_btl_shm_job_hash of the whole job id */
+    uint64_t heap_off;         /* where the fragment heap starts */
+    char job_head[40];         /* the job id's first 39 bytes, for messages only */
+    uint8_t locked;            /* the owner holds flock(LOCK_EX) on the file while it lives */
+    _Atomic uint8_t departed;  /* the owner tore btl/shm down (px_finalize): not a failure */
 } px_btl_shm_seg_hdr_t;
 _Static_assert(sizeof(px_btl_shm_seg_hdr_t) <= 128, "the segment header fits before the fifo");
 
@@ -110,7 +113,8 @@ struct px_btl_endpoint {
     uint64_t fb_rpos;
     /* liveness: a descriptor of the peer's segment file (-1: no check) */
     int lockfd;
-    bool gone; /* seen dead (reported once) */
+    bool gone;    /* seen dead or cut off (reported once) */
+    bool corrupt; /* it wrote something out of bounds: no longer read */
 };
 
 typedef struct px_btl_shm_frag {
@@ -122,6 +126,8 @@ typedef struct px_btl_shm_frag {
     px_free_list_t *list;
     size_t capacity;
     size_t fb_off, fb_esz, fb_lead; /* in-place fast box descriptor: its entry (fb_esz 0: none) */
+    bool queued;                    /* on a peer's queue, until it hands it back */
+    uint32_t index;                 /* in frag_table (heap fragments) */
 } px_btl_shm_frag_t;
 PX_CLASS_DECLARATION(px_btl_shm_frag_t);
 
@@ -155,7 +161,11 @@ typedef struct px_btl_shm_state {
     uint64_t key;
     bool unlinked;
     bool cma_ok;
-    char **bases; /* [nlocal]: mapped segments by local index */
+    char **bases;                        /* [nlocal]: mapped segments by local index */
+    size_t *sizes;                       /* [nlocal]: their sizes (0: not mapped) */
+    struct px_btl_shm_frag **frag_table; /* heap fragments by the index in their des */
+    int frag_count, frag_cap;
+    bool queue_broken; /* a bad pointer was found in our receive queue: not read again */
     px_btl_shm_fifo_t *my_fifo;
     struct px_btl_endpoint **by_idx; /* [nlocal] */
     struct px_btl_endpoint **active; /* endpoints to poll */
@@ -224,6 +234,161 @@ static inline size_t px_btl_shm_off_fbox(int nlocal, size_t fbox_size, int idx)
     return base + (size_t)idx * fbox_size;
 }
 
+/* The job id as a segment header keeps it: FNV-1a over every byte (a PMIx
+ * namespace may be 255 characters, and ids that differ only at the end are
+ * different jobs), compared with the length. */
+static inline uint64_t px_btl_shm_job_hash(const char *jobid)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)jobid; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+/* ------------------------------------------------------------ what peers write
+ * Everything below checks a value another process wrote, against bounds this
+ * process knows; none reads shared memory itself, so the fuzz harnesses
+ * (test/fuzz/fuzz_shm_*.c) reach them with any bytes. */
+
+/* A fast box entry's header at ring offset `off` (< fbs) of a ring of `fbs`
+ * bytes (FB_SKIP entries aside): its entry size (bits 32..47, in lines) must
+ * hold the 8-byte header, the lead (bits 48..54) and the data length (bits
+ * 0..23), and end inside the ring (a sender never wraps an entry; it writes a
+ * skip entry instead). */
+#define PX_BTL_SHM_FB_VALID (1ULL << 63)
+#define PX_BTL_SHM_FB_SKIP  (1ULL << 62) /* go to the ring's start */
+#define PX_BTL_SHM_FB_PAD   (1ULL << 61) /* an entry to step over (a descriptor freed unsent) */
+static inline bool px_btl_shm_fbox_entry_ok(uint64_t h, size_t off, size_t fbs)
+{
+    size_t esz = (size_t)((h >> 32) & 0xffff) << 6;
+    size_t used = 8 + (size_t)((h >> 48) & 127) + (size_t)(h & 0xffffff);
+    return used <= esz && esz <= fbs - off;
+}
+
+/* A queue entry (a relative pointer: local index in bits 48..63, offset in
+ * that process's segment below) names a fragment header when the index is a
+ * process of `nlocal` whose segment is mapped (sizes[idx] > 0: its size) and
+ * the offset is a 64-byte aligned place in the fragment heap, from heap_off,
+ * with room for the header. */
+static inline bool px_btl_shm_rel_ok(uint64_t rel, int nlocal, const size_t *sizes, size_t heap_off)
+{
+    uint64_t idx = rel >> 48, off = rel & 0xffffffffffffULL;
+    return idx < (uint64_t)nlocal && sizes[idx] >= heap_off + PX_BTL_SHM_FRAG_HDR &&
+           off >= heap_off && !(off & 63) && off <= sizes[idx] - PX_BTL_SHM_FRAG_HDR;
+}
+
+/* A fragment header at offset `rel_off` (px_btl_shm_rel_ok) of a segment of
+ * seg_size bytes: its data (from `off` 64..127 bytes after the header, `len`
+ * bytes) lies inside the segment. */
+static inline bool px_btl_shm_frag_ok(uint64_t rel_off, size_t seg_size, uint16_t off, uint32_t len)
+{
+    return off >= PX_BTL_SHM_FRAG_HDR && off < 2 * PX_BTL_SHM_FRAG_HDR &&
+           (uint64_t)off + len <= seg_size - rel_off;
+}
+
+/* One step of a fast box reader at *rpos of the ring at `ring` (fbs bytes,
+ * a power of two), which another process writes: 0 nothing there yet; 1 a
+ * message (*data, *len, *tag); 2 a pad entry stepped over; 3 a skip to the
+ * ring's start; -1 a header that does not fit its entry or the ring (*hdr
+ * holds it, *rpos is left alone). On 1..3 *rpos moves past the entry; the
+ * caller publishes it once it is done with the data. */
+static inline int px_btl_shm_fbox_take(char *ring, size_t fbs, uint64_t *rpos, uint64_t *hdr,
+                                       char **data, size_t *len, uint8_t *tag)
+{
+    size_t off = *rpos & (fbs - 1);
+    uint64_t h = atomic_load_explicit((_Atomic uint64_t *)(ring + off), memory_order_acquire);
+    *hdr = h;
+    if (!(h & PX_BTL_SHM_FB_VALID))
+        return 0;
+    if (__builtin_expect((h & PX_BTL_SHM_FB_SKIP) != 0, 0)) {
+        *rpos += fbs - off;
+        return 3;
+    }
+    if (__builtin_expect(!px_btl_shm_fbox_entry_ok(h, off, fbs), 0))
+        return -1;
+    *rpos += ((h >> 32) & 0xffff) << 6;
+    if (__builtin_expect((h & PX_BTL_SHM_FB_PAD) != 0, 0))
+        return 2;
+    *data = ring + off + 8 + ((h >> 48) & 127);
+    *len = (size_t)(h & 0xffffff);
+    *tag = (uint8_t)(h >> 24);
+    return 1;
+}
+
+/* A popped queue entry, decoded (px_btl_shm_queue_decode). */
+enum {
+    PX_BTL_SHM_Q_MSG = 1,       /* a peer's fragment: data, len, tag */
+    PX_BTL_SHM_Q_RETURNED = 2,  /* one of ours handed back: des (its index in our table) */
+    PX_BTL_SHM_Q_BAD_REL = -1,  /* the pointer names no place in a fragment heap */
+    PX_BTL_SHM_Q_BAD_FRAG = -2, /* the fragment's header does not fit its segment */
+};
+typedef struct px_btl_shm_qentry {
+    int idx;      /* local index of the segment it lies in */
+    uint64_t off; /* its offset there */
+    px_btl_shm_frag_hdr_t *hdr;
+    char *data;    /* PX_BTL_SHM_Q_MSG */
+    uint32_t len;  /* as read, also when refused */
+    uint16_t doff; /* data offset from the header, as read */
+    uint16_t src;
+    uint8_t tag, flags;
+    uint64_t des; /* PX_BTL_SHM_Q_RETURNED */
+} px_btl_shm_qentry_t;
+
+/* Decode the queue entry `rel` of the process at local index my_idx: the
+ * pointer is checked (px_btl_shm_rel_ok) before anything is read through
+ * it, and each header field, which its writer may still change, is read
+ * once and checked against the segment it lies in (bases[i] mapped, sizes[i]
+ * bytes). */
+static inline int px_btl_shm_queue_decode(uint64_t rel, int nlocal, int my_idx, char *const *bases,
+                                          const size_t *sizes, size_t heap_off,
+                                          px_btl_shm_qentry_t *e)
+{
+    if (!px_btl_shm_rel_ok(rel, nlocal, sizes, heap_off))
+        return PX_BTL_SHM_Q_BAD_REL;
+    e->idx = (int)(rel >> 48);
+    e->off = rel & 0xffffffffffffULL;
+    px_btl_shm_frag_hdr_t *h = (px_btl_shm_frag_hdr_t *)(bases[e->idx] + e->off);
+    e->hdr = h;
+    e->flags = *(volatile uint8_t *)&h->flags;
+    if (e->idx == my_idx) {
+        e->des = *(volatile uint64_t *)&h->des;
+        return (e->flags & PX_BTL_SHM_FRAG_RETURNED) ? PX_BTL_SHM_Q_RETURNED
+                                                     : PX_BTL_SHM_Q_BAD_FRAG;
+    }
+    e->src = *(volatile uint16_t *)&h->src;
+    e->doff = *(volatile uint16_t *)&h->off;
+    e->len = *(volatile uint32_t *)&h->len;
+    e->tag = *(volatile uint8_t *)&h->tag;
+    if (e->src != (uint16_t)e->idx || (e->flags & PX_BTL_SHM_FRAG_RETURNED) ||
+        !px_btl_shm_frag_ok(e->off, sizes[e->idx], e->doff, e->len))
+        return PX_BTL_SHM_Q_BAD_FRAG;
+    e->data = (char *)h + e->doff;
+    return PX_BTL_SHM_Q_MSG;
+}
+
+/* Check a peer's shm modex blob (`len` bytes) published by the rank at local
+ * index `idx`, whose segment must lie in folder `dir`: on success copy it to
+ * *out (path NUL-terminated) and return NULL, else say what is wrong. */
+const char *px_btl_shm_modex_check(const void *blob, size_t len, int idx, const char *dir,
+                                   px_btl_shm_modex_t *out);
+
+/* What this process expects of a peer's segment (attach checks the header's
+ * geometry against it and against the mapped size). */
+typedef struct px_btl_shm_geom {
+    int rank;         /* the owner, for the header's owner_rank and messages */
+    int my_rank;      /* this process, for messages */
+    int nlocal;       /* processes on this host */
+    size_t fbox_size; /* bytes of each ring (btl_shm_fbox_size) */
+} px_btl_shm_geom_t;
+
+/* Check a segment header `h` (a copy, taken once) of a mapping of `size`
+ * bytes against this job's id, the key from the modex and, with geom, the
+ * geometry this process expects: NULL when it is good, else why not; for a
+ * geometry field, "geometry", with the field's name and both values. */
+const char *px_btl_shm_header_check(const px_btl_shm_seg_hdr_t *h, size_t size, const char *jobid,
+                                    uint64_t key, const px_btl_shm_geom_t *geom, const char **field,
+                                    uint64_t *theirs, uint64_t *ours);
+
 /* Segment files (shm_segment.c); exported for the tests. */
 /* Create `path` (0600, O_EXCL) of `size` bytes in folder `dir` (made 0700
  * when missing; refused when not owned by us or open to others), map it and
@@ -231,13 +396,16 @@ static inline size_t px_btl_shm_off_fbox(int nlocal, size_t fbox_size, int idx)
 int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
                               uint64_t key, int rank, int nlocal, size_t fbox_size, char **base,
                               int *lockfd);
-/* Map a peer's segment after checking its header against the job id and the
- * key from the modex; PX_ERR_BAD_PARAM with a message naming what differs.
+/* Map a peer's segment after checking its header against the job id (hash and
+ * length), the key and size from the modex, and with `geom`, its geometry
+ * (owner rank, process count, ring size, heap offset, rings inside the mapped
+ * size); PX_ERR_BAD_PARAM with a message naming the peer, the field and both
+ * values.
  * With lockfd, the file stays open there when its owner holds the liveness
  * lock (else -1). On failure, create removes the folder when it is empty
  * (so no early failure leaves an empty plexus-* folder behind). */
 int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, uint64_t key,
-                              char **base, int *lockfd);
+                              const px_btl_shm_geom_t *geom, char **base, int *lockfd);
 /* 1 when the owner of the segment open at lockfd has ended (its lock is
  * free), 0 while it lives or when it cannot be told. */
 int px_btl_shm_peer_gone(int lockfd);

@@ -207,7 +207,14 @@ static int px_btl_shm_frag_init(px_free_list_item_t *item, void *ctx)
     if (NULL == f->hdr)
         return PX_ERR_OUT_OF_RESOURCE;
     f->rel = ((uint64_t)s->my_idx << 48) | (uint64_t)((char *)f->hdr - s->seg);
-    f->hdr->des = (uint64_t)(uintptr_t)f;
+    /* A peer hands a fragment back by its header: des is the fragment's
+     * index in frag_table, looked up (and checked) instead of followed. */
+    if (s->frag_count >= s->frag_cap)
+        return PX_ERR_OUT_OF_RESOURCE;
+    f->queued = false;
+    s->frag_table[s->frag_count] = f;
+    f->index = (uint32_t)s->frag_count++;
+    f->hdr->des = f->index;
     f->hdr->src = (uint16_t)s->my_idx;
     f->segment.seg_addr = (char *)f->hdr + PX_BTL_SHM_FRAG_HDR;
     f->segment.seg_len = 0;
@@ -226,6 +233,11 @@ static int px_btl_shm_lists_init(void)
         int max;
     } l[2] = {{&s->frags_eager, m->btl_eager_limit, s->free_list_eager_max},
               {&s->frags_send, m->btl_max_send_size, s->free_list_send_max}};
+    s->frag_cap = s->free_list_eager_max + s->free_list_send_max;
+    s->frag_count = 0;
+    s->frag_table = calloc((size_t)s->frag_cap, sizeof *s->frag_table);
+    if (!s->frag_table)
+        return PX_ERR_OUT_OF_RESOURCE;
     for (int i = 0; i < 2; i++) {
         px_free_list_params_t p = {
             .item_class = PX_CLASS(px_btl_shm_frag_t),
@@ -347,8 +359,17 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
     if (getrandom(&s->key, sizeof s->key, 0) != sizeof s->key)
         s->key = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&s->key ^ 0x9e3779b97f4a7c15ULL;
     const char *bd = s->backing_dir && *s->backing_dir ? s->backing_dir : "/dev/shm";
-    if (snprintf(s->dir, sizeof s->dir, "%s/plexus-%u-%s", bd, (unsigned)getuid(),
-                 px_boot->jobid) >= (int)sizeof s->dir ||
+    /* The folder is named after the job id; one too long for a file name's
+     * share of the path (a PMIx namespace may have 255 characters) or holding
+     * a '/' is named after its hash instead. */
+    const char *jid = px_boot->jobid;
+    char jname[24];
+    if (strlen(jid) > 64 || strchr(jid, '/') || !*jid || *jid == '.') {
+        snprintf(jname, sizeof jname, "h%016llx", (unsigned long long)px_btl_shm_job_hash(jid));
+        jid = jname;
+    }
+    if (snprintf(s->dir, sizeof s->dir, "%s/plexus-%u-%s", bd, (unsigned)getuid(), jid) >=
+            (int)sizeof s->dir ||
         snprintf(s->path, sizeof s->path, "%s/seg-%d", s->dir, s->my_rank) >= (int)sizeof s->path) {
         px_show_error("btl shm: segment path too long (btl_shm_backing_dir %s)", bd);
         return NULL;
@@ -364,15 +385,18 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
                             (size_t)(s->nlocal - 1 - s->my_idx) * s->fbox_size);
     }
     s->unlinked = false;
+    s->queue_broken = false;
     s->quiet_polls = 0;
     s->next_check_ns = 0;
     s->my_fifo = (px_btl_shm_fifo_t *)(s->seg + px_btl_shm_off_fifo());
     s->bases = calloc((size_t)s->nlocal, sizeof(char *));
+    s->sizes = calloc((size_t)s->nlocal, sizeof(size_t));
     s->by_idx = calloc((size_t)s->nlocal, sizeof(*s->by_idx));
     s->active = calloc((size_t)s->nlocal, sizeof(*s->active));
-    if (!s->bases || !s->by_idx || !s->active)
+    if (!s->bases || !s->sizes || !s->by_idx || !s->active)
         return NULL;
     s->bases[s->my_idx] = s->seg;
+    s->sizes[s->my_idx] = s->seg_size;
     s->nactive = 0;
     if (!s->lists_constructed)
         px_btl_shm_open();

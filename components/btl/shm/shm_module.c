@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,9 @@
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 
-#define FB_VALID (1ULL << 63)
-#define FB_SKIP  (1ULL << 62) /* go to the ring's start */
-#define FB_PAD   (1ULL << 61) /* an entry to step over (a descriptor freed unsent) */
+#define FB_VALID PX_BTL_SHM_FB_VALID
+#define FB_SKIP  PX_BTL_SHM_FB_SKIP
+#define FB_PAD   PX_BTL_SHM_FB_PAD
 
 PX_CLASS_INSTANCE(px_btl_shm_frag_t, px_btl_descriptor_t, NULL, NULL);
 
@@ -41,22 +42,114 @@ static inline void *rel_ptr(uint64_t rel)
     return px_btl_shm_state.bases[rel >> 48] + (rel & 0xffffffffffffULL);
 }
 
-static inline void fifo_push(px_btl_shm_fifo_t *fifo, px_btl_shm_frag_hdr_t *hdr, uint64_t rel)
+/* A relative pointer read from shared memory points into a mapped segment's
+ * fragment heap (px_btl_shm_rel_ok). */
+static inline bool rel_ok(uint64_t rel)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    return px_btl_shm_rel_ok(rel, s->nlocal, s->sizes, s->heap_off);
+}
+
+/* End the connection to `ep` because of something found in shared memory:
+ * stop reading anything it writes, fail what waits on it, say what and
+ * where (`blamed`: it wrote it). Never returns to the corrupt data. */
+static PX_NOINLINE void px_btl_shm_cut(px_btl_endpoint_t *ep, bool blamed, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static PX_NOINLINE void px_btl_shm_cut(px_btl_endpoint_t *ep, bool blamed, const char *fmt, ...)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (ep->corrupt)
+        return;
+    char what[256], text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    ep->corrupt = true;
+    ep->gone = true;
+    for (int i = 0; i < s->nactive; i++)
+        if (s->active[i] == ep) { /* its fast box is no longer polled */
+            s->active[i] = s->active[--s->nactive];
+            break;
+        }
+    snprintf(text, sizeof text,
+             "btl/shm: local peer rank %d (pid %d) %s: %s; its connection is closed", ep->rank,
+             (int)ep->pid,
+             blamed ? "wrote corrupt data into shared memory" : "can no longer be heard", what);
+    if (px_btl_shm_module.error_cb)
+        px_btl_shm_module.error_cb(&px_btl_shm_module.super, ep, ep->rank, PX_ERR_COMM, text);
+    else
+        px_show_error("%s", text);
+}
+#define px_btl_shm_corrupt(ep, ...) px_btl_shm_cut(ep, true, __VA_ARGS__)
+
+/* Who wrote a bad entry of our queue: the process whose segment it names,
+ * or, with a single peer, that peer (nobody else can write there); NULL
+ * when it cannot be told. */
+static px_btl_endpoint_t *queue_culprit(uint64_t rel)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    uint64_t idx = rel >> 48;
+    if (idx < (uint64_t)s->nlocal && (int)idx != s->my_idx && s->by_idx[idx])
+        return s->by_idx[idx];
+    return s->nlocal == 2 ? s->by_idx[1 - s->my_idx] : NULL;
+}
+
+/* The receive queue itself holds a bad pointer: nothing behind it can be
+ * reached, so it is not read again and every peer's connection ends (their
+ * fragments would otherwise wait forever); the writer is blamed when it can
+ * be told. */
+static PX_NOINLINE void px_btl_shm_queue_corrupt(uint64_t rel, const char *where)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    s->queue_broken = true;
+    uint64_t idx = rel >> 48;
+    px_btl_endpoint_t *named = queue_culprit(rel);
+    if (named)
+        px_btl_shm_corrupt(named,
+                           "%s 0x%016llx in this process's receive queue names no fragment "
+                           "(local index %llu of %d, offset %llu; fragment heaps start at %zu)",
+                           where, (unsigned long long)rel, (unsigned long long)idx, s->nlocal,
+                           (unsigned long long)(rel & 0xffffffffffffULL), s->heap_off);
+    for (int i = 0; i < s->nlocal; i++)
+        if (s->by_idx[i] && !s->by_idx[i]->corrupt)
+            px_btl_shm_cut(s->by_idx[i], false,
+                           "%s 0x%016llx in this process's receive queue names no fragment "
+                           "(written by %s): the queue can no longer be read",
+                           where, (unsigned long long)rel,
+                           named ? "another local peer" : "an unknown local peer");
+}
+
+/* Push onto a peer's queue; false (after ending that peer's connection) when
+ * its tail held a bad pointer. */
+static inline bool fifo_push(px_btl_endpoint_t *ep, px_btl_shm_fifo_t *fifo,
+                             px_btl_shm_frag_hdr_t *hdr, uint64_t rel)
 {
     atomic_store_explicit(&hdr->next, PX_BTL_SHM_EMPTY, memory_order_relaxed);
     uint64_t prev = atomic_exchange_explicit(&fifo->tail, rel, memory_order_acq_rel);
     if (PX_LIKELY(prev == PX_BTL_SHM_EMPTY))
         atomic_store_explicit(&fifo->head, rel, memory_order_release);
-    else
+    else if (PX_LIKELY(rel_ok(prev)))
         atomic_store_explicit(&((px_btl_shm_frag_hdr_t *)rel_ptr(prev))->next, rel,
                               memory_order_release);
+    else {
+        px_btl_shm_corrupt(ep, "its receive queue's tail 0x%016llx names no fragment",
+                           (unsigned long long)prev);
+        return false;
+    }
+    return true;
 }
 
-static inline px_btl_shm_frag_hdr_t *fifo_pop(px_btl_shm_fifo_t *fifo)
+static inline px_btl_shm_frag_hdr_t *fifo_pop(px_btl_shm_fifo_t *fifo, uint64_t *relp)
 {
     uint64_t head = atomic_load_explicit(&fifo->head, memory_order_acquire);
     if (PX_LIKELY(head == PX_BTL_SHM_EMPTY))
         return NULL;
+    if (PX_UNLIKELY(!rel_ok(head))) {
+        px_btl_shm_queue_corrupt(head, "the entry");
+        return NULL;
+    }
+    *relp = head;
     px_btl_shm_frag_hdr_t *h = rel_ptr(head);
     uint64_t next = atomic_load_explicit(&h->next, memory_order_acquire);
     if (next == PX_BTL_SHM_EMPTY) {
@@ -131,7 +224,17 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
     size_t pad = off + esz > fbs ? fbs - off : 0;
     uint64_t need = ep->fb_wpos + pad + esz + 64; /* +64: the zeroed next header */
     if (PX_UNLIKELY(need - ep->fb_rpos_cache > fbs)) {
-        ep->fb_rpos_cache = atomic_load_explicit(ep->fb_out_ack, memory_order_acquire);
+        uint64_t r = atomic_load_explicit(ep->fb_out_ack, memory_order_acquire);
+        /* The peer's read position only moves forward, never past what we wrote. */
+        if (PX_UNLIKELY(r < ep->fb_rpos_cache || r > ep->fb_wpos)) {
+            if (!ep->corrupt)
+                px_btl_shm_corrupt(ep,
+                                   "its read position %llu in our fast box is outside %llu..%llu",
+                                   (unsigned long long)r, (unsigned long long)ep->fb_rpos_cache,
+                                   (unsigned long long)ep->fb_wpos);
+            return -1;
+        }
+        ep->fb_rpos_cache = r;
         if (need - ep->fb_rpos_cache > fbs)
             return -1;
     }
@@ -184,22 +287,29 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
     const size_t fbs = px_btl_shm_state.fbox_size;
     int n = 0;
     while (n < max) {
-        size_t off = ep->fb_rpos & (fbs - 1);
-        uint64_t h =
-            atomic_load_explicit((_Atomic uint64_t *)(ep->fb_in + off), memory_order_acquire);
-        if (!(h & FB_VALID))
+        uint64_t h;
+        char *data = NULL;
+        size_t len = 0;
+        uint8_t tag = 0;
+        int r = px_btl_shm_fbox_take(ep->fb_in, fbs, &ep->fb_rpos, &h, &data, &len, &tag);
+        if (r == 0)
             break;
-        if (PX_UNLIKELY(h & FB_SKIP)) {
-            ep->fb_rpos += fbs - off;
-            atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
-            continue;
+        if (PX_UNLIKELY(r < 0)) {
+            px_btl_shm_corrupt(ep,
+                               "the fast box entry at ring offset %zu (header 0x%016llx: data "
+                               "length %llu, lead %llu, entry size %llu) does not fit its entry or "
+                               "the %zu-byte ring",
+                               (size_t)(ep->fb_rpos & (fbs - 1)), (unsigned long long)h,
+                               (unsigned long long)(h & 0xffffff),
+                               (unsigned long long)((h >> 48) & 127),
+                               (unsigned long long)(((h >> 32) & 0xffff) << 6), fbs);
+            break;
         }
-        size_t len = h & 0xffffff;
-        if (PX_LIKELY(!(h & FB_PAD)))
-            deliver(ep, (px_btl_tag_t)(h >> 24), ep->fb_in + off + 8 + ((h >> 48) & 127), len);
-        ep->fb_rpos += ((h >> 32) & 0xffff) << 6;
+        if (PX_LIKELY(r == 1))
+            deliver(ep, tag, data, len);
         atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
-        n++;
+        if (PX_LIKELY(r != 3)) /* a skip to the ring's start is not an entry */
+            n++;
     }
     return n;
 }
@@ -252,6 +362,7 @@ static inline void frag_return(px_btl_shm_frag_t *f)
 static void frag_complete(px_btl_shm_frag_t *f)
 {
     px_btl_descriptor_t *des = &f->base;
+    f->queued = false;
     if (f->ep)
         f->ep->inflight--;
     if (des->des_cbfunc)
@@ -260,16 +371,54 @@ static void frag_complete(px_btl_shm_frag_t *f)
         frag_return(f);
 }
 
-static inline void frag_push(px_btl_endpoint_t *ep, px_btl_shm_frag_t *f, px_btl_tag_t tag)
+/* False when the peer's queue is corrupt (its connection then ended, and
+ * the fragment is ours again). */
+static inline bool frag_push(px_btl_endpoint_t *ep, px_btl_shm_frag_t *f, px_btl_tag_t tag)
 {
     px_btl_shm_frag_hdr_t *h = f->hdr;
     h->len = (uint32_t)f->segment.seg_len;
     h->off = (uint16_t)((char *)f->segment.seg_addr - (char *)h);
     h->tag = tag;
     h->flags = 0;
+    h->src = (uint16_t)px_btl_shm_state.my_idx;
+    h->des = f->index; /* again each time: the peer may have written over it */
     f->ep = ep;
+    f->queued = true;
     ep->inflight++;
-    fifo_push(ep->fifo, h, f->rel);
+    if (PX_LIKELY(fifo_push(ep, ep->fifo, h, f->rel)))
+        return true;
+    f->queued = false;
+    ep->inflight--;
+    return false;
+}
+
+/* A fragment of ours handed back: found by the index in its header, which
+ * must name a fragment at that very place that is out on a queue. */
+static inline void frag_returned(px_btl_shm_state_t *s, uint64_t rel, uint64_t i)
+{
+    px_btl_shm_frag_t *f = i < (uint64_t)s->frag_count ? s->frag_table[i] : NULL;
+    if (PX_LIKELY(f && f->rel == rel && f->queued)) {
+        frag_complete(f);
+        return;
+    }
+    /* Who handed it back is not told by the queue; the fragment's last peer
+     * is the one that had it (when it was out at all). */
+    px_btl_endpoint_t *ep = f && f->rel == rel ? f->ep : NULL;
+    if (!ep) {
+        for (int k = 0; k < s->frag_count && !ep; k++)
+            if (s->frag_table[k]->rel == rel)
+                ep = s->frag_table[k]->ep;
+    }
+    if (!ep)
+        ep = queue_culprit(rel);
+    if (ep)
+        px_btl_shm_corrupt(ep, "a fragment handed back (offset %llu, index %llu) is %s",
+                           (unsigned long long)(rel & 0xffffffffffffULL), (unsigned long long)i,
+                           f && f->rel == rel ? "not out on a queue" : "not a fragment it had");
+    else /* harmless to skip: the queue goes on after it */
+        px_show_error("btl/shm: a fragment handed back (offset %llu, index %llu) by an unknown "
+                      "local peer is not one that was sent; skipped",
+                      (unsigned long long)(rel & 0xffffffffffffULL), (unsigned long long)i);
 }
 
 static int fifo_poll(void)
@@ -277,19 +426,34 @@ static int fifo_poll(void)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     int n = 0;
     px_btl_shm_frag_hdr_t *h;
-    while ((h = fifo_pop(s->my_fifo)) != NULL) {
-        if (h->flags & PX_BTL_SHM_FRAG_RETURNED) {
-            frag_complete((px_btl_shm_frag_t *)(uintptr_t)h->des);
-        } else {
-            px_btl_endpoint_t *ep = h->src < s->nlocal ? s->by_idx[h->src] : NULL;
-            if (PX_LIKELY(ep != NULL)) {
+    uint64_t rel = 0;
+    while (!s->queue_broken && (h = fifo_pop(s->my_fifo, &rel)) != NULL) {
+        px_btl_shm_qentry_t e;
+        int kind =
+            px_btl_shm_queue_decode(rel, s->nlocal, s->my_idx, s->bases, s->sizes, s->heap_off, &e);
+        if (kind == PX_BTL_SHM_Q_RETURNED) {
+            frag_returned(s, rel, e.des);
+        } else if (PX_LIKELY(kind == PX_BTL_SHM_Q_MSG)) {
+            px_btl_endpoint_t *ep = s->by_idx[e.idx];
+            if (PX_LIKELY(ep && !ep->corrupt)) { /* a cut peer's fragments stay with it */
                 /* Messages from this peer still in its fast box came first. */
                 fbox_poll(ep, 1 << 30);
-                deliver(ep, h->tag, (char *)h + h->off, h->len);
+                if (PX_UNLIKELY(ep->corrupt)) /* its ring was: nothing more of it is read */
+                    continue;
+                deliver(ep, e.tag, e.data, e.len);
                 h->flags = PX_BTL_SHM_FRAG_RETURNED;
-                fifo_push(ep->fifo, h,
-                          ((uint64_t)h->src << 48) | (uint64_t)((char *)h - s->bases[h->src]));
+                fifo_push(ep, ep->fifo, h, rel);
             }
+        } else if (kind == PX_BTL_SHM_Q_BAD_REL) { /* fifo_pop checked it: never */
+            px_btl_shm_queue_corrupt(rel, "the entry");
+        } else if (e.idx == s->my_idx) {
+            px_btl_shm_queue_corrupt(rel, "a fragment of ours not marked as handed back");
+        } else if (s->by_idx[e.idx]) {
+            px_btl_shm_corrupt(s->by_idx[e.idx],
+                               "its fragment at offset %llu (source %u, flags %u, data at +%u, "
+                               "%u bytes) does not fit its %zu-byte segment",
+                               (unsigned long long)e.off, (unsigned)e.src, (unsigned)e.flags,
+                               (unsigned)e.doff, e.len, s->sizes[e.idx]);
         }
         n++;
     }
@@ -519,7 +683,8 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
             frag_return(f);
         return 1;
     }
-    frag_push(ep, f, tag);
+    if (PX_UNLIKELY(!frag_push(ep, f, tag)))
+        return PX_ERR_PEER_FAILED; /* its queue is corrupt: the descriptor stays the caller's */
     return 0;
 }
 
@@ -540,6 +705,8 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
      * the peer read meanwhile; an in-place descriptor pushed on the queue
      * would have no fragment header). */
     (void)btl;
+    if (PX_UNLIKELY(ep->gone))
+        return PX_ERR_PEER_FAILED;
     px_btl_shm_frag_t *f = frag_alloc(len, order, flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (!f)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
@@ -549,7 +716,10 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
     if (payload_size)
         memcpy((char *)f->segment.seg_addr + header_size, payload, payload_size);
     des->des_flags = PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
-    frag_push(ep, f, tag);
+    if (PX_UNLIKELY(!frag_push(ep, f, tag))) {
+        frag_return(f);
+        return PX_ERR_PEER_FAILED;
+    }
     return PX_SUCCESS;
 }
 
@@ -673,6 +843,11 @@ void px_btl_shm_module_cleanup(void)
     }
     free(s->bases);
     s->bases = NULL;
+    free(s->sizes);
+    s->sizes = NULL;
+    free(s->frag_table);
+    s->frag_table = NULL;
+    s->frag_count = s->frag_cap = 0;
     free(s->local_index);
     s->local_index = NULL;
 }

@@ -19,6 +19,28 @@
 
 /* ------------------------------------------------------------ peers */
 
+const char *px_btl_shm_modex_check(const void *blob, size_t len, int idx, const char *dir,
+                                   px_btl_shm_modex_t *out)
+{
+    if (NULL == blob || len != sizeof *out)
+        return "its length is not that of a btl/shm modex entry";
+    memcpy(out, blob, sizeof *out);
+    out->path[sizeof out->path - 1] = '\0';
+    if (out->local_index != idx)
+        return "it names another local index than the one boot gives its rank";
+    if (out->pid <= 0)
+        return "its process id is not positive";
+    if (out->size < 4096 || out->size > ((uint64_t)1 << 47))
+        return "its segment size is out of range";
+    /* The segment is a file of this job's folder, not any file this user owns. */
+    size_t dl = strlen(dir);
+    const char *name = out->path + dl + 1;
+    if (strncmp(out->path, dir, dl) != 0 || out->path[dl] != '/' || !*name || *name == '.' ||
+        strchr(name, '/'))
+        return "its segment path is not a file of this job's segment folder";
+    return NULL;
+}
+
 int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                          px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
                          const char **reasons)
@@ -44,19 +66,33 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
             px_bitmap_set_bit(reachable, (int)i);
             continue;
         }
-        px_btl_shm_modex_t *mx = NULL;
+        void *blob = NULL;
         size_t mlen = 0;
-        int rc = px_boot_modex_recv(&px_btl_shm_component.base, p->rank, (void **)&mx, &mlen);
-        if (rc != PX_SUCCESS || mlen != sizeof *mx || mx->local_index != idx) {
+        int rc = px_boot_modex_recv(&px_btl_shm_component.base, p->rank, &blob, &mlen);
+        px_btl_shm_modex_t *mx = malloc(sizeof *mx);
+        if (!mx) {
+            free(blob);
+            return PX_ERR_OUT_OF_RESOURCE;
+        }
+        const char *bad = rc != PX_SUCCESS ? "it is missing"
+                                           : px_btl_shm_modex_check(blob, mlen, idx, s->dir, mx);
+        free(blob);
+        if (bad) {
+            if (rc == PX_SUCCESS)
+                px_show_error("btl shm: rank %d's modex entry (%zu bytes) is refused: %s (its "
+                              "segment '%.255s', this job's folder %s: a rank of another job, or "
+                              "with another btl_shm_backing_dir?)",
+                              p->rank, mlen, bad, mlen == sizeof *mx ? mx->path : "?", s->dir);
             if (reasons)
                 reasons[i] = "its shm modex entry is missing or malformed";
             free(mx);
             continue;
         }
-        mx->path[sizeof mx->path - 1] = '\0';
         char *base;
         int lockfd = -1;
-        rc = px_btl_shm_segment_attach(mx->path, mx->size, px_boot->jobid, mx->key, &base, &lockfd);
+        px_btl_shm_geom_t geom = {p->rank, s->my_rank, s->nlocal, s->fbox_size};
+        rc = px_btl_shm_segment_attach(mx->path, mx->size, px_boot->jobid, mx->key, &geom, &base,
+                                       &lockfd);
         if (rc != PX_SUCCESS) {
             if (reasons)
                 reasons[i] = "its segment could not be attached (see the error above)";
@@ -91,6 +127,7 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         ep->fb_in = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, idx);
         ep->fb_in_ack = (_Atomic uint64_t *)(s->seg + px_btl_shm_off_ack(idx));
         s->bases[idx] = base;
+        s->sizes[idx] = mx->size;
         s->by_idx[idx] = ep;
         s->active[s->nactive++] = ep;
         px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)base;

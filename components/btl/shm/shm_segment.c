@@ -117,7 +117,10 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     h->locked = locked ? 1 : 0;
     atomic_store_explicit(&h->departed, 0, memory_order_relaxed);
     atomic_store_explicit(&h->attached, 0, memory_order_relaxed);
-    snprintf(h->jobid, sizeof h->jobid, "%s", jobid);
+    h->job_len = (uint32_t)strlen(jobid);
+    h->job_hash = px_btl_shm_job_hash(jobid);
+    h->heap_off = px_btl_shm_off_fbox(nlocal, fbox_size, nlocal);
+    snprintf(h->job_head, sizeof h->job_head, "%s", jobid);
     px_btl_shm_fifo_t *f = (px_btl_shm_fifo_t *)((char *)p + px_btl_shm_off_fifo());
     atomic_store_explicit(&f->tail, PX_BTL_SHM_EMPTY, memory_order_relaxed);
     atomic_store_explicit(&f->head, PX_BTL_SHM_EMPTY, memory_order_relaxed);
@@ -127,8 +130,51 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     return PX_SUCCESS;
 }
 
+/* The first field of a peer's header that disagrees with what this process
+ * expects: its name into *field, the two values into *theirs and *ours. */
+static const char *px_btl_shm_geom_diff(const px_btl_shm_seg_hdr_t *h, size_t size,
+                                        const px_btl_shm_geom_t *g, uint64_t *theirs,
+                                        uint64_t *ours)
+{
+    size_t heap_off = px_btl_shm_off_fbox(g->nlocal, g->fbox_size, g->nlocal);
+#define PX_SHM_GEOM(name, a, b)                                                                    \
+    do {                                                                                           \
+        *theirs = (uint64_t)(a);                                                                   \
+        *ours = (uint64_t)(b);                                                                     \
+        if (*theirs != *ours)                                                                      \
+            return name;                                                                           \
+    } while (0)
+    PX_SHM_GEOM("owner rank", (uint64_t)(uint32_t)h->owner_rank, (uint32_t)g->rank);
+    PX_SHM_GEOM("local process count (nlocal)", h->nlocal, g->nlocal);
+    PX_SHM_GEOM("btl_shm_fbox_size (bytes of each ring)", h->fbox_size, g->fbox_size);
+    PX_SHM_GEOM("fragment heap offset", h->heap_off, heap_off);
+    /* The rings and at least one fragment header lie inside the mapping. */
+    if (size < heap_off + PX_BTL_SHM_FRAG_HDR || size < px_btl_shm_off_ack(g->nlocal))
+        PX_SHM_GEOM("size (too small for its rings)", size, heap_off + PX_BTL_SHM_FRAG_HDR);
+#undef PX_SHM_GEOM
+    return NULL;
+}
+
+const char *px_btl_shm_header_check(const px_btl_shm_seg_hdr_t *h, size_t size, const char *jobid,
+                                    uint64_t key, const px_btl_shm_geom_t *geom, const char **field,
+                                    uint64_t *theirs, uint64_t *ours)
+{
+    *field = NULL;
+    if (h->magic != PX_BTL_SHM_MAGIC || h->version != PX_BTL_SHM_VERSION)
+        return "not a Plexus shm segment of this version";
+    if (h->job_len != strlen(jobid) || h->job_hash != px_btl_shm_job_hash(jobid))
+        return "it belongs to another job";
+    if (h->key != key)
+        return "its job key differs from the one in the modex";
+    if (h->size != size)
+        return "its size differs from the one in the modex";
+    if (geom && (*field = px_btl_shm_geom_diff(h, size, geom, theirs, ours)) != NULL)
+        return "geometry";
+    return NULL;
+}
+
 int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, uint64_t key,
-                              char **base, int *lockfd)
+                              const px_btl_shm_geom_t *geom, char **base, int *lockfd)
 {
     *base = NULL;
     if (lockfd)
@@ -154,26 +200,36 @@ int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, 
         close(fd);
         return PX_ERR_OUT_OF_RESOURCE;
     }
-    px_btl_shm_seg_hdr_t *h = p;
-    const char *why = NULL;
-    if (h->magic != PX_BTL_SHM_MAGIC || h->version != PX_BTL_SHM_VERSION)
-        why = "not a Plexus shm segment of this version";
-    else if (strncmp(h->jobid, jobid, sizeof h->jobid) != 0)
-        why = "it belongs to another job";
-    else if (h->key != key)
-        why = "its job key differs from the one in the modex";
-    else if (h->size != size)
-        why = "its size differs from the one in the modex";
+    /* The owner may still rewrite its header: take one copy and judge that. */
+    px_btl_shm_seg_hdr_t h;
+    memcpy(&h, p, sizeof h);
+    h.job_head[sizeof h.job_head - 1] = '\0';
+    const char *field = NULL;
+    uint64_t theirs = 0, ours = 0;
+    const char *why = px_btl_shm_header_check(&h, size, jobid, key, geom, &field, &theirs, &ours);
+    if (why && field) {
+        px_show_error("btl shm: rank %d refuses rank %d's segment %s: its %s is %llu, rank %d "
+                      "expects %llu (btl_shm_fbox_size and the job's ranks must be the same on "
+                      "every process of the job)",
+                      geom->my_rank, geom->rank, path, field, (unsigned long long)theirs,
+                      geom->my_rank, (unsigned long long)ours);
+    } else if (why) {
+        bool plx = h.magic == PX_BTL_SHM_MAGIC;
+        px_show_error("btl shm: refusing to attach segment %s: %s (segment job '%s%s', %u "
+                      "characters, hash %016llx; this job '%.39s%s', %zu characters, hash %016llx)",
+                      path, why, plx ? h.job_head : "?",
+                      plx && h.job_len >= sizeof h.job_head ? "..." : "", plx ? h.job_len : 0,
+                      plx ? (unsigned long long)h.job_hash : 0ULL, jobid,
+                      strlen(jobid) >= sizeof h.job_head ? "..." : "", strlen(jobid),
+                      (unsigned long long)px_btl_shm_job_hash(jobid));
+    }
     if (why) {
-        px_show_error("btl shm: refusing to attach segment %s: %s (segment job '%.64s', this "
-                      "job '%s')",
-                      path, why, h->magic == PX_BTL_SHM_MAGIC ? h->jobid : "?", jobid);
         munmap(p, size);
         close(fd);
         return PX_ERR_BAD_PARAM;
     }
     /* Keep the descriptor to test the owner's lock (px_btl_shm_peer_gone). */
-    if (lockfd && h->locked)
+    if (lockfd && h.locked)
         *lockfd = fd;
     else
         close(fd);

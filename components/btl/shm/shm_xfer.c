@@ -30,7 +30,7 @@
 #include "core/util/output.h"
 #include "frameworks/boot/boot.h"
 
-#define PX_BTL_SHM_XFER_MAGIC 0x706c787366723031ULL /* "plxsfr01" */
+#define PX_BTL_SHM_XFER_MAGIC 0x706c787366723032ULL /* "plxsfr02": job hash and length */
 #define PX_BTL_SHM_XFER_HDR   4096
 
 /* The first page of an allocation. */
@@ -40,7 +40,8 @@ typedef struct px_btl_shm_xfer_hdr {
     uint64_t size; /* bytes after the header page */
     int32_t owner_rank;
     uint32_t id;
-    char jobid[64];
+    uint32_t job_len;  /* the job id: its length and px_btl_shm_job_hash (a 255-character */
+    uint64_t job_hash; /* PMIx namespace counts whole, not its first 64 bytes) */
 } px_btl_shm_xfer_hdr_t;
 
 /* What a peer needs (the desc of px_btl_mem_t). */
@@ -128,7 +129,8 @@ int px_btl_shm_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem)
     h->size = len - PX_BTL_SHM_XFER_HDR;
     h->owner_rank = s->my_rank;
     h->id = id;
-    snprintf(h->jobid, sizeof h->jobid, "%s", px_boot->jobid);
+    h->job_len = (uint32_t)strlen(px_boot->jobid);
+    h->job_hash = px_btl_shm_job_hash(px_boot->jobid);
     __atomic_store_n(&h->magic, PX_BTL_SHM_XFER_MAGIC, __ATOMIC_RELEASE);
     m->addr = p;
     m->len = len;
@@ -228,7 +230,8 @@ int px_btl_shm_mem_map(px_btl_module_t *btl, px_btl_endpoint_t *ep, const void *
     const char *why = NULL;
     if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != PX_BTL_SHM_XFER_MAGIC)
         why = "not Plexus shareable memory";
-    else if (strncmp(h->jobid, px_boot->jobid, sizeof h->jobid) != 0)
+    else if (h->job_len != strlen(px_boot->jobid) ||
+             h->job_hash != px_btl_shm_job_hash(px_boot->jobid))
         why = "it belongs to another job";
     else if (h->key != d.key || h->id != d.id || h->owner_rank != d.owner_rank)
         why = "its key differs from the description (a stale or forged description)";
