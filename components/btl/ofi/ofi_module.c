@@ -79,9 +79,10 @@ static PX_COLD void px_btl_ofi_bad_recv(px_btl_ofi_module_t *m, int code, const 
     }
     if (++m->bad_recvs > PX_BTL_OFI_BAD_RECV_SHOWN)
         return;
-    px_show_error("btl/ofi (%s): dropped %s, from a sender that cannot be told%s",
-                  px_btl_ofi_prov(m), why,
-                  PX_BTL_OFI_BAD_RECV_SHOWN == m->bad_recvs ? " (further ones are not shown)" : "");
+    px_show_error(
+        "btl/ofi (%s): dropped %s; its sender is unknown (a receive does not say who sent it)%s",
+        px_btl_ofi_prov(m), why,
+        PX_BTL_OFI_BAD_RECV_SHOWN == m->bad_recvs ? " (further ones are not shown)" : "");
 }
 
 static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f, size_t len)

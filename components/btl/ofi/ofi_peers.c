@@ -93,9 +93,10 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                                     sizeof(why));
         if (PX_SUCCESS != rc) {
             if (PX_ERR_BAD_PARAM == rc)
-                px_show_error("btl/ofi (%s): rank %d%s%s is not reachable: %s", myprov, p->rank,
-                              p->hostname ? " on host " : "", p->hostname ? p->hostname : "", why);
-            reasons[i] = px_btl_ofi_reason(m, "rank %d: %s", p->rank, why);
+                px_show_error("btl/ofi (%s): rank %d%s%s %s; it is not reachable over btl/ofi",
+                              myprov, p->rank, p->hostname ? " on host " : "",
+                              p->hostname ? p->hostname : "", why);
+            reasons[i] = px_btl_ofi_reason(m, "rank %d %s", p->rank, why);
             free(blob);
             continue;
         }

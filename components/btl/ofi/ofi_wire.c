@@ -42,6 +42,35 @@ const char *px_btl_ofi_hdr_why(int code, const px_btl_ofi_rx_t *rx, size_t len, 
     return out;
 }
 
+/* How many bytes an address of `format` needs and the address family it
+ * must hold (0, 0 when the format has no fixed size: then it must be as
+ * long as this process's own address). For FI_SOCKADDR the family inside
+ * the address decides; one that is neither AF_INET nor AF_INET6 is refused
+ * (as an AF_INET address whose family is wrong). */
+static size_t px_btl_ofi_addr_need(uint32_t format, const unsigned char *addr, size_t addrlen,
+                                   sa_family_t *want)
+{
+    sa_family_t family = 0;
+    switch (format) {
+    case FI_SOCKADDR_IN:
+        *want = AF_INET;
+        return sizeof(struct sockaddr_in);
+    case FI_SOCKADDR_IN6:
+        *want = AF_INET6;
+        return sizeof(struct sockaddr_in6);
+    case FI_SOCKADDR:
+        if (addrlen >= sizeof(family))
+            memcpy(&family, addr, sizeof(family));
+        /* libfabric sizes a struct sockaddr by its family: only these two
+         * have a size it and this parser agree on */
+        *want = AF_INET6 == family ? AF_INET6 : AF_INET;
+        return AF_INET6 == family ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    default:
+        *want = 0;
+        return 0;
+    }
+}
+
 int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint32_t addr_format,
                            size_t own_addrlen, px_btl_ofi_peer_addr_t *out, char *why,
                            size_t whylen)
@@ -49,23 +78,75 @@ int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint3
     const unsigned char *b = blob;
     px_btl_ofi_modex_t h;
     if (NULL == blob || len < sizeof(h)) {
-        snprintf(why, whylen, "its btl/ofi modex blob is %zu bytes, less than the %zu-byte header",
-                 len, sizeof(h));
+        snprintf(why, whylen,
+                 "published a %zu-byte btl/ofi modex blob, less than its %zu-byte header", len,
+                 sizeof(h));
         return PX_ERR_BAD_PARAM;
     }
     memcpy(&h, b, sizeof(h));
-    (void)own_addrlen;
-    h.prov[sizeof(h.prov) - 1] = '\0';
+    if (NULL == memchr(h.prov, '\0', sizeof(h.prov))) {
+        snprintf(why, whylen,
+                 "published a btl/ofi provider name without an end within its %d bytes",
+                 PX_BTL_OFI_NAME_MAX);
+        return PX_ERR_BAD_PARAM;
+    }
     memcpy(out->prov, h.prov, sizeof(out->prov));
     out->addr_format = h.addr_format;
     out->addrlen = h.addrlen;
     out->addr = b + sizeof(h);
-    if (0 != strcmp(h.prov, prov) || h.addr_format != addr_format || len < sizeof(h) + h.addrlen) {
+    if (0 != strcmp(h.prov, prov)) {
         snprintf(why, whylen,
-                 "it uses libfabric provider %s (address format %u), this process %s (address "
-                 "format %u): set btl_ofi_provider_include alike on all hosts",
-                 h.prov, h.addr_format, prov, addr_format);
+                 "uses libfabric provider %s, this process %s: set btl_ofi_provider_include alike "
+                 "on all hosts",
+                 h.prov, prov);
         return PX_ERR_NOT_AVAILABLE;
+    }
+    if (h.addr_format != addr_format) {
+        snprintf(why, whylen,
+                 "uses address format %u of libfabric provider %s, this process format %u: set "
+                 "btl_ofi_provider_include and the FI_ variables alike on all hosts",
+                 h.addr_format, prov, addr_format);
+        return PX_ERR_NOT_AVAILABLE;
+    }
+    size_t room = len - sizeof(h);
+    if (h.addrlen != room) {
+        snprintf(why, whylen,
+                 "published a btl/ofi address of %u bytes, but %zu bytes follow the header",
+                 h.addrlen, room);
+        return PX_ERR_BAD_PARAM;
+    }
+    const unsigned char *addr = out->addr;
+    if (FI_ADDR_STR == addr_format) {
+        if (0 == h.addrlen || NULL == memchr(addr, '\0', h.addrlen)) {
+            snprintf(why, whylen,
+                     "published a btl/ofi address (format FI_ADDR_STR, %u bytes) that is not a "
+                     "string ending within its length",
+                     h.addrlen);
+            return PX_ERR_BAD_PARAM;
+        }
+        return PX_SUCCESS;
+    }
+    sa_family_t want;
+    size_t need = px_btl_ofi_addr_need(addr_format, addr, h.addrlen, &want);
+    if (need ? h.addrlen < need : h.addrlen != own_addrlen) {
+        snprintf(
+            why, whylen,
+            "published a btl/ofi address of %u bytes, but provider %s's addresses of format %u "
+            "are "
+            "%s%zu bytes",
+            h.addrlen, prov, addr_format, need ? "at least " : "", need ? need : own_addrlen);
+        return PX_ERR_BAD_PARAM;
+    }
+    if (want) {
+        sa_family_t family;
+        memcpy(&family, addr, sizeof(family));
+        if (family != want) {
+            snprintf(why, whylen,
+                     "published a btl/ofi address (format %u) of address family %u, not %u (%s)",
+                     addr_format, (unsigned)family, (unsigned)want,
+                     AF_INET6 == want ? "AF_INET6" : "AF_INET");
+            return PX_ERR_BAD_PARAM;
+        }
     }
     return PX_SUCCESS;
 }

@@ -78,10 +78,15 @@ static inline int px_btl_ofi_hdr_decode(const void *buf, size_t len, size_t max_
     rx->src_rank = hdr->src_rank;
     rx->payload = (const char *)buf + sizeof(*hdr);
     rx->payload_len = len - sizeof(*hdr);
-    (void)max_len;
-    (void)nranks;
-    if (PX_UNLIKELY(hdr->flags & PX_BTL_OFI_HDR_DRAIN))
+    if (PX_UNLIKELY(len > max_len))
+        return PX_BTL_OFI_RX_LONG;
+    if (PX_UNLIKELY(hdr->src_rank < 0 || (size_t)hdr->src_rank >= nranks))
+        return PX_BTL_OFI_RX_RANK;
+    if (PX_UNLIKELY(0 != hdr->flags)) {
+        if (0 != (hdr->flags & ~PX_BTL_OFI_HDR_KNOWN))
+            return PX_BTL_OFI_RX_FLAGS;
         return PX_BTL_OFI_RX_DRAIN;
+    }
     return PX_BTL_OFI_RX_DELIVER;
 }
 

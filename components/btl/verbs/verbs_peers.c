@@ -193,10 +193,11 @@ int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
         free(blob);
         if (PX_SUCCESS != rc) {
             if (PX_ERR_BAD_PARAM == rc)
-                px_show_error("btl/verbs (%s:%u): rank %d%s%s is not reachable: %s",
+                px_show_error("btl/verbs (%s:%u): rank %d%s%s %s; it is not reachable over "
+                              "btl/verbs",
                               m->port.dev_name, m->port.port, p->rank,
                               p->hostname ? " on host " : "", p->hostname ? p->hostname : "", text);
-            reasons[i] = px_btl_verbs_reason(m, "rank %d: %s", p->rank, text);
+            reasons[i] = px_btl_verbs_reason(m, "rank %d %s", p->rank, text);
             continue;
         }
         const char *why = px_btl_verbs_connect(m, ep, &pa);

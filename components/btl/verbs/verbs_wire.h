@@ -97,11 +97,19 @@ static inline int px_btl_verbs_hdr_decode(const void *buf, size_t len, size_t ma
     rx->credits = hdr->credits;
     rx->payload = (const char *)buf + sizeof(*hdr);
     rx->payload_len = len - sizeof(*hdr);
-    (void)max_len;
-    (void)room;
-    (void)ctl_room;
-    if (PX_UNLIKELY(hdr->flags & PX_BTL_VERBS_HDR_CREDIT))
+    if (PX_UNLIKELY(len > max_len))
+        return PX_BTL_VERBS_RX_LONG;
+    if (PX_UNLIKELY((int)hdr->credits > room))
+        return PX_BTL_VERBS_RX_CREDITS;
+    if (PX_UNLIKELY((int)hdr->ctl_credits > ctl_room))
+        return PX_BTL_VERBS_RX_CTL_CREDITS;
+    if (PX_UNLIKELY(0 != hdr->flags)) {
+        if (0 != (hdr->flags & ~PX_BTL_VERBS_HDR_KNOWN))
+            return PX_BTL_VERBS_RX_FLAGS;
+        if (len != sizeof(*hdr))
+            return PX_BTL_VERBS_RX_UPDATE_LEN;
         return PX_BTL_VERBS_RX_CREDIT;
+    }
     return PX_BTL_VERBS_RX_DELIVER;
 }
 
