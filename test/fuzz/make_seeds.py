@@ -237,3 +237,82 @@ put("shm_modex", "too-small", bytes([0, 1, 1, 1, len(job)]) + job + good + shm_h
 put("shm_modex", "path-outside", bytes([0, 1, 1, 1, len(job)]) + job +
     shm_modex(b"/dev/shm/plexus-0-fuzz/../x") + shm_hdr(job, rank=0))
 put("shm_modex", "short-blob", bytes([3, 1, 1, 1, len(job)]) + job + good[:285])
+
+# btl/ofi modex blob (components/btl/ofi/ofi_wire.h): byte 0 = own format index
+# (0 IN, 1 IN6, 2 SOCKADDR, 3 STR, 4 PSMX3, ...) | 8 provider | 16 format | 32 length,
+# byte 1 = own address length, then the blob: provider[64], format, length, address.
+FI_SOCKADDR, FI_SOCKADDR_IN, FI_SOCKADDR_IN6, FI_ADDR_STR, FI_ADDR_PSMX3 = 1, 2, 3, 9, 13
+
+
+def ofi_blob(addr, fmt, prov="tcp;ofi_rxm", addrlen=None):
+    return (prov.encode().ljust(64, b"\0") +
+            struct.pack("<II", fmt, len(addr) if addrlen is None else addrlen) + addr)
+
+
+sin = struct.pack("<HH4s8x", 2, 0x1234, bytes([127, 0, 0, 1]))
+sin6 = struct.pack("<HHI16sI", 10, 0x1234, 0, b"\0" * 15 + b"\1", 0)
+put("ofi_modex", "in", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN))
+put("ofi_modex", "in6", bytes([1, 28]) + ofi_blob(sin6, FI_SOCKADDR_IN6))
+put("ofi_modex", "sockaddr", bytes([2, 16]) + ofi_blob(sin, FI_SOCKADDR))
+put("ofi_modex", "str", bytes([3, 30]) + ofi_blob(b"fi_sockaddr_in://127.0.0.1:4660\0", FI_ADDR_STR))
+put("ofi_modex", "psmx3", bytes([4, 16]) + ofi_blob(b"\1" * 16, FI_ADDR_PSMX3))
+put("ofi_modex", "other-prov", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN, prov="shm"))
+put("ofi_modex", "short", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN)[:60])
+put("ofi_modex", "fix-all", bytes([0 | 8 | 16 | 32, 16]) + b"\0" * 72 + sin)
+
+
+# btl/ofi receive headers: per message job size, buffer length (2), message length (2), bytes;
+# header = tag, flags, pad[2], src_rank (int32).
+def ofi_msg(data, nranks=4, maxlen=4104):
+    return struct.pack("<BHH", nranks, maxlen, len(data)) + data
+
+
+def ofi_hdr(tag, flags, rank):
+    return struct.pack("<BBxxi", tag, flags, rank)
+
+
+put("ofi_recv", "deliver", ofi_msg(ofi_hdr(1, 0, 1) + b"hello") + ofi_msg(ofi_hdr(200, 0, 3)))
+put("ofi_recv", "drain", ofi_msg(ofi_hdr(0, 1, 2)))
+put("ofi_recv", "odd", ofi_msg(b"\1\0\0") + ofi_msg(ofi_hdr(1, 0, 9)) +
+    ofi_msg(ofi_hdr(1, 0, -1)) + ofi_msg(ofi_hdr(1, 0x80, 0)) + ofi_msg(ofi_hdr(1, 0, 0) + b"x" * 40, maxlen=16))
+
+
+# btl/verbs receive headers: setup (data receives, control receives, buffer length (2)), then
+# ops: 0 spend a data credit, 1 spend a control credit, 2 L L bytes receive.
+# header = tag, flags, ctl_credits, pad, credits (16), pad2 (16).
+def verbs_hdr(tag, flags, credits, ctl):
+    return struct.pack("<BBBxHxx", tag, flags, ctl, credits)
+
+
+def verbs_msg(data):
+    return bytes([2]) + struct.pack("<H", len(data)) + data
+
+
+put("verbs_recv", "credits", bytes([16, 4]) + struct.pack("<H", 4104) + bytes([0, 0, 0, 1]) +
+    verbs_msg(verbs_hdr(5, 0, 2, 0) + b"payload") + verbs_msg(verbs_hdr(0, 1, 1, 1)))
+put("verbs_recv", "too-many", bytes([16, 4]) + struct.pack("<H", 4104) +
+    verbs_msg(verbs_hdr(5, 0, 3, 0)))
+put("verbs_recv", "odd", bytes([16, 4]) + struct.pack("<H", 64) + bytes([0]) +
+    verbs_msg(b"\1\2") + verbs_msg(verbs_hdr(1, 0x40, 0, 0)) + verbs_msg(verbs_hdr(0, 1, 0, 0) + b"x"))
+
+
+# btl/verbs modex: index, rank, job size, flags (1 set ranks, 2 set ports), then the blob:
+# nmodules, nranks, per port {gid[16], lid, port, link layer, mtu, pad[3], psn, ka_rkey,
+# ka_addr, qpn[nranks]} padded to 8 bytes.
+def verbs_port(nranks, qpn0=0x11, lid=1, ll=1, mtu=5, psn=0x123456):
+    rec = (b"\xfe\x80" + b"\0" * 14 + struct.pack("<HBBB3xIIQ", lid, 1, ll, mtu, psn, 0x55, 0x1000) +
+           b"".join(struct.pack("<I", qpn0 + r) for r in range(nranks)))
+    return rec + b"\0" * (-len(rec) % 8)
+
+
+def verbs_blob(ports, nranks):
+    return struct.pack("<II", len(ports), nranks) + b"".join(ports)
+
+
+put("verbs_modex", "one-port", bytes([0, 1, 4, 0]) + verbs_blob([verbs_port(4)], 4))
+put("verbs_modex", "two-ports", bytes([1, 2, 3, 0]) + verbs_blob([verbs_port(3), verbs_port(3, ll=2, lid=0)], 3))
+put("verbs_modex", "no-such-port", bytes([2, 0, 4, 0]) + verbs_blob([verbs_port(4)], 4))
+put("verbs_modex", "other-job", bytes([0, 0, 2, 0]) + verbs_blob([verbs_port(4)], 4))
+put("verbs_modex", "truncated", bytes([0, 0, 4, 0]) + verbs_blob([verbs_port(4)], 4)[:40])
+put("verbs_modex", "huge-counts", bytes([0, 0, 4, 0]) + struct.pack("<II", 0x40000000, 0xfffffff8) + b"\0" * 40)
+put("verbs_modex", "fix-counts", bytes([0, 0, 4, 3]) + b"\0" * 8 + verbs_port(4, mtu=9, ll=5))

@@ -20,6 +20,7 @@ build=${PX_FUZZ_BUILD:-$src/build-fuzz}
 cc=${PX_FUZZ_CC:-clang}
 all=(var_file var_value selection pxrun_client pxrun_server runtime_am xfer_key)
 all+=(shm_fbox shm_queue shm_modex)
+all+=(ofi_modex ofi_recv verbs_modex verbs_recv) # btl/ofi, btl/verbs wire checks
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
@@ -50,6 +51,8 @@ for h in "${harnesses[@]}"; do
     extra=""
     [ "$h" = selection ] && extra="$src/test/mca/ptest_base.c"
     [ "$h" = pxrun_server ] && extra="$src/tools/pxrun/pxrun_server.c"
+    case $h in ofi_*) extra="$src/components/btl/ofi/ofi_wire.c" ;; esac
+    case $h in verbs_*) extra="$src/components/btl/verbs/verbs_wire.c" ;; esac
     bin=fuzz/bin/fuzz_$h
     log=$build/fuzz/logs/$h.log
     # shellcheck disable=SC2086

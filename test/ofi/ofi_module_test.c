@@ -583,17 +583,129 @@ START_TEST(rxm_eager_limit_env)
 }
 END_TEST
 
+/* Send `len` raw bytes from module b to its endpoint ep (the peer), as a
+ * broken or hostile peer could: libfabric's inject, retried while connecting. */
+static void send_raw(px_btl_module_t *a, px_btl_module_t *b, px_btl_endpoint_t *ep,
+                     const void *bytes, size_t len)
+{
+    px_btl_ofi_module_t *mb = (px_btl_ofi_module_t *)b;
+    ssize_t rc;
+    double t0 = now();
+    while (-FI_EAGAIN == (rc = fi_inject(mb->ep, bytes, len, ep->addr)) && now() - t0 < 10) {
+        a->btl_progress(a);
+        b->btl_progress(b);
+    }
+    ck_assert_int_eq((int)rc, 0);
+}
+
+/* Headers a broken or hostile peer could send. One naming a rank outside
+ * the job cannot be pinned on a peer: it is dropped (and said), nothing else
+ * changes. One with flags this version never sends, from rank 1: dropped,
+ * and rank 1 fails through the error callback with an error naming it and
+ * the flags; later sends to it are refused. */
+START_TEST(bad_header)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    px_btl_module_t *a = make_module(0), *b = make_module(1);
+    ck_assert_msg(a && b, "btl/ofi declined on tcp;ofi_rxm");
+    px_btl_endpoint_t *ea[NRANKS], *eb[NRANKS];
+    const char *ra[NRANKS], *rb[NRANKS];
+    px_bitmap_t bma, bmb;
+    add_peers(a, 0, 2, ea, ra, &bma);
+    add_peers(b, 0, 2, eb, rb, &bmb);
+    a->btl_register_error(a, error_cb);
+    px_btl_base_register_am(200, am_cb, NULL);
+    n_recv = 0;
+    n_err = 0;
+    px_btl_ofi_hdr_t h = {.tag = 200, .flags = 0, .src_rank = NRANKS + 5};
+    send_raw(a, b, eb[0], &h, sizeof(h));
+    /* then a good message: when it is in, the bad one was handled */
+    const char hdr[8] = "GOOD";
+    ck_assert_int_eq(
+        RETRY(a, b, b->btl_sendi(b, eb[0], hdr, sizeof(hdr), NULL, 0, 0, 0, 200, NULL)),
+        PX_SUCCESS);
+    progress_until(a, b, &n_recv, 1);
+    ck_assert_int_eq(n_recv, 1);
+    ck_assert_int_eq(recv_src[0], 1);
+    ck_assert_str_eq(recv_data[0], "GOOD");
+    ck_assert_int_eq(n_err, 0);
+    ck_assert(!ea[1]->failed);
+
+    h.src_rank = 1;
+    h.flags = 0x80;
+    send_raw(a, b, eb[0], &h, sizeof(h));
+    progress_until(a, b, &n_err, 1);
+    fprintf(stderr, "error callback text: %s\n", err_text);
+    ck_assert_int_eq(err_rank, 1);
+    ck_assert_int_eq(err_code, PX_ERR_COMM);
+    ck_assert_msg(strstr(err_text, "rank 1") && strstr(err_text, "flags 0x80"), "text: %s",
+                  err_text);
+    ck_assert_int_eq(n_recv, 1);
+    ck_assert(ea[1]->failed);
+    ck_assert_int_eq(a->btl_sendi(a, ea[1], hdr, sizeof(hdr), NULL, 0, 0, 0, 200, NULL),
+                     PX_ERR_UNREACH);
+    b->btl_del_procs(b, 2, proc_ptrs, eb);
+    a->btl_del_procs(a, 2, proc_ptrs, ea);
+    b->btl_finalize(b);
+    a->btl_finalize(a);
+    PX_OBJ_DESTRUCT(&bma);
+    PX_OBJ_DESTRUCT(&bmb);
+}
+END_TEST
+
+/* A modex blob whose address is shorter than its format (4 bytes of a
+ * sockaddr_in): libfabric would read past it. The peer is unreachable with
+ * the reason, and nothing is inserted. */
+START_TEST(bad_modex)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    px_btl_module_t *a = make_module(0);
+    ck_assert_ptr_nonnull(a);
+    px_btl_ofi_module_t *ma = (px_btl_ofi_module_t *)a;
+    size_t len = sizeof(px_btl_ofi_modex_t) + 4;
+    px_btl_ofi_modex_t *m = calloc(1, len);
+    strcpy(m->prov, "tcp;ofi_rxm");
+    m->addr_format = ma->info->addr_format;
+    m->addrlen = 4;
+    memcpy(m->addr, ma->addr, 4);
+    free(blob[2]);
+    blob[2] = m;
+    blob_len[2] = len;
+    px_btl_endpoint_t *ep[NRANKS];
+    const char *reasons[NRANKS];
+    px_bitmap_t bm;
+    add_peers(a, 2, 1, ep, reasons, &bm);
+    ck_assert(!px_bitmap_is_set_bit(&bm, 0));
+    ck_assert_ptr_null(ep[0]);
+    ck_assert_msg(reasons[0] && strstr(reasons[0], "rank 2") && strstr(reasons[0], "4 bytes"),
+                  "reason: %s", reasons[0] ? reasons[0] : "(none)");
+    fprintf(stderr, "reason: %s\n", reasons[0]);
+    a->btl_finalize(a);
+    free(blob[2]);
+    blob[2] = NULL;
+    PX_OBJ_DESTRUCT(&bm);
+}
+END_TEST
+
 int main(void)
 {
     /* keep the tcp and sockets providers on loopback */
     setenv("FI_TCP_IFACE", "lo", 0);
     setenv("FI_SOCKETS_IFACE", "lo", 0);
-    const TTest *tests[] = {exchange_tcp,          exchange_sockets,
-                            exchange_shm,          rdma_tcp,
-                            rdma_sockets,          rdma_shm,
-                            provider_choice,       provider_errors,
-                            unreachable_peer,      dead_peer_while_connecting,
-                            slow_peer_is_not_dead, rxm_eager_limit_env};
+    const TTest *tests[] = {exchange_tcp,
+                            exchange_sockets,
+                            exchange_shm,
+                            rdma_tcp,
+                            rdma_sockets,
+                            rdma_shm,
+                            provider_choice,
+                            provider_errors,
+                            unreachable_peer,
+                            dead_peer_while_connecting,
+                            slow_peer_is_not_dead,
+                            rxm_eager_limit_env,
+                            bad_header,
+                            bad_modex};
     Suite *s = suite_create("btl_ofi");
     suite_add_tcase(s, px_check_tcase("btl_ofi", NULL, NULL, 60, tests, PX_CHECK_COUNT(tests)));
     return px_check_run(s);

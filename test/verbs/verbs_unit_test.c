@@ -412,5 +412,85 @@ START_TEST(rdma)
 }
 END_TEST
 
+/* A peer whose header returns credits this process never spent on it (what
+ * a broken or hostile peer could send: more would overrun its receives and
+ * overflow the counters): the message is dropped, and the peer fails with an
+ * error naming it, nothing delivered, later sends to it refused. */
+START_TEST(bad_header)
+{
+    if (!pair_up(16))
+        return;
+    /* m0 has spent no credit on rank 1: a header returning 5 is a lie */
+    ck_assert_int_eq(e0[1]->credits, 16);
+    px_btl_verbs_hdr_t h = {.tag = 200, .credits = 5};
+    struct ibv_sge sge = {.addr = (uintptr_t)&h, .length = sizeof(h)};
+    struct ibv_send_wr wr = {.wr_id = (uintptr_t)&e1[0]->inline_ctx,
+                             .sg_list = &sge,
+                             .num_sge = 1,
+                             .opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE},
+                       *bad;
+    /* as btl/verbs's own inline send counts it, so its completion balances */
+    e1[0]->sq_free--;
+    e1[0]->outstanding++;
+    ((px_btl_verbs_module_t *)m1)->outstanding++;
+    ck_assert_int_eq(ibv_post_send(e1[0]->qp, &wr, &bad), 0);
+    double t0 = now();
+    while (-2 == error_rank && now() - t0 < 20) {
+        m0->btl_progress(m0);
+        m1->btl_progress(m1);
+    }
+    ck_assert_msg(-2 != error_rank, "no error reported for a header with 5 unearned credits");
+    fprintf(stderr, "error callback text: %s\n", error_text);
+    ck_assert_int_eq(error_rank, 1);
+    ck_assert_msg(strstr(error_text, "rank 1") && strstr(error_text, "returning 5 send credits") &&
+                      strstr(error_text, "at most 0"),
+                  "text: %s", error_text);
+    ck_assert_int_eq(received, 0);
+    ck_assert(e0[1]->failed);
+    ck_assert_int_eq(e0[1]->credits, 16);
+    ck_assert_int_eq(m0->btl_sendi(m0, e0[1], "x", 1, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL),
+                     PX_ERR_UNREACH);
+    pair_down();
+}
+END_TEST
+
+/* A peer's modex record that no port publishes (QP number 0 for this rank):
+ * add_procs refuses the peer with the reason, connects nothing. */
+START_TEST(bad_modex)
+{
+    if (0 == num_devices())
+        return;
+    m0 = make_module(0);
+    m1 = make_module(1);
+    /* rank 1's record: header, then port 0's fixed part, then qpn[rank 0] */
+    ck_assert_uint_ge(blob_len[1], sizeof(px_btl_verbs_modex_hdr_t) +
+                                       sizeof(px_btl_verbs_modex_port_t) + sizeof(uint32_t));
+    memset((char *)blob[1] + sizeof(px_btl_verbs_modex_hdr_t) + sizeof(px_btl_verbs_modex_port_t),
+           0, sizeof(uint32_t));
+    const char *reasons[NRANKS] = {NULL};
+    px_bitmap_t bm;
+    for (int i = 0; i < NRANKS; ++i) {
+        procs[i].rank = i;
+        procs[i].hostname = "testhost";
+        proc_ptrs[i] = &procs[i];
+    }
+    PX_OBJ_CONSTRUCT(&bm, px_bitmap_t);
+    px_bitmap_init(&bm, NRANKS);
+    ((px_btl_verbs_module_t *)m0)->my_rank = 0;
+    ck_assert_int_eq(m0->btl_add_procs(m0, NRANKS, proc_ptrs, e0, &bm, reasons), PX_SUCCESS);
+    ck_assert(px_bitmap_is_set_bit(&bm, 0));
+    ck_assert(!px_bitmap_is_set_bit(&bm, 1));
+    ck_assert_ptr_null(e0[1]);
+    ck_assert_msg(reasons[1] && strstr(reasons[1], "rank 1") && strstr(reasons[1], "QP number 0"),
+                  "reason: %s", reasons[1] ? reasons[1] : "(none)");
+    fprintf(stderr, "reason: %s\n", reasons[1]);
+    PX_OBJ_DESTRUCT(&bm);
+    m0->btl_del_procs(m0, NRANKS, proc_ptrs, e0);
+    m0->btl_finalize(m0);
+    m1->btl_finalize(m1);
+}
+END_TEST
+
 PX_CHECK_MAIN("btl_verbs", setup, teardown, 60, list_matching, discovery_and_decline,
-              include_exclude, messages, credits, rdma)
+              include_exclude, messages, credits, rdma, bad_header, bad_modex)

@@ -7,7 +7,9 @@
  *    errors;
  *  - ofi_peers.c: peers in the address vector (add/del procs);
  *  - ofi_rdma.c: memory registration (free-list chunks, the registration
- *    cache, register_mem) and RDMA (put/get and their completions).
+ *    cache, register_mem) and RDMA (put/get and their completions);
+ *  - ofi_wire.c, ofi_wire.h: the message header and the modex blob, and the
+ *    checks on what peers send (test/fuzz compiles them into harnesses).
  *
  * Wire format: every message starts with px_btl_ofi_hdr_t (tag, sender's
  * rank); the receiver posts buffers of hdr + max_send_size bytes ahead of
@@ -27,6 +29,7 @@
 #include "frameworks/btl/btl.h"
 #include "frameworks/btl/base/frag.h"
 #include "frameworks/btl/base/rcache.h"
+#include "components/btl/ofi/ofi_wire.h"
 
 /* libfabric itself is loaded on first use, not with the plugin: loading it
  * runs its providers' constructors (about 0.3 s here, mostly libinfinipath
@@ -51,24 +54,7 @@ bool px_btl_ofi_lib_load(const char **why);
 #define fi_fabric   px_btl_ofi_lib.fabric
 #define fi_strerror px_btl_ofi_lib.strerror
 
-#define PX_BTL_OFI_NAME_MAX 64
-
-typedef struct px_btl_ofi_hdr {
-    uint8_t tag;
-    uint8_t flags; /* PX_BTL_OFI_HDR_* */
-    uint8_t pad[2];
-    int32_t src_rank;
-} px_btl_ofi_hdr_t;
-/* Sent at teardown behind everything else; the receiver drops it. */
-#define PX_BTL_OFI_HDR_DRAIN 0x1
-
-/* Modex blob: provider name, address format, then the fi_getname bytes. */
-typedef struct px_btl_ofi_modex {
-    char prov[PX_BTL_OFI_NAME_MAX];
-    uint32_t addr_format;
-    uint32_t addrlen;
-    char addr[];
-} px_btl_ofi_modex_t;
+/* The message header and the modex blob, and their checks: ofi_wire.h. */
 
 /* What is posted to libfabric as the operation context. */
 enum { PX_BTL_OFI_OP_SEND = 1, PX_BTL_OFI_OP_RECV, PX_BTL_OFI_OP_RDMA };
@@ -152,6 +138,8 @@ struct px_btl_ofi_module {
     size_t inject_size;
     size_t frag_size; /* header + max_send_size */
     int my_rank;
+    size_t job_size;         /* ranks in the job: a header naming another is refused */
+    unsigned long bad_recvs; /* messages dropped for a bad header, sender unknown */
     px_free_list_t send_frags, recv_frags, rdma_ops;
     bool lists_ready;
     px_free_list_allocator_t *payload_allocator; /* registers chunks under FI_MR_LOCAL */

@@ -51,28 +51,60 @@ static int px_btl_ofi_post_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
     return PX_SUCCESS;
 }
 
+/* Print at most this many errors for messages of unknown senders. */
+#define PX_BTL_OFI_BAD_RECV_SHOWN 10
+
+/* A received message with a bad header (code from px_btl_ofi_hdr_decode):
+ * dropped; when the header names a peer of this module, that peer's
+ * endpoint fails with an error naming it, else the error names what the
+ * header said. */
+static PX_COLD void px_btl_ofi_bad_recv(px_btl_ofi_module_t *m, int code, const px_btl_ofi_rx_t *rx,
+                                        size_t len)
+{
+    char why[300];
+    px_btl_ofi_hdr_why(code, rx, len, m->frag_size, m->job_size, why, sizeof(why));
+    px_btl_endpoint_t *ep = NULL;
+    if (PX_BTL_OFI_RX_SHORT != code && PX_BTL_OFI_RX_RANK != code &&
+        (size_t)rx->src_rank < m->num_peers)
+        ep = m->peers[rx->src_rank];
+    if (ep) {
+        if (ep->failed)
+            return; /* said already */
+        char detail[400];
+        snprintf(detail, sizeof(detail),
+                 "it sent %s; the message was dropped and the peer is treated as failed", why);
+        ep->failed = true;
+        px_btl_ofi_report(m, ep, PX_ERR_COMM, "receiving from", detail);
+        return;
+    }
+    if (++m->bad_recvs > PX_BTL_OFI_BAD_RECV_SHOWN)
+        return;
+    px_show_error(
+        "btl/ofi (%s): dropped %s; its sender is unknown (a receive does not say who sent it)%s",
+        px_btl_ofi_prov(m), why,
+        PX_BTL_OFI_BAD_RECV_SHOWN == m->bad_recvs ? " (further ones are not shown)" : "");
+}
+
 static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f, size_t len)
 {
-    const px_btl_ofi_hdr_t *hdr = f->super.base.super.payload;
-    if (PX_UNLIKELY(len >= PX_BTL_OFI_HDR && (hdr->flags & PX_BTL_OFI_HDR_DRAIN))) {
-        /* nothing to deliver */
-    } else if (len >= PX_BTL_OFI_HDR) {
-        px_btl_segment_t seg = {(char *)f->super.base.super.payload + PX_BTL_OFI_HDR,
-                                len - PX_BTL_OFI_HDR};
-        int src = hdr->src_rank;
+    px_btl_ofi_rx_t rx;
+    int code =
+        px_btl_ofi_hdr_decode(f->super.base.super.payload, len, m->frag_size, m->job_size, &rx);
+    if (PX_LIKELY(PX_BTL_OFI_RX_DELIVER == code)) {
+        px_btl_segment_t seg = {(char *)rx.payload, rx.payload_len};
+        int src = rx.src_rank;
         px_btl_receive_descriptor_t rd = {
-            .endpoint = (src >= 0 && (size_t)src < m->num_peers) ? m->peers[src] : NULL,
+            .endpoint = (size_t)src < m->num_peers ? m->peers[src] : NULL,
             .src_rank = src,
             .des_segments = &seg,
             .des_segment_count = 1,
-            .tag = hdr->tag,
-            .cbdata = px_btl_base_active_message_trigger[hdr->tag].cbdata,
+            .tag = rx.tag,
+            .cbdata = px_btl_base_active_message_trigger[rx.tag].cbdata,
         };
-        px_btl_base_active_message_trigger[hdr->tag].cbfunc(&m->super, &rd);
-    } else {
-        px_show_warning("btl/ofi (%s): dropped a %zu-byte message, shorter than the header",
-                        px_btl_ofi_prov(m), len);
-    }
+        px_btl_base_active_message_trigger[rx.tag].cbfunc(&m->super, &rd);
+    } else if (PX_UNLIKELY(code < 0)) {
+        px_btl_ofi_bad_recv(m, code, &rx, len);
+    } /* else a drain message: nothing to deliver */
     px_btl_ofi_post_recv(m, f);
 }
 
@@ -615,6 +647,8 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     m->num_reasons = 0;
     m->next_key = 1;
     m->my_rank = px_boot ? px_boot->rank : 0;
+    m->job_size = px_boot && px_boot->size > 0 ? (size_t)px_boot->size : 1;
+    m->bad_recvs = 0;
     uint64_t mr_mode = info->domain_attr->mr_mode;
     m->mr_local = 0 != (mr_mode & FI_MR_LOCAL);
     m->mr_virt_addr = 0 != (mr_mode & FI_MR_VIRT_ADDR);

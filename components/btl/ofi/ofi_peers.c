@@ -1,8 +1,9 @@
 /*
  * ofi_peers.c: btl/ofi peers: add_procs reads each peer's modex blob (provider,
- * address format, fi_getname bytes), checks that it uses the same provider
- * and inserts its address into the address vector, or says why it cannot
- * reach it; del_procs drains what was sent to the peers, then forgets them.
+ * address format, fi_getname bytes), checks it (px_btl_ofi_modex_parse: the
+ * same provider, an address libfabric can read whole) and inserts the address
+ * into the address vector, or says why it cannot reach it; del_procs drains what was sent to the
+ * peers, then forgets them.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include "components/btl/ofi/ofi.h"
 #include "core/util/error.h"
+#include "core/util/output.h"
 #include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 
@@ -77,7 +79,7 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         void *blob = NULL;
         size_t len = 0;
         int rc = px_boot_modex_recv(&px_btl_ofi_component.base, p->rank, &blob, &len);
-        if (PX_SUCCESS != rc || len < sizeof(px_btl_ofi_modex_t)) {
+        if (PX_SUCCESS != rc) {
             reasons[i] = px_btl_ofi_reason(m,
                                            "rank %d published no btl/ofi address (its "
                                            "btl/ofi declined or is not in its btl list)",
@@ -85,20 +87,21 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
             free(blob);
             continue;
         }
-        px_btl_ofi_modex_t *b = blob;
-        b->prov[sizeof(b->prov) - 1] = '\0';
-        if (0 != strcmp(b->prov, myprov) || b->addr_format != m->info->addr_format ||
-            len < sizeof(*b) + b->addrlen) {
-            reasons[i] = px_btl_ofi_reason(m,
-                                           "rank %d uses libfabric provider %s, this process "
-                                           "%s: set btl_ofi_provider_include alike on all "
-                                           "hosts",
-                                           p->rank, b->prov, myprov);
+        px_btl_ofi_peer_addr_t pa;
+        char why[400];
+        rc = px_btl_ofi_modex_parse(blob, len, myprov, m->info->addr_format, m->addrlen, &pa, why,
+                                    sizeof(why));
+        if (PX_SUCCESS != rc) {
+            if (PX_ERR_BAD_PARAM == rc)
+                px_show_error("btl/ofi (%s): rank %d%s%s %s; it is not reachable over btl/ofi",
+                              myprov, p->rank, p->hostname ? " on host " : "",
+                              p->hostname ? p->hostname : "", why);
+            reasons[i] = px_btl_ofi_reason(m, "rank %d %s", p->rank, why);
             free(blob);
             continue;
         }
         fi_addr_t fa = FI_ADDR_NOTAVAIL;
-        int n = fi_av_insert(m->av, b->addr, 1, &fa, 0, NULL);
+        int n = fi_av_insert(m->av, pa.addr, 1, &fa, 0, NULL);
         if (1 != n) {
             free(blob);
             reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",
@@ -115,10 +118,10 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         ep->rank = p->rank;
         ep->hostname = p->hostname;
         ep->probe_fd = -1;
-        if (probe_tcp && b->addrlen <= sizeof(ep->probe_addr) &&
-            (FI_SOCKADDR_IN == b->addr_format || FI_SOCKADDR_IN6 == b->addr_format)) {
-            memcpy(&ep->probe_addr, b->addr, b->addrlen);
-            ep->probe_len = (socklen_t)b->addrlen;
+        if (probe_tcp && pa.addrlen <= sizeof(ep->probe_addr) &&
+            (FI_SOCKADDR_IN == pa.addr_format || FI_SOCKADDR_IN6 == pa.addr_format)) {
+            memcpy(&ep->probe_addr, pa.addr, pa.addrlen);
+            ep->probe_len = (socklen_t)pa.addrlen;
         }
         free(blob);
         m->peers[p->rank] = ep;

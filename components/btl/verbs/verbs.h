@@ -8,7 +8,9 @@
  *  - verbs_peers.c: one RC QP per peer, created at init (so its number can go
  *    through the modex) and connected at add_procs; del_procs;
  *  - verbs_rdma.c: registration (free-list chunks, the BTL base's rcache)
- *    and put/get as IBV_WR_RDMA_WRITE / IBV_WR_RDMA_READ.
+ *    and put/get as IBV_WR_RDMA_WRITE / IBV_WR_RDMA_READ;
+ *  - verbs_wire.c, verbs_wire.h: the message header and the modex blob, and
+ *    the checks on what peers send (test/fuzz compiles them into harnesses).
  *
  * Wire format: every send starts with px_btl_verbs_hdr_t. Each QP has
  * btl_verbs_num_recvs data receives and btl_verbs_ctl_recvs control receives
@@ -27,6 +29,7 @@
 #include "frameworks/btl/btl.h"
 #include "frameworks/btl/base/frag.h"
 #include "frameworks/btl/base/rcache.h"
+#include "components/btl/verbs/verbs_wire.h"
 
 extern const px_btl_component_t px_btl_verbs_component;
 
@@ -75,39 +78,7 @@ extern char px_btl_verbs_decline_reason[1400];
 
 /* ---- wire ---- */
 
-typedef struct px_btl_verbs_hdr {
-    uint8_t tag;
-    uint8_t flags;       /* PX_BTL_VERBS_HDR_* */
-    uint8_t ctl_credits; /* control receives the sender reposted for us */
-    uint8_t pad;
-    uint16_t credits; /* data receives the sender reposted for us */
-    uint16_t pad2;
-} px_btl_verbs_hdr_t;
-#define PX_BTL_VERBS_HDR_CREDIT 0x1 /* credit update only: not delivered */
-
-/* Modex: a header, then per module one port record followed by the QP
- * number it created for each rank. */
-typedef struct px_btl_verbs_modex_hdr {
-    uint32_t nmodules;
-    uint32_t nranks;
-} px_btl_verbs_modex_hdr_t;
-typedef struct px_btl_verbs_modex_port {
-    uint8_t gid[16];
-    uint16_t lid;
-    uint8_t port;
-    uint8_t link_layer;
-    uint8_t mtu; /* enum ibv_mtu */
-    uint8_t pad[3];
-    uint32_t psn;
-    uint32_t ka_rkey; /* the keepalive word peers read */
-    uint64_t ka_addr;
-    uint32_t qpn[]; /* [nranks] */
-} px_btl_verbs_modex_port_t;
-/* Bytes per module record, a multiple of 8 so every record is aligned. */
-static inline size_t px_btl_verbs_modex_stride(uint32_t nranks)
-{
-    return (sizeof(px_btl_verbs_modex_port_t) + nranks * sizeof(uint32_t) + 7) & ~(size_t)7;
-}
+/* The message header, the modex blob, and their checks: verbs_wire.h. */
 
 /* ---- completion contexts (wr_id points at one) ---- */
 

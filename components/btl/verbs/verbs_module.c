@@ -376,34 +376,51 @@ static int px_btl_verbs_retry_pending(px_btl_verbs_module_t *m)
 
 /* ---- progress ---- */
 
+/* A received message with a bad header (code from px_btl_verbs_hdr_decode):
+ * dropped, and the peer's QP fails with an error naming it (the completion
+ * handler then fails its pending sends and moves the QP to the error state). */
+static PX_COLD void px_btl_verbs_bad_recv(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int code,
+                                          const px_btl_verbs_rx_t *rx, size_t len, int room,
+                                          int ctl_room)
+{
+    if (ep->failed)
+        return;
+    char why[300], detail[400];
+    px_btl_verbs_hdr_why(code, rx, len, m->frag_size, room, ctl_room, why, sizeof(why));
+    snprintf(detail, sizeof(detail),
+             "it sent %s; the message was dropped and the peer is treated as failed", why);
+    ep->failed = true;
+    px_btl_verbs_report(m, ep, PX_ERR_COMM, "receiving from", detail);
+}
+
 static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag_t *f, size_t len)
 {
     px_btl_endpoint_t *ep = f->ctx.endpoint;
-    const px_btl_verbs_hdr_t *hdr = f->super.base.super.payload;
-    bool ctl = false;
-    if (PX_LIKELY(len >= PX_BTL_VERBS_HDR)) {
-        ep->credits += hdr->credits;
-        ep->ctl_credits += hdr->ctl_credits;
-        ctl = 0 != (hdr->flags & PX_BTL_VERBS_HDR_CREDIT);
-        if (!ctl) {
-            px_btl_segment_t seg = {(char *)f->super.base.super.payload + PX_BTL_VERBS_HDR,
-                                    len - PX_BTL_VERBS_HDR};
+    px_btl_verbs_rx_t rx;
+    int room = px_btl_verbs_num_recvs - ep->credits;
+    int ctl_room = px_btl_verbs_ctl_recvs - ep->ctl_credits;
+    int code = px_btl_verbs_hdr_decode(f->super.base.super.payload, len, m->frag_size, room,
+                                       ctl_room, &rx);
+    bool ctl = PX_BTL_VERBS_RX_CREDIT == code;
+    if (PX_LIKELY(code >= 0)) {
+        ep->credits += rx.credits;
+        ep->ctl_credits += rx.ctl_credits;
+        if (PX_LIKELY(!ctl)) {
+            px_btl_segment_t seg = {(char *)rx.payload, rx.payload_len};
             px_btl_receive_descriptor_t rd = {
                 .endpoint = ep,
                 .src_rank = ep->rank,
                 .des_segments = &seg,
                 .des_segment_count = 1,
-                .tag = hdr->tag,
-                .cbdata = px_btl_base_active_message_trigger[hdr->tag].cbdata,
+                .tag = rx.tag,
+                .cbdata = px_btl_base_active_message_trigger[rx.tag].cbdata,
             };
-            px_btl_active_message_fn fn = px_btl_base_active_message_trigger[hdr->tag].cbfunc;
+            px_btl_active_message_fn fn = px_btl_base_active_message_trigger[rx.tag].cbfunc;
             if (fn)
                 fn(&m->super, &rd);
         }
     } else {
-        px_show_warning("btl/verbs (%s:%u): dropped a %zu-byte message from rank %d, shorter "
-                        "than the header",
-                        m->port.dev_name, m->port.port, len, ep->rank);
+        px_btl_verbs_bad_recv(m, ep, code, &rx, len, room, ctl_room);
     }
     if (ep->failed)
         return;

@@ -88,7 +88,7 @@ int px_btl_verbs_create_qp(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
 
 /* Connect ep's QP to the peer's record; on failure returns the reason. */
 static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
-                                        const px_btl_verbs_modex_port_t *p, uint32_t qpn)
+                                        const px_btl_verbs_peer_addr_t *p)
 {
     if (p->link_layer != m->port.pattr.link_layer)
         return px_btl_verbs_reason(
@@ -105,7 +105,7 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
     int init_atom = m->port.dattr.max_qp_init_rd_atom > 0 ? m->port.dattr.max_qp_init_rd_atom : 1;
     struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
                             .path_mtu = mtu,
-                            .dest_qp_num = qpn,
+                            .dest_qp_num = p->qpn,
                             .rq_psn = p->psn & 0xffffffu,
                             .max_dest_rd_atomic = (uint8_t)(rd_atom < 16 ? rd_atom : 16),
                             .min_rnr_timer = (uint8_t)px_btl_verbs_min_rnr_timer};
@@ -122,7 +122,7 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (0 != rc)
         return px_btl_verbs_reason(
-            m, "ibv_modify_qp to RTR for rank %d (its QP %u, LID %u) failed: %s", ep->rank, qpn,
+            m, "ibv_modify_qp to RTR for rank %d (its QP %u, LID %u) failed: %s", ep->rank, p->qpn,
             p->lid, strerror(rc));
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
@@ -142,7 +142,7 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
     ep->ka_rkey = p->ka_rkey;
     PX_OUTPUT_VERBOSE(20, px_btl_verbs_output,
                       "btl/verbs (%s:%u): rank %d connected: local QP %u -> QP %u, MTU %s",
-                      m->port.dev_name, m->port.port, ep->rank, ep->qp->qp_num, qpn,
+                      m->port.dev_name, m->port.port, ep->rank, ep->qp->qp_num, p->qpn,
                       px_btl_verbs_mtu_str(mtu));
     return NULL;
 }
@@ -178,8 +178,7 @@ int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
         void *blob = NULL;
         size_t len = 0;
         int rc = px_boot_modex_recv(&px_btl_verbs_component.base, p->rank, &blob, &len);
-        const px_btl_verbs_modex_hdr_t *h = blob;
-        if (PX_SUCCESS != rc || len < sizeof(*h)) {
+        if (PX_SUCCESS != rc) {
             reasons[i] = px_btl_verbs_reason(m,
                                              "rank %d published no btl/verbs address (its "
                                              "btl/verbs declined or is not in its btl list)",
@@ -187,22 +186,21 @@ int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **proc
             free(blob);
             continue;
         }
-        size_t per = px_btl_verbs_modex_stride(h->nranks);
-        if (idx < 0 || (uint32_t)idx >= h->nmodules || len < sizeof(*h) + h->nmodules * per ||
-            (uint32_t)m->my_rank >= h->nranks) {
-            reasons[i] = px_btl_verbs_reason(
-                m,
-                "rank %d has %u btl/verbs port(s) and this process uses port %d of %d: ranks "
-                "must see the same number of active ports (btl_verbs_device_include)",
-                p->rank, h->nmodules, idx + 1, px_btl_verbs_num_modules);
-            free(blob);
+        px_btl_verbs_peer_addr_t pa;
+        char text[400];
+        rc = px_btl_verbs_modex_parse(blob, len, idx, m->my_rank, m->num_peers, &pa, text,
+                                      sizeof(text));
+        free(blob);
+        if (PX_SUCCESS != rc) {
+            if (PX_ERR_BAD_PARAM == rc)
+                px_show_error("btl/verbs (%s:%u): rank %d%s%s %s; it is not reachable over "
+                              "btl/verbs",
+                              m->port.dev_name, m->port.port, p->rank,
+                              p->hostname ? " on host " : "", p->hostname ? p->hostname : "", text);
+            reasons[i] = px_btl_verbs_reason(m, "rank %d %s", p->rank, text);
             continue;
         }
-        const px_btl_verbs_modex_port_t *rp =
-            (const px_btl_verbs_modex_port_t *)((const char *)blob + sizeof(*h) +
-                                                (size_t)idx * per);
-        const char *why = px_btl_verbs_connect(m, ep, rp, rp->qpn[m->my_rank]);
-        free(blob);
+        const char *why = px_btl_verbs_connect(m, ep, &pa);
         if (why) {
             reasons[i] = why;
             continue;

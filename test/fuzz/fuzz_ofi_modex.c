@@ -1,0 +1,119 @@
+/*
+ * fuzz_ofi_modex.c: btl/ofi's reading of a peer's modex blob
+ * (components/btl/ofi/ofi_wire.c px_btl_ofi_modex_parse, compiled in).
+ *
+ * Input: two bytes, then the blob.
+ *   byte 0  bits 0-2: this process's address format (FI_SOCKADDR_IN,
+ *           FI_SOCKADDR_IN6, FI_SOCKADDR, FI_ADDR_STR, FI_ADDR_PSMX3,
+ *           FI_SOCKADDR_IB, FI_ADDR_EFA, FI_FORMAT_UNSPEC)
+ *           bit 3: write this process's provider name into the blob
+ *           bit 4: write this process's address format into the blob
+ *           bit 5: set the blob's address length to the bytes that follow
+ *   byte 1  this process's own address length
+ * The blob is copied to a buffer of its exact length, so a read past it is
+ * a sanitizer report. Checks beyond that: an accepted blob's address lies in
+ * the blob, and every byte libfabric reads for its format (a sockaddr of its
+ * family, a string up to its NUL, else as many bytes as this process's own
+ * address) is in the blob (the harness reads them); a refusal has a reason.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <rdma/fabric.h>
+#include "components/btl/ofi/ofi_wire.h"
+#include "core/util/error.h"
+#include "test/fuzz/fuzz.h"
+
+PX_FUZZ_NO_INIT
+
+static const uint32_t formats[8] = {FI_SOCKADDR_IN, FI_SOCKADDR_IN6, FI_SOCKADDR, FI_ADDR_STR,
+                                    FI_ADDR_PSMX3,  FI_SOCKADDR_IB,  FI_ADDR_EFA, FI_FORMAT_UNSPEC};
+static const char prov[] = "tcp;ofi_rxm";
+
+/* How many bytes libfabric reads of an address of `format` at `a`, which
+ * has `room` bytes before the blob's end: the sockaddr of its family, the
+ * string with its NUL, or as much as this process's own address (SIZE_MAX:
+ * a string without its NUL in the blob). */
+static size_t libfabric_reads(uint32_t format, const unsigned char *a, size_t room, size_t own)
+{
+    sa_family_t fam = 0;
+    const unsigned char *nul;
+    switch (format) {
+    case FI_SOCKADDR_IN:
+        return sizeof(struct sockaddr_in);
+    case FI_SOCKADDR_IN6:
+        return sizeof(struct sockaddr_in6);
+    case FI_SOCKADDR:
+        if (room < sizeof(fam))
+            return sizeof(fam);
+        memcpy(&fam, a, sizeof(fam));
+        return AF_INET6 == fam ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    case FI_ADDR_STR:
+        nul = memchr(a, '\0', room);
+        return nul ? (size_t)(nul - a) + 1 : SIZE_MAX;
+    default:
+        return own;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2)
+        return 0;
+    uint8_t flags = data[0];
+    uint32_t format = formats[flags & 7];
+    size_t own = data[1];
+    size_t n = size - 2;
+    unsigned char *blob = malloc(n ? n : 1);
+    if (!blob)
+        abort();
+    memcpy(blob, data + 2, n);
+    px_btl_ofi_modex_t h;
+    if (n >= sizeof(h)) {
+        memcpy(&h, blob, sizeof(h));
+        if (flags & 8) {
+            memset(h.prov, 0, sizeof(h.prov));
+            memcpy(h.prov, prov, sizeof(prov));
+        }
+        if (flags & 16)
+            h.addr_format = format;
+        if (flags & 32)
+            h.addrlen = (uint32_t)(n - sizeof(h));
+        memcpy(blob, &h, sizeof(h));
+    }
+    px_btl_ofi_peer_addr_t pa;
+    char why[400] = "";
+    int rc = px_btl_ofi_modex_parse(n ? blob : NULL, n, prov, format, own, &pa, why, sizeof(why));
+    if (PX_SUCCESS == rc) {
+        const unsigned char *a = pa.addr;
+        if (a < blob || a > blob + n || pa.addrlen > (size_t)(blob + n - a)) {
+            fprintf(stderr, "fuzz_ofi_modex: an accepted address lies outside the blob\n");
+            abort();
+        }
+        if (0 != strcmp(pa.prov, prov) || pa.addr_format != format)
+            abort();
+        /* What libfabric would read (fi_av_insert) must be in the blob;
+         * the harness reads it, byte by byte. */
+        size_t room = (size_t)(blob + n - a);
+        size_t reads = libfabric_reads(format, a, room, own);
+        if (reads > room) {
+            fprintf(stderr,
+                    "fuzz_ofi_modex: an accepted address of format %u is %u bytes and has %zu "
+                    "in the blob, but libfabric reads %zu\n",
+                    format, pa.addrlen, room, reads);
+            abort();
+        }
+        volatile unsigned sum = 0;
+        for (size_t i = 0; i < reads; ++i)
+            sum += a[i];
+        (void)sum;
+    } else if ('\0' == why[0]) {
+        fprintf(stderr, "fuzz_ofi_modex: a refused blob without a reason\n");
+        abort();
+    }
+    free(blob);
+    return 0;
+}
