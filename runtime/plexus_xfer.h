@@ -91,7 +91,8 @@ typedef struct px_xfer_status {
     int peer;  /* the remote region's owner */
     /* The path taken: "shm:map" (a copy between the two mappings), "ofi:put",
      * "shm:get" (that transport's put or get), "ofi:put+verbs:put" (striped),
-     * "stage:shm" (staged over that transport's messages); "" when it failed
+     * "stage:shm" (staged over that transport's messages); "none" for a
+     * zero-byte request that succeeded (nothing to move); "" when it failed
      * before one was chosen. Valid until px_finalize. */
     const char *transport;
     /* When error < 0: what went wrong, naming peer, transport and reason.

@@ -442,6 +442,7 @@ static bool prepare(px_xfer_batch_t *b, px_xfer_slot_t *s, const px_xfer_request
     if (PX_UNLIKELY(failed))
         return fail_now(s, failed, "the peer failed: %s", p->why ? p->why : "?");
     if (PX_UNLIKELY(0 == s->len)) {
+        s->tlabel = "none"; /* nothing to move: no path taken, and "" means failed */
         atomic_store_explicit(&s->state, PX_SUCCESS, memory_order_release);
         return false;
     }
