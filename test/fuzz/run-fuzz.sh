@@ -19,6 +19,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${PX_FUZZ_BUILD:-$src/build-fuzz}
 cc=${PX_FUZZ_CC:-clang}
 all=(var_file var_value selection pxrun_client pxrun_server runtime_am xfer_key)
+all+=(xfer_am xfer_map)
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"

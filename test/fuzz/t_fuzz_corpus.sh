@@ -7,7 +7,7 @@
 . "$PX_SRC/test/lib/tap.sh"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-for h in var_file var_value selection pxrun_client pxrun_server runtime_am xfer_key; do
+for h in var_file var_value selection pxrun_client pxrun_server runtime_am xfer_key xfer_am xfer_map; do
     bin=$PX_BUILD/test/fuzz/fuzz_$h
     dir=$PX_SRC/test/fuzz/corpus/$h
     n=$(find "$dir" -type f | wc -l)
