@@ -1218,9 +1218,11 @@ void px_xfer_am_notify(px_btl_module_t *btl, const px_btl_receive_descriptor_t *
         total += d->des_segments[i].seg_len;
     px_xfer_note_hdr_t h;
     if (d->des_segment_count < 1 || d->des_segments[0].seg_len < sizeof h) {
-        px_show_error("a notification from rank %d has %zu bytes, less than its header; "
+        px_show_error("a notification from rank %d has %zu bytes, %zu in its first segment: "
+                      "less than its %zu-byte header (which a transport delivers whole, first); "
                       "dropped",
-                      d->src_rank, total);
+                      d->src_rank, total, d->des_segment_count ? d->des_segments[0].seg_len : 0,
+                      sizeof h);
         return;
     }
     memcpy(&h, d->des_segments[0].seg_addr, sizeof h);

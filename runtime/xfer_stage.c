@@ -249,9 +249,11 @@ static bool stage_hdr(const px_btl_receive_descriptor_t *d, px_xfer_stage_hdr_t 
     for (size_t i = 0; i < d->des_segment_count; ++i)
         total += d->des_segments[i].seg_len;
     if (d->des_segment_count < 1 || d->des_segments[0].seg_len < sizeof *h) {
-        px_show_error("a staged %s from rank %d has %zu bytes, less than its %zu-byte "
-                      "header; dropped",
-                      what, d->src_rank, total, sizeof *h);
+        px_show_error("a staged %s from rank %d has %zu bytes, %zu in its first segment: less "
+                      "than its %zu-byte header (which a transport delivers whole, first); "
+                      "dropped",
+                      what, d->src_rank, total,
+                      d->des_segment_count ? d->des_segments[0].seg_len : 0, sizeof *h);
         return false;
     }
     memcpy(h, d->des_segments[0].seg_addr, sizeof *h);
