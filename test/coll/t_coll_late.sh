@@ -59,4 +59,13 @@ late "basic allgather of 1" allgather 1 busy PX_MCA_coll=basic
 late "basic allreduce of 1" allreduce 1 busy PX_MCA_coll=basic
 late "ring allreduce of 1000" allreduce 1000 busy PX_MCA_coll_base_rules_file="$T/ring"
 late "ring allgather of 1000" allgather 1000 busy PX_MCA_coll_base_rules_file="$T/ring"
+# Over btl/ofi (tcp;ofi_rxm on lo), whose completions come in batches.
+if [ -f "$PX_BUILD/.libs/plexus_btl_ofi.so" ]; then
+    ofi=(PX_MCA_mca_component_path="$PX_BUILD/.libs" FI_TCP_IFACE=lo PX_MCA_btl=self,ofi
+        "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
+    late "ofi: fullmesh allreduce of 1" allreduce 1 busy "${ofi[@]}"
+    late "ofi: fullmesh iallreduce of 1" iallreduce 1 busy "${ofi[@]}"
+else
+    skip "ofi: the late member over btl/ofi" "btl/ofi is not built (no libfabric)"
+fi
 tap_done
