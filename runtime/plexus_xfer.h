@@ -113,7 +113,10 @@ PX_EXPORT int px_xfer_alloc(size_t length, px_xfer_region_t **region);
 PX_EXPORT void *px_xfer_region_base(const px_xfer_region_t *region);
 PX_EXPORT size_t px_xfer_region_length(const px_xfer_region_t *region);
 /* Deregister (or free) the region; *region becomes NULL. Peers' later
- * requests on it fail ("deregistered region"). */
+ * requests on it fail with PX_ERR_NOT_FOUND ("deregistered by its owner").
+ * When its key went out and a network transport (ofi, verbs) registered it,
+ * the peers are told first and the call waits for their answers (they answer
+ * in any Plexus call; docs/transfer.md, "Over a network transport"). */
 PX_EXPORT int px_xfer_free(px_xfer_region_t **region);
 
 /* ---- keys ---- */

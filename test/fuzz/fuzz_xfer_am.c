@@ -1,7 +1,9 @@
 /*
  * fuzz_xfer_am.c: the transfer engine's wire messages: notifications (tag
- * 16, px_xfer_am_notify) and the staged path's messages (17 WRITE, 18 WACK,
- * 19 READ, 20 RDATA; runtime/xfer_stage.c), called through
+ * 16, px_xfer_am_notify), the staged path's messages (17 WRITE, 18 WACK,
+ * 19 READ, 20 RDATA; runtime/xfer_stage.c) and region revocations (21
+ * REVOKE, 22 RVACK: a singleton has no peer to revoke from, so these end at
+ * their checks), called through
  * px_btl_base_active_message_trigger with arbitrary segments, as a transport
  * would after receiving them from rank 0, in a singleton (boot/singleton,
  * btl/self) between px_init and px_finalize. The harness has a region of its
@@ -9,9 +11,9 @@
  * so that replies can name requests in flight.
  *
  * Input: a list of operations, each one byte then its arguments:
- *   0x00-0x7f  inject: tag 16 + op % 5, u16 length (little-endian, at most
+ *   0x00-0x7f  inject: tag 16 + op % 7, u16 length (little-endian, at most
  *              1024), u8 split (two segments when 0 < split < length), then
- *              the bytes. In a staged header (tags 17-20) a region id below
+ *              the bytes. In a staged header (tags 17-22) a region id below
  *              4 is replaced by the harness's region's id, and a token below
  *              8 by the request that holds bounce buffer `cookie` (when one
  *              does), so that messages can reach a region and a request.
@@ -173,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (len > sizeof msg)
                 len = sizeof msg;
             size_t got = take(&p, end, msg, len);
-            inject(PX_XFER_AM_NOTIFY + op % 5, msg, got, split);
+            inject(PX_XFER_AM_NOTIFY + op % 7, msg, got, split);
         } else if (op < 0x90) {
             uint16_t off, len;
             take(&p, end, &off, 2);

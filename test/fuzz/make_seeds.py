@@ -162,8 +162,8 @@ put("xfer_key", "wrap", bytes([3]) + xkey([], addr=0xffffffffffffff00, length=40
 put("xfer_key", "empty", b"")
 
 
-# transfer engine messages (runtime/xfer_stage.c, xfer_batch.c): tag 16 + op % 5
-# (16 NOTIFY, 17 WRITE, 18 WACK, 19 READ, 20 RDATA); staged header: token,
+# transfer engine messages (runtime/xfer_stage.c, xfer_batch.c): tag 16 + op % 7
+# (16 NOTIFY, 17 WRITE, 18 WACK, 19 READ, 20 RDATA, 21 REVOKE, 22 RVACK); staged header: token,
 # region, offset (u64), len (u32), cookie (u16), status, pad (u8). A region
 # id below 4 names the harness's region, a token below 8 the request that
 # holds bounce buffer `cookie`.
@@ -198,6 +198,8 @@ put("xfer_am", "replies", xsubmit(True, 0, 600) + xsubmit(False, 1000, 600) +
     xinject(20, shdr(0, 0, 0, 0, 2, 1)) + XPROG + b"\xd0" + XPROG * 4)
 put("xfer_am", "free", xsubmit(False, 0, 300) + b"\xc0" + XPROG * 3 + b"\xc0" +
     xinject(17, shdr(0x10, 0, 0, 4) + b"abcd") + xsubmit(True, 0, 100) + XPROG * 3)
+put("xfer_am", "revoke", xinject(21, shdr(0, 0)) + xinject(22, shdr(0, 0)) + xinject(21, b"\x01") +
+    XPROG)
 put("xfer_am", "short", xinject(17, b"\x00" * 10) + xinject(18, b"") + xinject(20, b"\x01" * 20) +
     xinject(19, shdr(0, 0, 0, 0xffffffff)) + XPROG)
 

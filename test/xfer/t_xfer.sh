@@ -136,10 +136,10 @@ done
 # A region freed by its owner while a peer reads it in a loop (an object
 # store's ordinary race): the reads after the free fail with PX_ERR_NOT_FOUND
 # and nothing else does: messages both ways, a new key and px_finalize work.
-# Over shm (mapped and shm:get) and staged over ofi; a direct ofi:get of the
-# freed key still breaks the pair (docs/transfer.md, "Over a network
-# transport": issue 21's open item), so it is not run here.
-for cfg in "shm alloc:" "shm reg:" "ofi staged:$OFI"; do
+# Over shm (mapped and shm:get) and over ofi (ofi:get, whose stale key would
+# make tcp;ofi_rxm drop the connection: the owner revokes the key from its
+# peers before deregistering it, docs/transfer.md), and staged over ofi.
+for cfg in "shm alloc:" "shm reg:" "ofi reg:$OFI" "ofi alloc:$OFI" "ofi staged:$OFI"; do
     name=${cfg%%:*}
     envs=()
     [ -n "${cfg#*:}" ] && read -r -a envs <<<"${cfg#*:}"
@@ -148,6 +148,8 @@ for cfg in "shm alloc:" "shm reg:" "ofi staged:$OFI"; do
     run env "${envs[@]}" "$PXRUN" -n 2 "$P" freerace "${args[@]}"
     check "freerace over $name: a read after the owner's free fails with not found" \
         grep -q "^rank 0: freerace: read after the free via [a-z:]*: not found: .*deregistered by its owner" "$T/out"
+    [ "${name% *}" = ofi ] && [ "$name" != "ofi staged" ] &&
+        check "freerace over $name: ... by the direct path" grep -q "read after the free via ofi:get" "$T/out"
     check "freerace over $name: messages, a new key and px_finalize work after it, exit 0" \
         eval '[ $rc -eq 0 ] && [ "$(grep -c "freerace ok, finalize: success" "$T/out")" -eq 2 ]'
     [ $rc -eq 0 ] || { cat "$T/out"; head -5 "$T/err"; } | head -10 | sed 's/^/# /'
