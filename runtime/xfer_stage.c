@@ -397,9 +397,11 @@ static long revoked_inflight(int peer, uint64_t id)
 static int job_run(px_xfer_job_t *j)
 {
     if (PX_XFER_AM_RVACK == j->am) {
-        /* After every request of ours on the region has ended. */
+        /* After every request of ours on the region has ended (1: not yet;
+         * the jobs behind it go on meanwhile, they may be what those
+         * requests wait for). */
         if (revoked_inflight(j->peer, j->hdr.region) > 0)
-            return PX_ERR_TEMP_OUT_OF_RESOURCE;
+            return 1;
         return px_xfer_send(j->peer, PX_XFER_AM_RVACK, &j->hdr, sizeof j->hdr, NULL, 0);
     }
     if (PX_XFER_AM_WACK == j->am)
@@ -417,14 +419,20 @@ static int job_run(px_xfer_job_t *j)
 int px_xfer_stage_jobs(void)
 {
     int n = 0;
-    while (px_xfer.jobs) {
-        px_xfer_job_t *j = px_xfer.jobs;
+    px_xfer_job_t **link = &px_xfer.jobs, *prev = NULL;
+    while (*link) {
+        px_xfer_job_t *j = *link;
         int rc = job_run(j);
+        if (rc > 0 && !atomic_load(&px_xfer.peers[j->peer].failed)) {
+            prev = j; /* a revocation answer that must wait: skip it */
+            link = &j->next;
+            continue;
+        }
         if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc && !atomic_load(&px_xfer.peers[j->peer].failed))
             break;
-        px_xfer.jobs = j->next;
-        if (!px_xfer.jobs)
-            px_xfer.jobs_tail = NULL;
+        *link = j->next;
+        if (px_xfer.jobs_tail == j)
+            px_xfer.jobs_tail = prev;
         atomic_fetch_sub(&px_xfer.work, 1);
         free(j);
         n++;
@@ -436,8 +444,11 @@ int px_xfer_stage_jobs(void)
 static void target_answer(int peer, uint8_t am, const px_xfer_stage_hdr_t *h)
 {
     px_xfer_job_t tmp = {.peer = peer, .am = am, .buf = -1, .hdr = *h};
-    if (!px_xfer.jobs && PX_ERR_TEMP_OUT_OF_RESOURCE != job_run(&tmp))
-        return;
+    if (!px_xfer.jobs) {
+        int rc = job_run(&tmp);
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE != rc && rc <= 0)
+            return;
+    }
     px_xfer_job_t *j = malloc(sizeof *j);
     if (!j) {
         px_show_error("out of memory queueing a staged answer to rank %d; dropped", peer);

@@ -155,6 +155,20 @@ for cfg in "shm alloc:" "shm reg:" "ofi reg:$OFI" "ofi alloc:$OFI" "ofi staged:$
     [ $rc -eq 0 ] || { cat "$T/out"; head -5 "$T/err"; } | head -10 | sed 's/^/# /'
 done
 
+# Both ranks free their region while reading the other's (each waits for
+# the other's answer to its revocation with requests in flight on the other's
+# region): both frees return, no read fails otherwise.
+for t in ofi:get stage; do
+    args=()
+    [ "$t" = stage ] && args=(--transport stage)
+    run env PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm" \
+        PX_MCA_runtime_wait_timeout=30 "$PXRUN" -n 2 "$P" mutual "${args[@]}"
+    check "mutual free over ofi ($t): both frees return at once, reads end with success or not found" \
+        eval '[ $rc -eq 0 ] && [ "$(grep -c "mutual ok, finalize: success" "$T/out")" -eq 2 ] &&
+            ! grep -q "did not answer" "$T/err"'
+    [ $rc -eq 0 ] || { cat "$T/out"; head -5 "$T/err"; } | head -10 | sed 's/^/# /'
+done
+
 # A peer killed during a batch: the pending requests fail with a peer error.
 run env PX_PXRUN_GRACE=60 "$PXRUN" -n 2 "$P" deadpeer
 out=$(cat "$T/out")

@@ -26,6 +26,12 @@
  *     key, a read of the new region and px_finalize all succeed. Prints
  *     "rank 0: freerace: read after the free: CODE: REASON" and
  *     "rank R: freerace ok, finalize: TEXT".
+ *   xfer_probe mutual [--transport NAME]
+ *     (2 ranks) each rank submits reads of the other's region and frees its
+ *     own at once, both waiting for the other's answer to the revocation
+ *     while requests on the other's region are in flight: both frees return
+ *     (no "did not answer"), every read ends with success or not found, and
+ *     px_finalize succeeds. Prints "rank R: mutual ok: S ok, F not found".
  *   xfer_probe deadpeer
  *     (2 ranks, SIGTERM ignored) rank 1 SIGKILLs itself without progressing
  *     while rank 0 waits for a batch of staged requests to it; rank 0 prints
@@ -674,6 +680,50 @@ static int freerace(void)
     return 0;
 }
 
+static int mutual(void)
+{
+    CHECK(np == 2, "mutual needs 2 ranks");
+    const size_t len = 1 << 20;
+    char *ubuf = malloc(len), *lbuf = malloc(len);
+    px_xfer_region_t *r, *loc;
+    CHECK(ubuf && lbuf && px_xfer_register(ubuf, len, &r) == PX_SUCCESS &&
+              px_xfer_register(lbuf, len, &loc) == PX_SUCCESS,
+          "register");
+    px_xfer_remote_t *rm[2];
+    exchange(r, rm);
+    CHECK(px_barrier() == PX_SUCCESS, "barrier");
+    px_xfer_batch_t *b;
+    CHECK(px_xfer_batch_alloc(16, &b) == PX_SUCCESS, "batch");
+    px_xfer_request_t q[16];
+    for (int i = 0; i < 16; i++)
+        q[i] = (px_xfer_request_t){PX_XFER_READ,      loc,   (size_t)i * 65536, rm[1 - me],
+                                   (size_t)i * 65536, 65536, o.transport};
+    CHECK(px_xfer_batch_submit(b, q, 16, NULL) == PX_SUCCESS, "submit");
+    double t0 = px_wtime();
+    CHECK(px_xfer_free(&r) == PX_SUCCESS, "free: %s", px_xfer_last_error());
+    double took = px_wtime() - t0;
+    int e = px_xfer_batch_wait(b, 60);
+    CHECK(e != PX_ERR_TIMEOUT, "the reads did not end");
+    int ok = 0, gone = 0;
+    for (int i = 0; i < 16; i++) {
+        px_xfer_status_t st;
+        int x = px_xfer_batch_test(b, (size_t)i, &st);
+        CHECK(PX_SUCCESS == x || PX_ERR_NOT_FOUND == x, "read %d: %s: %s", i, px_strerror(x),
+              st.reason ? st.reason : "");
+        ok += PX_SUCCESS == x;
+        gone += PX_ERR_NOT_FOUND == x;
+    }
+    printf("rank %d: mutual ok: %d ok, %d not found (free took %.3f s)\n", me, ok, gone, took);
+    CHECK(px_xfer_batch_free(&b) == PX_SUCCESS, "batch free");
+    CHECK(px_barrier() == PX_SUCCESS, "barrier");
+    px_xfer_remote_release(&rm[0]);
+    px_xfer_remote_release(&rm[1]);
+    px_xfer_free(&loc);
+    free(ubuf);
+    free(lbuf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -716,11 +766,13 @@ int main(int argc, char **argv)
         rc = deadpeer();
     else if (!strcmp(mode, "freerace"))
         rc = freerace();
+    else if (!strcmp(mode, "mutual"))
+        rc = mutual();
     else
         fprintf(stderr, "xfer_probe: unknown mode '%s'\n", mode);
     int frc = px_finalize();
-    if (!strcmp(mode, "freerace")) {
-        printf("rank %d: freerace %s, finalize: %s\n", me, rc ? "FAILED" : "ok", px_strerror(frc));
+    if (!strcmp(mode, "freerace") || !strcmp(mode, "mutual")) {
+        printf("rank %d: %s %s, finalize: %s\n", me, mode, rc ? "FAILED" : "ok", px_strerror(frc));
         if (frc != PX_SUCCESS)
             rc = 1;
     }
