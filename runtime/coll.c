@@ -416,11 +416,13 @@ static int coll_check(px_coll_group_t *g, px_coll_args_t *a, bool nb, void **scr
     *scratch = NULL;
     if (!group_ok(g, fn))
         return px_rt.initialized ? PX_ERR_BAD_PARAM : PX_ERR_NOT_INITIALIZED;
-    if (g->failed) {
+    if (px_coll_base_group_check(g)) {
         px_show_error("%s: the group (%d ranks) failed in an earlier collective (%s): no more "
                       "collectives can run on it",
-                      fn, g->size, px_strerror(g->failed));
-        return g->failed;
+                      fn, g->size,
+                      PX_ERR_GROUP_FAILED == g->failed ? "another member gave up on it"
+                                                       : px_strerror(g->failed));
+        return PX_ERR_GROUP_FAILED;
     }
     const bool root_op = PX_COLL_BCAST == a->opid || PX_COLL_SCATTER == a->opid ||
                          PX_COLL_GATHER == a->opid || PX_COLL_REDUCE == a->opid;
@@ -567,13 +569,19 @@ static inline bool coll_plain(const px_coll_group_t *g, const px_coll_args_t *a)
     }
 }
 
+/* No failure seen and no failure notice arrived (coll_check says why). */
+static inline bool group_sound(const px_coll_group_t *g)
+{
+    return !g->failed && (NULL == g->alert_req || !g->alert_req->complete);
+}
+
 /* A blocking call: the chosen module's shortcut or its schedule, run here.
  * The entry points below run under the transfer engine's lock once
  * px_xfer_enable_threads was called (PX_RT_API_CALL), like every messaging
  * call: the transports are driven by one thread at a time. */
 static int coll_blocking_locked(px_coll_group_t *g, px_coll_args_t *a)
 {
-    if (PX_LIKELY(g == world_group && NULL != g && !g->failed && coll_plain(g, a)))
+    if (PX_LIKELY(g == world_group && NULL != g && group_sound(g) && coll_plain(g, a)))
         return px_coll_base_blocking(g, a);
     void *scratch;
     bool avg, trivial;

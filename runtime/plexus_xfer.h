@@ -91,7 +91,8 @@ typedef struct px_xfer_status {
     int peer;  /* the remote region's owner */
     /* The path taken: "shm:map" (a copy between the two mappings), "ofi:put",
      * "shm:get" (that transport's put or get), "ofi:put+verbs:put" (striped),
-     * "stage:shm" (staged over that transport's messages); "" when it failed
+     * "stage:shm" (staged over that transport's messages); "none" for a
+     * zero-byte request that succeeded (nothing to move); "" when it failed
      * before one was chosen. Valid until px_finalize. */
     const char *transport;
     /* When error < 0: what went wrong, naming peer, transport and reason.
@@ -112,7 +113,10 @@ PX_EXPORT int px_xfer_alloc(size_t length, px_xfer_region_t **region);
 PX_EXPORT void *px_xfer_region_base(const px_xfer_region_t *region);
 PX_EXPORT size_t px_xfer_region_length(const px_xfer_region_t *region);
 /* Deregister (or free) the region; *region becomes NULL. Peers' later
- * requests on it fail ("deregistered region"). */
+ * requests on it fail with PX_ERR_NOT_FOUND ("deregistered by its owner").
+ * When its key went out and a network transport (ofi, verbs) registered it,
+ * the peers are told first and the call waits for their answers (they answer
+ * in any Plexus call; docs/transfer.md, "Over a network transport"). */
 PX_EXPORT int px_xfer_free(px_xfer_region_t **region);
 
 /* ---- keys ---- */

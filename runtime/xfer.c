@@ -309,6 +309,8 @@ int px_xfer_init(void)
     px_btl_base_register_am(PX_XFER_AM_WACK, px_xfer_am_wack, NULL);
     px_btl_base_register_am(PX_XFER_AM_READ, px_xfer_am_read, NULL);
     px_btl_base_register_am(PX_XFER_AM_RDATA, px_xfer_am_rdata, NULL);
+    px_btl_base_register_am(PX_XFER_AM_REVOKE, px_xfer_am_revoke, NULL);
+    px_btl_base_register_am(PX_XFER_AM_RVACK, px_xfer_am_rvack, NULL);
     atomic_store(&px_xfer.cb_registered, false); /* px_xfer_need_progress */
     px_xfer.ready = true;
     return PX_SUCCESS;
@@ -354,13 +356,15 @@ void px_xfer_finalize(void)
     px_xfer.inbox_tail = NULL;
     atomic_store(&px_xfer.inbox_count, 0);
     pthread_mutex_unlock(&px_xfer.inbox_lock);
-    for (int t = PX_XFER_AM_NOTIFY; t <= PX_XFER_AM_RDATA; ++t)
+    for (int t = PX_XFER_AM_NOTIFY; t <= PX_XFER_AM_RVACK; ++t)
         px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
     if (atomic_load(&px_xfer.cb_registered))
         px_progress_unregister(px_xfer_progress_cb, NULL);
     atomic_store(&px_xfer.cb_registered, false);
-    for (int p = 0; p < px_xfer.npeers; ++p)
+    for (int p = 0; p < px_xfer.npeers; ++p) {
         free(px_xfer.peers[p].why);
+        free(px_xfer.peers[p].revoked);
+    }
     free(px_xfer.peers);
     px_xfer.peers = NULL;
     px_xfer.npeers = 0;
@@ -517,6 +521,7 @@ static int region_new(px_xfer_region_t **out)
     r->mem_mod = -1;
     r->vslot = -1;
     atomic_init(&r->inflight, 0);
+    atomic_init(&r->exported, false);
     *out = r;
     return PX_SUCCESS;
 }
@@ -682,6 +687,17 @@ int px_xfer_free(px_xfer_region_t **region)
         px_xfer.region_list = r->next;
     if (r->next)
         r->next->prev = r->prev;
+    /* Staged requests to it fail from here on (no such region). A peer may
+     * hold a network key of it: withdraw it before deregistering. */
+    bool net = false;
+    for (int i = 0; i < px_xfer.nmods; ++i)
+        net |= px_xfer.mods[i].reg && r->reg[i] && px_xfer.mods[i].reaches_other;
+    if (net && took && atomic_load(&r->exported) && px_xfer.npeers > 1) {
+        r->magic = 0;
+        px_xfer_lock_drop(took);
+        px_xfer_revoke(r->id);
+        px_xfer_lock_take(&took);
+    }
     region_release_memory(r);
     r->magic = 0;
     px_xfer_lock_drop(took);
@@ -699,6 +715,7 @@ int px_xfer_key_export(const px_xfer_region_t *region, void *key, size_t capacit
         return api_error(PX_ERR_BAD_PARAM, "px_xfer_key_export",
                          "region %p, length %p: expected a region and a place for the length",
                          (const void *)region, (void *)length);
+    atomic_store(&((px_xfer_region_t *)region)->exported, true); /* px_xfer_free revokes it */
     px_xfer_key_t k;
     memset(&k, 0, sizeof k);
     k.job_hash = px_xfer.job_hash;
@@ -862,6 +879,8 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
     atomic_init(&rm->inflight, 0);
     bool took;
     px_xfer_lock_take(&took);
+    /* Its owner withdrew it already: requests fail as for a freed region. */
+    atomic_init(&rm->revoked, peer != px_rt.rank && px_xfer_is_revoked(peer, k.region_id));
     const px_btl_base_table_t *t = &px_rt.table;
     for (int e = 0; e < k.nentries && rm->nrails < PX_XFER_MAX_RAILS; ++e) {
         const px_xfer_key_entry_t *en = &k.entries[e];

@@ -37,6 +37,8 @@
 #define PX_XFER_AM_WACK   18 /* target -> initiator: that chunk is written */
 #define PX_XFER_AM_READ   19 /* staged read: send me a chunk */
 #define PX_XFER_AM_RDATA  20 /* target -> initiator: the chunk */
+#define PX_XFER_AM_REVOKE 21 /* owner -> peers: a region is being freed (network keys) */
+#define PX_XFER_AM_RVACK  22 /* peer -> owner: no request of mine uses it any more */
 
 #define PX_XFER_REGION_MAGIC 0x5058524547494f4eULL /* "PXREGION" */
 #define PX_XFER_REMOTE_MAGIC 0x505852454d4f5445ULL /* "PXREMOTE" */
@@ -128,6 +130,7 @@ struct px_xfer_region {
     int vslot; /* its word in the validity table (-1: none) */
     px_btl_registration_handle_t *reg[PX_XFER_MAX_MODULES];
     _Atomic long inflight; /* queued requests using it */
+    _Atomic bool exported; /* a key of it was written (peers may have imported it) */
     struct px_xfer_region *next, *prev;
 };
 
@@ -163,6 +166,7 @@ struct px_xfer_remote {
     int nrails; /* best first */
     px_xfer_rail_t rails[PX_XFER_MAX_RAILS];
     _Atomic long inflight;
+    _Atomic bool revoked; /* its owner is freeing it (PX_XFER_AM_REVOKE) */
     struct px_xfer_remote *next, *prev;
 };
 
@@ -248,6 +252,8 @@ typedef struct px_xfer_peer {
     px_xfer_map_t *maps;
     px_btl_mem_t vtab; /* its validity table, mapped (vtab_mod >= 0) */
     int vtab_mod;
+    uint64_t *revoked; /* ids of its regions it revoked (imports of them are revoked) */
+    size_t nrevoked, revoked_cap;
 } px_xfer_peer_t;
 
 /* A staged-path reply or chunk the target could not send yet. */
@@ -334,6 +340,8 @@ const char *px_xfer_host(int rank);
  * says so); a relaxed read of a line the owner writes once. */
 static inline bool px_xfer_remote_freed(const px_xfer_remote_t *rm)
 {
+    if (atomic_load_explicit(&rm->revoked, memory_order_acquire))
+        return true;
     if (rm->ctl && atomic_load_explicit(&rm->ctl->freed, memory_order_acquire))
         return true;
     return rm->valid && atomic_load_explicit(rm->valid, memory_order_acquire) != rm->id;
@@ -378,6 +386,15 @@ void px_xfer_am_write(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
 void px_xfer_am_wack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_xfer_am_read(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_xfer_am_rdata(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_xfer_am_revoke(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_xfer_am_rvack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+/* Before a region whose key went out is deregistered from a network
+ * transport: tell every live peer and wait (lock not held) until each
+ * answered that no request of its uses the region, failed, or the wait
+ * passed its limit. */
+void px_xfer_revoke(uint64_t region_id);
+/* Whether `peer` revoked its region `id` (lock held). */
+bool px_xfer_is_revoked(int peer, uint64_t id);
 /* A small control message or chunk to `peer` over its send module: sendi,
  * else alloc + send. PX_ERR_TEMP_OUT_OF_RESOURCE when the transport has no
  * room now. */

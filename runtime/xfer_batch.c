@@ -442,6 +442,7 @@ static bool prepare(px_xfer_batch_t *b, px_xfer_slot_t *s, const px_xfer_request
     if (PX_UNLIKELY(failed))
         return fail_now(s, failed, "the peer failed: %s", p->why ? p->why : "?");
     if (PX_UNLIKELY(0 == s->len)) {
+        s->tlabel = "none"; /* nothing to move: no path taken, and "" means failed */
         atomic_store_explicit(&s->state, PX_SUCCESS, memory_order_release);
         return false;
     }
@@ -1217,9 +1218,11 @@ void px_xfer_am_notify(px_btl_module_t *btl, const px_btl_receive_descriptor_t *
         total += d->des_segments[i].seg_len;
     px_xfer_note_hdr_t h;
     if (d->des_segment_count < 1 || d->des_segments[0].seg_len < sizeof h) {
-        px_show_error("a notification from rank %d has %zu bytes, less than its header; "
+        px_show_error("a notification from rank %d has %zu bytes, %zu in its first segment: "
+                      "less than its %zu-byte header (which a transport delivers whole, first); "
                       "dropped",
-                      d->src_rank, total);
+                      d->src_rank, total, d->des_segment_count ? d->des_segments[0].seg_len : 0,
+                      sizeof h);
         return;
     }
     memcpy(&h, d->des_segments[0].seg_addr, sizeof h);

@@ -44,6 +44,8 @@ const char *px_strerror(int code)
         return "version mismatch";
     case PX_ERR_FATAL:
         return "fatal error";
+    case PX_ERR_GROUP_FAILED:
+        return "the group failed: a member gave up on a collective";
     default:
         return "unknown error code";
     }

@@ -28,7 +28,8 @@ enum {
     PX_ERR_COMM = -16,                /* a transport reported an error */
     PX_ERR_VERSION = -17,             /* version or ABI mismatch */
     PX_ERR_FATAL = -18,               /* unrecoverable */
-    PX_ERR_MAX = -19
+    PX_ERR_GROUP_FAILED = -19,        /* a member gave up on a collective: the group is failed */
+    PX_ERR_MAX = -20
 };
 
 /* Text for a return code; never NULL. */

@@ -240,6 +240,7 @@ struct px_coll_sched {
     int tag; /* every message of this collective */
     int error;
     bool started, done;
+    bool settling; /* finished here (error: its result); completes at the next step */
     /* A module may replace the round engine: progress returns 1 when done, 0
      * when not yet, or a negative error (then abort lets go of every request
      * it still holds); cleanup frees `priv` (also after an error). */
@@ -366,6 +367,16 @@ void px_coll_sched_fail(px_coll_sched_t *s, int error);
 void px_coll_sched_fini(px_coll_sched_t *s);
 /* Fail group `g` with `error` and tell its other members (once). */
 void px_coll_base_group_failed(px_coll_group_t *g, int error, int by);
+/* Take another member's failure notice if one arrived; the group's failure
+ * (0 when it has not failed): the error this member saw first, or
+ * PX_ERR_GROUP_FAILED when another member reported it. */
+int px_coll_base_group_check(px_coll_group_t *g);
+/* A collective of `opid` finished on this member with `rc`. When rc is
+ * PX_SUCCESS or PX_ERR_TRUNCATE but the group has failed (a member gave up on
+ * it: the messages this member matched may be all it will ever get), prints
+ * why and returns PX_ERR_GROUP_FAILED; else rc. `poll`: drive progress once
+ * first (not from within a progress callback). */
+int px_coll_base_settle(px_coll_group_t *g, int opid, int rc, bool poll);
 
 /* The decision table, for px_info: one row per rule in the order they are
  * tried (rules file first, then the built-in rules from the variables). */

@@ -316,3 +316,67 @@ put("verbs_modex", "other-job", bytes([0, 0, 2, 0]) + verbs_blob([verbs_port(4)]
 put("verbs_modex", "truncated", bytes([0, 0, 4, 0]) + verbs_blob([verbs_port(4)], 4)[:40])
 put("verbs_modex", "huge-counts", bytes([0, 0, 4, 0]) + struct.pack("<II", 0x40000000, 0xfffffff8) + b"\0" * 40)
 put("verbs_modex", "fix-counts", bytes([0, 0, 4, 3]) + b"\0" * 8 + verbs_port(4, mtu=9, ll=5))
+
+# transfer engine messages (runtime/xfer_stage.c, xfer_batch.c): tag 16 + op % 7
+# (16 NOTIFY, 17 WRITE, 18 WACK, 19 READ, 20 RDATA, 21 REVOKE, 22 RVACK); staged header: token,
+# region, offset (u64), len (u32), cookie (u16), status, pad (u8). A region
+# id below 4 names the harness's region, a token below 8 the request that
+# holds bounce buffer `cookie`.
+def xinject(tag, payload, split=0):
+    return bytes([tag - 16]) + struct.pack("<HB", len(payload), split) + payload
+
+
+def shdr(token=0, region=0, offset=0, length=0, cookie=0, status=0):
+    return struct.pack("<QQQIHBB", token, region, offset, length, cookie, status, 0)
+
+
+def xsubmit(read, off, length):
+    return bytes([0x80 | (1 if read else 0)]) + struct.pack("<HH", off, length)
+
+
+def note(payload):
+    return struct.pack("<II", len(payload), 0) + payload
+
+
+XPROG, XRECV = b"\x90", b"\xa0" + struct.pack("<H", 64)
+put("xfer_am", "notify", xinject(16, note(b"hello")) + XRECV + xinject(16, note(b"x" * 100), 5) +
+    b"\xa0" + struct.pack("<H", 10) + XRECV)
+put("xfer_am", "notify-bad", xinject(16, b"\x01") + xinject(16, struct.pack("<II", 2000, 0)) +
+    xinject(16, note(b"ab")[:-1]) + b"\xb0" + struct.pack("<H", 7) + XRECV)
+put("xfer_am", "write", xinject(17, shdr(0x10, 0, 100, 8) + b"ABCDEFGH", 30) +
+    xinject(17, shdr(0x10, 0, 4090, 8) + b"ABCDEFGH") + xinject(17, shdr(0x10, 99, 0, 4) + b"abcd") +
+    XPROG)
+put("xfer_am", "read", xinject(19, shdr(0x20, 0, 0, 64)) + xinject(19, shdr(0x20, 0, 4000, 200)) +
+    xinject(19, shdr(0x20, 1234, 0, 1)) + XPROG + XPROG)
+put("xfer_am", "replies", xsubmit(True, 0, 600) + xsubmit(False, 1000, 600) +
+    xinject(20, shdr(0, 0, 0, 16, 0) + b"r" * 16) + xinject(18, shdr(0, 0, 1000, 256, 1)) +
+    xinject(20, shdr(0, 0, 0, 0, 2, 1)) + XPROG + b"\xd0" + XPROG * 4)
+put("xfer_am", "free", xsubmit(False, 0, 300) + b"\xc0" + XPROG * 3 + b"\xc0" +
+    xinject(17, shdr(0x10, 0, 0, 4) + b"abcd") + xsubmit(True, 0, 100) + XPROG * 3)
+put("xfer_am", "revoke", xinject(21, shdr(0, 0)) + xinject(22, shdr(0, 0)) + xinject(21, b"\x01") +
+    XPROG)
+put("xfer_am", "short", xinject(17, b"\x00" * 10) + xinject(18, b"") + xinject(20, b"\x01" * 20) +
+    xinject(19, shdr(0, 0, 0, 0xffffffff)) + XPROG)
+
+
+# shareable-memory descriptions (components/btl/shm/shm_xfer.c): a flags byte
+# (1 XOR over allocation (bit 1)'s real description, 4 from rank 1, 8 plant a
+# file, 16 with a matching header, 32 of the described size), then the
+# description: key, size (u64), owner rank (i32), id (u32).
+def mdesc(key=0, size=4096, owner=0, ident=0):
+    return struct.pack("<QQiI", key, size, owner, ident)
+
+
+put("xfer_map", "real-0", bytes([1]) + b"\0" * 24)
+put("xfer_map", "real-1", bytes([3]) + b"\0" * 24)
+put("xfer_map", "real-1-from-rank-1", bytes([7]) + b"\0" * 24)
+put("xfer_map", "wrong-key", bytes([1]) + b"\x01" + b"\0" * 23)
+put("xfer_map", "wrong-size", bytes([1]) + b"\0" * 9 + b"\x10" + b"\0" * 14)
+put("xfer_map", "odd-size", bytes([1]) + b"\0" * 8 + b"\x01" + b"\0" * 15)
+put("xfer_map", "short", bytes([1]) + b"\0" * 5)
+put("xfer_map", "long", bytes([0]) + mdesc() + b"\0" * 8)
+put("xfer_map", "no-file", bytes([0]) + mdesc(ident=999))
+put("xfer_map", "planted-forged", bytes([8 | 32]) + mdesc(0x1234, 4096, 0, 77))
+put("xfer_map", "planted-matching", bytes([8 | 16 | 32]) + mdesc(0x1234, 4096, 0, 78))
+put("xfer_map", "planted-short-file", bytes([8 | 16]) + mdesc(0x1234, 8192, 0, 79))
+put("xfer_map", "huge-size", bytes([0]) + mdesc(1, 1 << 62, 0, 1))

@@ -135,6 +135,42 @@ for cfg in "shm" "staged:PX_MCA_btl_shm_flags=0x1" "ofi:PX_MCA_btl=self,ofi"; do
     fi
 done
 
+# A region freed by its owner while a peer reads it in a loop (an object
+# store's ordinary race): the reads after the free fail with PX_ERR_NOT_FOUND
+# and nothing else does: messages both ways, a new key and px_finalize work.
+# Over shm (mapped and shm:get) and over ofi (ofi:get, whose stale key would
+# make tcp;ofi_rxm drop the connection: the owner revokes the key from its
+# peers before deregistering it, docs/transfer.md), and staged over ofi.
+for cfg in "shm alloc:" "shm reg:" "ofi reg:$OFI" "ofi alloc:$OFI" "ofi staged:$OFI"; do
+    name=${cfg%%:*}
+    envs=()
+    [ -n "${cfg#*:}" ] && read -r -a envs <<<"${cfg#*:}"
+    args=(--mem "${name#* }")
+    [ "$name" = "ofi staged" ] && args=(--mem reg --transport stage)
+    run env "${envs[@]}" "$PXRUN" -n 2 "$P" freerace "${args[@]}"
+    check "freerace over $name: a read after the owner's free fails with not found" \
+        grep -q "^rank 0: freerace: read after the free via [a-z:]*: not found: .*deregistered by its owner" "$T/out"
+    [ "${name% *}" = ofi ] && [ "$name" != "ofi staged" ] &&
+        check "freerace over $name: ... by the direct path" grep -q "read after the free via ofi:get" "$T/out"
+    check "freerace over $name: messages, a new key and px_finalize work after it, exit 0" \
+        eval '[ $rc -eq 0 ] && [ "$(grep -c "freerace ok, finalize: success" "$T/out")" -eq 2 ]'
+    [ $rc -eq 0 ] || { cat "$T/out"; head -5 "$T/err"; } | head -10 | sed 's/^/# /'
+done
+
+# Both ranks free their region while reading the other's (each waits for
+# the other's answer to its revocation with requests in flight on the other's
+# region): both frees return, no read fails otherwise.
+for t in ofi:get stage; do
+    args=()
+    [ "$t" = stage ] && args=(--transport stage)
+    run env PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm" \
+        PX_MCA_runtime_wait_timeout=30 "$PXRUN" -n 2 "$P" mutual "${args[@]}"
+    check "mutual free over ofi ($t): both frees return at once, reads end with success or not found" \
+        eval '[ $rc -eq 0 ] && [ "$(grep -c "mutual ok, finalize: success" "$T/out")" -eq 2 ] &&
+            ! grep -q "did not answer" "$T/err"'
+    [ $rc -eq 0 ] || { cat "$T/out"; head -5 "$T/err"; } | head -10 | sed 's/^/# /'
+done
+
 # A peer killed during a batch: the pending requests fail with a peer error.
 run env PX_PXRUN_GRACE=60 "$PXRUN" -n 2 "$P" deadpeer
 out=$(cat "$T/out")

@@ -336,6 +336,13 @@ START_TEST(request_errors)
     ck_assert(has(st.reason, "remote offset"));
     px_xfer_batch_test(b, 8, &st);
     ck_assert(has(st.reason, "names transport \"nosuch\""));
+    /* A zero-byte request succeeded: its path says so, never "" (failed). */
+    ck_assert_int_eq(px_xfer_batch_test(b, n - 1, &st), PX_SUCCESS);
+    ck_assert_ptr_nonnull(st.transport);
+    ck_assert_str_eq(st.transport, "none");
+    /* A failed one: "". */
+    px_xfer_batch_test(b, 0, &st);
+    ck_assert_str_eq(st.transport, "");
     /* Nothing was written by the refused requests. */
     ck_assert_int_eq(((char *)px_xfer_region_base(alloc))[0], 0);
     /* Batch misuse. */

@@ -19,6 +19,19 @@
  *     a free, release or batch free refused while requests are in flight
  *     (the owner stays out of Plexus until DIR/go exists); a transport named
  *     that has no path; a notification delivered after the writes before it.
+ *   xfer_probe freerace [--mem alloc|reg]
+ *     (2 ranks) rank 1 frees its region while rank 0 reads it in a loop (by
+ *     priority): the reads after the free fail with PX_ERR_NOT_FOUND and
+ *     nothing else does; then messages both ways (eager and 4 MiB), a new
+ *     key, a read of the new region and px_finalize all succeed. Prints
+ *     "rank 0: freerace: read after the free: CODE: REASON" and
+ *     "rank R: freerace ok, finalize: TEXT".
+ *   xfer_probe mutual [--transport NAME]
+ *     (2 ranks) each rank submits reads of the other's region and frees its
+ *     own at once, both waiting for the other's answer to the revocation
+ *     while requests on the other's region are in flight: both frees return
+ *     (no "did not answer"), every read ends with success or not found, and
+ *     px_finalize succeeds. Prints "rank R: mutual ok: S ok, F not found".
  *   xfer_probe deadpeer
  *     (2 ranks, SIGTERM ignored) rank 1 SIGKILLs itself without progressing
  *     while rank 0 waits for a batch of staged requests to it; rank 0 prints
@@ -545,6 +558,172 @@ static int deadpeer(void)
     return 0;
 }
 
+/* ------------------------------------------------------------ freerace */
+
+static int freerace(void)
+{
+    CHECK(np == 2, "freerace needs 2 ranks");
+    const size_t len = 1 << 20, piece = 64 << 10;
+    const bool alloc = !strcmp(o.mem, "alloc");
+    char *ubuf = NULL;
+    px_xfer_region_t *r, *loc;
+    if (alloc) {
+        CHECK(px_xfer_alloc(len, &r) == PX_SUCCESS, "alloc: %s", px_xfer_last_error());
+    } else {
+        ubuf = malloc(len);
+        CHECK(ubuf && px_xfer_register(ubuf, len, &r) == PX_SUCCESS, "register: %s",
+              px_xfer_last_error());
+    }
+    memset(px_xfer_region_base(r), 'a' + me, len);
+    char *lbuf = malloc(len);
+    CHECK(lbuf && px_xfer_register(lbuf, len, &loc) == PX_SUCCESS, "register");
+    px_xfer_remote_t *rm[2];
+    exchange(r, rm);
+    int go = 1;
+    if (0 == me) {
+        px_request_t *freed = NULL;
+        int note = 0, flag = 0;
+        CHECK(px_irecv(&note, sizeof note, 1, 201, &freed) == PX_SUCCESS, "irecv");
+        CHECK(px_send(&go, sizeof go, 1, 200) == PX_SUCCESS, "send go");
+        long before = 0, after = 0, early = 0;
+        int e = PX_SUCCESS;
+        const char *path = "?";
+        char reason[512] = "";
+        px_xfer_batch_t *b;
+        CHECK(px_xfer_batch_alloc(1, &b) == PX_SUCCESS, "batch");
+        /* Read until a read issued after the free was seen has failed. */
+        for (long i = 0; i < 2000000; ++i) {
+            if (!flag)
+                CHECK(px_test(&freed, &flag, NULL) == PX_SUCCESS, "test");
+            const bool seen = flag;
+            px_xfer_request_t q = {PX_XFER_READ, loc,        0, rm[1], (size_t)(i % 16) * piece,
+                                   piece,        o.transport};
+            px_xfer_status_t st;
+            CHECK(px_xfer_batch_submit(b, &q, 1, NULL) == PX_SUCCESS, "submit");
+            e = px_xfer_batch_wait(b, 60);
+            px_xfer_batch_test(b, 0, &st);
+            path = st.transport;
+            snprintf(reason, sizeof reason, "%s", st.reason ? st.reason : "");
+            CHECK(px_xfer_batch_reset(b) == PX_SUCCESS, "reset");
+            if (PX_SUCCESS == e) {
+                CHECK(seen || lbuf[0] == 'b', "read wrong data before the free");
+                if (seen)
+                    after++;
+                else
+                    before++;
+                continue;
+            }
+            CHECK(PX_ERR_NOT_FOUND == e, "a read of the freed region failed with %s, not %s: %s",
+                  px_strerror(e), px_strerror(PX_ERR_NOT_FOUND), reason);
+            if (!seen) {
+                early++; /* the free raced this read: fine, it failed as it should */
+                continue;
+            }
+            break;
+        }
+        printf("rank 0: freerace: %ld reads before the free, %ld failed around it, %ld succeeded "
+               "after it\n",
+               before, early, after);
+        printf("rank 0: freerace: read after the free via %s: %s: %s\n", path[0] ? path : "\"\"",
+               px_strerror(e), reason);
+        CHECK(PX_ERR_NOT_FOUND == e, "no read failed after the free");
+        CHECK(px_xfer_batch_free(&b) == PX_SUCCESS, "batch free");
+        CHECK(px_send(&go, sizeof go, 1, 202) == PX_SUCCESS, "send done: the pair failed");
+    } else {
+        CHECK(px_recv(&go, sizeof go, 0, 200, NULL) == PX_SUCCESS, "recv go");
+        usleep(100000); /* let rank 0 read a while */
+        CHECK(px_xfer_free(&r) == PX_SUCCESS, "free: %s", px_xfer_last_error());
+        CHECK(px_send(&go, sizeof go, 0, 201) == PX_SUCCESS, "send freed");
+        CHECK(px_recv(&go, sizeof go, 0, 202, NULL) == PX_SUCCESS,
+              "recv done: the pair failed after the free");
+    }
+    /* The pair still works: messages both ways, small and 4 MiB. */
+    size_t big = 4 << 20;
+    char *m = malloc(big), *in = malloc(big);
+    CHECK(m && in, "malloc");
+    memset(m, 'x' + me, big);
+    for (int k = 0; k < 2; ++k) {
+        size_t n = k ? big : 8;
+        px_request_t *rq;
+        px_status_t st;
+        CHECK(px_irecv(in, n, 1 - me, 210 + k, &rq) == PX_SUCCESS, "irecv");
+        CHECK(px_send(m, n, 1 - me, 210 + k) == PX_SUCCESS, "send %zu B after the free", n);
+        CHECK(px_wait(&rq, &st) == PX_SUCCESS, "receive %zu B after the free: %s", n,
+              px_strerror(st.error));
+        CHECK(st.length == n && in[0] == 'x' + 1 - me && in[n - 1] == 'x' + 1 - me,
+              "wrong message after the free");
+    }
+    /* A new region of rank 1 (and of rank 0): keys import, reads work. */
+    px_xfer_region_t *r2;
+    char *ubuf2 = malloc(len);
+    CHECK(ubuf2 && px_xfer_register(ubuf2, len, &r2) == PX_SUCCESS, "register 2");
+    memset(ubuf2, 'p' + me, len);
+    px_xfer_remote_t *rm2[2];
+    exchange(r2, rm2);
+    CHECK(px_xfer_read(loc, 0, rm2[1 - me], 0, len) == PX_SUCCESS,
+          "read of a new region after the free: %s", px_xfer_last_error());
+    CHECK(lbuf[0] == 'p' + 1 - me && lbuf[len - 1] == 'p' + 1 - me, "new region: wrong data");
+    CHECK(px_barrier() == PX_SUCCESS, "barrier");
+    for (int i = 0; i < 2; ++i) {
+        px_xfer_remote_release(&rm[i]);
+        px_xfer_remote_release(&rm2[i]);
+    }
+    if (r)
+        px_xfer_free(&r);
+    px_xfer_free(&r2);
+    px_xfer_free(&loc);
+    free(ubuf);
+    free(ubuf2);
+    free(lbuf);
+    free(m);
+    free(in);
+    return 0;
+}
+
+static int mutual(void)
+{
+    CHECK(np == 2, "mutual needs 2 ranks");
+    const size_t len = 1 << 20;
+    char *ubuf = malloc(len), *lbuf = malloc(len);
+    px_xfer_region_t *r, *loc;
+    CHECK(ubuf && lbuf && px_xfer_register(ubuf, len, &r) == PX_SUCCESS &&
+              px_xfer_register(lbuf, len, &loc) == PX_SUCCESS,
+          "register");
+    px_xfer_remote_t *rm[2];
+    exchange(r, rm);
+    CHECK(px_barrier() == PX_SUCCESS, "barrier");
+    px_xfer_batch_t *b;
+    CHECK(px_xfer_batch_alloc(16, &b) == PX_SUCCESS, "batch");
+    px_xfer_request_t q[16];
+    for (int i = 0; i < 16; i++)
+        q[i] = (px_xfer_request_t){PX_XFER_READ,      loc,   (size_t)i * 65536, rm[1 - me],
+                                   (size_t)i * 65536, 65536, o.transport};
+    CHECK(px_xfer_batch_submit(b, q, 16, NULL) == PX_SUCCESS, "submit");
+    double t0 = px_wtime();
+    CHECK(px_xfer_free(&r) == PX_SUCCESS, "free: %s", px_xfer_last_error());
+    double took = px_wtime() - t0;
+    int e = px_xfer_batch_wait(b, 60);
+    CHECK(e != PX_ERR_TIMEOUT, "the reads did not end");
+    int ok = 0, gone = 0;
+    for (int i = 0; i < 16; i++) {
+        px_xfer_status_t st;
+        int x = px_xfer_batch_test(b, (size_t)i, &st);
+        CHECK(PX_SUCCESS == x || PX_ERR_NOT_FOUND == x, "read %d: %s: %s", i, px_strerror(x),
+              st.reason ? st.reason : "");
+        ok += PX_SUCCESS == x;
+        gone += PX_ERR_NOT_FOUND == x;
+    }
+    printf("rank %d: mutual ok: %d ok, %d not found (free took %.3f s)\n", me, ok, gone, took);
+    CHECK(px_xfer_batch_free(&b) == PX_SUCCESS, "batch free");
+    CHECK(px_barrier() == PX_SUCCESS, "barrier");
+    px_xfer_remote_release(&rm[0]);
+    px_xfer_remote_release(&rm[1]);
+    px_xfer_free(&loc);
+    free(ubuf);
+    free(lbuf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -585,8 +764,17 @@ int main(int argc, char **argv)
         rc = errors(argv[2], !(argc > 3 && !strcmp(argv[3], "nodirect")));
     else if (!strcmp(mode, "deadpeer"))
         rc = deadpeer();
+    else if (!strcmp(mode, "freerace"))
+        rc = freerace();
+    else if (!strcmp(mode, "mutual"))
+        rc = mutual();
     else
         fprintf(stderr, "xfer_probe: unknown mode '%s'\n", mode);
-    px_finalize();
+    int frc = px_finalize();
+    if (!strcmp(mode, "freerace") || !strcmp(mode, "mutual")) {
+        printf("rank %d: %s %s, finalize: %s\n", me, mode, rc ? "FAILED" : "ok", px_strerror(frc));
+        if (frc != PX_SUCCESS)
+            rc = 1;
+    }
     return rc;
 }

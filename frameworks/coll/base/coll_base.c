@@ -263,10 +263,13 @@ int px_coll_base_blocking(px_coll_group_t *g, const px_coll_args_t *a)
         px_output(px_coll_base_framework.output, "coll: %s of %zu bytes on %d ranks: %s%s",
                   px_coll_op_name(a->opid), bytes, g->size, m ? m->name : "(none)",
                   run ? " (blocking shortcut)" : "");
-    if (run) {
-        int rc = run(g, a, tag);
-        if (rc != PX_ERR_NOT_SUPPORTED)
-            return rc;
-    }
-    return blocking_sched(g, a, m, tag);
+    int rc = PX_ERR_NOT_SUPPORTED;
+    if (run)
+        rc = run(g, a, tag);
+    if (PX_ERR_NOT_SUPPORTED == rc)
+        rc = blocking_sched(g, a, m, tag);
+    /* Finished here; fails when the group failed meanwhile (docs/coll.md,
+     * "Failures": a late member matches the messages of members that gave
+     * up, then their notices). */
+    return px_coll_base_settle(g, a->opid, rc, true);
 }

@@ -38,7 +38,7 @@ void px_coll_sched_init(px_coll_sched_t *s, px_coll_group_t *g, int opid, bool h
     s->opid = opid;
     s->tag = 0;
     s->error = PX_SUCCESS;
-    s->started = s->done = false;
+    s->started = s->done = s->settling = false;
     s->progress = NULL;
     s->abort = NULL;
     s->cleanup = NULL;
@@ -200,10 +200,37 @@ static inline void check_alert(px_coll_group_t *g)
     if (g->alert_req && px_coll_base_p2p->test(g->alert_req, &err)) {
         px_coll_base_p2p->release(&g->alert_req);
         if (!g->failed) {
-            g->failed = PX_ERR_PEER_FAILED;
+            g->failed = PX_ERR_GROUP_FAILED;
             g->failed_rank = -1;
         }
     }
+}
+
+int px_coll_base_group_check(px_coll_group_t *g)
+{
+    check_alert(g);
+    return g->failed;
+}
+
+int px_coll_base_settle(px_coll_group_t *g, int opid, int rc, bool poll)
+{
+    if (PX_LIKELY(PX_SUCCESS != rc && PX_ERR_TRUNCATE != rc))
+        return rc;
+    /* A member that gave up on this collective sent its notice after its
+     * messages: a late member may have matched those and be done. */
+    if (poll && g->alert_req && !g->failed)
+        px_coll_base_p2p->progress();
+    check_alert(g);
+    if (PX_LIKELY(!g->failed))
+        return rc;
+    px_show_error("%s on a group of %d ranks (this is rank %d): %s before this member "
+                  "finished, so its result is not valid either",
+                  px_coll_op_name(opid), g->size, g->rank,
+                  PX_ERR_GROUP_FAILED == g->failed
+                      ? "another member gave up on the collective (it timed out or lost a peer) "
+                        "and failed the group"
+                      : "the group failed");
+    return PX_ERR_GROUP_FAILED;
 }
 
 static int finish_error(px_coll_sched_t *s, int error, bool tell)
@@ -302,10 +329,19 @@ int px_coll_sched_step(px_coll_sched_t *s)
     if (s->done)
         return s->error ? s->error : 1;
     px_coll_group_t *g = s->group;
+    int rc;
+    if (PX_UNLIKELY(s->settling)) {
+        /* Finished at the last step; a transport poll later, did a notice
+         * that followed the messages it matched arrive? */
+        s->settling = false;
+        rc = px_coll_base_settle(g, s->opid, s->error, false);
+        if (rc != PX_SUCCESS)
+            return finish_error(s, rc, false);
+        goto complete;
+    }
     check_alert(g);
     if (PX_UNLIKELY(g->failed))
         return finish_error(s, g->failed, false);
-    int rc;
     if (s->progress) {
         rc = s->progress(s);
     } else {
@@ -320,8 +356,23 @@ int px_coll_sched_step(px_coll_sched_t *s)
     }
     if (0 == rc)
         return 0;
+    if (rc > 0 || PX_ERR_TRUNCATE == rc) {
+        /* Done here: did the group fail meanwhile (a member gave up)? Its
+         * notice follows the messages this member matched; a non-blocking
+         * one completes a transport poll later (a step runs inside
+         * progress), a blocking one is settled by its caller, which polls. */
+        int e = px_coll_base_settle(g, s->opid, rc > 0 ? PX_SUCCESS : rc, false);
+        if (e != PX_SUCCESS)
+            return finish_error(s, e, false);
+        if (s->heap && g->alert_req) {
+            s->settling = true;
+            s->error = rc > 0 ? PX_SUCCESS : rc;
+            return 0;
+        }
+    }
     if (rc < 0)
         return finish_error(s, rc, PX_ERR_TRUNCATE != rc);
+complete:
     if (s->scale_buf)
         px_coll_scale(s->scale_buf, s->scale_count, s->scale_dtype, s->scale_div);
     s->done = true;
