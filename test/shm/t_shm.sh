@@ -59,6 +59,36 @@ else
     skip "a backing folder too small" "needs root and a tmpfs mount: $(head -1 "$T/mnt.err" 2>/dev/null)"
     skip "a backing folder too small: the error" "needs root and a tmpfs mount"
 fi
+# A backing folder with room for some of the host's segments but not all:
+# every rank's own check of the free space passes, and the segments together
+# do not fit (4 ranks of about 10 MiB each, 20 MiB free). Each segment's
+# pages are reserved when it is made, so a rank that finds no room says so
+# (the folder, the size, btl_shm_backing_dir) instead of dying of SIGBUS
+# when it first touches a page the file system cannot give.
+full="$T/full-backing"
+mkdir -p "$full"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=256m tmpfs "$full" 2>"$T/mnt.err"; then
+    fallocate -l 236M "$full/ballast"
+    sigbus=0 named=0
+    for i in 1 2 3; do
+        run "$PXRUN" -n 4 --mca btl_shm_backing_dir "$full" --mca btl self,shm "$A2A" --rounds 1 \
+            --msgs 2 --max 65536
+        [ "$rc" -eq $((128 + 7)) ] && sigbus=$((sigbus + 1))
+        if [ "$rc" -eq 0 ] || grep -q "cannot reserve .* bytes for segment $full/.*btl_shm_backing_dir" "$T/err"; then
+            named=$((named + 1))
+        fi
+    done
+    leftover=$(ls -A "$full" | grep -v '^ballast$')
+    umount "$full"
+    check "4 ranks, room for 2 segments: no rank dies of SIGBUS (3 runs)" [ $sigbus -eq 0 ]
+    check "4 ranks, room for 2 segments: each run succeeds or names the folder, the size and btl_shm_backing_dir" [ $named -eq 3 ]
+    [ $named -eq 3 ] || head -3 "$T/err" | sed 's/^/# /'
+    check "4 ranks, room for 2 segments: nothing of the jobs left in the folder" [ -z "$leftover" ]
+else
+    skip "4 ranks, room for 2 segments" "needs root and a tmpfs mount: $(head -1 "$T/mnt.err" 2>/dev/null)"
+    skip "4 ranks, room for 2 segments: the error" "needs root and a tmpfs mount"
+    skip "4 ranks, room for 2 segments: nothing left" "needs root and a tmpfs mount"
+fi
 # Pipeline fragments cool for btl_shm_frag_cool_bytes of other data before
 # reuse: at 0 a fragment is taken again as soon as it comes back, at 1G only
 # once the list is at its maximum; the data arrives intact either way.
