@@ -15,7 +15,7 @@
 #include "core/mca/component.h"
 
 #define PX_BOOT_API_MAJOR   1
-#define PX_BOOT_API_MINOR   0
+#define PX_BOOT_API_MINOR   1
 #define PX_BOOT_API_RELEASE 0
 
 typedef struct px_boot_module {
@@ -45,6 +45,13 @@ typedef struct px_boot_module {
      * makes the job's 0700 scratch folder inside it. NULL (or no function):
      * the base makes one under $TMPDIR. Used by px_boot_session_dir. */
     const char *(*session_dir)(void);
+    /* API 1.1, optional: ask the launcher to remove the file `path` when
+     * this process ends, however it ends (boot/pmix: PMIX_REGISTER_CLEANUP).
+     * PX_ERR_NOT_AVAILABLE when the launcher does not offer it. Only for a
+     * file of this process inside a private folder of the job: a launcher
+     * removes it by its path. Read only when the component's API minor is 1
+     * or more (px_boot_register_cleanup). */
+    int (*register_cleanup)(const char *path);
 } px_boot_module_t;
 
 /* A boot component: query says whether it can serve this process and with
@@ -67,6 +74,12 @@ PX_EXPORT extern struct px_mca_framework px_boot_base_framework;
 PX_EXPORT int px_boot_modex_send(const px_mca_component_t *component, const void *data, size_t len);
 PX_EXPORT int px_boot_modex_recv(const px_mca_component_t *component, int rank, void **data,
                                  size_t *len);
+
+/* Ask the launcher to remove the file `path` once this process has ended
+ * (boot/pmix under a PMIx server that offers it); PX_ERR_NOT_AVAILABLE when
+ * the boot module or its launcher does not. Best effort: the process still
+ * removes its files itself. */
+PX_EXPORT int px_boot_register_cleanup(const char *path);
 
 /* The job's scratch folder on this node: one folder that every rank of the
  * job on this node shares, made with mode 0700 on the first call (under

@@ -74,7 +74,8 @@ if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=256m tmpfs "$full" 2>"$T/mnt.err
         run "$PXRUN" -n 4 --mca btl_shm_backing_dir "$full" --mca btl self,shm "$A2A" --rounds 1 \
             --msgs 2 --max 65536
         [ "$rc" -eq $((128 + 7)) ] && sigbus=$((sigbus + 1))
-        if [ "$rc" -eq 0 ] || grep -q "cannot reserve .* bytes for segment $full/.*btl_shm_backing_dir" "$T/err"; then
+        # the reservation that failed, or the check before it (the others took the room first)
+        if [ "$rc" -eq 0 ] || grep -Eq "cannot reserve [0-9]+ bytes for segment $full/.*btl_shm_backing_dir|need [0-9]+ bytes, more than the [0-9]+ free in $full \(btl_shm_backing_dir\)" "$T/err"; then
             named=$((named + 1))
         fi
     done
@@ -162,7 +163,25 @@ if command -v mpirun >/dev/null; then
         contains "$(cat "$T/out")" "rank 0: transport to rank 1: shm"
     check "peer death under mpirun: both survivors' px_recv fail with peer failed" \
         [ "$(grep -c 'recv from rank 1: peer process failed or disconnected after' "$T/out")" -eq 2 ]
+    # A rank SIGKILLed in px_init before its peer attached its segment: the
+    # launcher removes the segment, which boot/pmix registered for cleanup
+    # (PMIX_REGISTER_CLEANUP); nothing else would (the peer never started).
+    bk=$T/pmix-backing
+    mkdir -p "$bk"
+    timeout -s KILL 60 mpirun "${root[@]}" --oversubscribe -np 2 \
+        -x PX_MCA_mca_component_path="$B/.libs" -x PX_MCA_btl_shm_backing_dir="$bk" \
+        sh -c 'echo $$ >"$1.$OMPI_COMM_WORLD_RANK"; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && sleep 30; exec "$0" hold 0' \
+        "$PROBE" "$T/mpid" >"$T/out" 2>"$T/err" </dev/null &
+    mp=$!
+    for _ in $(seq 400); do ls "$bk"/plexus-*/seg-0 >/dev/null 2>&1 && break; sleep 0.05; done
+    made=$(ls "$bk"/plexus-*/seg-0 2>/dev/null)
+    [ -n "$made" ] && kill -9 "$(cat "$T/mpid.0")"
+    wait $mp
+    check "mpirun, rank 0 killed in px_init: its segment was made" [ -n "$made" ]
+    check "mpirun, rank 0 killed in px_init: the launcher removed its segment (PMIX_REGISTER_CLEANUP)" \
+        [ -n "$made" -a ! -e "$made" ]
 else
     skip "peer death under mpirun" "mpirun is not installed"
+    skip "mpirun, rank 0 killed in px_init: the launcher removes its segment" "mpirun is not installed"
 fi
 tap_done

@@ -20,6 +20,7 @@
 #include "core/util/error.h"
 #include "core/util/fs.h"
 #include "core/util/output.h"
+#include "frameworks/boot/boot.h"
 #if PX_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -291,6 +292,11 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     atomic_thread_fence(memory_order_release);
     h->magic = PX_BTL_SHM_MAGIC; /* last: the header is complete */
     *base = p;
+    /* Should this process die before every peer attached (and unlinked
+     * it), a launcher that offers it removes the file (PMIx). Only the
+     * file: a launcher removes by path, and the folder's name must not be
+     * given up while other processes of the job still use it. */
+    (void)px_boot_register_cleanup(path);
     return PX_SUCCESS;
 }
 
