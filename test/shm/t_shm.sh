@@ -61,18 +61,19 @@ else
 fi
 # A backing folder with room for some of the host's segments but not all:
 # every rank's own check of the free space passes, and the segments together
-# do not fit (4 ranks of about 10 MiB each, 20 MiB free). Each segment's
-# pages are reserved when it is made, so a rank that finds no room says so
-# (the folder, the size, btl_shm_backing_dir) instead of dying of SIGBUS
-# when it first touches a page the file system cannot give.
+# do not fit (4 ranks of about 10 MiB each, 22 MiB free; pipelined messages
+# of up to 4 MiB fill the fragment heaps). Each segment's pages are reserved
+# when it is made, so a rank that finds no room says so (the folder, the
+# size, btl_shm_backing_dir) instead of dying of SIGBUS when it first
+# touches a page the file system cannot give (3 runs of 3 did before).
 full="$T/full-backing"
 mkdir -p "$full"
 if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=256m tmpfs "$full" 2>"$T/mnt.err"; then
-    fallocate -l 236M "$full/ballast"
+    fallocate -l 234M "$full/ballast"
     sigbus=0 named=0
     for i in 1 2 3; do
-        run "$PXRUN" -n 4 --mca btl_shm_backing_dir "$full" --mca btl self,shm "$A2A" --rounds 1 \
-            --msgs 2 --max 65536
+        run "$PXRUN" -n 4 --mca btl_shm_backing_dir "$full" --mca btl self,shm \
+            --mca btl_shm_single_copy none "$A2A" --rounds 2 --msgs 16 --max 4194304
         [ "$rc" -eq $((128 + 7)) ] && sigbus=$((sigbus + 1))
         # the reservation that failed, or the check before it (the others took the room first)
         if [ "$rc" -eq 0 ] || grep -Eq "cannot reserve [0-9]+ bytes for segment $full/.*btl_shm_backing_dir|need [0-9]+ bytes, more than the [0-9]+ free in $full \(btl_shm_backing_dir\)" "$T/err"; then
@@ -165,7 +166,9 @@ if command -v mpirun >/dev/null; then
         [ "$(grep -c 'recv from rank 1: peer process failed or disconnected after' "$T/out")" -eq 2 ]
     # A rank SIGKILLed in px_init before its peer attached its segment: the
     # launcher removes the segment, which boot/pmix registered for cleanup
-    # (PMIX_REGISTER_CLEANUP); nothing else would (the peer never started).
+    # (PMIX_REGISTER_CLEANUP), and the job's folder, empty by then, at the
+    # job's end (registered for the namespace, PMIX_CLEANUP_EMPTY); nothing
+    # else would (the peer never started).
     bk=$T/pmix-backing
     mkdir -p "$bk"
     timeout -s KILL 60 mpirun "${root[@]}" --oversubscribe -np 2 \
@@ -180,8 +183,11 @@ if command -v mpirun >/dev/null; then
     check "mpirun, rank 0 killed in px_init: its segment was made" [ -n "$made" ]
     check "mpirun, rank 0 killed in px_init: the launcher removed its segment (PMIX_REGISTER_CLEANUP)" \
         [ -n "$made" -a ! -e "$made" ]
+    check "mpirun, rank 0 killed in px_init: and the job's empty folder at the job's end" \
+        [ -n "$made" -a ! -e "$(dirname "$made")" ]
 else
     skip "peer death under mpirun" "mpirun is not installed"
     skip "mpirun, rank 0 killed in px_init: the launcher removes its segment" "mpirun is not installed"
+    skip "mpirun, rank 0 killed in px_init: and the job's empty folder" "mpirun is not installed"
 fi
 tap_done

@@ -14,7 +14,9 @@
  *    base keeps the job's scratch folder inside it. Without it (Open MPI 4.1's
  *    mpirun gives neither key) the base makes one under $TMPDIR.
  *  - register_cleanup: PMIx_Job_control_nb with PMIX_REGISTER_CLEANUP (a
- *    file the server removes when this process ends), answered within 5 s.
+ *    file the server removes when this process ends) or, for the whole
+ *    namespace, PMIX_REGISTER_CLEANUP_DIR with PMIX_CLEANUP_EMPTY (a folder
+ *    removed at the job's end if empty), answered within 5 s.
  * Every PMIx failure is printed with the call, PMIx_Error_string and the key.
  */
 #include <pmix.h>
@@ -350,7 +352,8 @@ static const char *px_pmix_session_dir(void)
 static struct {
     volatile int done;
     volatile pmix_status_t status;
-    pmix_info_t info;
+    pmix_info_t info[2];
+    size_t ninfo;
     char path[4096];
 } px_pmix_cleanup_req;
 
@@ -366,10 +369,12 @@ static void px_pmix_cleanup_cb(pmix_status_t status, pmix_info_t *info, size_t n
         release_fn(release_cbdata);
 }
 
-/* Ask the PMIx server to remove `path` when this process ends
- * (PMIX_REGISTER_CLEANUP, per process). Bounded by a few seconds: a server
+/* Ask the PMIx server to remove `path`: a file when this process ends
+ * (PMIX_REGISTER_CLEANUP for this process), or an empty folder when the job
+ * ends (PMIX_REGISTER_CLEANUP_DIR for the whole namespace, with
+ * PMIX_CLEANUP_EMPTY and no recursion). Bounded by a few seconds: a server
  * that never answers does not hold px_init up. */
-static int px_pmix_register_cleanup(const char *path)
+static int px_pmix_register_cleanup(const char *path, int what)
 {
     if (!px_pmix_initialized)
         return PX_ERR_NOT_INITIALIZED;
@@ -378,12 +383,22 @@ static int px_pmix_register_cleanup(const char *path)
     /* A comma separates paths in the value: such a path cannot be named. */
     if (strchr(path, ',') || strlen(path) >= sizeof px_pmix_cleanup_req.path)
         return PX_ERR_BAD_PARAM;
+    bool dir = PX_BOOT_CLEANUP_EMPTY_DIR == what;
     snprintf(px_pmix_cleanup_req.path, sizeof px_pmix_cleanup_req.path, "%s", path);
-    PMIX_INFO_LOAD(&px_pmix_cleanup_req.info, PMIX_REGISTER_CLEANUP, px_pmix_cleanup_req.path,
-                   PMIX_STRING);
-    px_pmix_cleanup_req.done = -1;
-    pmix_status_t rc =
-        PMIx_Job_control_nb(&px_pmix_me, 1, &px_pmix_cleanup_req.info, 1, px_pmix_cleanup_cb, NULL);
+    PMIX_INFO_LOAD(&px_pmix_cleanup_req.info[0],
+                   dir ? PMIX_REGISTER_CLEANUP_DIR : PMIX_REGISTER_CLEANUP,
+                   px_pmix_cleanup_req.path, PMIX_STRING);
+    px_pmix_cleanup_req.ninfo = 1;
+    if (dir) {
+        bool yes = true;
+        PMIX_INFO_LOAD(&px_pmix_cleanup_req.info[1], PMIX_CLEANUP_EMPTY, &yes, PMIX_BOOL);
+        px_pmix_cleanup_req.ninfo = 2;
+    }
+    pmix_proc_t target;
+    PMIX_LOAD_PROCID(&target, px_pmix_me.nspace, dir ? PMIX_RANK_WILDCARD : px_pmix_me.rank);
+    __atomic_store_n(&px_pmix_cleanup_req.done, -1, __ATOMIC_RELAXED);
+    pmix_status_t rc = PMIx_Job_control_nb(&target, 1, px_pmix_cleanup_req.info,
+                                           px_pmix_cleanup_req.ninfo, px_pmix_cleanup_cb, NULL);
     if (PMIX_SUCCESS == rc) {
         for (int i = 0;
              i < 5000 && __atomic_load_n(&px_pmix_cleanup_req.done, __ATOMIC_ACQUIRE) < 0; i++) {
@@ -400,8 +415,9 @@ static int px_pmix_register_cleanup(const char *path)
     } else if (PMIX_OPERATION_SUCCEEDED == rc) {
         rc = PMIX_SUCCESS;
     }
-    PMIX_INFO_DESTRUCT(&px_pmix_cleanup_req.info);
-    px_pmix_cleanup_req.done = 0;
+    for (size_t i = 0; i < px_pmix_cleanup_req.ninfo; i++)
+        PMIX_INFO_DESTRUCT(&px_pmix_cleanup_req.info[i]);
+    __atomic_store_n(&px_pmix_cleanup_req.done, 0, __ATOMIC_RELAXED);
     if (PMIX_SUCCESS != rc) {
         PX_OUTPUT_VERBOSE(1, px_boot_base_framework.output,
                           "boot/pmix: the launcher does not take PMIX_REGISTER_CLEANUP of %s: %s",
@@ -409,7 +425,8 @@ static int px_pmix_register_cleanup(const char *path)
         return PX_ERR_NOT_AVAILABLE;
     }
     PX_OUTPUT_VERBOSE(10, px_boot_base_framework.output,
-                      "boot/pmix: the launcher removes %s when this process ends", path);
+                      "boot/pmix: the launcher removes %s when %s", path,
+                      dir ? "the job ends (if empty then)" : "this process ends");
     return PX_SUCCESS;
 }
 

@@ -86,7 +86,8 @@ int px_btl_shm_dir_ensure(const char *dir)
     }
     for (int attempt = 0; attempt < 100; attempt++) {
         struct stat st;
-        int fd = px_fs_private_dir_open(dir, true, &st, NULL);
+        bool made = false;
+        int fd = px_fs_private_dir_open(dir, true, &st, &made);
         if (fd < 0 && errno == ENOENT)
             continue; /* removed by its last user between our mkdir and open */
         if (fd < 0 && errno == EPERM) {
@@ -107,6 +108,11 @@ int px_btl_shm_dir_ensure(const char *dir)
             rc = flock(fd, LOCK_SH);
         while (rc != 0 && errno == EINTR);
         if (dir_is(dir, &st)) {
+            /* Made here (not by pxrun): should every process die without
+             * removing it, a launcher that offers it removes the folder when
+             * the job has ended, if empty (the segments are registered each). */
+            if (made)
+                (void)px_boot_register_cleanup(dir, PX_BOOT_CLEANUP_EMPTY_DIR);
             px_btl_shm_dir.fd = fd;
             px_btl_shm_dir.refs = 1;
             px_btl_shm_dir.st = st;
@@ -296,7 +302,7 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
      * it), a launcher that offers it removes the file (PMIx). Only the
      * file: a launcher removes by path, and the folder's name must not be
      * given up while other processes of the job still use it. */
-    (void)px_boot_register_cleanup(path);
+    (void)px_boot_register_cleanup(path, PX_BOOT_CLEANUP_FILE);
     return PX_SUCCESS;
 }
 

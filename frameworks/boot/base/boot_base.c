@@ -195,13 +195,15 @@ int px_boot_base_select(void)
     return PX_SUCCESS;
 }
 
-int px_boot_register_cleanup(const char *path)
+int px_boot_register_cleanup(const char *path, int what)
 {
     /* A plugin built against boot API 1.0 has no such member. */
     if (NULL == px_boot || NULL == path || NULL == px_boot_component ||
         px_boot_component->framework_version.minor < 1 || NULL == px_boot->register_cleanup)
         return PX_ERR_NOT_AVAILABLE;
-    return px_boot->register_cleanup(path);
+    if (what != PX_BOOT_CLEANUP_FILE && what != PX_BOOT_CLEANUP_EMPTY_DIR)
+        return PX_ERR_BAD_PARAM;
+    return px_boot->register_cleanup(path, what);
 }
 
 int px_boot_base_close(void)
