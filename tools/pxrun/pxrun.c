@@ -292,6 +292,8 @@ static void setup_session(void)
         (px.shmfd = px_fs_private_dir_open(px.shmdir, true, NULL, &made)) < 0 || !made ||
         flock(px.shmfd, LOCK_SH) != 0) {
         /* Not fatal: the shm component reports it if it needs the folder. */
+        if (px.shmfd >= 0 && made)
+            px_fs_remove_tree_fd(px.shmfd, px.shmdir); /* made, but not lockable */
         if (px.shmfd >= 0)
             close(px.shmfd);
         px.shmfd = -1;
