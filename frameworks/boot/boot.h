@@ -15,7 +15,7 @@
 #include "core/mca/component.h"
 
 #define PX_BOOT_API_MAJOR   1
-#define PX_BOOT_API_MINOR   0
+#define PX_BOOT_API_MINOR   1
 #define PX_BOOT_API_RELEASE 0
 
 typedef struct px_boot_module {
@@ -45,6 +45,16 @@ typedef struct px_boot_module {
      * makes the job's 0700 scratch folder inside it. NULL (or no function):
      * the base makes one under $TMPDIR. Used by px_boot_session_dir. */
     const char *(*session_dir)(void);
+    /* API 1.1, optional: ask the launcher to remove `path` for us (boot/pmix:
+     * PMIX_REGISTER_CLEANUP). PX_BOOT_CLEANUP_FILE: a file of this process,
+     * removed when this process ends, however it ends.
+     * PX_BOOT_CLEANUP_EMPTY_DIR: a folder of the job, removed when the whole
+     * job has ended, and only when it is empty then (never recursively: the
+     * name may belong to someone else by then). PX_ERR_NOT_AVAILABLE when the
+     * launcher does not offer it. A launcher removes by path: only for names
+     * inside (or, for the folder, directly in) a place the job controls. Read
+     * only when the component's API minor is 1 or more. */
+    int (*register_cleanup)(const char *path, int what);
 } px_boot_module_t;
 
 /* A boot component: query says whether it can serve this process and with
@@ -67,6 +77,15 @@ PX_EXPORT extern struct px_mca_framework px_boot_base_framework;
 PX_EXPORT int px_boot_modex_send(const px_mca_component_t *component, const void *data, size_t len);
 PX_EXPORT int px_boot_modex_recv(const px_mca_component_t *component, int rank, void **data,
                                  size_t *len);
+
+/* Ask the launcher to remove `path` (what: PX_BOOT_CLEANUP_*, above) once
+ * this process (a file) or the job (an empty folder) has ended (boot/pmix
+ * under a PMIx server that offers it); PX_ERR_NOT_AVAILABLE when the boot
+ * module or its launcher does not. Best effort: the processes still remove
+ * their files themselves. */
+#define PX_BOOT_CLEANUP_FILE      1
+#define PX_BOOT_CLEANUP_EMPTY_DIR 2
+PX_EXPORT int px_boot_register_cleanup(const char *path, int what);
 
 /* The job's scratch folder on this node: one folder that every rank of the
  * job on this node shares, made with mode 0700 on the first call (under

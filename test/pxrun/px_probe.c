@@ -13,6 +13,9 @@
  *                                  waits in px_recv from rank 1 (which never
  *                                  sends) and the others sleep outside
  *                                  Plexus, for 60 s, then print "survived"
+ *   px_probe hold S                every rank prints "ready RANK", holds the
+ *                                  job for S seconds (outside Plexus), then
+ *                                  px_finalize (test/util/t_fs_race.sh)
  *
  * Every line is flushed at once (stdout is a pipe to pxrun).
  */
@@ -88,6 +91,16 @@ int main(int argc, char **argv)
         printf("survived %d\n", me);
         return 1;
     }
-    fprintf(stderr, "usage: px_probe nofinalize R STATUS | peerdeath R kill|exit | launcher\n");
+    if (!strcmp(mode, "hold") && argc == 3) {
+        double s = atof(argv[2]);
+        int me = init(&argc, &argv);
+        printf("ready %d\n", me);
+        struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+        nanosleep(&ts, NULL);
+        int rc = px_finalize();
+        return rc == PX_SUCCESS ? 0 : 1;
+    }
+    fprintf(stderr, "usage: px_probe nofinalize R STATUS | peerdeath R kill|exit | launcher | "
+                    "hold S\n");
     return 2;
 }

@@ -173,6 +173,45 @@ launcher_killed() { # N
 launcher_killed 1 # the shm folder pxrun made is never used by one rank
 launcher_killed 3
 
+# pxrun killed with SIGKILL while three ranks wait in px_init's fence for a
+# fourth that has not started yet: whether the watcher or px_init's error
+# path sees it first (PX_BOOT_PXRUN_TEST_NO_WATCH=1: the error path, as when
+# the main thread wins that race), the last rank removes the job's files
+# (the segments, the socket, both folders); the late rank finds no launcher.
+init_killed() { # WATCH(0|1)
+    local d=$T/lk-init$1 job= p ranks alive=1 how=watcher
+    [ "$1" = 0 ] && how="px_init's error path"
+    mkdir -p "$d"
+    "$PXRUN" -n 4 -x PX_BOOT_PXRUN_TEST_NO_WATCH=$((1 - $1)) sh -c \
+        'echo $PX_JOBID; [ $PX_RANK = 3 ] && sleep 4; exec "$0" hold 0 2>"$1.$PX_RANK"' \
+        "$PROBE" "$d/err" </dev/null >"$d/out" 2>"$d/perr" &
+    p=$!
+    for _ in $(seq 400); do
+        job=$(head -1 "$d/out")
+        [ -n "$job" ] && [ "$(ls "/dev/shm/plexus-$uid-$job" 2>/dev/null | grep -c '^seg-')" -ge 3 ] && break
+        sleep 0.05
+    done
+    check "pxrun killed during px_init ($how): three ranks made their segments" \
+        [ -n "$job" -a "$(ls "/dev/shm/plexus-$uid-$job" 2>/dev/null | grep -c '^seg-')" -ge 3 ]
+    ranks=$(pgrep -P $p)
+    kill -9 $p
+    wait $p 2>/dev/null
+    for _ in $(seq 300); do # 15 s: the late rank sleeps 4 s first
+        alive=0
+        for q in $ranks; do kill -0 "$q" 2>/dev/null && alive=1; done
+        [ $alive -eq 0 ] && break
+        sleep 0.05
+    done
+    check "pxrun killed during px_init ($how): every rank ended" [ $alive -eq 0 ]
+    [ $alive -eq 0 ] || kill -9 $ranks 2>/dev/null
+    check "pxrun killed during px_init ($how): no segment or shm folder left" \
+        [ -n "$job" -a ! -e "/dev/shm/plexus-$uid-$job" ]
+    check "pxrun killed during px_init ($how): no session folder or socket left" \
+        [ -n "$job" -a ! -e "$sess/job-$job" ]
+}
+init_killed 1
+init_killed 0
+
 run "$PXRUN" -n 64 sh -c 'echo r$PX_RANK'
 check "pxrun -n 64 runs 64 ranks" [ "$rc" -eq 0 -a "$(grep -c '^r' "$T/out")" -eq 64 ]
 tap_done

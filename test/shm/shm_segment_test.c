@@ -3,7 +3,8 @@
  * attach with the right job id and key, refusal for another job's id, a
  * wrong key, a wrong size, and a folder open to other users; a creation
  * that fails after making the folder removes it; the liveness lock tells a
- * peer that the owner has ended (also while it is an unreaped zombie); the
+ * peer that the owner has ended (also while it is an unreaped zombie); a
+ * segment left by a dead owner is taken over, a live owner's never; the
  * automatic ring size (btl_shm_fbox_size=0) for a range of local process counts.
  */
 #include "test/lib/px_check.h"
@@ -208,6 +209,89 @@ START_TEST(liveness_lock)
 }
 END_TEST
 
+/* A child that makes the segment (holding its liveness lock) and either
+ * ends at once without cleaning up (as a crash would) or waits for a byte
+ * on `go` first. Returns its pid once the segment is made. */
+static pid_t plant_segment(const char *job, int go_fd)
+{
+    int up[2];
+    ck_assert_int_eq(pipe(up), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char *mine = NULL, c;
+        int lfd = -1,
+            rc = px_btl_shm_segment_create(dir, path, seg_size, job, 9, 0, 2, 4096, &mine, &lfd);
+        c = (rc == PX_SUCCESS && lfd >= 0) ? 'y' : 'n';
+        if (write(up[1], &c, 1) != 1 || (go_fd >= 0 && read(go_fd, &c, 1) < 0))
+            _exit(3);
+        _exit(0); /* no cleanup */
+    }
+    char c = 0;
+    ck_assert_int_eq(read(up[0], &c, 1), 1);
+    ck_assert_int_eq(c, 'y');
+    close(up[0]);
+    close(up[1]);
+    return pid;
+}
+
+/* A segment left by a crashed process of a job with the same id and rank
+ * (its lock is free) is taken over: the new one is made in its place. */
+START_TEST(takeover_of_a_dead_owner)
+{
+    pid_t pid = plant_segment("jobA", -1);
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    struct stat old;
+    ck_assert_int_eq(stat(path, &old), 0);
+    char *base = NULL;
+    int lfd = -1;
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 11, 0, 2, 4096, &base, &lfd),
+        PX_SUCCESS);
+    ck_assert_ptr_nonnull(base);
+    ck_assert_int_ge(lfd, 0);
+    px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)base;
+    ck_assert_int_eq(h->owner_pid, (int32_t)getpid());
+    ck_assert(h->key == 11);
+    struct stat now;
+    ck_assert_int_eq(stat(path, &now), 0);
+    ck_assert(now.st_ino != old.st_ino); /* a new file, not the dead one reused */
+    /* Its pages are reserved: the file system holds all of it now. */
+    ck_assert_int_ge((long long)now.st_blocks * 512, (long long)seg_size);
+    close(lfd);
+    munmap(base, seg_size);
+}
+END_TEST
+
+/* A segment whose owner lives is never taken, whatever job asks. */
+START_TEST(no_takeover_of_a_live_owner)
+{
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = plant_segment("jobA", go[0]);
+    struct stat before, after;
+    ck_assert_int_eq(stat(path, &before), 0);
+    char *base = NULL;
+    int lfd = -1;
+    ck_assert_int_ne(
+        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 12, 0, 2, 4096, &base, &lfd),
+        PX_SUCCESS);
+    ck_assert_ptr_null(base);
+    ck_assert_int_eq(lfd, -1);
+    ck_assert_int_eq(stat(path, &after), 0);
+    ck_assert(after.st_ino == before.st_ino);
+    char *peer = NULL;
+    ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 9, NULL, &peer, NULL),
+                     PX_SUCCESS);
+    ck_assert_int_eq(((px_btl_shm_seg_hdr_t *)peer)->owner_pid, (int32_t)pid);
+    munmap(peer, seg_size);
+    ck_assert_int_eq(write(go[1], "x", 1), 1);
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+}
+END_TEST
+
 /* btl_shm_fbox_size=0 (auto): 4 MiB rings, halved while the rings of a
  * process's peers (nlocal - 1) exceed 4 MiB, never below 64 KiB; always a
  * power of two (the ring arithmetic masks with size - 1). */
@@ -409,5 +493,6 @@ END_TEST
 
 PX_CHECK_MAIN("btl_shm_segment", setup, teardown, 0, create_modes_and_attach,
               other_job_cannot_attach, not_a_segment, open_folder_refused, exclusive_create,
-              failed_create_removes_the_folder, liveness_lock, auto_ring_size, long_job_ids,
-              geometry_checked_at_attach, modex_checked, entry_bounds)
+              failed_create_removes_the_folder, liveness_lock, takeover_of_a_dead_owner,
+              no_takeover_of_a_live_owner, auto_ring_size, long_job_ids, geometry_checked_at_attach,
+              modex_checked, entry_bounds)

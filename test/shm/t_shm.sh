@@ -60,6 +60,38 @@ else
     skip "a backing folder too small" "needs root and a tmpfs mount: $(head -1 "$T/mnt.err" 2>/dev/null)"
     skip "a backing folder too small: the error" "needs root and a tmpfs mount"
 fi
+# A backing folder with room for some of the host's segments but not all:
+# every rank's own check of the free space passes, and the segments together
+# do not fit (4 ranks of about 10 MiB each, 22 MiB free; pipelined messages
+# of up to 4 MiB fill the fragment heaps). Each segment's pages are reserved
+# when it is made, so a rank that finds no room says so (the folder, the
+# size, btl_shm_backing_dir) instead of dying of SIGBUS when it first
+# touches a page the file system cannot give (3 runs of 3 did before).
+full="$T/full-backing"
+mkdir -p "$full"
+if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=256m tmpfs "$full" 2>"$T/mnt.err"; then
+    fallocate -l 234M "$full/ballast"
+    sigbus=0 named=0
+    for i in 1 2 3; do
+        run "$PXRUN" -n 4 --mca btl_shm_backing_dir "$full" --mca btl self,shm \
+            --mca btl_shm_single_copy none "$A2A" --rounds 2 --msgs 16 --max 4194304
+        [ "$rc" -eq $((128 + 7)) ] && sigbus=$((sigbus + 1))
+        # the reservation that failed, or the check before it (the others took the room first)
+        if [ "$rc" -eq 0 ] || grep -Eq "cannot reserve [0-9]+ bytes for segment $full/.*btl_shm_backing_dir|need [0-9]+ bytes, more than the [0-9]+ free in $full \(btl_shm_backing_dir\)" "$T/err"; then
+            named=$((named + 1))
+        fi
+    done
+    leftover=$(ls -A "$full" | grep -v '^ballast$')
+    umount "$full"
+    check "4 ranks, room for 2 segments: no rank dies of SIGBUS (3 runs)" [ $sigbus -eq 0 ]
+    check "4 ranks, room for 2 segments: each run succeeds or names the folder, the size and btl_shm_backing_dir" [ $named -eq 3 ]
+    [ $named -eq 3 ] || head -3 "$T/err" | sed 's/^/# /'
+    check "4 ranks, room for 2 segments: nothing of the jobs left in the folder" [ -z "$leftover" ]
+else
+    skip "4 ranks, room for 2 segments" "needs root and a tmpfs mount: $(head -1 "$T/mnt.err" 2>/dev/null)"
+    skip "4 ranks, room for 2 segments: the error" "needs root and a tmpfs mount"
+    skip "4 ranks, room for 2 segments: nothing left" "needs root and a tmpfs mount"
+fi
 # Pipeline fragments cool for btl_shm_frag_cool_bytes of other data before
 # reuse: at 0 a fragment is taken again as soon as it comes back, at 1G only
 # once the list is at its maximum; the data arrives intact either way.
@@ -186,7 +218,30 @@ if command -v mpirun >/dev/null; then
         contains "$(cat "$T/out")" "rank 0: transport to rank 1: shm"
     check "peer death under mpirun: both survivors' px_recv fail with peer failed" \
         [ "$(grep -c 'recv from rank 1: peer process failed or disconnected after' "$T/out")" -eq 2 ]
+    # A rank SIGKILLed in px_init before its peer attached its segment: the
+    # launcher removes the segment, which boot/pmix registered for cleanup
+    # (PMIX_REGISTER_CLEANUP), and the job's folder, empty by then, at the
+    # job's end (registered for the namespace, PMIX_CLEANUP_EMPTY); nothing
+    # else would (the peer never started).
+    bk=$T/pmix-backing
+    mkdir -p "$bk"
+    timeout -s KILL 60 mpirun "${root[@]}" --oversubscribe -np 2 \
+        -x PX_MCA_mca_component_path="$B/.libs" -x PX_MCA_btl_shm_backing_dir="$bk" \
+        sh -c 'echo $$ >"$1.$OMPI_COMM_WORLD_RANK"; [ "$OMPI_COMM_WORLD_RANK" = 1 ] && sleep 30; exec "$0" hold 0' \
+        "$PROBE" "$T/mpid" >"$T/out" 2>"$T/err" </dev/null &
+    mp=$!
+    for _ in $(seq 400); do ls "$bk"/plexus-*/seg-0 >/dev/null 2>&1 && break; sleep 0.05; done
+    made=$(ls "$bk"/plexus-*/seg-0 2>/dev/null)
+    [ -n "$made" ] && kill -9 "$(cat "$T/mpid.0")"
+    wait $mp
+    check "mpirun, rank 0 killed in px_init: its segment was made" [ -n "$made" ]
+    check "mpirun, rank 0 killed in px_init: the launcher removed its segment (PMIX_REGISTER_CLEANUP)" \
+        [ -n "$made" -a ! -e "$made" ]
+    check "mpirun, rank 0 killed in px_init: and the job's empty folder at the job's end" \
+        [ -n "$made" -a ! -e "$(dirname "$made")" ]
 else
     skip "peer death under mpirun" "mpirun is not installed"
+    skip "mpirun, rank 0 killed in px_init: the launcher removes its segment" "mpirun is not installed"
+    skip "mpirun, rank 0 killed in px_init: and the job's empty folder" "mpirun is not installed"
 fi
 tap_done

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -208,29 +209,31 @@ static void parse_args(int argc, char **argv)
 
 static void cleanup_files(void)
 {
-    if (px.sockpath[0])
-        unlink(px.sockpath);
-    if (px.sessdir[0])
-        px_fs_remove_tree(px.sessdir);
+    /* Through the descriptors held since creation: only what pxrun made is
+     * removed, and a name is removed only while it still is that folder. */
+    if (px.sockpath[0] && px.sessfd >= 0)
+        unlinkat(px.sessfd, "sock", 0);
+    if (px.sessdir[0] && px.sessfd >= 0)
+        px_fs_remove_tree_fd(px.sessfd, px.sessdir);
     if (px.topdir[0])
         rmdir(px.topdir); /* only when no other job uses it */
-    if (px.shmdir[0])
-        px_fs_remove_tree(px.shmdir);
+    if (px.shmdir[0] && px.shmfd >= 0)
+        px_fs_remove_tree_fd(px.shmfd, px.shmdir);
+    if (px.sessfd >= 0)
+        close(px.sessfd);
+    if (px.shmfd >= 0)
+        close(px.shmfd);
+    px.sessfd = px.shmfd = -1;
 }
 
 /* ------------------------------------------------------------ setup */
 
 static int make_private_dir(const char *path)
 {
-    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+    int fd = px_fs_private_dir_open(path, true, NULL, NULL);
+    if (fd < 0)
         return -1;
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077)) {
-        errno = EPERM;
-        return -1;
-    }
+    close(fd);
     return 0;
 }
 
@@ -263,9 +266,15 @@ static void setup_session(void)
         px.topdir[0] = 0;
         exit(1);
     }
+    bool made = false;
     if (snprintf(px.sessdir, sizeof px.sessdir, "%s/job-%s", px.topdir, px.jobid) >=
             (int)sizeof px.sockpath - 8 ||
-        mkdir(px.sessdir, 0700) != 0) {
+        (px.sessfd = px_fs_private_dir_open(px.sessdir, true, NULL, &made)) < 0 || !made) {
+        if (px.sessfd >= 0 || errno == EPERM)
+            errno = EEXIST; /* not ours to use: a job folder is always new */
+        if (px.sessfd >= 0)
+            close(px.sessfd);
+        px.sessfd = -1;
         fprintf(stderr, "pxrun: error: cannot create session folder %s: %s\n", px.sessdir,
                 strerror(errno));
         px.sessdir[0] = 0;
@@ -274,10 +283,20 @@ static void setup_session(void)
     }
     if (snprintf(px.sockpath, sizeof px.sockpath, "%s/sock", px.sessdir) < 0)
         px.sockpath[0] = 0;
+    /* The job's shm folder: made here, held open (with a shared flock, so
+     * that no rank takes it for the last user and removes it while the job
+     * runs) and removed through that descriptor at the end. A name that
+     * exists already is not pxrun's to remove. */
     if (snprintf(px.shmdir, sizeof px.shmdir, "%s/plexus-%u-%s", shm_backing_dir(),
                  (unsigned)getuid(), px.jobid) >= (int)sizeof px.shmdir ||
-        mkdir(px.shmdir, 0700) != 0) {
+        (px.shmfd = px_fs_private_dir_open(px.shmdir, true, NULL, &made)) < 0 || !made ||
+        flock(px.shmfd, LOCK_SH) != 0) {
         /* Not fatal: the shm component reports it if it needs the folder. */
+        if (px.shmfd >= 0 && made)
+            px_fs_remove_tree_fd(px.shmfd, px.shmdir); /* made, but not lockable */
+        if (px.shmfd >= 0)
+            close(px.shmfd);
+        px.shmfd = -1;
         px.shmdir[0] = 0;
     }
 
@@ -433,6 +452,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     signal(SIGTTIN, SIG_IGN);
 
+    px.sessfd = px.shmfd = -1;
     setup_session();
     px.ranks = calloc((size_t)px.n, sizeof(pxrun_rank_t));
     for (int i = 0; i < px.n; i++) {

@@ -88,6 +88,7 @@ typedef struct pxrun_job {
     char host[256];
     char topdir[PATH_MAX], sessdir[PATH_MAX], sockpath[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char shmdir[PATH_MAX];
+    int sessfd, shmfd; /* the two job folders, held from creation (-1: none) */
     int lfd, sfd;
     pxrun_rank_t *ranks;
     pxrun_conn_t *conns;

@@ -13,6 +13,10 @@
  *    srun --mpi=pmix gives <TmpFS>/spmix_appdir_<uid>_<job>.<step>); the
  *    base keeps the job's scratch folder inside it. Without it (Open MPI 4.1's
  *    mpirun gives neither key) the base makes one under $TMPDIR.
+ *  - register_cleanup: PMIx_Job_control_nb with PMIX_REGISTER_CLEANUP (a
+ *    file the server removes when this process ends) or, for the whole
+ *    namespace, PMIX_REGISTER_CLEANUP_DIR with PMIX_CLEANUP_EMPTY (a folder
+ *    removed at the job's end if empty), answered within 5 s.
  * Every PMIx failure is printed with the call, PMIx_Error_string and the key.
  */
 #include <pmix.h>
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "components/boot/pmix/pmix.h"
 #include "core/mca/framework.h"
@@ -342,6 +347,89 @@ static const char *px_pmix_session_dir(void)
     return px_pmix_nsdir;
 }
 
+/* PMIx_Job_control_nb's answer. Static: a late answer after the bounded
+ * wait below must still find it. */
+static struct {
+    volatile int done;
+    volatile pmix_status_t status;
+    pmix_info_t info[2];
+    size_t ninfo;
+    char path[4096];
+} px_pmix_cleanup_req;
+
+static void px_pmix_cleanup_cb(pmix_status_t status, pmix_info_t *info, size_t ninfo, void *cbdata,
+                               pmix_release_cbfunc_t release_fn, void *release_cbdata)
+{
+    (void)info;
+    (void)ninfo;
+    (void)cbdata;
+    px_pmix_cleanup_req.status = status;
+    __atomic_store_n(&px_pmix_cleanup_req.done, 1, __ATOMIC_RELEASE);
+    if (release_fn)
+        release_fn(release_cbdata);
+}
+
+/* Ask the PMIx server to remove `path`: a file when this process ends
+ * (PMIX_REGISTER_CLEANUP for this process), or an empty folder when the job
+ * ends (PMIX_REGISTER_CLEANUP_DIR for the whole namespace, with
+ * PMIX_CLEANUP_EMPTY and no recursion). Bounded by a few seconds: a server
+ * that never answers does not hold px_init up. */
+static int px_pmix_register_cleanup(const char *path, int what)
+{
+    if (!px_pmix_initialized)
+        return PX_ERR_NOT_INITIALIZED;
+    if (__atomic_load_n(&px_pmix_cleanup_req.done, __ATOMIC_ACQUIRE) < 0)
+        return PX_ERR_NOT_AVAILABLE; /* an earlier request is still unanswered */
+    /* A comma separates paths in the value: such a path cannot be named. */
+    if (strchr(path, ',') || strlen(path) >= sizeof px_pmix_cleanup_req.path)
+        return PX_ERR_BAD_PARAM;
+    bool dir = PX_BOOT_CLEANUP_EMPTY_DIR == what;
+    snprintf(px_pmix_cleanup_req.path, sizeof px_pmix_cleanup_req.path, "%s", path);
+    PMIX_INFO_LOAD(&px_pmix_cleanup_req.info[0],
+                   dir ? PMIX_REGISTER_CLEANUP_DIR : PMIX_REGISTER_CLEANUP,
+                   px_pmix_cleanup_req.path, PMIX_STRING);
+    px_pmix_cleanup_req.ninfo = 1;
+    if (dir) {
+        bool yes = true;
+        PMIX_INFO_LOAD(&px_pmix_cleanup_req.info[1], PMIX_CLEANUP_EMPTY, &yes, PMIX_BOOL);
+        px_pmix_cleanup_req.ninfo = 2;
+    }
+    pmix_proc_t target;
+    PMIX_LOAD_PROCID(&target, px_pmix_me.nspace, dir ? PMIX_RANK_WILDCARD : px_pmix_me.rank);
+    __atomic_store_n(&px_pmix_cleanup_req.done, -1, __ATOMIC_RELAXED);
+    pmix_status_t rc = PMIx_Job_control_nb(&target, 1, px_pmix_cleanup_req.info,
+                                           px_pmix_cleanup_req.ninfo, px_pmix_cleanup_cb, NULL);
+    if (PMIX_SUCCESS == rc) {
+        for (int i = 0;
+             i < 5000 && __atomic_load_n(&px_pmix_cleanup_req.done, __ATOMIC_ACQUIRE) < 0; i++) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+        if (__atomic_load_n(&px_pmix_cleanup_req.done, __ATOMIC_ACQUIRE) < 0) {
+            PX_OUTPUT_VERBOSE(1, px_boot_base_framework.output,
+                              "boot/pmix: no answer to PMIX_REGISTER_CLEANUP of %s within 5 s",
+                              path);
+            return PX_ERR_TIMEOUT;
+        }
+        rc = px_pmix_cleanup_req.status;
+    } else if (PMIX_OPERATION_SUCCEEDED == rc) {
+        rc = PMIX_SUCCESS;
+    }
+    for (size_t i = 0; i < px_pmix_cleanup_req.ninfo; i++)
+        PMIX_INFO_DESTRUCT(&px_pmix_cleanup_req.info[i]);
+    __atomic_store_n(&px_pmix_cleanup_req.done, 0, __ATOMIC_RELAXED);
+    if (PMIX_SUCCESS != rc) {
+        PX_OUTPUT_VERBOSE(1, px_boot_base_framework.output,
+                          "boot/pmix: the launcher does not take PMIX_REGISTER_CLEANUP of %s: %s",
+                          path, PMIx_Error_string(rc));
+        return PX_ERR_NOT_AVAILABLE;
+    }
+    PX_OUTPUT_VERBOSE(10, px_boot_base_framework.output,
+                      "boot/pmix: the launcher removes %s when %s", path,
+                      dir ? "the job ends (if empty then)" : "this process ends");
+    return PX_SUCCESS;
+}
+
 px_boot_module_t px_boot_pmix_module = {
     .name = "pmix",
     .init = px_pmix_init,
@@ -357,4 +445,5 @@ px_boot_module_t px_boot_pmix_module = {
     .abort = px_pmix_abort,
     .finalize = px_pmix_finalize,
     .session_dir = px_pmix_session_dir,
+    .register_cleanup = px_pmix_register_cleanup,
 };

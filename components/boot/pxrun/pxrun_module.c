@@ -187,33 +187,56 @@ static void say(const char *msg)
     }
 }
 
+/* The launcher is gone: nobody will clean up after the job. The rank that
+ * can take the session folder's flock exclusively is the last one and
+ * removes the job's files: the socket, the session folder (the scratch
+ * folder inside it) and the shm folder, each only when it is a folder of
+ * this user (px_fs_remove_tree). Returns whether this rank did. The lock is
+ * kept until the process ends, so no later rank repeats it. */
+static bool remove_files_if_last(void)
+{
+    const char *sess = getenv("PX_SESSION_DIR"), *shm = getenv("PX_PXRUN_SHMDIR");
+    const char *uri = getenv(PX_PXRUN_URI_ENV);
+    bool last = false;
+    if (sess_fd >= 0) {
+        flock(sess_fd, LOCK_UN);
+        last = flock(sess_fd, LOCK_EX | LOCK_NB) == 0;
+    }
+    if (!last)
+        return false;
+    if (uri && sess && *sess && !strncmp(uri, sess, strlen(sess)) && uri[strlen(sess)] == '/' &&
+        !strchr(uri + strlen(sess) + 1, '/'))
+        unlinkat(sess_fd, uri + strlen(sess) + 1, 0);
+    if (shm && *shm)
+        px_fs_remove_tree(shm);
+    if (sess && *sess) {
+        px_fs_remove_tree_fd(sess_fd, sess);
+        char top[4096];
+        snprintf(top, sizeof top, "%s", sess);
+        char *slash = strrchr(top, '/');
+        if (slash) {
+            *slash = '\0';
+            rmdir(top); /* plexus-<uid>, when no other job uses it */
+        }
+    }
+    return true;
+}
+
+/* The launcher's end of the socket hung up (pxrun died). */
+static bool launcher_hung_up(void)
+{
+    if (fd < 0)
+        return false;
+    struct pollfd pf = {fd, POLLRDHUP, 0};
+    return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 /* The launcher is gone: nobody will end this rank or clean up after the job. */
 static void launcher_gone(void)
 {
     signal(SIGPIPE, SIG_IGN); /* our stdout/stderr were pipes to pxrun */
-    const char *sess = getenv("PX_SESSION_DIR"), *shm = getenv("PX_PXRUN_SHMDIR");
     const char *uri = getenv(PX_PXRUN_URI_ENV), *ppid = getenv("PX_PXRUN_PID");
-    bool last = false;
-    if (sess_fd >= 0) {
-        flock(sess_fd, LOCK_UN);
-        last = flock(sess_fd, LOCK_EX | LOCK_NB) == 0; /* held until _exit */
-    }
-    if (last) {
-        if (uri)
-            unlink(uri);
-        if (shm && *shm)
-            px_fs_remove_tree(shm);
-        if (sess && *sess) {
-            px_fs_remove_tree(sess);
-            char top[4096];
-            snprintf(top, sizeof top, "%s", sess);
-            char *slash = strrchr(top, '/');
-            if (slash) {
-                *slash = '\0';
-                rmdir(top); /* plexus-<uid>, when no other job uses it */
-            }
-        }
-    }
+    bool last = remove_files_if_last(); /* held until _exit */
     char msg[1024];
     snprintf(msg, sizeof msg,
              "plexus: rank %d: the launcher pxrun (pid %s) died: its socket %s hung up; exiting "
@@ -249,6 +272,12 @@ static void watch_start(void)
             sess_fd = -1;
         }
     }
+    /* PX_BOOT_PXRUN_TEST_NO_WATCH: the test suite's stand-in for a main
+     * thread that sees the launcher's hang-up (in a fence of px_init) before
+     * the watcher does. */
+    const char *nowatch = getenv("PX_BOOT_PXRUN_TEST_NO_WATCH");
+    if (nowatch && *nowatch == '1')
+        return;
     if (pipe2(stop_pipe, O_CLOEXEC) != 0) {
         stop_pipe[0] = stop_pipe[1] = -1;
         return;
@@ -289,10 +318,6 @@ static void watch_stop(void)
             close(stop_pipe[i]);
             stop_pipe[i] = -1;
         }
-    if (sess_fd >= 0) {
-        close(sess_fd);
-        sess_fd = -1;
-    }
 }
 
 static int pxrun_init(void)
@@ -510,6 +535,21 @@ static void pxrun_abort(int status, const char *msg)
 static int pxrun_finalize(void)
 {
     watch_stop(); /* before the socket closes under it */
+    /* px_finalize, or px_init's error path (a fence that failed because
+     * pxrun died): with the launcher gone, the last rank removes the job's
+     * files here, as the watcher would have. */
+    if (launcher_hung_up() && remove_files_if_last()) {
+        char msg[512];
+        snprintf(msg, sizeof msg,
+                 "plexus: rank %d: the launcher pxrun is gone; the last rank removed the job's "
+                 "files\n",
+                 px_boot_pxrun_module.rank);
+        say(msg);
+    }
+    if (sess_fd >= 0) {
+        close(sess_fd);
+        sess_fd = -1;
+    }
     if (fd >= 0) {
         px_pxrun_frame_hdr_t h = {0, PX_PXRUN_OP_BYE};
         send_all(&h, sizeof h);

@@ -7,7 +7,8 @@
  * path, size, pid and a random key in the modex. add_procs maps every local
  * peer's segment after checking its header (magic, version, job id, key),
  * and the peer that completes the set of attachments unlinks the file, so a
- * crash leaves nothing behind. Layout of a segment (owner = receiver):
+ * crash leaves nothing behind (the folder stays until the job ends). Layout of a segment (owner =
+ * receiver):
  *
  *   header line | fifo line (MPSC queue tail+head) | ack line per sender |
  *   fast box ring per sender (btl_shm_fbox_size each) | fragment heap
@@ -390,9 +391,13 @@ const char *px_btl_shm_header_check(const px_btl_shm_seg_hdr_t *h, size_t size, 
                                     uint64_t *theirs, uint64_t *ours);
 
 /* Segment files (shm_segment.c); exported for the tests. */
-/* Create `path` (0600, O_EXCL) of `size` bytes in folder `dir` (made 0700
- * when missing; refused when not owned by us or open to others), map it and
- * write its header. */
+/* Create `path` (0600, O_EXCL; a name directly inside `dir`) of `size`
+ * bytes in folder `dir` (made 0700 when missing and held, as
+ * px_btl_shm_dir_ensure; refused when not owned by us or open to others),
+ * reserve its pages (posix_fallocate: ENOSPC is an error naming the folder,
+ * not a SIGBUS later), map it and write its header. A segment of that name
+ * left by a process that has ended (its liveness lock is free) is taken
+ * over; one whose owner lives is an error. */
 int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
                               uint64_t key, int rank, int nlocal, size_t fbox_size, char **base,
                               int *lockfd);
@@ -410,9 +415,19 @@ int px_btl_shm_segment_attach(const char *path, size_t size, const char *jobid, 
  * free), 0 while it lives or when it cannot be told. */
 int px_btl_shm_peer_gone(int lockfd);
 
-/* Make the job's segment folder `dir` (0700) when missing and check that it
- * is this user's and closed to others; PX_SUCCESS or an error after saying why. */
+/* Make the job's segment folder `dir` (0700) when missing, check that it is
+ * this user's and closed to others, and hold it open (one more reference
+ * when held already); PX_SUCCESS or an error after saying why. The name is
+ * never given up while the job runs: files inside come and go, the folder
+ * stays until its last user (pxrun, or the last process of the job) leaves. */
 int px_btl_shm_dir_ensure(const char *dir);
+/* The held folder's descriptor (files are made and removed relative to
+ * it), or -1. */
+int px_btl_shm_dir_fd(void);
+/* Drop a reference; at the last one, the process that is the folder's last
+ * user (an exclusive flock succeeds) removes it and what is left inside,
+ * through the descriptor. */
+void px_btl_shm_dir_release(void);
 
 /* Shareable memory for the transfer engine (shm_xfer.c, BTL API 3.2). */
 int px_btl_shm_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem);

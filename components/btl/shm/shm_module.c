@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -838,8 +839,10 @@ void px_btl_shm_module_cleanup(void)
         if (s->seg_fd >= 0)
             close(s->seg_fd);
         s->seg_fd = -1;
-        unlink(s->path); /* when some peer never attached */
-        rmdir(s->dir);
+        char *slash = strrchr(s->path, '/');
+        if (slash && px_btl_shm_dir_fd() >= 0) /* when some peer never attached */
+            unlinkat(px_btl_shm_dir_fd(), slash + 1, 0);
+        px_btl_shm_dir_release(); /* the last user of the folder removes it */
     }
     free(s->bases);
     s->bases = NULL;

@@ -133,13 +133,9 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)base;
         uint32_t n = atomic_fetch_add_explicit(&h->attached, 1, memory_order_acq_rel) + 1;
         if (n == h->nlocal - 1) {
-            /* Every peer has it mapped: the name is no longer needed. */
+            /* Every peer has it mapped: the name is no longer needed. The
+             * folder stays (its name is never given up while the job runs). */
             unlink(mx->path);
-            char *slash = strrchr(mx->path, '/');
-            if (slash) {
-                *slash = '\0';
-                rmdir(mx->path); /* succeeds for the last segment of the job */
-            }
         }
         if (!probed && (btl->btl_flags & (PX_BTL_FLAGS_GET | PX_BTL_FLAGS_XFER_RDMA))) {
             probed = true;

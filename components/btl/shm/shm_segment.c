@@ -13,11 +13,14 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include "config.h"
 #include "components/btl/shm/shm.h"
 #include "core/util/error.h"
+#include "core/util/fs.h"
 #include "core/util/output.h"
+#include "frameworks/boot/boot.h"
 #if PX_HAVE_HWLOC
 #include <hwloc.h>
 #endif
@@ -45,23 +48,164 @@ static void px_btl_shm_place(void *base, size_t size)
 #endif
 }
 
+/* The job's folder, held from its creation (or first use) to module
+ * cleanup: files are made and removed relative to this descriptor, and the
+ * shared flock on it tells the last process of the job (pxrun holds one too
+ * for the whole job) that it may remove the folder. */
+static struct {
+    int fd, refs;
+    struct stat st;
+    char path[200];
+} px_btl_shm_dir = {.fd = -1};
+
+/* The name `path` still is the folder held at `st`. */
+static bool dir_is(const char *path, const struct stat *st)
+{
+    struct stat now;
+    return lstat(path, &now) == 0 && S_ISDIR(now.st_mode) && now.st_dev == st->st_dev &&
+           now.st_ino == st->st_ino;
+}
+
 int px_btl_shm_dir_ensure(const char *dir)
 {
-    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        px_show_error("btl shm: cannot create the job's segment folder %s: %s (variable "
-                      "btl_shm_backing_dir names its parent)",
-                      dir, strerror(errno));
-        return PX_ERR_IN_ERRNO;
+    if (px_btl_shm_dir.fd >= 0 && !strcmp(px_btl_shm_dir.path, dir)) {
+        if (!dir_is(dir, &px_btl_shm_dir.st)) {
+            px_show_error("btl shm: the job's segment folder %s was removed or replaced while "
+                          "this process used it",
+                          dir);
+            return PX_ERR_BAD_PARAM;
+        }
+        px_btl_shm_dir.refs++;
+        return PX_SUCCESS;
     }
-    struct stat st;
-    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
-        (st.st_mode & 077)) {
-        px_show_error("btl shm: refusing segment folder %s: it must be a directory owned by uid "
-                      "%u with mode 0700",
-                      dir, (unsigned)getuid());
+    if (px_btl_shm_dir.fd >= 0 || strlen(dir) >= sizeof px_btl_shm_dir.path) {
+        px_show_error("btl shm: segment folder %s: %s", dir,
+                      px_btl_shm_dir.fd >= 0 ? "this process already uses another one"
+                                             : "path too long");
         return PX_ERR_BAD_PARAM;
     }
-    return PX_SUCCESS;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        struct stat st;
+        bool made = false;
+        int fd = px_fs_private_dir_open(dir, true, &st, &made);
+        if (fd < 0 && errno == ENOENT)
+            continue; /* removed by its last user between our mkdir and open */
+        if (fd < 0 && errno == EPERM) {
+            px_show_error("btl shm: refusing segment folder %s: it must be a directory owned by "
+                          "uid %u with mode 0700 (another user may have made that name; "
+                          "btl_shm_backing_dir names its parent)",
+                          dir, (unsigned)geteuid());
+            return PX_ERR_BAD_PARAM;
+        }
+        if (fd < 0) {
+            px_show_error("btl shm: cannot create the job's segment folder %s: %s (variable "
+                          "btl_shm_backing_dir names its parent)",
+                          dir, strerror(errno));
+            return PX_ERR_IN_ERRNO;
+        }
+        int rc;
+        do
+            rc = flock(fd, LOCK_SH);
+        while (rc != 0 && errno == EINTR);
+        if (dir_is(dir, &st)) {
+            /* Made here (not by pxrun): should every process die without
+             * removing it, a launcher that offers it removes the folder when
+             * the job has ended, if empty (the segments are registered each). */
+            if (made)
+                (void)px_boot_register_cleanup(dir, PX_BOOT_CLEANUP_EMPTY_DIR);
+            px_btl_shm_dir.fd = fd;
+            px_btl_shm_dir.refs = 1;
+            px_btl_shm_dir.st = st;
+            snprintf(px_btl_shm_dir.path, sizeof px_btl_shm_dir.path, "%s", dir);
+            return PX_SUCCESS;
+        }
+        close(fd); /* its last user removed it meanwhile: make it again */
+    }
+    px_show_error("btl shm: the job's segment folder %s keeps disappearing", dir);
+    return PX_ERR_IN_ERRNO;
+}
+
+int px_btl_shm_dir_fd(void)
+{
+    return px_btl_shm_dir.fd;
+}
+
+void px_btl_shm_dir_release(void)
+{
+    if (px_btl_shm_dir.fd < 0 || --px_btl_shm_dir.refs > 0)
+        return;
+    /* The last process of the job that holds the folder removes it. */
+    if (flock(px_btl_shm_dir.fd, LOCK_EX | LOCK_NB) == 0)
+        px_fs_remove_tree_fd(px_btl_shm_dir.fd, px_btl_shm_dir.path);
+    close(px_btl_shm_dir.fd);
+    px_btl_shm_dir.fd = -1;
+    px_btl_shm_dir.refs = 0;
+    px_btl_shm_dir.path[0] = '\0';
+}
+
+/* `path` as a name inside `dir` (no further slash), or NULL. */
+static const char *name_in(const char *dir, const char *path)
+{
+    size_t n = strlen(dir);
+    if (strncmp(path, dir, n) != 0 || path[n] != '/' || !path[n + 1] || strchr(path + n + 1, '/'))
+        return NULL;
+    return path + n + 1;
+}
+
+/* A segment of the same name is there already (a crashed job with this job
+ * id and rank). Remove it when its owner is gone: it held the liveness lock
+ * (its header says so) and the lock is free now. PX_SUCCESS when removed,
+ * otherwise an error after saying why. */
+static int take_over(int dfd, const char *name, const char *path, const char *jobid)
+{
+    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    px_btl_shm_seg_hdr_t h;
+    memset(&h, 0, sizeof h);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h || h.magic != PX_BTL_SHM_MAGIC ||
+        !h.locked) {
+        px_show_error("btl shm: cannot create segment %s: it exists and is not a segment whose "
+                      "owner can be told to be gone (this job's id '%s' is in use, or another "
+                      "program made that file); remove it or set btl_shm_backing_dir",
+                      path, jobid);
+        if (fd >= 0)
+            close(fd);
+        return PX_ERR_EXISTS;
+    }
+    h.job_head[sizeof h.job_head - 1] = '\0';
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        px_show_error("btl shm: cannot create segment %s: it belongs to a running process (pid "
+                      "%d, rank %d of job '%s'); two jobs with the job id '%s' on one host?",
+                      path, (int)h.owner_pid, (int)h.owner_rank, h.job_head, jobid);
+        close(fd);
+        return PX_ERR_EXISTS;
+    }
+    /* Ours while we hold its lock; the name must still be this file. */
+    struct stat now;
+    int rc = PX_ERR_EXISTS;
+    if (fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_ino == st.st_ino &&
+        now.st_dev == st.st_dev && unlinkat(dfd, name, 0) == 0) {
+        PX_OUTPUT_VERBOSE(1, 0,
+                          "btl shm: took over %s, left by pid %d (rank %d of job '%s'), which "
+                          "has ended",
+                          path, (int)h.owner_pid, (int)h.owner_rank, h.job_head);
+        rc = PX_SUCCESS;
+    } else {
+        px_show_error("btl shm: cannot remove the stale segment %s: %s", path, strerror(errno));
+    }
+    close(fd);
+    return rc;
+}
+
+/* Undo a failed create: the file this call made, the folder reference. */
+static void create_failed(int dfd, const char *name, int fd)
+{
+    if (fd >= 0) {
+        close(fd);
+        unlinkat(dfd, name, 0);
+    }
+    px_btl_shm_dir_release(); /* removes the folder when no one else uses it */
 }
 
 int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
@@ -74,27 +218,57 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     int rc = px_btl_shm_dir_ensure(dir);
     if (rc != PX_SUCCESS)
         return rc;
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int dfd = px_btl_shm_dir.fd;
+    const char *name = name_in(dir, path);
+    if (!name) {
+        px_show_error("btl shm: cannot create segment %s: not a file directly inside %s", path,
+                      dir);
+        create_failed(dfd, "", -1);
+        return PX_ERR_BAD_PARAM;
+    }
+    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        rc = take_over(dfd, name, path, jobid);
+        if (rc != PX_SUCCESS) {
+            create_failed(dfd, name, -1);
+            return rc;
+        }
+        fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
     if (fd < 0) {
         px_show_error("btl shm: cannot create segment %s: %s", path, strerror(errno));
-        rmdir(dir); /* the folder this call may have made; kept when others use it */
+        create_failed(dfd, name, -1);
         return PX_ERR_IN_ERRNO;
     }
     if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)size) != 0) {
         px_show_error("btl shm: cannot size segment %s to %zu bytes: %s (is %s full?)", path, size,
                       strerror(errno), dir);
-        close(fd);
-        unlink(path);
-        rmdir(dir);
+        create_failed(dfd, name, fd);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    /* Reserve the pages now: the file is sparse, and a page the file system
+     * cannot give when it is first touched kills the process with SIGBUS.
+     * The free space each process checked before may have been taken by the
+     * other processes of the host since. */
+    int e = posix_fallocate(fd, 0, (off_t)size);
+    if (e == ENOSPC || e == EFBIG || e == ENOMEM) {
+        struct statvfs fs;
+        unsigned long long avail =
+            statvfs(dir, &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : 0;
+        px_show_error("btl shm: cannot reserve %zu bytes for segment %s: %s (%llu bytes free "
+                      "there now; each of the %d processes of this job on this host needs "
+                      "about as much): set btl_shm_backing_dir to a folder with more space, or "
+                      "make the segment smaller (btl_shm_fbox_size, btl_shm_free_list_eager_max, "
+                      "btl_shm_free_list_send_max)",
+                      size, path, strerror(e), avail, nlocal);
+        create_failed(dfd, name, fd);
         return PX_ERR_OUT_OF_RESOURCE;
     }
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
         px_show_error("btl shm: cannot map segment %s (%zu bytes): %s", path, size,
                       strerror(errno));
-        close(fd);
-        unlink(path);
-        rmdir(dir);
+        create_failed(dfd, name, fd);
         return PX_ERR_OUT_OF_RESOURCE;
     }
     /* Liveness: this process holds an exclusive lock on the segment for as
@@ -127,6 +301,11 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     atomic_thread_fence(memory_order_release);
     h->magic = PX_BTL_SHM_MAGIC; /* last: the header is complete */
     *base = p;
+    /* Should this process die before every peer attached (and unlinked
+     * it), a launcher that offers it removes the file (PMIx). Only the
+     * file: a launcher removes by path, and the folder's name must not be
+     * given up while other processes of the job still use it. */
+    (void)px_boot_register_cleanup(path, PX_BOOT_CLEANUP_FILE);
     return PX_SUCCESS;
 }
 

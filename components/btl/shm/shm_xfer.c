@@ -10,8 +10,11 @@
  *
  * The name stays until the owner frees the memory (peers map it at any
  * time after the description reaches them); a peer that sees the owner die
- * removes the dead owner's files (px_btl_shm_xfer_forget), and pxrun removes
- * the whole folder at the end of the job however it ends.
+ * removes the dead owner's files (px_btl_shm_xfer_forget), and pxrun (or the
+ * last process of the job) removes the whole folder at the end of the job.
+ * Files are made and removed relative to the folder's descriptor, held from
+ * the segment's creation (px_btl_shm_dir_fd); the folder is never removed
+ * while the job runs, so its name cannot be taken by another user.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -71,6 +74,13 @@ static int xfer_path(char *buf, size_t len, int rank, uint32_t id)
     return n > 0 && (size_t)n < len ? PX_SUCCESS : PX_ERR_BAD_PARAM;
 }
 
+/* The file's name inside the job's folder. */
+static const char *xfer_name(const px_btl_shm_xfer_map_t *m)
+{
+    const char *slash = strrchr(m->path, '/');
+    return slash ? slash + 1 : m->path;
+}
+
 static size_t page_round(size_t n)
 {
     return (n + 4095) & ~(size_t)4095;
@@ -97,27 +107,38 @@ int px_btl_shm_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem)
         return PX_ERR_OUT_OF_RESOURCE;
     uint32_t id = px_btl_shm_xfer_next_id++;
     int rc = xfer_path(m->path, sizeof m->path, s->my_rank, id);
-    if (rc == PX_SUCCESS)
-        rc = px_btl_shm_dir_ensure(s->dir);
+    int dfd = px_btl_shm_dir_fd(); /* held since the segment was made */
+    if (rc == PX_SUCCESS && dfd < 0) {
+        px_show_error("btl shm: cannot create shareable memory: the job's folder %s is not open",
+                      s->dir);
+        rc = PX_ERR_NOT_INITIALIZED;
+    }
     if (rc != PX_SUCCESS) {
         free(m);
         return rc;
     }
-    int fd = open(m->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(dfd, xfer_name(m), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
         px_show_error("btl shm: cannot create shareable memory %s: %s", m->path, strerror(errno));
         free(m);
         return PX_ERR_OUT_OF_RESOURCE;
     }
     void *p = MAP_FAILED;
-    if (fchmod(fd, 0600) == 0 && ftruncate(fd, (off_t)len) == 0)
-        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    int err = errno;
+    int err = 0;
+    if (fchmod(fd, 0600) != 0 || ftruncate(fd, (off_t)len) != 0)
+        err = errno;
+    else if ((err = posix_fallocate(fd, 0, (off_t)len)) == EINVAL || err == EOPNOTSUPP)
+        err = 0; /* a file system that cannot reserve: as before, the check above only */
+    if (!err && (p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED)
+        err = errno;
     close(fd);
     if (p == MAP_FAILED) {
-        px_show_error("btl shm: cannot size or map shareable memory %s (%zu bytes): %s", m->path,
-                      len, strerror(err));
-        unlink(m->path);
+        /* Reserved up front: a page the file system cannot give when touched would be SIGBUS. */
+        px_show_error("btl shm: cannot size, reserve or map shareable memory %s (%zu bytes): %s%s",
+                      m->path, len, strerror(err),
+                      err == ENOSPC ? " (set btl_shm_backing_dir to a folder with more space)"
+                                    : "");
+        unlinkat(dfd, xfer_name(m), 0);
         free(m);
         return PX_ERR_OUT_OF_RESOURCE;
     }
@@ -150,10 +171,8 @@ int px_btl_shm_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem)
 static void xfer_release(px_btl_shm_xfer_map_t *m)
 {
     munmap(m->addr, m->len);
-    if (m->owner) {
-        unlink(m->path);
-        rmdir(px_btl_shm_state.dir); /* succeeds when nothing else of the job is left */
-    }
+    if (m->owner && px_btl_shm_dir_fd() >= 0)
+        unlinkat(px_btl_shm_dir_fd(), xfer_name(m), 0); /* the folder stays until the job ends */
     free(m);
 }
 
@@ -268,19 +287,21 @@ int px_btl_shm_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map)
 
 void px_btl_shm_xfer_forget(int rank)
 {
-    px_btl_shm_state_t *s = &px_btl_shm_state;
     char prefix[32];
     snprintf(prefix, sizeof prefix, "xfer-%d-", rank);
-    DIR *d = opendir(s->dir);
-    if (!d)
+    int dfd = px_btl_shm_dir_fd() >= 0 ? dup(px_btl_shm_dir_fd()) : -1;
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
         return;
+    }
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, strlen(prefix)) == 0 && e->d_name[strlen(prefix)])
             unlinkat(dirfd(d), e->d_name, 0);
     }
     closedir(d);
-    rmdir(s->dir);
 }
 
 void px_btl_shm_xfer_cleanup(void)

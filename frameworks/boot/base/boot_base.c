@@ -16,6 +16,7 @@
 #include "frameworks/boot/boot.h"
 
 px_boot_module_t *px_boot = NULL;
+static const px_mca_component_t *px_boot_component; /* the selected one */
 
 px_mca_framework_t px_boot_base_framework = {
     .name = "boot",
@@ -190,7 +191,19 @@ int px_boot_base_select(void)
         }
     }
     px_boot = m;
+    px_boot_component = best;
     return PX_SUCCESS;
+}
+
+int px_boot_register_cleanup(const char *path, int what)
+{
+    /* A plugin built against boot API 1.0 has no such member. */
+    if (NULL == px_boot || NULL == path || NULL == px_boot_component ||
+        px_boot_component->framework_version.minor < 1 || NULL == px_boot->register_cleanup)
+        return PX_ERR_NOT_AVAILABLE;
+    if (what != PX_BOOT_CLEANUP_FILE && what != PX_BOOT_CLEANUP_EMPTY_DIR)
+        return PX_ERR_BAD_PARAM;
+    return px_boot->register_cleanup(path, what);
 }
 
 int px_boot_base_close(void)
@@ -201,6 +214,7 @@ int px_boot_base_close(void)
         if (px_boot->finalize)
             rc = px_boot->finalize();
         px_boot = NULL;
+        px_boot_component = NULL;
         px_mca_framework_close(&px_boot_base_framework);
     }
     return rc;
