@@ -24,9 +24,20 @@ static int cb(void *ctx)
 
 static void policy(int mode, int spins, int sleep_us)
 {
-    px_progress_policy.yield_when_idle = mode;
-    px_progress_policy.idle_spins = spins;
-    px_progress_policy.idle_sleep_us = sleep_us;
+    px_progress_idle_policy_t p;
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p)), PX_SUCCESS);
+    p.yield_when_idle = mode;
+    p.idle_spins = spins;
+    p.idle_sleep_us = sleep_us;
+    ck_assert_int_eq(px_progress_policy_set(&p, sizeof(p)), PX_SUCCESS);
+}
+
+static void wait_ms(int ms)
+{
+    px_progress_idle_policy_t p;
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p)), PX_SUCCESS);
+    p.idle_wait_ms = ms;
+    ck_assert_int_eq(px_progress_policy_set(&p, sizeof(p)), PX_SUCCESS);
 }
 
 static void setup(void)
@@ -40,7 +51,7 @@ static void teardown(void)
 {
     px_progress_finalize();
     policy(PX_PROGRESS_YIELD_AUTO, 32, 0);
-    px_progress_policy.idle_wait_ms = 100;
+    wait_ms(100);
 }
 
 /* A waiter on a pipe: arm returns arm_found, drain reads the pipe. */
@@ -164,7 +175,7 @@ START_TEST(waiter_blocks_when_idle)
     /* Auto, as many ranks as cores (no yielding): the waiter alone makes
      * the idle engine block, after idle_spins idle calls. */
     policy(PX_PROGRESS_YIELD_AUTO, 4, 0);
-    px_progress_policy.idle_wait_ms = 1;
+    wait_ms(1);
     ck_assert(!px_progress_idle_setup(1, 64));
     ck_assert_uint_eq(px_progress_idle_limit, 0);
     waiter_on(NULL); /* the ctx the callback was registered with */
@@ -197,7 +208,7 @@ START_TEST(waiter_needs_every_callback)
     /* A second callback without a waiter (say shm's rings): never block,
      * and without a yielding policy not even yield. */
     policy(PX_PROGRESS_YIELD_AUTO, 2, 0);
-    px_progress_policy.idle_wait_ms = 1;
+    wait_ms(1);
     ck_assert(!px_progress_idle_setup(1, 64));
     ck_assert_int_eq(px_progress_register(cb, &cb_calls), PX_SUCCESS);
     waiter_on(NULL);
