@@ -8,6 +8,7 @@
  */
 #include "test/lib/px_check.h"
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "core/util/error.h"
 #include "core/util/progress.h"
@@ -250,7 +251,32 @@ START_TEST(waiter_never_policy)
 }
 END_TEST
 
+/* The policy through functions (docs/abi.md): a caller built when the struct
+ * was smaller passes its size and never gets more bytes, nor sets more. */
+START_TEST(policy_get_set_by_size)
+{
+    policy(PX_PROGRESS_YIELD_ALWAYS, 7, 3);
+    wait_ms(9);
+    px_progress_idle_policy_t p;
+    memset(&p, 0x5a, sizeof(p));
+    ck_assert_int_eq(px_progress_policy_get(&p, 2 * sizeof(int)), PX_SUCCESS);
+    ck_assert_int_eq(p.yield_when_idle, PX_PROGRESS_YIELD_ALWAYS);
+    ck_assert_int_eq(p.idle_spins, 7);
+    ck_assert_int_eq(p.idle_sleep_us, 0x5a5a5a5a); /* beyond the caller's size: untouched */
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p) + 64), PX_SUCCESS); /* a newer caller */
+    ck_assert_int_eq(p.idle_sleep_us, 3);
+    ck_assert_int_eq(p.idle_wait_ms, 9);
+    px_progress_idle_policy_t q = {.yield_when_idle = PX_PROGRESS_YIELD_NEVER, .idle_spins = 99};
+    ck_assert_int_eq(px_progress_policy_set(&q, sizeof(int)), PX_SUCCESS);
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p)), PX_SUCCESS);
+    ck_assert_int_eq(p.yield_when_idle, PX_PROGRESS_YIELD_NEVER);
+    ck_assert_int_eq(p.idle_spins, 7); /* beyond the size given: kept */
+    ck_assert_int_eq(px_progress_policy_get(NULL, sizeof(p)), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_progress_policy_set(NULL, sizeof(p)), PX_ERR_BAD_PARAM);
+}
+END_TEST
+
 PX_CHECK_MAIN("progress", setup, teardown, 0, register_twice_and_unregister, no_policy_never_yields,
               always_yields_after_spins, never_does_not_yield, auto_yields_when_oversubscribed,
               sleep_and_tick, waiter_blocks_when_idle, waiter_needs_every_callback,
-              waiter_never_policy)
+              waiter_never_policy, policy_get_set_by_size)
