@@ -107,10 +107,11 @@ int px_progress_policy_set(const px_progress_idle_policy_t *p, size_t size)
  * read the exported variable px_progress_policy, four ints. It is still
  * exported with that size, as px_progress_policy@PLEXUS_0.1 only (a new
  * program cannot link to it), and the policy is published into it by
- * px_progress_idle_setup. A program linked without -fPIC holds its own copy
- * of it (a copy relocation, sized by the program's headers), which the
- * library reaches through the dynamic linker; it is never written past
- * these 16 bytes, whatever the policy grows to. Writes to it are ignored. */
+ * px_progress_idle_setup. A program that reads it (position-independent or
+ * not) holds its own copy of it, sized by the program's headers (a copy
+ * relocation), which the library finds through the dynamic linker; neither
+ * is ever written past these 16 bytes, whatever the policy grows to. Writes
+ * to it are ignored. */
 typedef struct px_progress_policy_0_1 {
     int yield_when_idle, idle_spins, idle_sleep_us, idle_wait_ms;
 } px_progress_policy_0_1_t;
