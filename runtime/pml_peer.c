@@ -11,6 +11,7 @@
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"
+#include "core/util/progress_internal.h"
 #include "runtime/pml.h"
 #include "runtime/xfer.h"
 
@@ -149,8 +150,8 @@ int px_rt_pml_register_params(void)
     int rc = keep_default(px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt));
     if (rc != PX_SUCCESS)
         return rc;
-    rc = keep_default(
-        px_mca_var_register_table("progress", NULL, px_progress_vars, -1, &px_progress_policy));
+    rc = keep_default(px_mca_var_register_table("progress", NULL, px_progress_vars, -1,
+                                                px_progress_policy_storage()));
     if (rc != PX_SUCCESS)
         return rc;
     /* btl/shm had its own policy before the engine's: its variable now sets

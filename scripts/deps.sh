@@ -16,6 +16,8 @@ pkgs=(
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # tests: namespaces, process tools, sanitizers
   iproute2 procps psmisc util-linux hyperfine clang libclang-rt-14-dev clang-format
+  # tests: libplexus.so's ABI against the committed baseline (test/abi/t_abi_baseline.sh)
+  abigail-tools
   # tests: reading px_info --json (test/runtime/t_var_ranges.sh)
   python3
   # charts of px_perf --plot and test/bench/plot.sh (test/tools/t_px_perf_plot.sh)

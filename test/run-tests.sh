@@ -12,6 +12,12 @@ export PX_BUILD=$build PX_SRC=$src
 # Keep user settings out of the tests.
 while IFS= read -r v; do unset "$v"; done < <(env | sed -n 's/^\(PX_MCA_[^=]*\)=.*/\1/p')
 export HOME=${PX_TEST_HOME:-$(mktemp -d)}
+# Plugins come from this build, never from an installed Plexus (the default
+# path is the install folder, then ~/.plexus/components): an installed plugin
+# of another build would be tested instead, and one linked with the installed
+# libplexus.so would bring a second library into a test linked with
+# libplexus.a. Tests that need other folders set the variable themselves.
+export PX_MCA_mca_component_path=$build/.libs
 timeout_s=${PX_TEST_TIMEOUT:-600}
 passed=0 failed=0 skipped=0
 failures=()

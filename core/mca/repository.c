@@ -544,6 +544,35 @@ static char *lazy_check(const char *path, const char *framework, const char *com
     return why;
 }
 
+/* Does the plugin opened as `probe` bring a second libplexus into the
+ * process? The plugin's own scope (it and the libraries it needs) is searched
+ * for one of libplexus's exported functions: when it finds one that is not
+ * ours, the plugin would run on a copy of the library that px_init never set
+ * up (a program linked with libplexus.a loading a plugin linked with
+ * libplexus.so, or two libplexus files of different SONAMEs). Returns the
+ * reason to refuse it (to free), or NULL. */
+static char *second_library(void *probe)
+{
+    const void *ours = (const void *)px_mca_library_fingerprint;
+    const void *theirs = dlsym(probe, "px_mca_library_fingerprint");
+    (void)dlerror();
+    if (NULL == theirs || theirs == ours)
+        return NULL; /* one library: the plugin's calls reach the program's */
+    Dl_info in_ours = {0}, in_theirs = {0};
+    const char *our_file = dladdr(ours, &in_ours) && in_ours.dli_fname ? in_ours.dli_fname : "?";
+    const char *their_file =
+        dladdr(theirs, &in_theirs) && in_theirs.dli_fname ? in_theirs.dli_fname : "?";
+    /* A name without "libplexus" is the program itself: libplexus.a is in it. */
+    bool is_static = !strstr(our_file, "libplexus");
+    return px_asprintf(
+        "it would load a second copy of libplexus (%s) beside the one this process runs on "
+        "(%s%s); its calls would reach a library that px_init never initialised. %s",
+        their_file, is_static ? "linked statically into " : "", our_file,
+        is_static ? "Plugins need the program linked with the shared libplexus (not libplexus.a, "
+                    "not -static), or the component built in (configure it as static)"
+                  : "Rebuild the plugin against this libplexus");
+}
+
 static bool world_writable(const char *path, const char *what, const char *framework,
                            const char *component, const char *plugin)
 {
@@ -604,6 +633,14 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
         free(err);
         return PX_ERR_NOT_AVAILABLE;
     }
+    /* 3. One libplexus: the plugin must not bring its own. */
+    char *dup = second_library(probe);
+    if (dup) {
+        record_failure(framework, component, path, "%s", dup);
+        free(dup);
+        dlclose(probe);
+        return PX_ERR_NOT_AVAILABLE;
+    }
     lt_dladvise advise;
     lt_dlhandle h = NULL;
     if (lt_dladvise_init(&advise) == 0) {
@@ -617,7 +654,7 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
         record_failure(framework, component, path, "cannot be loaded: %s", err ? err : "?");
         return PX_ERR_NOT_AVAILABLE;
     }
-    /* 3. The expected symbol. */
+    /* 4. The expected symbol. */
     char sym[256];
     snprintf(sym, sizeof(sym), "px_%s_%s_component", framework, component);
     const px_mca_component_t *c = lt_dlsym(h, sym);
@@ -627,7 +664,7 @@ int px_mca_repository_load_plugin(const char *framework, const char *component, 
         lt_dlclose(h);
         return PX_ERR_NOT_FOUND;
     }
-    /* 4. ABI, names, framework API version and build fingerprint. */
+    /* 5. ABI, names, framework API version and build fingerprint. */
     char *why = NULL;
     int rc = px_mca_component_check(c, fw, framework, component, &why);
     if (rc != PX_SUCCESS) {

@@ -1,14 +1,19 @@
 /*
  * progress.c: the table of progress callbacks (see progress.h).
  */
+#define _GNU_SOURCE
 #include "core/util/progress.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "config.h"
 #include "core/util/error.h"
+#include "core/util/progress_internal.h"
 
 px_progress_entry_t *px_progress_entries = NULL;
 int px_progress_nentries = 0;
@@ -69,12 +74,67 @@ void px_progress_finalize(void)
 
 /* ---- idle policy ---- */
 
-px_progress_idle_policy_t px_progress_policy = {
+static px_progress_idle_policy_t px_progress_policy = {
     .yield_when_idle = PX_PROGRESS_YIELD_AUTO,
     .idle_spins = 32,
     .idle_sleep_us = 0,
     .idle_wait_ms = 100,
 };
+
+px_progress_idle_policy_t *px_progress_policy_storage(void)
+{
+    return &px_progress_policy;
+}
+
+int px_progress_policy_get(px_progress_idle_policy_t *out, size_t size)
+{
+    if (NULL == out)
+        return PX_ERR_BAD_PARAM;
+    memcpy(out, &px_progress_policy, size < sizeof(*out) ? size : sizeof(*out));
+    return PX_SUCCESS;
+}
+
+int px_progress_policy_set(const px_progress_idle_policy_t *p, size_t size)
+{
+    if (NULL == p)
+        return PX_ERR_BAD_PARAM;
+    memcpy(&px_progress_policy, p, size < sizeof(*p) ? size : sizeof(*p));
+    return PX_SUCCESS;
+}
+
+#if PX_HAVE_SYMVER
+/* ABI compatibility (docs/abi.md). Programs and plugins built against 0.1
+ * read the exported variable px_progress_policy, four ints. It is still
+ * exported with that size, as px_progress_policy@PLEXUS_0.1 only (a new
+ * program cannot link to it), and the policy is published into it by
+ * px_progress_idle_setup. A program that reads it (position-independent or
+ * not) holds its own copy of it, sized by the program's headers (a copy
+ * relocation), which the library finds through the dynamic linker; neither
+ * is ever written past these 16 bytes, whatever the policy grows to. Writes
+ * to it are ignored. */
+typedef struct px_progress_policy_0_1 {
+    int yield_when_idle, idle_spins, idle_sleep_us, idle_wait_ms;
+} px_progress_policy_0_1_t;
+PX_EXPORT px_progress_policy_0_1_t px_compat_progress_policy_0_1 = {PX_PROGRESS_YIELD_AUTO, 32, 0,
+                                                                    100};
+__asm__(".symver px_compat_progress_policy_0_1, px_progress_policy@PLEXUS_0.1");
+
+static void px_progress_policy_publish(void)
+{
+    const px_progress_idle_policy_t *p = &px_progress_policy;
+    px_progress_policy_0_1_t v = {p->yield_when_idle, p->idle_spins, p->idle_sleep_us,
+                                  p->idle_wait_ms};
+    px_compat_progress_policy_0_1 = v;
+    /* An unversioned lookup finds a program's copy (it comes first in the
+     * global scope) and nothing else: the library's own definition is a
+     * non-default version, which dlsym does not return. */
+    void *copy = dlsym(RTLD_DEFAULT, "px_progress_policy");
+    if (copy && copy != (void *)&px_compat_progress_policy_0_1)
+        memcpy(copy, &v, sizeof(v));
+}
+#else
+static void px_progress_policy_publish(void) {}
+#endif
 unsigned px_progress_idle_limit = 0;
 unsigned px_progress_idle_calls = 0;
 static unsigned long px_progress_idle_yields = 0;
@@ -102,6 +162,7 @@ bool px_progress_idle_setup(int local_ranks, long cores)
     px_progress_blocks = 0;
     px_progress_yield_on = yield;
     px_progress_update_limit();
+    px_progress_policy_publish();
     return yield;
 }
 

@@ -29,6 +29,7 @@
 #define PX_UTIL_PROGRESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include "core/util/compiler.h"
 
 /* Poll once; returns the number of events handled (>= 0). */
@@ -46,7 +47,8 @@ typedef struct px_progress_entry {
     void *ctx;
 } px_progress_entry_t;
 /* Exported on purpose: the inline px_progress_engine below reads them from
- * the caller's code (plugins included); register through the functions. */
+ * the caller's code (plugins included); register through the functions.
+ * Frozen (docs/abi.md): a pointer and an int, and the entry's layout. */
 PX_EXPORT extern px_progress_entry_t *px_progress_entries;
 PX_EXPORT extern int px_progress_nentries;
 
@@ -62,10 +64,19 @@ typedef struct px_progress_idle_policy {
     int idle_sleep_us;   /* 0: sched_yield; > 0: nanosleep this many microseconds */
     int idle_wait_ms;    /* longest block in poll() on the waiters' descriptors */
 } px_progress_idle_policy_t;
-/* The variables' storage (progress_yield_when_idle, progress_idle_spins,
- * progress_idle_sleep_us, progress_idle_wait_ms); defaults auto, 32, 0, 100. */
-PX_EXPORT extern px_progress_idle_policy_t px_progress_policy;
-/* Apply px_progress_policy for a job with `local_ranks` ranks on this node
+/* The policy in force: copied into `*out`, at most `size` bytes (pass
+ * sizeof(*out)), so a program built when the struct was smaller keeps
+ * working when fields are added at its end. Defaults auto, 32, 0, 100; the
+ * runtime sets it at px_init from the variables progress_yield_when_idle,
+ * progress_idle_spins, progress_idle_sleep_us and progress_idle_wait_ms.
+ * Returns PX_SUCCESS, or PX_ERR_BAD_PARAM for a NULL `out`. (Until 0.1 the
+ * policy was the exported variable px_progress_policy; docs/abi.md.) */
+PX_EXPORT int px_progress_policy_get(px_progress_idle_policy_t *out, size_t size);
+/* Replace the policy with the first `size` bytes of `*p` (fields beyond
+ * `size` keep their value); it takes effect at the next
+ * px_progress_idle_setup. PX_ERR_BAD_PARAM for NULL, PX_SUCCESS otherwise. */
+PX_EXPORT int px_progress_policy_set(const px_progress_idle_policy_t *p, size_t size);
+/* Apply the policy for a job with `local_ranks` ranks on this node
  * and `cores` online cores (<= 0: ask sysconf). Returns whether the engine
  * now yields when idle. */
 PX_EXPORT bool px_progress_idle_setup(int local_ranks, long cores);
@@ -100,7 +111,8 @@ PX_EXPORT bool px_progress_can_block(void);
 PX_EXPORT unsigned long px_progress_block_count(void);
 
 /* Idle calls in a row before yielding; 0: never yield (the default until
- * px_progress_idle_setup). Read by the inline code below. */
+ * px_progress_idle_setup). Read by the inline code below; frozen as two
+ * unsigned ints (docs/abi.md). */
 PX_EXPORT extern unsigned px_progress_idle_limit;
 PX_EXPORT extern unsigned px_progress_idle_calls;
 

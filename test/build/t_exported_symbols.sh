@@ -17,7 +17,10 @@ grep -v '^#' "$list" | awk -v d="${debug:-0}" '$2 != "debug" || d == 1 {print $1
     LC_ALL=C sort >"$tmp/expected"
 # Actual: defined dynamic symbols, without the ones toolchains and sanitizers
 # generate (names starting with "__") and absolute ones.
-nm -D --defined-only "$lib" | awk '$2 != "A" && $3 !~ /^__/ {print $3}' | LC_ALL=C sort -u >"$tmp/actual"
+# (names without their symbol version: name@@PLEXUS_0.1 is px_foo; the
+# versions are libplexus.map's business, checked by test/abi/t_abi_baseline.sh)
+nm -D --defined-only "$lib" | awk '$2 != "A" && $3 !~ /^__/ {sub(/@.*/, "", $3); print $3}' |
+    LC_ALL=C sort -u >"$tmp/actual"
 check "nm -D lists symbols of libplexus.so" test -s "$tmp/actual"
 
 appeared=$(LC_ALL=C comm -13 "$tmp/expected" "$tmp/actual" | tr '\n' ' ')
@@ -29,6 +32,33 @@ fix="mark the declaration PX_EXPORT and add the name to test/build/exported-symb
 [ -z "$gone" ] || echo "# an application or plugin calling it would fail to load; restore PX_EXPORT, or remove the line if dropping it from the API is deliberate" >&2
 check "no symbol exported beyond the list (appeared: ${appeared:-none})" test -z "$appeared"
 check "every listed symbol is exported (disappeared: ${gone:-none})" test -z "$gone"
+
+# Exported data (variables, thread-local ones included) is frozen: a program
+# built against an older release holds a copy of each sized by its headers
+# (docs/abi.md, "No new exported data").
+grep -v '^#' "$list" | awk '$2 == "data" {print $1}' | LC_ALL=C sort >"$tmp/data_expected"
+nm -D --defined-only "$lib" | awk '$2 ~ /^[BbDdGgRrSsVv]$/ && $3 !~ /^__/ {sub(/@.*/, "", $3); print $3}' |
+    LC_ALL=C sort -u >"$tmp/data_actual"
+new_data=$(LC_ALL=C comm -13 "$tmp/data_expected" "$tmp/data_actual" | tr '\n' ' ')
+gone_data=$(LC_ALL=C comm -23 "$tmp/data_expected" "$tmp/data_actual" | tr '\n' ' ')
+[ -z "$new_data" ] || echo "# exported variables not in the frozen list: $new_data; export a function that reads or sets the state instead (docs/abi.md)" >&2
+check "no exported variable beyond the frozen list (new: ${new_data:-none})" test -z "$new_data"
+check "every frozen variable is still exported (gone: ${gone_data:-none})" test -z "$gone_data"
+
+# Every export carries a version of libplexus.map (docs/abi.md, "Symbol
+# versions"), but munmap and mremap, which must stay unversioned to interpose
+# the C library's.
+if grep -q '^#define PX_HAVE_SYMVER 1' "$PX_BUILD/config.h"; then
+    unversioned=$(nm -D --defined-only "$lib" |
+        awk '$2 != "A" && $3 !~ /^__/ && $3 !~ /@/ && $3 != "munmap" && $3 != "mremap" {print $3}' |
+        tr '\n' ' ')
+    [ -z "$unversioned" ] || echo "# exported without a version: $unversioned; add them to the node of the next release in libplexus.map" >&2
+    check "every export has a symbol version (unversioned: ${unversioned:-none})" test -z "$unversioned"
+    check "munmap is exported unversioned (it interposes the C library's)" \
+        test -n "$(nm -D --defined-only "$lib" | awk '$3 == "munmap"')"
+else
+    skip "every export has a symbol version" "configure found no linker version scripts (config.h: PX_HAVE_SYMVER 0)"
+fi
 
 # Internals named in the issue stay inside the library.
 for s in px_mca_repository_load_plugin px_btl_shm_state px_tcache_bind px_rt_wait; do

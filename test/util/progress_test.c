@@ -8,6 +8,7 @@
  */
 #include "test/lib/px_check.h"
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "core/util/error.h"
 #include "core/util/progress.h"
@@ -24,9 +25,20 @@ static int cb(void *ctx)
 
 static void policy(int mode, int spins, int sleep_us)
 {
-    px_progress_policy.yield_when_idle = mode;
-    px_progress_policy.idle_spins = spins;
-    px_progress_policy.idle_sleep_us = sleep_us;
+    px_progress_idle_policy_t p;
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p)), PX_SUCCESS);
+    p.yield_when_idle = mode;
+    p.idle_spins = spins;
+    p.idle_sleep_us = sleep_us;
+    ck_assert_int_eq(px_progress_policy_set(&p, sizeof(p)), PX_SUCCESS);
+}
+
+static void wait_ms(int ms)
+{
+    px_progress_idle_policy_t p;
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p)), PX_SUCCESS);
+    p.idle_wait_ms = ms;
+    ck_assert_int_eq(px_progress_policy_set(&p, sizeof(p)), PX_SUCCESS);
 }
 
 static void setup(void)
@@ -40,7 +52,7 @@ static void teardown(void)
 {
     px_progress_finalize();
     policy(PX_PROGRESS_YIELD_AUTO, 32, 0);
-    px_progress_policy.idle_wait_ms = 100;
+    wait_ms(100);
 }
 
 /* A waiter on a pipe: arm returns arm_found, drain reads the pipe. */
@@ -164,7 +176,7 @@ START_TEST(waiter_blocks_when_idle)
     /* Auto, as many ranks as cores (no yielding): the waiter alone makes
      * the idle engine block, after idle_spins idle calls. */
     policy(PX_PROGRESS_YIELD_AUTO, 4, 0);
-    px_progress_policy.idle_wait_ms = 1;
+    wait_ms(1);
     ck_assert(!px_progress_idle_setup(1, 64));
     ck_assert_uint_eq(px_progress_idle_limit, 0);
     waiter_on(NULL); /* the ctx the callback was registered with */
@@ -197,7 +209,7 @@ START_TEST(waiter_needs_every_callback)
     /* A second callback without a waiter (say shm's rings): never block,
      * and without a yielding policy not even yield. */
     policy(PX_PROGRESS_YIELD_AUTO, 2, 0);
-    px_progress_policy.idle_wait_ms = 1;
+    wait_ms(1);
     ck_assert(!px_progress_idle_setup(1, 64));
     ck_assert_int_eq(px_progress_register(cb, &cb_calls), PX_SUCCESS);
     waiter_on(NULL);
@@ -239,7 +251,32 @@ START_TEST(waiter_never_policy)
 }
 END_TEST
 
+/* The policy through functions (docs/abi.md): a caller built when the struct
+ * was smaller passes its size and never gets more bytes, nor sets more. */
+START_TEST(policy_get_set_by_size)
+{
+    policy(PX_PROGRESS_YIELD_ALWAYS, 7, 3);
+    wait_ms(9);
+    px_progress_idle_policy_t p;
+    memset(&p, 0x5a, sizeof(p));
+    ck_assert_int_eq(px_progress_policy_get(&p, 2 * sizeof(int)), PX_SUCCESS);
+    ck_assert_int_eq(p.yield_when_idle, PX_PROGRESS_YIELD_ALWAYS);
+    ck_assert_int_eq(p.idle_spins, 7);
+    ck_assert_int_eq(p.idle_sleep_us, 0x5a5a5a5a); /* beyond the caller's size: untouched */
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p) + 64), PX_SUCCESS); /* a newer caller */
+    ck_assert_int_eq(p.idle_sleep_us, 3);
+    ck_assert_int_eq(p.idle_wait_ms, 9);
+    px_progress_idle_policy_t q = {.yield_when_idle = PX_PROGRESS_YIELD_NEVER, .idle_spins = 99};
+    ck_assert_int_eq(px_progress_policy_set(&q, sizeof(int)), PX_SUCCESS);
+    ck_assert_int_eq(px_progress_policy_get(&p, sizeof(p)), PX_SUCCESS);
+    ck_assert_int_eq(p.yield_when_idle, PX_PROGRESS_YIELD_NEVER);
+    ck_assert_int_eq(p.idle_spins, 7); /* beyond the size given: kept */
+    ck_assert_int_eq(px_progress_policy_get(NULL, sizeof(p)), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_progress_policy_set(NULL, sizeof(p)), PX_ERR_BAD_PARAM);
+}
+END_TEST
+
 PX_CHECK_MAIN("progress", setup, teardown, 0, register_twice_and_unregister, no_policy_never_yields,
               always_yields_after_spins, never_does_not_yield, auto_yields_when_oversubscribed,
               sleep_and_tick, waiter_blocks_when_idle, waiter_needs_every_callback,
-              waiter_never_policy)
+              waiter_never_policy, policy_get_set_by_size)

@@ -1,0 +1,15 @@
+/*
+ * progress_internal.h: what the runtime inside libplexus needs of the
+ * progress engine and nothing outside may use (not installed, not exported).
+ */
+#ifndef PX_UTIL_PROGRESS_INTERNAL_H
+#define PX_UTIL_PROGRESS_INTERNAL_H
+
+#include "core/util/progress.h"
+
+/* The policy's storage, which the runtime registers as the storage of the
+ * progress_* variables. Programs and components use px_progress_policy_get
+ * and px_progress_policy_set. */
+px_progress_idle_policy_t *px_progress_policy_storage(void);
+
+#endif
