@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -491,8 +492,77 @@ START_TEST(entry_bounds)
 }
 END_TEST
 
+/* A folder of this user's ended job beside the job's own (nobody holds its
+ * flock) is removed when a job takes its folder; one a live process holds,
+ * one open to others, another user's name pattern and a link are not, and
+ * nothing behind a link is touched. */
+START_TEST(ended_jobs_folders_reaped)
+{
+    char dead[192], live[192], open_[192], link_[192], target[192], other[192], f[256];
+    unsigned me = (unsigned)getuid();
+    snprintf(dead, sizeof dead, "%s/plexus-%u-dead", top, me);
+    snprintf(live, sizeof live, "%s/plexus-%u-live", top, me);
+    snprintf(open_, sizeof open_, "%s/plexus-%u-open", top, me);
+    snprintf(link_, sizeof link_, "%s/plexus-%u-link", top, me);
+    snprintf(other, sizeof other, "%s/plexus-%u-x", top, me + 1);
+    snprintf(target, sizeof target, "%s/target", top);
+    const char *dirs[] = {dead, live, open_, target, other};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(mkdir(dirs[i], 0700), 0);
+        snprintf(f, sizeof f, "%s/seg-1", dirs[i]);
+        int fd = open(f, O_CREAT | O_WRONLY, 0600);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+    }
+    ck_assert_int_eq(chmod(open_, 0755), 0);
+    ck_assert_int_eq(symlink(target, link_), 0);
+    /* A live job: a process holding its folder's shared flock. */
+    int up[2], go[2];
+    ck_assert_int_eq(pipe(up), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(live, O_RDONLY | O_DIRECTORY);
+        char c = (fd >= 0 && flock(fd, LOCK_SH) == 0) ? 'y' : 'n';
+        if (write(up[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
+            _exit(3);
+        _exit(0);
+    }
+    char c = 0;
+    ck_assert_int_eq(read(up[0], &c, 1), 1);
+    ck_assert_int_eq(c, 'y');
+
+    ck_assert_int_eq(px_btl_shm_dir_ensure(dir), PX_SUCCESS);
+    struct stat st;
+    ck_assert_int_ne(lstat(dead, &st), 0); /* the ended job's folder is gone */
+    ck_assert_int_eq(stat(live, &st), 0);
+    ck_assert_int_eq(stat(open_, &st), 0);
+    ck_assert_int_eq(lstat(link_, &st), 0);
+    ck_assert_int_eq(stat(other, &st), 0);
+    snprintf(f, sizeof f, "%s/seg-1", target);
+    ck_assert_int_eq(stat(f, &st), 0);
+    px_btl_shm_dir_release();
+
+    ck_assert_int_eq(write(go[1], "x", 1), 1);
+    int ws;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    const char *all[] = {live, open_, target, other};
+    for (int i = 0; i < 4; i++) {
+        snprintf(f, sizeof f, "%s/seg-1", all[i]);
+        unlink(f);
+        rmdir(all[i]);
+    }
+    unlink(link_);
+    close(up[0]);
+    close(up[1]);
+    close(go[0]);
+    close(go[1]);
+}
+END_TEST
+
 PX_CHECK_MAIN("btl_shm_segment", setup, teardown, 0, create_modes_and_attach,
               other_job_cannot_attach, not_a_segment, open_folder_refused, exclusive_create,
               failed_create_removes_the_folder, liveness_lock, takeover_of_a_dead_owner,
               no_takeover_of_a_live_owner, auto_ring_size, long_job_ids, geometry_checked_at_attach,
-              modex_checked, entry_bounds)
+              modex_checked, entry_bounds, ended_jobs_folders_reaped)
