@@ -6,7 +6,7 @@
 # shared memory and over tcp) and memcpy, in ONE run, interleaved: every
 # round runs every contender once, and each keeps its best round. Prints
 # every figure, then the ratios against the targets of issue 13
-# (docs/transfer.md, "Measured").
+# (docs/transfer.md, "Measured"; the runs: docs/measurements/transfer.md).
 #
 #   Plexus, allocated regions (shm mapping):  px_perf --xfer --xfer-mem alloc
 #   Plexus, registered user memory (CMA):     px_perf --xfer --xfer-mem reg

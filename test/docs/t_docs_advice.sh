@@ -136,7 +136,7 @@ for r in 0 1; do
     check "rank $r: a NULL buffer with count 1 is refused" contains "$out" "rank $r: NULL, count 1: refused"
     check "rank $r: count x 8 x size beyond SIZE_MAX is refused" contains "$out" "rank $r: count SIZE_MAX/8/size + 1: refused"
     check "rank $r: a 0-byte transfer at the region's end succeeds at once, no transport (transfer.md)" \
-        contains "$out" "rank $r: xfer length 0: submit 0 0, at the end: 0 transport \"\", past the end: refused"
+        contains "$out" "rank $r: xfer length 0: submit 0 0, at the end: 0 transport \"none\", past the end: refused"
     check "rank $r: an empty notification is sent" contains "$out" "rank $r: notify NULL 0: 0"
 done
 check "the refusals say why" contains "$out" "count 1152921504606846976 of double is too large"

@@ -28,6 +28,9 @@ check "docs and examples are in share/doc/plexus (missing:${missing:- none})" te
 ndocs=$(ls "$PX_SRC"/docs/*.md | wc -l)
 check "every page of docs/ is installed ($ndocs)" \
     test "$(ls "$doc"/*.md | grep -vc '/README.md$')" -ge $((ndocs - 1))
+nmeas=$(ls "$PX_SRC"/docs/measurements/*.md | wc -l)
+check "every page of docs/measurements/ is installed beside the pages linking to it ($nmeas)" \
+    test "$(ls "$doc"/measurements/*.md 2>/dev/null | wc -l)" -eq "$nmeas"
 
 if grep -q '^HELP2MAN = .*help2man' "$PX_BUILD/Makefile"; then
     for t in px_info:--param pxrun:--timeout px_perf:--memcpy pxcc:--showme px_btl_check:--timeout \

@@ -12,7 +12,11 @@
  * each with ACK, NAK (RNR, access, invalid request, operation error, "dropped") or the
  * read/atomic data. After an RNR NAK the responder drops requests until the one it
  * NAKed comes again (go-back-N, as RC does); the requester resends from its oldest
- * unacknowledged WQE after the RNR timer. */
+ * unacknowledged WQE after the RNR timer.
+ *
+ * One concern past 800 lines: the device's wire, whose requester and responder
+ * halves share the connection state and the go-back-N rules and read best side
+ * by side. */
 #include "sv.h"
 
 #include <errno.h>

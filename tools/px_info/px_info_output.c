@@ -2,6 +2,9 @@
  * px_info_output.c: how px_info prints: aligned "label: text" lines wrapped
  * at 80 columns, colon-separated lines (--parsable), or one JSON document
  * (--json, schema "plexus.px_info/1" described in docs/px_info.md).
+ * One concern past 800 lines: the three formats print the same records
+ * (components, variables, paths, coll rules) and stay side by side so that
+ * what one shows the others show.
  */
 #define _GNU_SOURCE
 #include "config.h"

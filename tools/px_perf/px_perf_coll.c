@@ -18,8 +18,7 @@
 #include <string.h>
 #include "runtime/plexus.h"
 #include "runtime/plexus_coll.h"
-
-int px_perf_coll(const char *op, const size_t *sizes, int nsizes, long iters_override, int csv);
+#include "tools/px_perf/px_perf.h"
 
 static const size_t coll_sizes[] = {8,      64,      512,     4096,     32768,
                                     262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20};

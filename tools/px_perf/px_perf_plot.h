@@ -2,7 +2,7 @@
  * px_perf_plot.h: px_perf's pictures. Tables of results (bytes and named
  * columns: lat_us, bw_MBps, ...) from a run or read from CSV files, drawn by
  * gnuplot as one panel per column, against message size, log-log, one line
- * per table. Used by px_perf.c (--plot) only; test/bench/plot.sh reaches it
+ * per table. Used by px_perf.c and px_perf_msg.c (--plot) only; test/bench/plot.sh reaches it
  * through px_perf's command line.
  */
 #ifndef PX_PERF_PLOT_H
