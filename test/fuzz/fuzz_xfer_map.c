@@ -48,6 +48,7 @@ static void cleanup(void)
     for (int i = 0; i < NALLOC; i++)
         if (allocs[i].priv)
             px_btl_shm_mem_free(NULL, &allocs[i]);
+    px_btl_shm_dir_release();
     if (dir[0])
         nftw(dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
 }
@@ -73,6 +74,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     snprintf(s->dir, sizeof s->dir, "%s/job", dir);
     s->my_rank = 0;
+    /* Files are made relative to the job's folder, held open (as at add_procs). */
+    if (px_btl_shm_dir_ensure(s->dir) != PX_SUCCESS)
+        abort();
     for (int i = 0; i < NALLOC; i++) {
         if (px_btl_shm_mem_alloc(NULL, (size_t)(i + 1) * 4096, &allocs[i]) != PX_SUCCESS)
             abort();
@@ -94,7 +98,8 @@ typedef struct {
     uint64_t size;
     int32_t owner_rank;
     uint32_t id;
-    char jobid[64];
+    uint32_t job_len;
+    uint64_t job_hash;
 } hdr_t; /* as px_btl_shm_xfer_hdr_t */
 
 /* Plant a file for description `d` (unless it names a real allocation). */
@@ -121,7 +126,8 @@ static bool plant(const desc_t *d, const uint8_t *data, size_t size, bool fix, b
         h.size = d->size;
         h.owner_rank = d->owner_rank;
         h.id = d->id;
-        snprintf(h.jobid, sizeof h.jobid, "%s", px_boot->jobid);
+        h.job_len = (uint32_t)strlen(px_boot->jobid);
+        h.job_hash = px_btl_shm_job_hash(px_boot->jobid);
         memcpy(page, &h, sizeof h);
     }
     bool ok = write(fd, page, sizeof page) == (ssize_t)sizeof page;

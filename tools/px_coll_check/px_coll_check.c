@@ -117,7 +117,7 @@ static void run_job(int op, const char *pxrun, const char *self, const char *com
     memset(slots, 0, sizeof slots);
     char **av = NULL;
     int ac = 0;
-    char nbuf[16], jt[32], wt[32], obuf[8];
+    char nbuf[16], jt[32], wt[32], obuf[16];
     snprintf(nbuf, sizeof nbuf, "%d", n);
     snprintf(jt, sizeof jt, "%.0f", 10 * timeout + 60);
     snprintf(wt, sizeof wt, "%g", timeout);

@@ -39,7 +39,7 @@ static void report(int check, int rank, int result, const char *reason)
 {
     static const char *word[] = {"ok", "fail", "skip"};
     char line[CC_REASON + 64];
-    snprintf(line, sizeof line, "%s", reason);
+    snprintf(line, sizeof line, "%.*s", (int)sizeof line - 1, reason);
     for (char *p = line; *p; p++)
         if (*p == '\n')
             *p = ' ';
@@ -549,12 +549,13 @@ int cc_worker(const char *comp, int op, bool quick, int argc, char **argv)
     if (PX_COLL_BARRIER == op) {
         char why[CC_REASON + 100];
         if (0 == served)
-            snprintf(why, sizeof why,
-                     "coll/%s gave no module for any group (its query declined groups of %s); "
-                     "coll_base_verbose 10 shows its answers",
-                     comp, txt);
+            snprintf(
+                why, sizeof why,
+                "coll/%.63s gave no module for any group (its query declined groups of %.400s); "
+                "coll_base_verbose 10 shows its answers",
+                comp, txt);
         else if (ndeclined)
-            snprintf(why, sizeof why, "declined groups of %s ranks (others serve them)", txt);
+            snprintf(why, sizeof why, "declined groups of %.400s ranks (others serve them)", txt);
         else
             snprintf(why, sizeof why, "a module for each of this rank's %d groups", ng);
         report(0, me, served ? CC_OK : CC_FAIL, why);
