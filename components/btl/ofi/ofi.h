@@ -148,8 +148,7 @@ struct px_btl_ofi_module {
     size_t outstanding;
     px_btl_endpoint_t **peers; /* by rank */
     size_t num_peers;
-    char **reasons; /* strings handed out by add_procs */
-    size_t num_reasons;
+    px_btl_base_reasons_t reasons; /* strings handed out by add_procs */
 };
 
 extern const px_btl_component_t px_btl_ofi_component;

@@ -645,8 +645,7 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     m->outstanding = 0;
     m->peers = NULL;
     m->num_peers = 0;
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    m->reasons = (px_btl_base_reasons_t){0};
     m->next_key = 1;
     m->my_rank = px_boot ? px_boot->rank : 0;
     m->job_size = px_boot && px_boot->size > 0 ? (size_t)px_boot->size : 1;
@@ -824,11 +823,7 @@ static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
     m->cq = NULL;
     m->domain = NULL;
     m->fabric = NULL;
-    for (size_t i = 0; i < m->num_reasons; ++i)
-        free(m->reasons[i]);
-    free(m->reasons);
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    px_btl_base_reasons_free(&m->reasons);
     if (m->info)
         fi_freeinfo(m->info);
     m->info = NULL;

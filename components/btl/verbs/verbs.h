@@ -193,8 +193,7 @@ struct px_btl_verbs_module {
     double idle_since;
     px_btl_endpoint_t **peers; /* by rank, created at init */
     size_t num_peers;
-    char **reasons;
-    size_t num_reasons;
+    px_btl_base_reasons_t reasons; /* strings handed out by add_procs */
 };
 
 /* The module template: figures registered as btl_verbs_* variables. */

@@ -780,8 +780,7 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->outstanding = 0;
     m->peers = NULL;
     m->num_peers = 0;
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    m->reasons = (px_btl_base_reasons_t){0};
     m->my_rank = px_boot ? px_boot->rank : 0;
     /* A starting PSN of our own (no global random state touched). */
     struct timespec ts;
@@ -1000,11 +999,7 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
     if (m->ctx)
         ibv_close_device(m->ctx);
     m->ctx = NULL;
-    for (size_t i = 0; i < m->num_reasons; ++i)
-        free(m->reasons[i]);
-    free(m->reasons);
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    px_btl_base_reasons_free(&m->reasons);
 }
 
 int px_btl_verbs_module_finalize(px_btl_module_t *btl)

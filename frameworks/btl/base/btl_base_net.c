@@ -1,10 +1,13 @@
 /*
  * btl_base_net.c: the shared variables and the local-job test of the network
- * BTLs (net.h).
+ * BTLs, and the reasons they hand out (net.h).
  */
 #include "frameworks/btl/base/net.h"
+#include <stdarg.h>
+#include <stdlib.h>
 #include "core/mca/framework.h"
 #include "core/util/error.h"
+#include "core/util/printf.h"
 #include "core/util/proc.h"
 #include "frameworks/boot/boot.h"
 
@@ -75,4 +78,31 @@ bool px_btl_base_job_is_local(const char *local_btl)
         if (!(px_boot->locality(r) & (PX_PROC_LOCAL_HOST | PX_PROC_LOCAL_SELF)))
             return false;
     return true;
+}
+
+const char *px_btl_base_reason(px_btl_base_reasons_t *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = px_vasprintf(fmt, ap);
+    va_end(ap);
+    if (NULL == text)
+        return "out of memory";
+    char **grown = realloc(r->texts, (r->count + 1) * sizeof(char *));
+    if (NULL == grown) {
+        free(text);
+        return "out of memory";
+    }
+    r->texts = grown;
+    r->texts[r->count++] = text;
+    return text;
+}
+
+void px_btl_base_reasons_free(px_btl_base_reasons_t *r)
+{
+    for (size_t i = 0; i < r->count; ++i)
+        free(r->texts[i]);
+    free(r->texts);
+    r->texts = NULL;
+    r->count = 0;
 }

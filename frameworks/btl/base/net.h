@@ -6,6 +6,8 @@
  *    btl_<name>_rcache_max_bytes and btl_<name>_flush_timeout, and the order
  *    of registration (its own rows, these, the module's figures, its
  *    informational rows) with the first refused value's error kept;
+ *  - the texts add_procs hands out as reasons (px_btl_base_reasons_t), kept
+ *    until the module goes;
  *  - whether a job is all on this host, so that a shared-memory transport
  *    serves it and the network component may decline;
  *  - the bookkeeping of one RDMA operation (px_btl_base_rdma_req_t): what the
@@ -55,6 +57,21 @@ PX_EXPORT int px_btl_base_net_register(const px_btl_component_t *component, px_b
  * px_boot reports) and the btl framework allows the component `local_btl`
  * (the one that would serve such a job instead). */
 PX_EXPORT bool px_btl_base_job_is_local(const char *local_btl);
+
+/* Texts a module handed out (add_procs' reasons for peers it cannot reach):
+ * they stay valid until px_btl_base_reasons_free, called when the module
+ * goes. Zero-initialised it is empty. */
+typedef struct px_btl_base_reasons {
+    char **texts;
+    size_t count;
+} px_btl_base_reasons_t;
+
+/* Format a reason and keep it in `r`; "out of memory" (static) when that
+ * fails. */
+PX_EXPORT const char *px_btl_base_reason(px_btl_base_reasons_t *r, const char *fmt, ...)
+    PX_PRINTF(2, 3);
+/* Free every text kept in `r` and empty it. */
+PX_EXPORT void px_btl_base_reasons_free(px_btl_base_reasons_t *r);
 
 /* One RDMA operation: modules embed it in their operation type. */
 typedef struct px_btl_base_rdma_req {
