@@ -5,7 +5,8 @@
 #    (PX_OPTIONAL([x], ...)), not only by another component's fragment;
 #  - tests and fuzz harnesses reach a component's files through variables its
 #    Makefile.inc defines (PX_<FW>_<NAME>_TEST_SOURCES, ..._WIRE_SOURCES),
-#    never by naming them, so the component may rename or split them alone.
+#    never by naming them, so the component may rename or split them alone
+#    (test/fuzz/run-fuzz.sh asks make for the same variables).
 . "$PX_SRC/test/lib/tap.sh"
 cd "$PX_SRC" || exit 1
 
@@ -32,6 +33,9 @@ done
 named=$(find test -name Makefile.inc -exec grep -n -H -E \
     '^[^#]*components/[a-z0-9_]+/[a-z0-9_]+/[A-Za-z0-9_.-]+\.(c|h)\b' {} + 2>/dev/null)
 check "no test Makefile.inc names a component's files${named:+ (found: $named)}" test -z "$named"
+# Nor does the script that builds the fuzz harnesses with libFuzzer.
+named=$(grep -n -E '^[^#]*components/[a-z0-9_]+/[a-z0-9_]+/[A-Za-z0-9_.-]+\.(c|h)\b' test/fuzz/run-fuzz.sh)
+check "test/fuzz/run-fuzz.sh names no component's files${named:+ (found: $named)}" test -z "$named"
 # And what they use instead is defined by the component's Makefile.inc.
 for v in $(grep -ho '\$(PX_[A-Z0-9]*_[A-Z0-9]*_[A-Z_]*SOURCES)' $(find test -name Makefile.inc) |
     sort -u | sed 's/^\$(\(.*\))$/\1/'); do
