@@ -7,8 +7,11 @@
 # PX_OPTIONAL(name, pkg-config-module, header, library, function, what-it-enables)
 # Honours --with-name[=DIR] / --without-name; sets px_have_<name> (yes/no),
 # NAME_CFLAGS, NAME_LIBS, the PX_HAVE_<NAME> define and automake conditional,
-# and px_why_<name> (the reason when it is not found).
-AC_DEFUN([PX_OPTIONAL], [
+# and px_why_<name> (the reason when it is not found). Each fragment that uses
+# a library checks for it itself: the first call for a name does the check,
+# later calls for the same name (another fragment's) expand to nothing, since
+# the result is already known by then.
+AC_DEFUN([PX_OPTIONAL], [m4_ifdef([PX_OPTIONAL_DONE_$1], [], [m4_define([PX_OPTIONAL_DONE_$1], [1])
   AC_ARG_WITH([$1], [AS_HELP_STRING([--with-$1@<:@=DIR@:>@], [$6 (default: auto-detect)])],
     [], [with_$1=auto])
   px_have_$1=no
@@ -37,7 +40,7 @@ AC_DEFUN([PX_OPTIONAL], [
   AC_SUBST(m4_toupper($1)_CFLAGS)
   AC_SUBST(m4_toupper($1)_LIBS)
   AM_CONDITIONAL(m4_toupper(PX_HAVE_$1), [test "x$px_have_$1" = xyes])
-])
+])])
 
 # PX_FRAGMENT_BEGIN(framework, name) / PX_FRAGMENT_END(framework, name):
 # around each m4_include of components/<fw>/<name>/configure.m4 in

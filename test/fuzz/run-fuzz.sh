@@ -44,6 +44,12 @@ make -j"${PX_FUZZ_JOBS:-2}" libplexus.la >make-fuzz.out 2>&1 ||
     { echo "run-fuzz: building libplexus failed, see $build/make-fuzz.out" >&2; exit 2; }
 libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
 mkdir -p fuzz/bin fuzz/corpus fuzz/artifacts fuzz/logs
+# The C files of a source list a component's Makefile.inc defines (what the
+# harnesses of test/fuzz/Makefile.inc compile in), from the top of the tree.
+component_sources() {
+    printf 'px-print-sources:\n\t@echo $(%s)\n' "$1" |
+        make -s -f Makefile -f - px-print-sources | tr ' ' '\n' | sed -n "s|^\(.*\.c\)$|$src/\1|p"
+}
 
 n=0 failed=0
 echo "1..${#harnesses[@]}"
@@ -52,8 +58,8 @@ for h in "${harnesses[@]}"; do
     extra=""
     [ "$h" = selection ] && extra="$src/test/mca/ptest_base.c"
     [ "$h" = pxrun_server ] && extra="$src/tools/pxrun/pxrun_server.c"
-    case $h in ofi_*) extra="$src/components/btl/ofi/ofi_wire.c" ;; esac
-    case $h in verbs_*) extra="$src/components/btl/verbs/verbs_wire.c" ;; esac
+    case $h in ofi_*) extra=$(component_sources PX_BTL_OFI_WIRE_SOURCES) ;; esac
+    case $h in verbs_*) extra=$(component_sources PX_BTL_VERBS_WIRE_SOURCES) ;; esac
     bin=fuzz/bin/fuzz_$h
     log=$build/fuzz/logs/$h.log
     # shellcheck disable=SC2086

@@ -28,6 +28,7 @@
 #include "core/class/free_list.h"
 #include "frameworks/btl/btl.h"
 #include "frameworks/btl/base/frag.h"
+#include "frameworks/btl/base/net.h"
 #include "frameworks/btl/base/rcache.h"
 #include "components/btl/ofi/ofi_wire.h"
 
@@ -114,12 +115,7 @@ typedef struct px_btl_ofi_rdma_op {
     px_free_list_item_t super;
     px_btl_ofi_context_t ctx;
     px_btl_endpoint_t *endpoint;
-    void *local_address;
-    px_btl_registration_handle_t *local_handle;
-    px_rcache_entry_t *temp_reg; /* registered for this operation only */
-    px_btl_rdma_completion_fn cbfunc;
-    void *cbcontext, *cbdata;
-    bool write;
+    px_btl_base_rdma_req_t req;
 } px_btl_ofi_rdma_op_t;
 PX_CLASS_DECLARATION(px_btl_ofi_rdma_op_t);
 
@@ -152,8 +148,7 @@ struct px_btl_ofi_module {
     size_t outstanding;
     px_btl_endpoint_t **peers; /* by rank */
     size_t num_peers;
-    char **reasons; /* strings handed out by add_procs */
-    size_t num_reasons;
+    px_btl_base_reasons_t reasons; /* strings handed out by add_procs */
 };
 
 extern const px_btl_component_t px_btl_ofi_component;
@@ -164,9 +159,8 @@ extern char *px_btl_ofi_provider_exclude;
 extern char *px_btl_ofi_provider_order;
 extern char *px_btl_ofi_domain;
 extern int px_btl_ofi_num_recvs;
-extern size_t px_btl_ofi_rcache_max_entries;
-extern size_t px_btl_ofi_rcache_max_bytes;
-extern int px_btl_ofi_flush_timeout;
+/* rcache_max_entries, rcache_max_bytes, flush_timeout (frameworks/btl/base/net.h). */
+extern px_btl_base_net_vars_t px_btl_ofi_net;
 extern int px_btl_ofi_connect_timeout;
 extern int px_btl_ofi_connect_probe;
 extern size_t px_btl_ofi_rxm_eager_limit;

@@ -37,9 +37,7 @@ char *px_btl_ofi_provider_order =
     (char *)"cxi,efa,psm3,opx,verbs;ofi_rxm,psm2,tcp;ofi_rxm,tcp,sockets,shm";
 char *px_btl_ofi_domain = NULL;
 int px_btl_ofi_num_recvs = 32;
-size_t px_btl_ofi_rcache_max_entries = 1024;
-size_t px_btl_ofi_rcache_max_bytes = 0;
-int px_btl_ofi_flush_timeout = 60;
+px_btl_base_net_vars_t px_btl_ofi_net = PX_BTL_BASE_NET_VARS_DEFAULTS;
 int px_btl_ofi_connect_timeout = 30;
 int px_btl_ofi_connect_probe = 1;
 size_t px_btl_ofi_rxm_eager_limit = 66 * 1024;
@@ -348,12 +346,8 @@ static int px_btl_ofi_probe(void)
 /* True when every rank is on this host and shm may serve them. */
 static bool px_btl_ofi_single_host_job(const char **why)
 {
-    if (!px_btl_ofi_skip_single_host || NULL == px_boot || NULL == px_boot->locality ||
-        !px_mca_framework_allows(&px_btl_base_framework, "shm"))
+    if (!px_btl_ofi_skip_single_host || !px_btl_base_job_is_local("shm"))
         return false;
-    for (int r = 0; r < px_boot->size; ++r)
-        if (!(px_boot->locality(r) & (PX_PROC_LOCAL_HOST | PX_PROC_LOCAL_SELF)))
-            return false;
     *why = px_boot->size > 1 ? "every rank is on this host and btl/shm serves them "
                                "(btl_ofi_skip_single_host; use btl=self,ofi to run ofi here)"
                              : "a job of one process needs no network "
@@ -399,28 +393,11 @@ static const px_mca_var_field_t px_btl_ofi_vars[] = {
      .min = "1",
      .max = "1024",
      .storage = &px_btl_ofi_num_recvs},
-    {.name = "rcache_max_entries",
-     .help = "Registrations the cache keeps (unused ones are deregistered least recently used "
-             "first beyond this); 0: no limit",
-     .type = PX_MCA_VAR_TYPE_SIZE,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .min = "0",
-     .storage = &px_btl_ofi_rcache_max_entries},
-    {.name = "rcache_max_bytes",
-     .help = "Registered bytes the cache keeps; 0: no limit",
-     .type = PX_MCA_VAR_TYPE_SIZE,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .min = "0",
-     .storage = &px_btl_ofi_rcache_max_bytes},
-    {.name = "flush_timeout",
-     .help = "Seconds btl_flush waits for outstanding operations before failing; 0: no limit",
-     .type = PX_MCA_VAR_TYPE_INT,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .min = "0",
-     .storage = &px_btl_ofi_flush_timeout},
+    {.name = NULL},
+};
+
+/* After the shared rows (rcache_max_entries, rcache_max_bytes, flush_timeout). */
+static const px_mca_var_field_t px_btl_ofi_vars_tail[] = {
     {.name = "connect_timeout",
      .help = "Seconds libfabric may refuse every operation to a peer (EAGAIN, as tcp;ofi_rxm does "
              "while it cannot connect) before the peer is declared unreachable and its pending "
@@ -501,19 +478,9 @@ static int px_btl_ofi_register(void)
 {
     /* Settings may have changed: discover again when next needed. */
     px_btl_ofi_discovered = false;
-    /* A refused value was reported and its default kept: go on with the
-     * others, and return the first error at the end. */
-    int first = px_mca_var_register_table("btl", "ofi", px_btl_ofi_vars, -1, NULL);
-    if (first < 0 && first != PX_ERR_BAD_PARAM)
-        return first;
-    int rc = px_btl_base_register_module_params(&px_btl_ofi_component,
-                                                &px_btl_ofi_module_template.super);
-    if (rc < 0 && first == PX_SUCCESS)
-        first = rc;
-    if (rc < 0 && rc != PX_ERR_BAD_PARAM)
-        return rc;
-    rc = px_mca_var_register_table("btl", "ofi", px_btl_ofi_late_vars, -1, NULL);
-    return first < 0 ? first : rc;
+    return px_btl_base_net_register(&px_btl_ofi_component, &px_btl_ofi_module_template.super,
+                                    px_btl_ofi_vars, &px_btl_ofi_net, px_btl_ofi_vars_tail,
+                                    px_btl_ofi_late_vars);
 }
 
 static int px_btl_ofi_open(void)

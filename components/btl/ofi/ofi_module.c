@@ -493,7 +493,8 @@ static void px_btl_ofi_handle_error(px_btl_ofi_module_t *m)
         m->outstanding--;
         if (PX_ERR_UNREACH == status)
             ep->failed = true;
-        px_btl_ofi_report(m, ep, status, op->write ? "RDMA write to" : "RDMA read from", detail);
+        px_btl_ofi_report(m, ep, status, op->req.write ? "RDMA write to" : "RDMA read from",
+                          detail);
         px_btl_ofi_rdma_done(m, op, status);
         return;
     }
@@ -552,14 +553,15 @@ static int px_btl_ofi_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
             return PX_SUCCESS;
         px_btl_ofi_progress(btl);
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if (px_btl_ofi_flush_timeout > 0 && t.tv_sec - t0.tv_sec > px_btl_ofi_flush_timeout) {
+        if (px_btl_ofi_net.flush_timeout > 0 &&
+            t.tv_sec - t0.tv_sec > px_btl_ofi_net.flush_timeout) {
             char who[160] = "";
             if (endpoint)
                 snprintf(who, sizeof(who), " of rank %d (host %s)", endpoint->rank,
                          endpoint->hostname ? endpoint->hostname : "?");
             px_show_error("btl/ofi (%s): flush%s gave up after %d s (btl_ofi_flush_timeout) "
                           "with %zu operation(s) outstanding",
-                          px_btl_ofi_prov(m), who, px_btl_ofi_flush_timeout, left);
+                          px_btl_ofi_prov(m), who, px_btl_ofi_net.flush_timeout, left);
             return PX_ERR_TIMEOUT;
         }
     }
@@ -643,8 +645,7 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     m->outstanding = 0;
     m->peers = NULL;
     m->num_peers = 0;
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    m->reasons = (px_btl_base_reasons_t){0};
     m->next_key = 1;
     m->my_rank = px_boot ? px_boot->rank : 0;
     m->job_size = px_boot && px_boot->size > 0 ? (size_t)px_boot->size : 1;
@@ -755,8 +756,8 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
                              .register_fn = px_btl_ofi_rcache_reg,
                              .deregister_fn = px_btl_ofi_rcache_dereg,
                              .ctx = m,
-                             .max_entries = px_btl_ofi_rcache_max_entries,
-                             .max_bytes = px_btl_ofi_rcache_max_bytes};
+                             .max_entries = px_btl_ofi_net.rcache_max_entries,
+                             .max_bytes = px_btl_ofi_net.rcache_max_bytes};
     rc = px_rcache_create(&cp, &m->rcache);
     if (PX_SUCCESS != rc)
         return px_btl_ofi_fail(m, "creating the registration cache", -FI_ENOMEM);
@@ -822,11 +823,7 @@ static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
     m->cq = NULL;
     m->domain = NULL;
     m->fabric = NULL;
-    for (size_t i = 0; i < m->num_reasons; ++i)
-        free(m->reasons[i]);
-    free(m->reasons);
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    px_btl_base_reasons_free(&m->reasons);
     if (m->info)
         fi_freeinfo(m->info);
     m->info = NULL;

@@ -16,27 +16,8 @@
 #include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 
-static const char *px_btl_ofi_keep_reason(px_btl_ofi_module_t *m, char *text)
-{
-    char **r = realloc(m->reasons, (m->num_reasons + 1) * sizeof(char *));
-    if (NULL == r) {
-        free(text);
-        return "out of memory";
-    }
-    m->reasons = r;
-    m->reasons[m->num_reasons++] = text;
-    return text;
-}
-
-static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...) PX_PRINTF(2, 3);
-static const char *px_btl_ofi_reason(px_btl_ofi_module_t *m, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *text = px_vasprintf(fmt, ap);
-    va_end(ap);
-    return text ? px_btl_ofi_keep_reason(m, text) : "out of memory";
-}
+/* A reason add_procs hands out, kept until the module goes. */
+#define px_btl_ofi_reason(m, ...) px_btl_base_reason(&(m)->reasons, __VA_ARGS__)
 
 int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                          px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,

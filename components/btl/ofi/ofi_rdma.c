@@ -107,23 +107,17 @@ static inline int px_btl_ofi_rdma(px_btl_module_t *btl, px_btl_endpoint_t *endpo
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     op->ctx.type = PX_BTL_OFI_OP_RDMA;
     op->endpoint = endpoint;
-    op->local_address = a->local_address;
-    op->local_handle = a->local_handle;
-    op->temp_reg = NULL;
-    op->cbfunc = a->cbfunc;
-    op->cbcontext = a->cbcontext;
-    op->cbdata = a->cbdata;
-    op->write = write;
+    px_btl_base_rdma_req_start(&op->req, a);
     void *desc = NULL;
     if (a->local_handle) {
         desc = a->local_handle->desc;
     } else if (m->mr_local) {
-        if (PX_SUCCESS !=
-            px_rcache_register(m->rcache, a->local_address, a->size, 0, &op->temp_reg)) {
+        px_rcache_entry_t *e = px_btl_base_rdma_req_register(&op->req, m->rcache, a);
+        if (NULL == e) {
             px_free_list_return(&m->rdma_ops, &op->super);
             return PX_ERR_TEMP_OUT_OF_RESOURCE;
         }
-        desc = ((px_btl_ofi_reg_t *)op->temp_reg)->handle.desc;
+        desc = ((px_btl_ofi_reg_t *)e)->handle.desc;
     }
     /* The remote handle arrived in a message: it may be unaligned. */
     uint64_t rkey, rbase;
@@ -157,9 +151,7 @@ static inline int px_btl_ofi_rdma(px_btl_module_t *btl, px_btl_endpoint_t *endpo
         m->outstanding++;
         return PX_SUCCESS;
     }
-    if (op->temp_reg)
-        px_rcache_release(op->temp_reg);
-    px_free_list_return(&m->rdma_ops, &op->super);
+    px_btl_base_rdma_req_abort(&op->req, &m->rdma_ops, &op->super);
     if (-FI_EAGAIN == rc)
         return px_btl_ofi_stuck_too_long(endpoint) ? px_btl_ofi_give_up(m, endpoint)
                                                    : PX_ERR_TEMP_OUT_OF_RESOURCE;
@@ -180,13 +172,5 @@ void px_btl_ofi_rdma_install(px_btl_module_t *btl)
 
 void px_btl_ofi_rdma_done(px_btl_ofi_module_t *m, px_btl_ofi_rdma_op_t *op, int status)
 {
-    if (op->temp_reg)
-        px_rcache_release(op->temp_reg);
-    px_btl_rdma_completion_fn cb = op->cbfunc;
-    px_btl_endpoint_t *ep = op->endpoint;
-    void *la = op->local_address, *cc = op->cbcontext, *cd = op->cbdata;
-    px_btl_registration_handle_t *lh = op->local_handle;
-    px_free_list_return(&m->rdma_ops, &op->super);
-    if (cb)
-        cb(&m->super, ep, la, lh, cc, cd, status);
+    px_btl_base_rdma_req_done(&op->req, &m->rdma_ops, &op->super, &m->super, op->endpoint, status);
 }

@@ -189,7 +189,7 @@ extern px_btl_shm_state_t px_btl_shm_state;
  * receiver read long ago (gone from its private caches) instead of lines it
  * still holds: with 2 local processes, 8 KiB one-way 0.75-0.87 us on 1 MiB
  * rings against 0.57-0.68 on 4 MiB ones, 16 KiB streaming 10-14 GB/s
- * against 30-40 (docs/shm.md). */
+ * against 30-40 (docs/measurements/shm.md). */
 #define PX_BTL_SHM_FBOX_MAX_ENTRY   ((size_t)0xffff * 64) /* entry size / 64: 16 bits */
 #define PX_BTL_SHM_FBOX_AUTO_MAX    (4u << 20)
 #define PX_BTL_SHM_FBOX_AUTO_MIN    (64u << 10)

@@ -28,6 +28,7 @@
 #include "core/class/free_list.h"
 #include "frameworks/btl/btl.h"
 #include "frameworks/btl/base/frag.h"
+#include "frameworks/btl/base/net.h"
 #include "frameworks/btl/base/rcache.h"
 #include "components/btl/verbs/verbs_wire.h"
 
@@ -46,9 +47,8 @@ extern int px_btl_verbs_retry_count;
 extern int px_btl_verbs_rnr_retry;
 extern int px_btl_verbs_min_rnr_timer;
 extern bool px_btl_verbs_numa;
-extern size_t px_btl_verbs_rcache_max_entries;
-extern size_t px_btl_verbs_rcache_max_bytes;
-extern int px_btl_verbs_flush_timeout;
+/* rcache_max_entries, rcache_max_bytes, flush_timeout (frameworks/btl/base/net.h). */
+extern px_btl_base_net_vars_t px_btl_verbs_net;
 extern double px_btl_verbs_keepalive;
 enum { PX_BTL_VERBS_PROGRESS_POLL = 0, PX_BTL_VERBS_PROGRESS_EVENT = 1 };
 extern int px_btl_verbs_progress_mode; /* PX_BTL_VERBS_PROGRESS_* */
@@ -158,12 +158,7 @@ PX_CLASS_DECLARATION(px_btl_verbs_frag_t);
 typedef struct px_btl_verbs_rdma_op {
     px_free_list_item_t super;
     px_btl_verbs_ctx_t ctx;
-    void *local_address;
-    px_btl_registration_handle_t *local_handle;
-    px_rcache_entry_t *temp_reg;
-    px_btl_rdma_completion_fn cbfunc;
-    void *cbcontext, *cbdata;
-    bool write;
+    px_btl_base_rdma_req_t req;
 } px_btl_verbs_rdma_op_t;
 PX_CLASS_DECLARATION(px_btl_verbs_rdma_op_t);
 
@@ -198,8 +193,7 @@ struct px_btl_verbs_module {
     double idle_since;
     px_btl_endpoint_t **peers; /* by rank, created at init */
     size_t num_peers;
-    char **reasons;
-    size_t num_reasons;
+    px_btl_base_reasons_t reasons; /* strings handed out by add_procs */
 };
 
 /* The module template: figures registered as btl_verbs_* variables. */

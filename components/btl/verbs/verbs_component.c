@@ -41,9 +41,7 @@ int px_btl_verbs_retry_count = 7;
 int px_btl_verbs_rnr_retry = 6;
 int px_btl_verbs_min_rnr_timer = 12;
 bool px_btl_verbs_numa = true;
-size_t px_btl_verbs_rcache_max_entries = 1024;
-size_t px_btl_verbs_rcache_max_bytes = 0;
-int px_btl_verbs_flush_timeout = 60;
+px_btl_base_net_vars_t px_btl_verbs_net = PX_BTL_BASE_NET_VARS_DEFAULTS;
 double px_btl_verbs_keepalive = 2.0;
 int px_btl_verbs_progress_mode = PX_BTL_VERBS_PROGRESS_POLL;
 int px_btl_verbs_verbose = 0;
@@ -367,28 +365,11 @@ static const px_mca_var_field_t px_btl_verbs_vars[] = {
      .min = "0",
      .max = "31",
      .storage = &px_btl_verbs_min_rnr_timer},
-    {.name = "rcache_max_entries",
-     .help = "Registrations the cache keeps (unused ones are deregistered least recently used "
-             "first beyond this); 0: no limit",
-     .type = PX_MCA_VAR_TYPE_SIZE,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .min = "0",
-     .storage = &px_btl_verbs_rcache_max_entries},
-    {.name = "rcache_max_bytes",
-     .help = "Registered bytes the cache keeps; 0: no limit",
-     .type = PX_MCA_VAR_TYPE_SIZE,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .min = "0",
-     .storage = &px_btl_verbs_rcache_max_bytes},
-    {.name = "flush_timeout",
-     .help = "Seconds btl_flush waits for outstanding operations before failing; 0: no limit",
-     .type = PX_MCA_VAR_TYPE_INT,
-     .info_level = 6,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .min = "0",
-     .storage = &px_btl_verbs_flush_timeout},
+    {.name = NULL},
+};
+
+/* After the shared rows (rcache_max_entries, rcache_max_bytes, flush_timeout). */
+static const px_mca_var_field_t px_btl_verbs_vars_tail[] = {
     {.name = "keepalive",
      .help = "Seconds without any completion after which btl/verbs probes each idle peer with "
              "an 8-byte RDMA read, so that a process only waiting to receive learns that the "
@@ -469,19 +450,9 @@ static int px_btl_verbs_register(void)
         pinned = true;
         (void)dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
     }
-    /* A refused value was reported and its default kept: go on with the
-     * others, and return the first error at the end. */
-    int first = px_mca_var_register_table("btl", "verbs", px_btl_verbs_vars, -1, NULL);
-    if (first < 0 && first != PX_ERR_BAD_PARAM)
-        return first;
-    int rc = px_btl_base_register_module_params(&px_btl_verbs_component,
-                                                &px_btl_verbs_module_template.super);
-    if (rc < 0 && first == PX_SUCCESS)
-        first = rc;
-    if (rc < 0 && rc != PX_ERR_BAD_PARAM)
-        return rc;
-    rc = px_mca_var_register_table("btl", "verbs", px_btl_verbs_info_vars, -1, NULL);
-    return first < 0 ? first : rc;
+    return px_btl_base_net_register(&px_btl_verbs_component, &px_btl_verbs_module_template.super,
+                                    px_btl_verbs_vars, &px_btl_verbs_net, px_btl_verbs_vars_tail,
+                                    px_btl_verbs_info_vars);
 }
 
 static int px_btl_verbs_open(void)
@@ -504,12 +475,8 @@ static int px_btl_verbs_close(void)
 /* True when every rank is on this host and shm may serve them. */
 static bool px_btl_verbs_single_host_job(const char **why)
 {
-    if (!px_btl_verbs_skip_single_host || NULL == px_boot || NULL == px_boot->locality ||
-        !px_mca_framework_allows(&px_btl_base_framework, "shm"))
+    if (!px_btl_verbs_skip_single_host || !px_btl_base_job_is_local("shm"))
         return false;
-    for (int r = 0; r < px_boot->size; ++r)
-        if (!(px_boot->locality(r) & (PX_PROC_LOCAL_HOST | PX_PROC_LOCAL_SELF)))
-            return false;
     *why = "every rank is on this host and btl/shm serves them (btl_verbs_skip_single_host; use "
            "btl=self,verbs to run verbs here)";
     return true;

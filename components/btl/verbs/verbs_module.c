@@ -522,7 +522,7 @@ static const char *px_btl_verbs_op_name(const px_btl_verbs_ctx_t *ctx)
     case PX_BTL_VERBS_OP_RDMA:
         return ((const px_btl_verbs_rdma_op_t *)((const char *)ctx -
                                                  offsetof(px_btl_verbs_rdma_op_t, ctx)))
-                       ->write
+                       ->req.write
                    ? "RDMA write to"
                    : "RDMA read from";
     default:
@@ -693,15 +693,16 @@ static int px_btl_verbs_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
         if (0 == left && (endpoint ? NULL == endpoint->pending.head : NULL == m->blocked))
             return PX_SUCCESS;
         px_btl_verbs_progress(btl);
-        if (px_btl_verbs_flush_timeout > 0 &&
-            px_btl_verbs_now() - t0 > (double)px_btl_verbs_flush_timeout) {
+        if (px_btl_verbs_net.flush_timeout > 0 &&
+            px_btl_verbs_now() - t0 > (double)px_btl_verbs_net.flush_timeout) {
             char who[160] = "";
             if (endpoint)
                 snprintf(who, sizeof(who), " of rank %d (host %s)", endpoint->rank,
                          endpoint->hostname ? endpoint->hostname : "?");
             px_show_error("btl/verbs (%s:%u): flush%s gave up after %d s "
                           "(btl_verbs_flush_timeout) with %zu operation(s) outstanding",
-                          m->port.dev_name, m->port.port, who, px_btl_verbs_flush_timeout, left);
+                          m->port.dev_name, m->port.port, who, px_btl_verbs_net.flush_timeout,
+                          left);
             return PX_ERR_TIMEOUT;
         }
     }
@@ -779,8 +780,7 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->outstanding = 0;
     m->peers = NULL;
     m->num_peers = 0;
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    m->reasons = (px_btl_base_reasons_t){0};
     m->my_rank = px_boot ? px_boot->rank : 0;
     /* A starting PSN of our own (no global random state touched). */
     struct timespec ts;
@@ -912,8 +912,8 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
                              .register_fn = px_btl_verbs_rcache_reg,
                              .deregister_fn = px_btl_verbs_rcache_dereg,
                              .ctx = m,
-                             .max_entries = px_btl_verbs_rcache_max_entries,
-                             .max_bytes = px_btl_verbs_rcache_max_bytes};
+                             .max_entries = px_btl_verbs_net.rcache_max_entries,
+                             .max_bytes = px_btl_verbs_net.rcache_max_bytes};
     if (PX_SUCCESS != px_rcache_create(&cp, &m->rcache))
         return px_btl_verbs_fail(m, "creating the registration cache", ENOMEM);
 
@@ -999,11 +999,7 @@ static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
     if (m->ctx)
         ibv_close_device(m->ctx);
     m->ctx = NULL;
-    for (size_t i = 0; i < m->num_reasons; ++i)
-        free(m->reasons[i]);
-    free(m->reasons);
-    m->reasons = NULL;
-    m->num_reasons = 0;
+    px_btl_base_reasons_free(&m->reasons);
 }
 
 int px_btl_verbs_module_finalize(px_btl_module_t *btl)

@@ -19,25 +19,8 @@
 #include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 
-static const char *px_btl_verbs_reason(px_btl_verbs_module_t *m, const char *fmt, ...)
-    PX_PRINTF(2, 3);
-static const char *px_btl_verbs_reason(px_btl_verbs_module_t *m, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *text = px_vasprintf(fmt, ap);
-    va_end(ap);
-    if (NULL == text)
-        return "out of memory";
-    char **r = realloc(m->reasons, (m->num_reasons + 1) * sizeof(char *));
-    if (NULL == r) {
-        free(text);
-        return "out of memory";
-    }
-    m->reasons = r;
-    m->reasons[m->num_reasons++] = text;
-    return text;
-}
+/* A reason add_procs hands out, kept until the module goes. */
+#define px_btl_verbs_reason(m, ...) px_btl_base_reason(&(m)->reasons, __VA_ARGS__)
 
 int px_btl_verbs_create_qp(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
 {

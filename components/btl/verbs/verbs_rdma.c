@@ -98,23 +98,17 @@ static inline int px_btl_verbs_rdma(px_btl_module_t *btl, px_btl_endpoint_t *end
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     op->ctx.type = PX_BTL_VERBS_OP_RDMA;
     op->ctx.endpoint = endpoint;
-    op->local_address = a->local_address;
-    op->local_handle = a->local_handle;
-    op->temp_reg = NULL;
-    op->cbfunc = a->cbfunc;
-    op->cbcontext = a->cbcontext;
-    op->cbdata = a->cbdata;
-    op->write = write;
+    px_btl_base_rdma_req_start(&op->req, a);
     uint32_t lkey;
     if (a->local_handle) {
         lkey = a->local_handle->lkey;
     } else {
-        if (PX_SUCCESS !=
-            px_rcache_register(m->rcache, a->local_address, a->size, 0, &op->temp_reg)) {
+        px_rcache_entry_t *e = px_btl_base_rdma_req_register(&op->req, m->rcache, a);
+        if (NULL == e) {
             px_free_list_return(&m->rdma_ops, &op->super);
             return PX_ERR_TEMP_OUT_OF_RESOURCE;
         }
-        lkey = ((px_btl_verbs_reg_t *)op->temp_reg)->handle.lkey;
+        lkey = ((px_btl_verbs_reg_t *)e)->handle.lkey;
     }
     /* The remote handle arrived in a message: it may be unaligned. */
     uint32_t rkey;
@@ -137,9 +131,7 @@ static inline int px_btl_verbs_rdma(px_btl_module_t *btl, px_btl_endpoint_t *end
         m->outstanding++;
         return PX_SUCCESS;
     }
-    if (op->temp_reg)
-        px_rcache_release(op->temp_reg);
-    px_free_list_return(&m->rdma_ops, &op->super);
+    px_btl_base_rdma_req_abort(&op->req, &m->rdma_ops, &op->super);
     if (ENOMEM == rc)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     char detail[200];
@@ -161,13 +153,6 @@ void px_btl_verbs_rdma_install(px_btl_module_t *btl)
 
 void px_btl_verbs_rdma_done(px_btl_verbs_module_t *m, px_btl_verbs_rdma_op_t *op, int status)
 {
-    if (op->temp_reg)
-        px_rcache_release(op->temp_reg);
-    px_btl_rdma_completion_fn cb = op->cbfunc;
-    px_btl_endpoint_t *ep = op->ctx.endpoint;
-    void *la = op->local_address, *cc = op->cbcontext, *cd = op->cbdata;
-    px_btl_registration_handle_t *lh = op->local_handle;
-    px_free_list_return(&m->rdma_ops, &op->super);
-    if (cb)
-        cb(&m->super, ep, la, lh, cc, cd, status);
+    px_btl_base_rdma_req_done(&op->req, &m->rdma_ops, &op->super, &m->super, op->ctx.endpoint,
+                              status);
 }
