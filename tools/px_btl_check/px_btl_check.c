@@ -23,6 +23,7 @@
 #include "core/mca/var.h"
 #include "core/util/argv.h"
 #include "core/util/error.h"
+#include "tools/common/tool_launch.h"
 #include "frameworks/btl/base/base.h"
 #include "runtime/plexus.h"
 #include "runtime/runtime.h"
@@ -324,60 +325,6 @@ static bool run_job(int job, const char *pxrun, const char *self, const char *na
 }
 
 /* pxrun beside this program (installed), else the configured bindir, else PATH. */
-static const char *find_pxrun(char *buf, size_t len)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            if (snprintf(buf, len, "%s/pxrun", self) < (int)len && access(buf, X_OK) == 0)
-                return buf;
-        }
-    }
-    snprintf(buf, len, "%s/pxrun", PX_BINDIR);
-    if (access(buf, X_OK) == 0)
-        return buf;
-    return "pxrun";
-}
-
-/* The launcher knows the components before it starts anything: an unknown
- * name is an error listing the available ones. */
-static void check_known(const char *name, char **mca)
-{
-    px_mca_var_init();
-    for (int i = 0; mca && mca[i] && mca[i + 1]; i += 2)
-        px_mca_var_set_cmdline(mca[i], mca[i + 1], false);
-    const px_mca_component_t *builtin[64];
-    int nb = px_mca_repository_static_for("btl", builtin, 64);
-    char **names = NULL, **paths = NULL;
-    int np = px_mca_repository_plugin_files("btl", &names, &paths);
-    bool found = false;
-    char list[2048] = "";
-    for (int i = 0; i < nb && i < 64; i++) {
-        found |= !strcmp(builtin[i]->component_name, name);
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s (built in)", l ? ", " : "",
-                 builtin[i]->component_name);
-    }
-    for (int i = 0; i < np; i++) {
-        found |= !strcmp(names[i], name);
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s (plugin %s)", l ? ", " : "", names[i], paths[i]);
-    }
-    px_argv_free(names);
-    px_argv_free(paths);
-    px_mca_var_finalize();
-    if (!found) {
-        fprintf(stderr,
-                "px_btl_check: error: no btl component named \"%s\" here; available: %s\n"
-                "(a plugin's folder is added with --mca mca_component_path_prepend DIR)\n",
-                name, list[0] ? list : "none");
-        exit(2);
-    }
-}
 
 int main(int argc, char **argv)
 {
@@ -435,10 +382,10 @@ int main(int argc, char **argv)
         return bc_worker(job, name, timeout, 1, argv);
     if (n < 0)
         n = strcmp(name, "self") ? 2 : 1;
-    check_known(name, mca);
+    px_tool_check_known("px_btl_check", "btl", name, mca);
     char pbuf[PATH_MAX], self[PATH_MAX];
     if (!pxrun)
-        pxrun = find_pxrun(pbuf, sizeof pbuf);
+        pxrun = px_tool_find_pxrun(pbuf, sizeof pbuf);
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     if (sl <= 0) {
         perror("px_btl_check: /proc/self/exe");

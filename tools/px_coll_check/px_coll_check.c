@@ -30,6 +30,7 @@
 #include "core/mca/var.h"
 #include "core/util/argv.h"
 #include "core/util/error.h"
+#include "tools/common/tool_launch.h"
 #include "frameworks/coll/coll.h"
 #include "runtime/plexus.h"
 #include "runtime/plexus_coll.h"
@@ -228,59 +229,6 @@ static void run_job(int op, const char *pxrun, const char *self, const char *com
 }
 
 /* pxrun beside this program (installed), else the configured bindir, else PATH. */
-static const char *find_pxrun(char *buf, size_t len)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            if (snprintf(buf, len, "%s/pxrun", self) < (int)len && access(buf, X_OK) == 0)
-                return buf;
-        }
-    }
-    snprintf(buf, len, "%s/pxrun", PX_BINDIR);
-    if (access(buf, X_OK) == 0)
-        return buf;
-    return "pxrun";
-}
-
-/* An unknown name is an error listing the coll components found. */
-static void check_known(const char *name, char **mca)
-{
-    px_mca_var_init();
-    for (int i = 0; mca && mca[i] && mca[i + 1]; i += 2)
-        px_mca_var_set_cmdline(mca[i], mca[i + 1], false);
-    const px_mca_component_t *builtin[64];
-    int nb = px_mca_repository_static_for("coll", builtin, 64);
-    char **names = NULL, **paths = NULL;
-    int np = px_mca_repository_plugin_files("coll", &names, &paths);
-    bool found = false;
-    char list[2048] = "";
-    for (int i = 0; i < nb && i < 64; i++) {
-        found |= !strcmp(builtin[i]->component_name, name);
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s (built in)", l ? ", " : "",
-                 builtin[i]->component_name);
-    }
-    for (int i = 0; i < np; i++) {
-        found |= !strcmp(names[i], name);
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof list - l, "%s%s (plugin %s)", l ? ", " : "", names[i], paths[i]);
-    }
-    px_argv_free(names);
-    px_argv_free(paths);
-    px_mca_var_finalize();
-    if (!found) {
-        fprintf(stderr,
-                "px_coll_check: error: no coll component named \"%s\" here; available: %s\n"
-                "(a plugin's folder is added with --mca mca_component_path_prepend DIR)\n",
-                name, list[0] ? list : "none");
-        exit(2);
-    }
-}
 
 int main(int argc, char **argv)
 {
@@ -344,10 +292,10 @@ int main(int argc, char **argv)
         return cc_worker(name, op, quick, 1, argv);
     n_ranks = n;
     quick_mode = quick;
-    check_known(name, mca);
+    px_tool_check_known("px_coll_check", "coll", name, mca);
     char pbuf[PATH_MAX], self[PATH_MAX];
     if (!pxrun)
-        pxrun = find_pxrun(pbuf, sizeof pbuf);
+        pxrun = px_tool_find_pxrun(pbuf, sizeof pbuf);
     if (strchr(pxrun, '/') && access(pxrun, X_OK) != 0) {
         fprintf(stderr,
                 "px_coll_check: error: cannot run the launcher %s: %s (--pxrun PATH names it)\n",
