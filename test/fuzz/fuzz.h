@@ -33,4 +33,13 @@ const char *px_fuzz_empty_dir(void);
  * has no NUL). */
 char *px_fuzz_text(const uint8_t *data, size_t size);
 
+/* The environment of a harness that runs px_init as a singleton with btl/self
+ * alone: no launcher, no user or system parameter files, no plugins. A
+ * harness sets its own variables after it, then calls px_init. */
+void px_fuzz_singleton_env(void);
+
+/* Copy the next n bytes of the input at *p (before end) to out, zero-filling
+ * what the input lacks; advance *p; return how many bytes were real. */
+size_t px_fuzz_take(const uint8_t **p, const uint8_t *end, void *out, size_t n);
+
 #endif

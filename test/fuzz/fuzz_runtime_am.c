@@ -103,28 +103,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    unsetenv("PX_PXRUN_URI");
-    unsetenv("PMIX_RANK");
-    setenv("HOME", px_fuzz_empty_dir(), 1);
-    setenv("PX_SYSCONFDIR", px_fuzz_empty_dir(), 1);
-    setenv("PX_MCA_mca_component_path", px_fuzz_empty_dir(), 1);
-    setenv("PX_MCA_btl", "self", 1);
-    setenv("PX_MCA_boot", "singleton", 1);
+    px_fuzz_singleton_env();
     /* Small limits so that short inputs reach the rendezvous and fragments. */
     setenv("PX_MCA_btl_self_eager_limit", "128", 1);
     setenv("PX_MCA_btl_self_max_send_size", "256", 1);
     setenv("PX_MCA_runtime_tiny_limit", "16", 1);
     setenv("PX_MCA_runtime_wait_timeout", "2", 1);
     return 0;
-}
-
-static size_t take(const uint8_t **p, const uint8_t *end, void *out, size_t n)
-{
-    size_t k = (size_t)(end - *p) < n ? (size_t)(end - *p) : n;
-    memset(out, 0, n);
-    memcpy(out, *p, k);
-    *p += k;
-    return k;
 }
 
 static uint64_t id_of(slot_t *s, uint64_t v)
@@ -235,17 +220,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (op < 0x80) {
             uint16_t len;
             uint8_t split;
-            take(&p, end, &len, 2);
-            take(&p, end, &split, 1);
+            px_fuzz_take(&p, end, &len, 2);
+            px_fuzz_take(&p, end, &split, 1);
             if (len > sizeof msg)
                 len = sizeof msg;
-            size_t got = take(&p, end, msg, len);
+            size_t got = px_fuzz_take(&p, end, msg, len);
             inject(1 + op % 7, msg, got, split);
         } else if (op < 0x90) {
             uint8_t tag;
             uint16_t len;
-            take(&p, end, &tag, 1);
-            take(&p, end, &len, 2);
+            px_fuzz_take(&p, end, &tag, 1);
+            px_fuzz_take(&p, end, &len, 2);
             slot_t *s = &recvs[nrecvs % MAX_REQS];
             if (s->req)
                 continue; /* still in use */
@@ -261,8 +246,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         } else if (op < 0xa0) {
             uint8_t tag;
             uint16_t len;
-            take(&p, end, &tag, 1);
-            take(&p, end, &len, 2);
+            px_fuzz_take(&p, end, &tag, 1);
+            px_fuzz_take(&p, end, &len, 2);
             slot_t *s = &sends[nsends % MAX_REQS];
             if (s->req)
                 continue; /* still in use */

@@ -39,3 +39,23 @@ char *px_fuzz_text(const uint8_t *data, size_t size)
     s[size] = '\0';
     return s;
 }
+
+void px_fuzz_singleton_env(void)
+{
+    unsetenv("PX_PXRUN_URI");
+    unsetenv("PMIX_RANK");
+    setenv("HOME", px_fuzz_empty_dir(), 1);
+    setenv("PX_SYSCONFDIR", px_fuzz_empty_dir(), 1);
+    setenv("PX_MCA_mca_component_path", px_fuzz_empty_dir(), 1);
+    setenv("PX_MCA_btl", "self", 1);
+    setenv("PX_MCA_boot", "singleton", 1);
+}
+
+size_t px_fuzz_take(const uint8_t **p, const uint8_t *end, void *out, size_t n)
+{
+    size_t k = (size_t)(end - *p) < n ? (size_t)(end - *p) : n;
+    memset(out, 0, n);
+    memcpy(out, *p, k);
+    *p += k;
+    return k;
+}

@@ -48,27 +48,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    unsetenv("PX_PXRUN_URI");
-    unsetenv("PMIX_RANK");
-    setenv("HOME", px_fuzz_empty_dir(), 1);
-    setenv("PX_SYSCONFDIR", px_fuzz_empty_dir(), 1);
-    setenv("PX_MCA_mca_component_path", px_fuzz_empty_dir(), 1);
-    setenv("PX_MCA_btl", "self", 1);
-    setenv("PX_MCA_boot", "singleton", 1);
+    px_fuzz_singleton_env();
     /* Small bounce buffers and few of them: chunks, waits for a buffer. */
     setenv("PX_MCA_xfer_stage_size", "256", 1);
     setenv("PX_MCA_xfer_stage_count", "4", 1);
     setenv("PX_MCA_runtime_wait_timeout", "2", 1);
     return 0;
-}
-
-static size_t take(const uint8_t **p, const uint8_t *end, void *out, size_t n)
-{
-    size_t k = (size_t)(end - *p) < n ? (size_t)(end - *p) : n;
-    memset(out, 0, n);
-    memcpy(out, *p, k);
-    *p += k;
-    return k;
 }
 
 static px_xfer_region_t *target, *local;
@@ -170,16 +155,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (op < 0x80) {
             uint16_t len;
             uint8_t split;
-            take(&p, end, &len, 2);
-            take(&p, end, &split, 1);
+            px_fuzz_take(&p, end, &len, 2);
+            px_fuzz_take(&p, end, &split, 1);
             if (len > sizeof msg)
                 len = sizeof msg;
-            size_t got = take(&p, end, msg, len);
+            size_t got = px_fuzz_take(&p, end, msg, len);
             inject(PX_XFER_AM_NOTIFY + op % 7, msg, got, split);
         } else if (op < 0x90) {
             uint16_t off, len;
-            take(&p, end, &off, 2);
-            take(&p, end, &len, 2);
+            px_fuzz_take(&p, end, &off, 2);
+            px_fuzz_take(&p, end, &len, 2);
             off %= REGION;
             if (len > REGION - off)
                 len = (uint16_t)(REGION - off);
@@ -193,7 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             px_xfer_progress();
         } else if (op < 0xb0) {
             uint16_t cap;
-            take(&p, end, &cap, 2);
+            px_fuzz_take(&p, end, &cap, 2);
             cap %= 2 * PX_XFER_NOTIFY_MAX;
             char *buf = malloc(cap ? cap : 1);
             if (!buf)
@@ -210,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             free(buf);
         } else if (op < 0xc0) {
             uint16_t len;
-            take(&p, end, &len, 2);
+            px_fuzz_take(&p, end, &len, 2);
             len %= PX_XFER_NOTIFY_MAX + 1;
             memset(msg, op, len);
             if (px_xfer_notify(0, msg, len) != PX_SUCCESS)

@@ -57,13 +57,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    unsetenv("PX_PXRUN_URI");
-    unsetenv("PMIX_RANK");
-    setenv("HOME", px_fuzz_empty_dir(), 1);
-    setenv("PX_SYSCONFDIR", px_fuzz_empty_dir(), 1);
-    setenv("PX_MCA_mca_component_path", px_fuzz_empty_dir(), 1);
-    setenv("PX_MCA_btl", "self", 1);
-    setenv("PX_MCA_boot", "singleton", 1);
+    px_fuzz_singleton_env();
     if (px_init(NULL, NULL) != PX_SUCCESS)
         abort();
     snprintf(dir, sizeof dir, "/tmp/px_fuzz_mapXXXXXX");
