@@ -10,7 +10,8 @@
 #   sanitizer report, a leak or a timeout is a failure and leaves the input
 #   in $PX_FUZZ_BUILD/fuzz/artifacts/. Exit status 0 only when nothing was found.
 #   PX_FUZZ_SEED fixes libFuzzer's random seed (CI sets it, so a CI run is
-#   repeatable; developers fuzz with a new seed each run).
+#   repeatable; developers fuzz with a new seed each run). PX_FUZZ_PARALLEL
+#   harnesses run at once (default: the number of cores), each one process.
 # Needs clang and libclang-rt-<version>-dev (libFuzzer, sanitizers).
 set -u
 secs=${1:-20}
@@ -51,11 +52,11 @@ component_sources() {
         make -s -f Makefile -f - px-print-sources | tr ' ' '\n' | sed -n "s|^\(.*\.c\)$|$src/\1|p"
 }
 
-n=0 failed=0
-echo "1..${#harnesses[@]}"
-for h in "${harnesses[@]}"; do
-    n=$((n + 1))
-    extra=""
+# one N H: build and fuzz harness H (number N); its TAP line goes to
+# fuzz/logs/H.result. Harnesses run side by side, one per core
+# (PX_FUZZ_PARALLEL), each single-threaded, each for $secs seconds.
+one() {
+    local n=$1 h=$2 extra="" bin log seeds work start rc took runs cov art what
     [ "$h" = selection ] && extra="$src/test/mca/ptest_base.c"
     [ "$h" = pxrun_server ] && extra="$src/tools/pxrun/pxrun_server.c"
     case $h in ofi_*) extra=$(component_sources PX_BTL_OFI_WIRE_SOURCES) ;; esac
@@ -65,9 +66,8 @@ for h in "${harnesses[@]}"; do
     # shellcheck disable=SC2086
     if ! $cc $cflags -fsanitize=fuzzer -I"$src" -I"$build" -o "$bin" \
         "$src/test/fuzz/fuzz_$h.c" "$src/test/fuzz/fuzz_util.c" $extra $libs >"$log" 2>&1; then
-        echo "not ok $n - $h: does not build (see $log)"
-        failed=$((failed + 1))
-        continue
+        echo "not ok $n - $h: does not build (see $log)" >"fuzz/logs/$h.result"
+        return
     fi
     seeds=$src/test/fuzz/corpus/$h
     work=fuzz/corpus/$h
@@ -85,11 +85,33 @@ for h in "${harnesses[@]}"; do
     if [ $rc -eq 0 ]; then
         echo "ok $n - $h: ${runs:-?} runs in ${took} s, ${cov:-cov: ?}, corpus $(ls "$work" | wc -l) inputs"
     else
-        failed=$((failed + 1))
         art=$(grep -oE "Test unit written to [^ ]+" "$log" | tail -1 | sed 's/Test unit written to //')
         what=$(grep -m1 -oE 'ERROR: [A-Za-z]+: [^ ]+( [^ ]+)?|runtime error: .*|deadly signal|timeout after [0-9]+ seconds' "$log" | head -1)
         echo "not ok $n - $h: ${what:-exit $rc} (input: ${art:-?}; log: $log)"
+    fi >"fuzz/logs/$h.result"
+}
+
+par=${PX_FUZZ_PARALLEL:-$(nproc)}
+n=0 failed=0 running=0
+echo "1..${#harnesses[@]}"
+for h in "${harnesses[@]}"; do
+    n=$((n + 1))
+    rm -f "fuzz/logs/$h.result"
+    one "$n" "$h" &
+    running=$((running + 1))
+    if [ "$running" -ge "$par" ]; then
+        wait -n
+        running=$((running - 1))
     fi
+done
+wait
+i=0
+for h in "${harnesses[@]}"; do
+    i=$((i + 1))
+    line=$(cat "fuzz/logs/$h.result" 2>/dev/null)
+    [ -n "$line" ] || line="not ok $i - $h: no result (see $build/fuzz/logs/$h.log)"
+    echo "$line"
+    case $line in "not ok"*) failed=$((failed + 1)) ;; esac
 done
 echo "# $((n - failed)) passed, $failed failed (fuzzing $secs s each; build $build)"
 [ "$failed" -eq 0 ]
