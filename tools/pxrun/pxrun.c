@@ -287,10 +287,14 @@ static void setup_session(void)
      * that no rank takes it for the last user and removes it while the job
      * runs) and removed through that descriptor at the end. A name that
      * exists already is not pxrun's to remove. */
+    struct stat held, now;
     if (snprintf(px.shmdir, sizeof px.shmdir, "%s/plexus-%u-%s", shm_backing_dir(),
                  (unsigned)getuid(), px.jobid) >= (int)sizeof px.shmdir ||
-        (px.shmfd = px_fs_private_dir_open(px.shmdir, true, NULL, &made)) < 0 || !made ||
-        flock(px.shmfd, LOCK_SH) != 0) {
+        (px.shmfd = px_fs_private_dir_open(px.shmdir, true, &held, &made)) < 0 || !made ||
+        flock(px.shmfd, LOCK_SH) != 0 ||
+        /* Still ours by that name: another job's start removes a folder
+         * nobody holds (btl/shm), which it was between mkdir and flock. */
+        lstat(px.shmdir, &now) != 0 || now.st_dev != held.st_dev || now.st_ino != held.st_ino) {
         /* Not fatal: the shm component reports it if it needs the folder. */
         if (px.shmfd >= 0 && made)
             px_fs_remove_tree_fd(px.shmfd, px.shmdir); /* made, but not lockable */
