@@ -258,38 +258,12 @@ static bool run_job(int job, const char *pxrun, const char *self, const char *na
 
 int main(int argc, char **argv)
 {
-    int n = -1, job = -1;
-    double timeout = 20;
-    const char *name = NULL, *pxrun = NULL;
-    char **mca = NULL;
-    int nmca = 0;
+    int job = -1;
+    px_tool_opts_t o = {.n = -1, .timeout = 20};
+    const char *name = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-n") || !strcmp(a, "--np")) {
-            if (++i >= argc)
-                usage_exit("%s needs a number of ranks", a);
-            char *end;
-            long v = strtol(argv[i], &end, 10);
-            if (*end || v < 1 || v > 8)
-                usage_exit("-n '%s': the number of ranks must be 1 to 8", argv[i]);
-            n = (int)v;
-        } else if (!strcmp(a, "--timeout")) {
-            if (++i >= argc)
-                usage_exit("%s needs seconds", a);
-            char *end;
-            timeout = strtod(argv[i], &end);
-            if (*end || !(timeout >= 1 && timeout <= 3600))
-                usage_exit("--timeout '%s': seconds from 1 to 3600", argv[i]);
-        } else if (!strcmp(a, "--mca")) {
-            if (i + 2 >= argc)
-                usage_exit("%s needs a variable name and a value", a);
-            px_argv_append(&nmca, &mca, argv[i + 1]);
-            px_argv_append(&nmca, &mca, argv[i + 2]);
-            i += 2;
-        } else if (!strcmp(a, "--pxrun")) {
-            if (++i >= argc)
-                usage_exit("%s needs a path", a);
-            pxrun = argv[i];
+        if (px_tool_common_option(argc, argv, &i, &o, usage_exit)) {
         } else if (!strcmp(a, "--worker")) {
             if (++i >= argc)
                 usage_exit("%s needs a job", a);
@@ -306,6 +280,10 @@ int main(int argc, char **argv)
         } else
             name = a;
     }
+    int n = o.n;
+    double timeout = o.timeout;
+    const char *pxrun = o.pxrun;
+    char **mca = o.mca;
     if (!name)
         usage_exit("%s", "name the BTL component to check");
     if (job >= 0)
