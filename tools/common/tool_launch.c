@@ -65,3 +65,38 @@ void px_tool_check_known(const char *tool, const char *framework, const char *na
         exit(2);
     }
 }
+
+bool px_tool_common_option(int argc, char **argv, int *i, px_tool_opts_t *o,
+                           void (*usage_exit)(const char *fmt, const char *arg))
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "-n") || !strcmp(a, "--np")) {
+        if (++*i >= argc)
+            usage_exit("%s needs a number of ranks", a);
+        char *end;
+        long v = strtol(argv[*i], &end, 10);
+        if (*end || v < 1 || v > 8)
+            usage_exit("-n '%s': the number of ranks must be 1 to 8", argv[*i]);
+        o->n = (int)v;
+    } else if (!strcmp(a, "--timeout")) {
+        if (++*i >= argc)
+            usage_exit("%s needs seconds", a);
+        char *end;
+        double t = strtod(argv[*i], &end);
+        if (*end || !(t >= 1 && t <= 3600))
+            usage_exit("--timeout '%s': seconds from 1 to 3600", argv[*i]);
+        o->timeout = t;
+    } else if (!strcmp(a, "--mca")) {
+        if (*i + 2 >= argc)
+            usage_exit("%s needs a variable name and a value", a);
+        px_argv_append(&o->nmca, &o->mca, argv[*i + 1]);
+        px_argv_append(&o->nmca, &o->mca, argv[*i + 2]);
+        *i += 2;
+    } else if (!strcmp(a, "--pxrun")) {
+        if (++*i >= argc)
+            usage_exit("%s needs a path", a);
+        o->pxrun = argv[*i];
+    } else
+        return false;
+    return true;
+}

@@ -7,7 +7,24 @@
 #ifndef PX_TOOL_LAUNCH_H
 #define PX_TOOL_LAUNCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/* The options both tools take: -n RANKS, --timeout SECONDS, --mca NAME
+ * VALUE (pairs appended to *mca), --pxrun PATH. */
+typedef struct px_tool_opts {
+    int n;          /* -n, 1..8; left as it was when not given */
+    double timeout; /* --timeout, 1..3600 s */
+    char **mca;     /* NAME, VALUE, ... (px_argv_free) */
+    int nmca;
+    const char *pxrun;
+} px_tool_opts_t;
+
+/* If argv[*i] is one of those options, take it (and its values, moving *i
+ * past them) and return true; a missing or bad value calls usage_exit with a
+ * message saying what would be accepted (it does not return). */
+bool px_tool_common_option(int argc, char **argv, int *i, px_tool_opts_t *o,
+                           void (*usage_exit)(const char *fmt, const char *arg));
 
 /* The pxrun beside this program, else the installed one, else "pxrun" (found
  * through PATH); written into buf when found there. */

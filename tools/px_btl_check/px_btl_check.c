@@ -24,6 +24,7 @@
 #include "core/util/argv.h"
 #include "core/util/error.h"
 #include "tools/common/tool_launch.h"
+#include "tools/common/tool_report.h"
 #include "frameworks/btl/base/base.h"
 #include "runtime/plexus.h"
 #include "runtime/runtime.h"
@@ -155,16 +156,11 @@ int bc_worker(int job, const char *name, double timeout, int argc, char **argv)
 
 /* ---- the launcher ---- */
 
-typedef struct slot {
-    int reports, failed, skipped;
-    bool done;
-    char reason[2 * BC_REASON];
-} slot_t;
-
 static int next_out = 1, any_fail = 0;
 
-static void emit(int i, int result, const char *reason)
+static void emit(int i, int result, const char *reason, void *ctx)
 {
+    (void)ctx;
     const char *mark = result == BC_FAIL ? "not ok" : "ok";
     if (result == BC_FAIL)
         any_fail = 1;
@@ -177,21 +173,13 @@ static void emit(int i, int result, const char *reason)
     fflush(stdout);
 }
 
-static void add_reason(slot_t *s, int rank, const char *why)
-{
-    if (*why && strstr(s->reason, why))
-        return; /* another rank said the same */
-    size_t l = strlen(s->reason);
-    snprintf(s->reason + l, sizeof s->reason - l, "%srank %d: %s", l ? "; " : "", rank, why);
-}
-
 /* Run one job under pxrun; merge its reports. `skip_why`: do not run, fail
  * its checks with this reason. */
 static bool run_job(int job, const char *pxrun, const char *self, const char *name, int n,
                     double timeout, char **mca, const char *skip_why, bool *module_reached,
                     const char *sel, bool may_retry)
 {
-    slot_t slots[64];
+    px_tool_slot_t slots[64];
     memset(slots, 0, sizeof slots);
     int first = -1, last = -1, reporters = job == BC_JOB_DEATH ? 1 : n;
     for (int i = 0; i < bc_nchecks; i++)
@@ -199,9 +187,15 @@ static bool run_job(int job, const char *pxrun, const char *self, const char *na
             first = first < 0 ? i : first;
             last = i;
         }
-    char fatal_why[BC_REASON * 2] = "";
+    px_tool_merge_t m = {.prefix = BC_REPORT,
+                         .first = first,
+                         .last = last,
+                         .reporters = reporters,
+                         .skip_needs_all = false,
+                         .slots = slots,
+                         .emit = emit};
+    const char *fatal_why = m.fatal_why;
     int status = 0;
-    bool initfail = false;
     if (!skip_why) {
         char **av = NULL;
         int ac = 0;
@@ -222,89 +216,25 @@ static bool run_job(int job, const char *pxrun, const char *self, const char *na
         const char *tail[] = {self, "--worker", jbuf, "--timeout", tmo, name};
         for (size_t i = 0; i < sizeof tail / sizeof *tail; i++)
             px_argv_append(&ac, &av, tail[i]);
-        int fd[2];
-        if (pipe(fd) != 0) {
-            perror("px_btl_check: pipe");
-            exit(1);
-        }
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(fd[0]);
-            dup2(fd[1], 1);
-            close(fd[1]);
-            if (job == BC_JOB_DEATH) {
-                char g[32];
-                snprintf(g, sizeof g, "%.0f", 2 * timeout + 30);
-                setenv("PX_PXRUN_GRACE", g, 1);
-            }
-            execvp(av[0], av);
-            fprintf(stderr, "px_btl_check: cannot run %s: %s (--pxrun PATH names it)\n", av[0],
-                    strerror(errno));
-            _exit(127);
-        }
+        char grace[32];
+        snprintf(grace, sizeof grace, "%.0f", 2 * timeout + 30);
+        pid_t pid;
+        FILE *in = px_tool_spawn("px_btl_check", av, job == BC_JOB_DEATH ? "PX_PXRUN_GRACE" : NULL,
+                                 grace, &pid);
         px_argv_free(av);
-        close(fd[1]);
         if (job == BC_JOB_DEATH)
             printf("# the next job kills rank 1 on purpose; pxrun reports it on stderr\n");
-        FILE *in = fdopen(fd[0], "r");
-        char line[4 * BC_REASON];
-        while (fgets(line, sizeof line, in)) {
-            line[strcspn(line, "\n")] = '\0';
-            if (strncmp(line, BC_REPORT, strlen(BC_REPORT))) {
-                printf("# %s\n", line);
-                continue;
-            }
-            char *p = line + strlen(BC_REPORT), word[16];
-            int chk, rk, used = 0;
-            if (!strncmp(p, "initfail ", 9)) {
-                initfail = true;
-                if (sscanf(p + 9, "%d %n", &rk, &used) >= 1 && !fatal_why[0])
-                    snprintf(fatal_why, sizeof fatal_why, "rank %d: %s", rk, p + 9 + used);
-                continue;
-            }
-            if (!strncmp(p, "fatal ", 6)) {
-                if (sscanf(p + 6, "%d %n", &rk, &used) >= 1 && !fatal_why[0]) {
-                    size_t l = strlen(fatal_why);
-                    snprintf(fatal_why + l, sizeof fatal_why - l, "%srank %d: %s", l ? "; " : "",
-                             rk, p + 6 + used);
-                }
-                continue;
-            }
-            if (sscanf(p, "%d %d %15s %n", &chk, &rk, word, &used) < 3 || chk < first || chk > last)
-                continue;
-            slot_t *s = &slots[chk - first];
-            s->reports++;
-            const char *why = p + used;
-            if (!strcmp(word, "fail")) {
-                s->failed++;
-                add_reason(s, rk, why);
-            } else if (!strcmp(word, "skip")) {
-                s->skipped++;
-                if (!s->reason[0])
-                    snprintf(s->reason, sizeof s->reason, "%s", why);
-            } else if (rk == 0 && *why && !s->failed)
-                snprintf(s->reason, sizeof s->reason, "%s", why);
-            /* Print each check once every rank reported it, in order. */
-            for (int i = first; i <= last; i++) {
-                slot_t *t = &slots[i - first];
-                if (t->done)
-                    continue;
-                if (t->reports < reporters)
-                    break;
-                t->done = true;
-                emit(i, t->failed ? BC_FAIL : t->skipped ? BC_SKIP : BC_OK, t->reason);
-            }
-        }
-        fclose(in);
-        waitpid(pid, &status, 0);
+        px_tool_merge_read(&m, in);
+        if (in)
+            waitpid(pid, &status, 0);
     }
-    if (initfail && may_retry && !slots[0].done)
+    if (m.initfail && may_retry && !slots[0].done)
         return true;
     for (int i = first; i <= last; i++) {
-        slot_t *t = &slots[i - first];
+        px_tool_slot_t *t = &slots[i - first];
         if (t->done)
             continue;
-        char why[4 * BC_REASON];
+        char why[3 * PX_TOOL_REASON];
         if (!skip_why && fatal_why[0] && t->reports == 0)
             snprintf(why, sizeof why, "not run: %s", fatal_why);
         else if (skip_why)
@@ -317,7 +247,7 @@ static bool run_job(int job, const char *pxrun, const char *self, const char *na
                      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
                      fatal_why[0] ? ": " : "", fatal_why);
         t->done = true;
-        emit(i, BC_FAIL, why);
+        emit(i, BC_FAIL, why, NULL);
     }
     if (module_reached && job == BC_JOB_MODULE)
         *module_reached = slots[0].done && slots[0].failed == 0 && slots[0].reports == reporters;
@@ -328,38 +258,12 @@ static bool run_job(int job, const char *pxrun, const char *self, const char *na
 
 int main(int argc, char **argv)
 {
-    int n = -1, job = -1;
-    double timeout = 20;
-    const char *name = NULL, *pxrun = NULL;
-    char **mca = NULL;
-    int nmca = 0;
+    int job = -1;
+    px_tool_opts_t o = {.n = -1, .timeout = 20};
+    const char *name = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-n") || !strcmp(a, "--np")) {
-            if (++i >= argc)
-                usage_exit("%s needs a number of ranks", a);
-            char *end;
-            long v = strtol(argv[i], &end, 10);
-            if (*end || v < 1 || v > 8)
-                usage_exit("-n '%s': the number of ranks must be 1 to 8", argv[i]);
-            n = (int)v;
-        } else if (!strcmp(a, "--timeout")) {
-            if (++i >= argc)
-                usage_exit("%s needs seconds", a);
-            char *end;
-            timeout = strtod(argv[i], &end);
-            if (*end || !(timeout >= 1 && timeout <= 3600))
-                usage_exit("--timeout '%s': seconds from 1 to 3600", argv[i]);
-        } else if (!strcmp(a, "--mca")) {
-            if (i + 2 >= argc)
-                usage_exit("%s needs a variable name and a value", a);
-            px_argv_append(&nmca, &mca, argv[i + 1]);
-            px_argv_append(&nmca, &mca, argv[i + 2]);
-            i += 2;
-        } else if (!strcmp(a, "--pxrun")) {
-            if (++i >= argc)
-                usage_exit("%s needs a path", a);
-            pxrun = argv[i];
+        if (px_tool_common_option(argc, argv, &i, &o, usage_exit)) {
         } else if (!strcmp(a, "--worker")) {
             if (++i >= argc)
                 usage_exit("%s needs a job", a);
@@ -376,6 +280,10 @@ int main(int argc, char **argv)
         } else
             name = a;
     }
+    int n = o.n;
+    double timeout = o.timeout;
+    const char *pxrun = o.pxrun;
+    char **mca = o.mca;
     if (!name)
         usage_exit("%s", "name the BTL component to check");
     if (job >= 0)
@@ -419,7 +327,7 @@ int main(int argc, char **argv)
     if (reached && n < 2) {
         for (int i = 0; i < bc_nchecks; i++)
             if (bc_checks[i].job == BC_JOB_DEATH)
-                emit(i, BC_SKIP, "one rank: no peer to lose");
+                emit(i, BC_SKIP, "one rank: no peer to lose", NULL);
     } else
         run_job(BC_JOB_DEATH, pxrun, self, name, 2, timeout, mca, why, NULL, sel, false);
     px_argv_free(mca);

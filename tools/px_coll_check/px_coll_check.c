@@ -31,6 +31,7 @@
 #include "core/util/argv.h"
 #include "core/util/error.h"
 #include "tools/common/tool_launch.h"
+#include "tools/common/tool_report.h"
 #include "frameworks/coll/coll.h"
 #include "runtime/plexus.h"
 #include "runtime/plexus_coll.h"
@@ -77,15 +78,9 @@ static void usage_exit(const char *fmt, const char *arg)
 
 /* ======================= the launcher ======================= */
 
-typedef struct slot {
-    int reports, failed, skipped;
-    bool done;
-    char reason[2 * CC_REASON];
-} slot_t;
-
 static int any_fail = 0;
 
-static void emit(int i, int result, const char *reason, const char *comp)
+static void emit(int i, int result, const char *reason, void *comp)
 {
     char name[300];
     check_name(i, name, sizeof name, comp);
@@ -101,20 +96,12 @@ static void emit(int i, int result, const char *reason, const char *comp)
     fflush(stdout);
 }
 
-static void add_reason(slot_t *s, int rank, const char *why)
-{
-    if (*why && strstr(s->reason, why))
-        return; /* another rank said the same */
-    size_t l = strlen(s->reason);
-    snprintf(s->reason + l, sizeof s->reason - l, "%srank %d: %s", l ? "; " : "", rank, why);
-}
-
 /* One job: operation `op` with the component named for it in `rules`. */
 static void run_job(int op, const char *pxrun, const char *self, const char *comp, int n,
                     double timeout, bool quick, char **mca, const char *rules)
 {
     int first = op == PX_COLL_BARRIER ? 0 : op + 1, last = op + 1;
-    slot_t slots[2];
+    px_tool_slot_t slots[2];
     memset(slots, 0, sizeof slots);
     char **av = NULL;
     int ac = 0;
@@ -147,84 +134,36 @@ static void run_job(int op, const char *pxrun, const char *self, const char *com
     if (quick)
         px_argv_append(&ac, &av, "--quick");
     px_argv_append(&ac, &av, comp);
-    int fd[2];
-    if (pipe(fd) != 0) {
-        perror("px_coll_check: pipe");
-        exit(1);
-    }
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        dup2(fd[1], 1);
-        close(fd[1]);
-        execvp(av[0], av);
-        fprintf(stderr, "px_coll_check: cannot run %s: %s (--pxrun PATH names it)\n", av[0],
-                strerror(errno));
-        _exit(127);
-    }
+    pid_t pid;
+    FILE *in = px_tool_spawn("px_coll_check", av, NULL, NULL, &pid);
     px_argv_free(av);
-    close(fd[1]);
-    FILE *in = fdopen(fd[0], "r");
-    char line[4 * CC_REASON], fatal_why[2 * CC_REASON] = "";
-    while (in && fgets(line, sizeof line, in)) {
-        line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, CC_REPORT, strlen(CC_REPORT))) {
-            printf("# %s\n", line);
-            continue;
-        }
-        char *p = line + strlen(CC_REPORT), word[16];
-        int chk, rk, used = 0;
-        if (!strncmp(p, "fatal ", 6)) {
-            if (sscanf(p + 6, "%d %n", &rk, &used) >= 1) {
-                size_t l = strlen(fatal_why);
-                snprintf(fatal_why + l, sizeof fatal_why - l, "%srank %d: %s", l ? "; " : "", rk,
-                         p + 6 + used);
-            }
-            continue;
-        }
-        if (sscanf(p, "%d %d %15s %n", &chk, &rk, word, &used) < 3 || chk < first || chk > last)
-            continue;
-        slot_t *s = &slots[chk - first];
-        s->reports++;
-        const char *why = p + used;
-        if (!strcmp(word, "fail")) {
-            s->failed++;
-            add_reason(s, rk, why);
-        } else if (!strcmp(word, "skip")) {
-            s->skipped++;
-            if (!s->reason[0])
-                snprintf(s->reason, sizeof s->reason, "%s", why);
-        } else if (rk == 0 && *why && !s->failed)
-            snprintf(s->reason, sizeof s->reason, "%s", why);
-        for (int i = first; i <= last; i++) {
-            slot_t *t = &slots[i - first];
-            if (t->done)
-                continue;
-            if (t->reports < n)
-                break;
-            t->done = true;
-            emit(i, t->failed ? CC_FAIL : t->skipped == n ? CC_SKIP : CC_OK, t->reason, comp);
-        }
-    }
-    if (in)
-        fclose(in);
+    px_tool_merge_t m = {.prefix = CC_REPORT,
+                         .first = first,
+                         .last = last,
+                         .reporters = n,
+                         .skip_needs_all = true,
+                         .slots = slots,
+                         .emit = emit,
+                         .ctx = (void *)comp};
+    px_tool_merge_read(&m, in);
+    const char *fatal_why = m.fatal_why;
     int status = 0;
-    waitpid(pid, &status, 0);
+    if (in)
+        waitpid(pid, &status, 0);
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     for (int i = first; i <= last; i++) {
-        slot_t *t = &slots[i - first];
+        px_tool_slot_t *t = &slots[i - first];
         if (t->done) {
             continue;
         }
-        char why[6 * CC_REASON];
+        char why[3 * PX_TOOL_REASON];
         snprintf(why, sizeof why,
                  "%s%s%d of %d rank(s) reported before the job ended (pxrun exit status %d%s)%s%s",
                  t->reason, t->reason[0] ? "; " : "", t->reports, n, code,
                  code == 124 || code == 137 ? ": a hang ended by pxrun --timeout?" : "",
                  fatal_why[0] ? ": " : "", fatal_why);
         t->done = true;
-        emit(i, CC_FAIL, why, comp);
+        emit(i, CC_FAIL, why, (void *)comp);
     }
 }
 
@@ -232,41 +171,15 @@ static void run_job(int op, const char *pxrun, const char *self, const char *com
 
 int main(int argc, char **argv)
 {
-    int n = 4, op = -1;
-    double timeout = 20;
+    int op = -1;
+    px_tool_opts_t o = {.n = 4, .timeout = 20};
     bool quick = false;
-    const char *name = NULL, *pxrun = NULL;
-    char **mca = NULL;
-    int nmca = 0;
+    const char *name = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-n") || !strcmp(a, "--np")) {
-            if (++i >= argc)
-                usage_exit("%s needs a number of ranks", a);
-            char *end;
-            long v = strtol(argv[i], &end, 10);
-            if (*end || v < 1 || v > 8)
-                usage_exit("-n '%s': the number of ranks must be 1 to 8", argv[i]);
-            n = (int)v;
-        } else if (!strcmp(a, "--timeout")) {
-            if (++i >= argc)
-                usage_exit("%s needs seconds", a);
-            char *end;
-            timeout = strtod(argv[i], &end);
-            if (*end || !(timeout >= 1 && timeout <= 3600))
-                usage_exit("--timeout '%s': seconds from 1 to 3600", argv[i]);
+        if (px_tool_common_option(argc, argv, &i, &o, usage_exit)) {
         } else if (!strcmp(a, "--quick")) {
             quick = true;
-        } else if (!strcmp(a, "--mca")) {
-            if (i + 2 >= argc)
-                usage_exit("%s needs a variable name and a value", a);
-            px_argv_append(&nmca, &mca, argv[i + 1]);
-            px_argv_append(&nmca, &mca, argv[i + 2]);
-            i += 2;
-        } else if (!strcmp(a, "--pxrun")) {
-            if (++i >= argc)
-                usage_exit("%s needs a path", a);
-            pxrun = argv[i];
         } else if (!strcmp(a, "--worker")) {
             if (++i >= argc)
                 usage_exit("%s needs an operation", a);
@@ -286,6 +199,10 @@ int main(int argc, char **argv)
         } else
             name = a;
     }
+    int n = o.n;
+    double timeout = o.timeout;
+    const char *pxrun = o.pxrun;
+    char **mca = o.mca;
     if (!name)
         usage_exit("%s", "name the coll component to check");
     if (op >= 0)
