@@ -2,8 +2,9 @@
  * plexus_types.h: the small types header of the application API (included
  * by <plexus.h>; docs/abi.md, "Two tiers of headers"): return codes and
  * px_strerror, the opaque handles, the datatypes and reductions of the
- * collectives, and PX_EXPORT. It includes nothing of Plexus and nothing
- * beyond the C library's <stddef.h>.
+ * collectives, the application's own settings (px_var_register), and
+ * PX_EXPORT: what works without px_init. It includes nothing of Plexus and
+ * nothing beyond the C library's <stddef.h>.
  *
  * The lowest layer of the tree: core/util/error.h (the return codes for the
  * library's own code) and frameworks/coll/coll_types.h (the datatypes for
@@ -95,6 +96,37 @@ typedef enum px_op {
 
 /* color for px_group_split: this rank joins no new group. */
 #define PX_UNDEFINED (-32766)
+
+/* ---- the application's own settings (no px_init needed) ----
+ *
+ *   static size_t threshold = 32 * 1024;   // the default
+ *   px_var_register("myapp_threshold", PX_VAR_SIZE, "switch point (bytes)", "0", NULL, &threshold);
+ *
+ * A setting is read like Plexus's own variables: PX_MCA_<name> in the
+ * environment, a parameter file, `pxrun --mca <name> <value>`, with the same
+ * parsing ("64k"), range checks, error messages and `px_info` listing. */
+typedef enum px_var_type {
+    PX_VAR_INT = 0, /* storage: int */
+    PX_VAR_SIZE,    /* size_t; accepts k/M/G suffixes */
+    PX_VAR_BOOL,    /* bool (<stdbool.h>): 1/0, true/false, yes/no, on/off */
+    PX_VAR_DOUBLE,  /* double */
+    PX_VAR_STRING   /* char *: a const default or NULL; the value belongs to Plexus */
+} px_var_type_t;
+
+/* Register the setting `name` (a letter, then letters, digits and '_'; give
+ * it the application's prefix, as "myapp_threshold") and write its value into
+ * *storage, whose current content is the default. `min` and `max` (texts
+ * parsed as values, "4k"; NULL: open) bound an INT, SIZE or DOUBLE. Call it
+ * before px_init (so a value given to the job is checked before the run
+ * starts) or after; the value stays in *storage until the process ends.
+ * Returns PX_SUCCESS; PX_ERR_BAD_PARAM when a given value does not parse or
+ * is out of range (a message names the setting, the value, where it came
+ * from and what is accepted; *storage keeps the default) or when an argument
+ * is wrong (a message says which); PX_ERR_EXISTS when the name is a variable
+ * of another type (one of Plexus's own, say). Registering the same name again
+ * with the same type gives the same value. */
+PX_EXPORT int px_var_register(const char *name, px_var_type_t type, const char *help,
+                              const char *min, const char *max, void *storage);
 
 #ifdef __cplusplus
 }
