@@ -15,8 +15,7 @@
 #define PLEXUS_H
 
 #include <stddef.h>
-#include "core/util/compiler.h"
-#include "core/util/error.h"
+#include "plexus_types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,7 +31,7 @@ typedef struct px_status {
     int error;     /* PX_SUCCESS, PX_ERR_TRUNCATE, PX_ERR_PEER_FAILED, ... */
 } px_status_t;
 
-typedef struct px_request px_request_t;
+/* px_request_t, an opaque handle, and the return codes are in plexus_types.h. */
 
 PX_EXPORT int px_init(int *argc, char ***argv);
 PX_EXPORT int px_finalize(void);

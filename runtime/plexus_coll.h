@@ -21,15 +21,14 @@
 #define PLEXUS_COLL_H
 
 #include <stddef.h>
-#include "core/util/compiler.h"
-#include "frameworks/coll/coll_types.h"
+#include "plexus_types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct px_coll_group px_group_t;
-typedef struct px_request px_request_t;
+/* px_group_t (an opaque handle), px_dtype_t, px_op_t, PX_IN_PLACE and
+ * PX_UNDEFINED are in plexus_types.h. */
 
 /* Every rank of the job; exists from px_init to px_finalize. */
 PX_EXPORT px_group_t *px_group_world(void);

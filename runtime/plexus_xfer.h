@@ -49,8 +49,7 @@
 #define PLEXUS_XFER_H
 
 #include <stddef.h>
-#include "core/util/compiler.h"
-#include "core/util/error.h"
+#include "plexus_types.h"
 
 #ifdef __cplusplus
 extern "C" {

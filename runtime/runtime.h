@@ -15,7 +15,7 @@
 #include "core/class/list.h"
 #include "runtime/plexus.h"
 #include "core/util/proc.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 /* Active-message tags the runtime uses (runtime range 0..127). */
 #define PX_RT_AM_MATCH  1 /* tiny and eager: match header + data */

@@ -21,7 +21,9 @@
  * starts with PX_EXPORT. Everything else stays inside libplexus.so.
  * test/build/t_exported_symbols.sh compares the exported list with
  * test/build/exported-symbols.txt, so an export is always deliberate. */
+#ifndef PX_EXPORT /* plexus_types.h defines it the same way */
 #define PX_EXPORT __attribute__((visibility("default")))
+#endif
 
 /* container_of: from a pointer to a member back to the enclosing struct. */
 #define px_container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))

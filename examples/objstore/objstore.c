@@ -19,8 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <plexus.h> /* messaging, collectives and the transfer engine */
-#include "core/mca/var.h"
+#include <plexus.h> /* messaging, collectives, the transfer engine and settings */
 
 enum { TAG_TABLE = 1, TAG_REQ = 2, TAG_DATA = 3 };
 
@@ -30,22 +29,10 @@ typedef struct object {
     uint64_t checksum;
 } object_t;
 
-/* The variable: registered before px_init, so PX_MCA_objstore_threshold,
- * a parameter file or pxrun --mca set it, with range checks and the
- * variable system's error messages. */
-static size_t threshold;
-static const px_mca_var_field_t vars[] = {
-    {.name = "threshold",
-     .help = "objstore: objects smaller than this (bytes) are fetched by a two-sided request, "
-             "the others by a one-sided read of the owner's region",
-     .type = PX_MCA_VAR_TYPE_SIZE,
-     .info_level = 3,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "32k",
-     .min = "0",
-     .storage = &threshold},
-    {.name = NULL},
-};
+/* The setting: registered before px_init (px_var_register), so
+ * PX_MCA_objstore_threshold, a parameter file or pxrun --mca set it, with
+ * range checks and the variable system's error messages. */
+static size_t threshold = 32 * 1024; /* the default */
 
 static uint64_t fnv1a(const unsigned char *p, size_t n)
 {
@@ -207,14 +194,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "objstore: --objects N (>= 1) --max BYTES (>= 16)\n");
         return 2;
     }
-    px_mca_var_init();
     /* A value that does not parse is reported, naming where it came from,
      * and the default is kept (PX_ERR_BAD_PARAM); anything else is fatal. */
-    int vrc = px_mca_var_register_table("objstore", NULL, vars, -1, NULL);
-    if (vrc != PX_SUCCESS && vrc != PX_ERR_BAD_PARAM) {
-        px_mca_var_finalize();
+    int vrc = px_var_register("objstore_threshold", PX_VAR_SIZE,
+                              "objstore: objects smaller than this (bytes) are fetched by a "
+                              "two-sided request, the others by a one-sided read of the owner's "
+                              "region",
+                              "0", NULL, &threshold);
+    if (vrc != PX_SUCCESS && vrc != PX_ERR_BAD_PARAM)
         return 2;
-    }
     if (px_init(&argc, &argv) != PX_SUCCESS)
         return 1;
     int rc = 0;
@@ -225,6 +213,5 @@ int main(int argc, char **argv)
         rc = px_rank() == 0 ? owner(nobj, max) : client(nobj, max);
     }
     px_finalize();
-    px_mca_var_finalize();
     return rc;
 }

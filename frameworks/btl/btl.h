@@ -3,7 +3,7 @@
  * ofi) returns one or more modules from its init; each module moves bytes to
  * the peers it reaches: active-message sends with an 8-bit tag, and RDMA
  * put/get on registered memory. The runtime reaches transports only through
- * this interface and the per-peer table of frameworks/btl/base/base.h.
+ * this interface and the per-peer table of frameworks/btl/base/base_runtime.h.
  *
  * Ownership: a descriptor from btl_alloc/btl_prepare_src belongs to the caller
  * until passed to btl_send; after the send, PX_BTL_DES_FLAGS_BTL_OWNERSHIP says
@@ -287,7 +287,7 @@ typedef struct px_btl_module {
     px_btl_rdma_v_fn btl_get_v;
 
     /* ---- 3.2: called only when btl_size covers them (PX_BTL_MODULE_HAS);
-     * callers go through px_btl_base_mem_* (base.h). ---- */
+     * callers go through px_btl_base_mem_* (base_runtime.h). ---- */
     /* Allocate `size` bytes (rounded up to whole pages) of memory that a peer
      * this module reaches on the same host can map: fills mem (base, size,
      * desc, priv). PX_ERR_OUT_OF_RESOURCE (with a message saying why) when

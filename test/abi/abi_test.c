@@ -20,7 +20,7 @@
 #include <string.h>
 #include "core/mca/var.h"
 #include "core/util/error.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 #include "test/mca/mca_test_util.h"
 
 static px_btl_module_t *loop, *self;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/util/error.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 /* A fake module: reaches the ranks whose bit is set in `reach_mask`. */
 typedef struct fake_module {

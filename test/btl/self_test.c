@@ -10,7 +10,7 @@
 #include "components/btl/self/self.h"
 #include "core/mca/var.h"
 #include "core/util/error.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 static px_btl_module_t *btl;
 static px_proc_t procs[2];

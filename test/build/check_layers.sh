@@ -12,7 +12,9 @@
 #   components/<fw>/<name>/ (a component: core, frameworks, and itself only)
 #   runtime/    (runtime: core, frameworks)
 #   tools/      (tools: core, frameworks, runtime; no component)
-# Generated configuration headers (config.h, core/px_config.h) are below all.
+# Generated configuration headers (config.h, core/px_config.h) and the
+# application API's types header (plexus_types.h: return codes and datatypes,
+# defined once for every layer) are below all.
 # core/mca/mca_internal.h belongs to core/mca alone.
 set -u
 src=${1:?usage: check_layers.sh SRC}
@@ -24,7 +26,7 @@ exceptions=(
 
 layer_of() { # path relative to SRC -> its layer's name in $layer
     case $1 in
-    config.h | core/px_config.h) layer=config ;;
+    config.h | core/px_config.h | plexus_types.h) layer=config ;;
     core/util/*) layer=util ;;
     core/class/*) layer=class ;;
     core/*) layer=mca ;;

@@ -3,7 +3,9 @@
 # marked PX_EXPORT (core/util/compiler.h): the application API and what
 # components call. Its dynamic symbol table must match
 # test/build/exported-symbols.txt, so no internal symbol becomes exported (and
-# no API symbol disappears) by accident.
+# no API symbol disappears) by accident. The tool hooks (exported for the
+# in-tree tools only) are marked there and must stay out of the installed
+# headers.
 . "$PX_SRC/test/lib/tap.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -59,6 +61,36 @@ if grep -q '^#define PX_HAVE_SYMVER 1' "$PX_BUILD/config.h"; then
 else
     skip "every export has a symbol version" "configure found no linker version scripts (config.h: PX_HAVE_SYMVER 0)"
 fi
+
+# Tool hooks (" tool", listed apart after the API): exported for the in-tree
+# tools and tests only, so no installed header may name one; and every other
+# export is the API of an application or a component, so an installed header
+# names it (a class px_foo_t_class through PX_CLASS_DECLARATION(px_foo_t)).
+# munmap and mremap interpose the C library's; px_progress_policy is 0.1's
+# compatibility symbol (docs/abi.md): no header declares them.
+make -C "$PX_BUILD" install DESTDIR="$tmp/inst" >"$tmp/install.log" 2>&1
+hdrs=$(dirname "$(find "$tmp/inst" -path '*/include/plexus/plexus.h' | head -1)")
+check "the installed headers are found (make install DESTDIR=...)" test -f "$hdrs/plexus.h"
+# Their code without comments (gcc -fpreprocessed strips them, expands nothing).
+for h in $(find "$hdrs" -name '*.h'); do
+    gcc -fpreprocessed -dD -E -P "$h" 2>/dev/null
+done >"$tmp/installed.h"
+check "the installed headers are read" grep -q "px_init" "$tmp/installed.h"
+grep -v '^#' "$list" | awk '$NF == "tool" {print $1}' | LC_ALL=C sort >"$tmp/tools"
+check "the tool hooks are marked (px_rt_tool_peer_btl among them)" grep -qx px_rt_tool_peer_btl "$tmp/tools"
+named=$(grep -owFf "$tmp/tools" "$tmp/installed.h" | LC_ALL=C sort -u | tr '\n' ' ')
+[ -z "$named" ] || echo "# marked \" tool\" in $list but named by an installed header: $named; either it is API (drop the mark) or the header must not name it" >&2
+check "no installed header names a tool hook (named: ${named:-none})" test -z "$named"
+undeclared=""
+for s in $(grep -v '^#' "$list" | awk '$NF != "tool" {print $1}'); do
+    case $s in munmap | mremap | px_progress_policy) continue ;; esac
+    grep -qw "$s" "$tmp/installed.h" && continue
+    case $s in *_class) grep -q "PX_CLASS_DECLARATION(${s%_class})" "$tmp/installed.h" && continue ;; esac
+    undeclared="$undeclared $s"
+done
+[ -z "$undeclared" ] || echo "# exported as API but no installed header declares it:$undeclared; install its header, or mark it \" tool\" if only in-tree tools call it" >&2
+check "every export not marked \" tool\" is declared by an installed header (missing:${undeclared:- none})" \
+    test -z "$undeclared"
 
 # Internals named in the issue stay inside the library.
 for s in px_mca_repository_load_plugin px_btl_shm_state px_tcache_bind px_rt_wait; do

@@ -14,7 +14,7 @@
 #include "core/mca/framework.h"
 #include "runtime/plexus.h"
 #include "runtime/runtime.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 typedef struct rail_frag {
     px_btl_descriptor_t base;

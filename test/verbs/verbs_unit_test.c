@@ -24,7 +24,7 @@
 #include "core/mca/var.h"
 #include "core/util/error.h"
 #include "frameworks/boot/boot.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 /* A fake boot module: the modex is an array. */
 #define NRANKS 2

@@ -11,7 +11,7 @@
 #include <time.h>
 #include "core/util/error.h"
 #include "core/util/progress.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 #include "runtime/plexus.h"
 #include "tools/px_btl_check/btl_check.h"
 

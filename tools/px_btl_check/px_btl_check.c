@@ -25,7 +25,7 @@
 #include "core/util/error.h"
 #include "tools/common/tool_launch.h"
 #include "tools/common/tool_report.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 #include "runtime/plexus.h"
 #include "runtime/runtime.h"
 #include "tools/px_btl_check/btl_check.h"

@@ -10,7 +10,7 @@
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 px_btl_module_t **px_btl_base_modules = NULL;
 int px_btl_base_num_modules = 0;

@@ -7,7 +7,7 @@
  * falls back to memory of its own registered with btl_register_mem.
  */
 #include "core/util/error.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 bool px_btl_base_has_mem_map(const px_btl_module_t *btl)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 static uint64_t px_btl_base_vector_fallback_calls;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/util/error.h"
-#include "frameworks/btl/base/base.h"
+#include "frameworks/btl/base/base_runtime.h"
 
 static const char *module_name(const px_btl_module_t *m)
 {

@@ -1,0 +1,182 @@
+/*
+ * base_runtime.h: the BTL base as the runtime (and the in-tree tools and
+ * tests) uses it; not installed: components need only base.h. The runtime
+ * calls it to open the btl framework, initialise every allowed component
+ * (px_btl_base_select), publish addresses (px_btl_base_modex_send), reach
+ * peers and choose per-peer modules (px_btl_base_add_procs), register its
+ * active-message callbacks, move data through the modules (vector put/get,
+ * shareable memory) and tear it all down (px_btl_base_finalize). The functions
+ * stay exported (docs/abi.md: an export is never removed).
+ *
+ * Per-peer selection (px_btl_base_select_peer, a pure function):
+ *  - modules are sorted by exclusivity, highest first;
+ *  - the peer's send modules are the modules with PX_BTL_FLAGS_SEND of the
+ *    highest exclusivity that reaches it;
+ *  - its eager modules are the send modules of the lowest latency;
+ *  - its RDMA modules are the send modules with PUT or GET, each with a
+ *    weight proportional to its bandwidth (weights sum to 1);
+ *  - no module reaching the peer is PX_ERR_UNREACH with a message naming both
+ *    processes, their hosts, every module tried and why each declined.
+ */
+#ifndef PX_BTL_BASE_RUNTIME_H
+#define PX_BTL_BASE_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "core/util/compiler.h"
+#include "core/class/bitmap.h"
+#include "frameworks/btl/btl.h"
+#include "frameworks/btl/base/base.h"
+
+/* Modules kept by px_btl_base_select, highest exclusivity first. */
+PX_EXPORT extern px_btl_module_t **px_btl_base_modules;
+PX_EXPORT extern int px_btl_base_num_modules;
+
+/* Call btl_init of every open component; components returning no module are
+ * closed. Registers each module's progress function. The framework must be
+ * open (px_mca_framework_open(&px_btl_base_framework)). */
+PX_EXPORT int px_btl_base_select(bool enable_progress_threads);
+/* Components px_btl_base_select closed because their init returned no module. */
+PX_EXPORT int px_btl_base_declined_count(void);
+PX_EXPORT const char *px_btl_base_declined_name(int i);
+/* Call btl_modex_send of every component that returned modules. */
+PX_EXPORT int px_btl_base_modex_send(void);
+/* Install the runtime's error callback on every module. */
+PX_EXPORT int px_btl_base_register_error(px_btl_error_fn cbfunc);
+/* Finalize every module (reverse order), unregister progress, close the
+ * framework. */
+PX_EXPORT int px_btl_base_finalize(void);
+
+/* Set the callback for an active-message tag (NULL cbfunc: unset). */
+PX_EXPORT int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc,
+                                      void *cbdata);
+
+/* Sort modules by exclusivity, highest first (stable). */
+PX_EXPORT void px_btl_base_sort_modules(px_btl_module_t **modules, int nmodules);
+
+/* ---- vector put/get (BTL API 3.1) ---- */
+
+/* Put/get `count` segments (the contract of btl_put_v/btl_get_v in btl.h):
+ * through the module's own btl_put_v/btl_get_v when it has them
+ * (PX_BTL_MODULE_HAS), else one btl_put/btl_get per segment with cbfunc run
+ * once, after the last. PX_ERR_NOT_SUPPORTED when the module has neither;
+ * PX_ERR_BAD_PARAM for no segment. When a segment after the first cannot be
+ * started, the ones before it complete and cbfunc reports the error. */
+PX_EXPORT int px_btl_base_put_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                const px_btl_rdma_segment_t *segs, size_t count,
+                                px_btl_registration_handle_t *local_handle,
+                                px_btl_registration_handle_t *remote_handle, int flags, int order,
+                                px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
+PX_EXPORT int px_btl_base_get_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                const px_btl_rdma_segment_t *segs, size_t count,
+                                px_btl_registration_handle_t *local_handle,
+                                px_btl_registration_handle_t *remote_handle, int flags, int order,
+                                px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
+/* How many vector calls the base ran as single put/get (a module without
+ * btl_put_v/btl_get_v); also said at btl_base_verbose 10. */
+PX_EXPORT uint64_t px_btl_base_vector_fallbacks(void);
+
+/* ---- shareable memory and one-sided use (BTL API 3.2) ---- */
+
+/* Whether `btl` offers shareable memory: it has btl_mem_alloc, btl_mem_free,
+ * btl_mem_map and btl_mem_unmap (PX_BTL_MODULE_HAS: a module built for an
+ * older minor has none) and PX_BTL_FLAGS_MEM_MAP is set (a user may clear it
+ * with btl_<name>_flags). */
+PX_EXPORT bool px_btl_base_has_mem_map(const px_btl_module_t *btl);
+/* The module's method when px_btl_base_has_mem_map, else PX_ERR_NOT_SUPPORTED
+ * (the caller falls back to memory of its own, registered with btl_register_mem). */
+PX_EXPORT int px_btl_base_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem);
+PX_EXPORT int px_btl_base_mem_free(px_btl_module_t *btl, px_btl_mem_t *mem);
+PX_EXPORT int px_btl_base_mem_map(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                  const void *desc, size_t desc_len, px_btl_mem_t *map);
+PX_EXPORT int px_btl_base_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map);
+/* Whether btl_put (write) / btl_get (read) of `btl` may serve one-sided
+ * transfers between registered regions: the method is set and the module
+ * offers PUT (GET) or PX_BTL_FLAGS_XFER_RDMA (3.2). */
+PX_EXPORT bool px_btl_base_xfer_can_put(const px_btl_module_t *btl);
+PX_EXPORT bool px_btl_base_xfer_can_get(const px_btl_module_t *btl);
+
+/* ---- per-peer selection ---- */
+
+typedef struct px_btl_base_peer_module {
+    px_btl_module_t *module;
+    px_btl_endpoint_t *endpoint;
+    double weight; /* RDMA list: share of the bandwidth, summing to 1 */
+} px_btl_base_peer_module_t;
+
+/* The modules chosen for one peer: px_btl_base_add_procs returns one per
+ * process in its `peers` array, which the caller keeps (the runtime beside its
+ * process table) and hands back to px_btl_base_del_procs. */
+typedef struct px_btl_base_peer {
+    int rank;
+    int num_send, num_eager, num_rdma;
+    px_btl_base_peer_module_t *send;  /* highest exclusivity reaching the peer */
+    px_btl_base_peer_module_t *eager; /* lowest latency among send */
+    px_btl_base_peer_module_t *rdma;  /* send modules offering PUT or GET */
+    size_t eager_limit;               /* smallest btl_eager_limit among eager modules */
+    size_t max_send_size;             /* smallest btl_max_send_size among send modules */
+    unsigned next_eager, next_send;   /* round-robin cursors */
+} px_btl_base_peer_t;
+
+/* What the modules said about each process. */
+typedef struct px_btl_base_reach {
+    px_btl_module_t *module;
+    px_bitmap_t reachable;         /* bit i: procs[i] reached */
+    px_btl_endpoint_t **endpoints; /* [nprocs] */
+    const char **reasons;          /* [nprocs], the module's reason when not reached */
+} px_btl_base_reach_t;
+
+/* The table px_btl_base_add_procs builds and px_btl_base_del_procs releases. */
+typedef struct px_btl_base_table {
+    int nmodules;
+    px_btl_module_t **modules; /* sorted, not owned */
+    size_t nprocs;
+    px_proc_t **procs;          /* not owned */
+    px_btl_base_reach_t *reach; /* [nmodules] */
+} px_btl_base_table_t;
+
+/* Pure: choose the modules for procs[proc_index] (with `rank`) from the reach
+ * tables of modules sorted by exclusivity. Returns PX_SUCCESS with *peer
+ * (free with px_btl_base_peer_free), or PX_ERR_UNREACH with *peer NULL. */
+PX_EXPORT int px_btl_base_select_peer(const px_btl_base_reach_t *reach, int nmodules,
+                                      size_t proc_index, int rank, px_btl_base_peer_t **peer);
+PX_EXPORT void px_btl_base_peer_free(px_btl_base_peer_t *peer);
+/* The error text for an unreachable peer (caller frees). */
+PX_EXPORT char *px_btl_base_unreachable_message(const px_btl_base_reach_t *reach, int nmodules,
+                                                const px_proc_t *local, const px_proc_t *peer,
+                                                size_t proc_index);
+
+/* Append the components that declined in init and the value of the "btl"
+ * selection variable to an unreachable message (takes msg, returns the new one). */
+PX_EXPORT char *px_btl_base_unreachable_add_context(char *msg);
+
+/* Call every module's add_procs over procs, then select per peer and store
+ * the choice for procs[i] in peers[i] (`peers` has nprocs entries, owned by
+ * the caller; the peers in it belong to the table until px_btl_base_del_procs).
+ * modules must be sorted (px_btl_base_sort_modules). On an unreachable peer
+ * returns PX_ERR_UNREACH and *error (caller frees) holds the message; the
+ * table is released then and every peers[i] is NULL. `local` is the calling
+ * process. */
+PX_EXPORT int px_btl_base_add_procs(px_btl_base_table_t *table, px_btl_module_t **modules,
+                                    int nmodules, px_proc_t **procs, size_t nprocs,
+                                    const px_proc_t *local, px_btl_base_peer_t **peers,
+                                    char **error);
+/* Call every module's del_procs, free the peers px_btl_base_add_procs put in
+ * `peers` (setting each to NULL) and the table's arrays. */
+PX_EXPORT int px_btl_base_del_procs(px_btl_base_table_t *table, px_btl_base_peer_t **peers);
+
+/* Pick the next eager / send module of a peer (round robin when several). */
+static inline px_btl_base_peer_module_t *px_btl_base_peer_eager(px_btl_base_peer_t *p)
+{
+    if (PX_LIKELY(1 == p->num_eager))
+        return p->eager;
+    return &p->eager[p->next_eager++ % (unsigned)p->num_eager];
+}
+static inline px_btl_base_peer_module_t *px_btl_base_peer_send(px_btl_base_peer_t *p)
+{
+    if (PX_LIKELY(1 == p->num_send))
+        return p->send;
+    return &p->send[p->next_send++ % (unsigned)p->num_send];
+}
+
+#endif
