@@ -43,7 +43,7 @@ fi
 echo "# building libplexus.a"
 make -j"${PX_FUZZ_JOBS:-2}" libplexus.la >make-fuzz.out 2>&1 ||
     { echo "run-fuzz: building libplexus failed, see $build/make-fuzz.out" >&2; exit 2; }
-libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
+libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p; s/^SODIUM_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
 mkdir -p fuzz/bin fuzz/corpus fuzz/artifacts fuzz/logs
 # The C files of a source list a component's Makefile.inc defines (what the
 # harnesses of test/fuzz/Makefile.inc compile in), from the top of the tree.
