@@ -39,7 +39,6 @@ typedef struct {
     int listen_port;
     char *contact_address;
     char *secret_file;
-    char *secret;
     double connect_timeout;
     size_t max_payload;
     int max_pending;
@@ -91,15 +90,6 @@ static const px_mca_var_field_t peer_var_table[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .dflt = "",
      PV_AT(secret_file)},
-    {.name = "secret",
-     .help = "The shared secret itself (16 to 4096 bytes), when peer_secret_file is not set; "
-             "the file is preferred (a variable may be visible in the environment or on a "
-             "command line)",
-     .type = PX_MCA_VAR_TYPE_STRING,
-     .info_level = 2,
-     .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "",
-     PV_AT(secret)},
     {.name = "connect_timeout",
      .help = "Seconds a connection exchange may take, on both sides: px_peer_connect fails "
              "after it (unreachable, stale or silent listener) and a listener drops a "
@@ -212,7 +202,7 @@ int px_peer_opts_from_vars(px_peer_opts_t *o, px_peer_secret_t *secret)
     o->max_payload = vars.max_payload;
     o->max_pending = vars.max_pending;
     char why[600];
-    int rc = px_peer_secret_load(vars.secret_file, vars.secret, secret, why, sizeof why);
+    int rc = px_peer_secret_load(vars.secret_file, secret, why, sizeof why);
     if (rc != PX_SUCCESS)
         return px_peer_fail(rc, "%s", why);
     o->secret = secret;
@@ -716,7 +706,7 @@ int px_peer_listen_opts(const px_peer_opts_t *o, const void *payload, size_t len
     if (NULL == o->secret || NULL == o->secret->bytes)
         return px_peer_fail(PX_ERR_NOT_AVAILABLE,
                             "px_peer_listen: no secret, so no listener: set peer_secret_file "
-                            "(chmod 600, the same file on both sides)");
+                            "(chmod 600, the same secret on both sides)");
     if (len > o->max_payload)
         return px_peer_fail(PX_ERR_BAD_PARAM,
                             "px_peer_listen: payload of %zu bytes is above peer_max_payload %zu",

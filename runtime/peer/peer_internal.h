@@ -104,11 +104,11 @@ typedef struct px_peer_secret {
     size_t len;
 } px_peer_secret_t;
 
-/* The secret from peer_secret_file (checked: a regular file of this user,
- * not readable or writable by group or others) or peer_secret. PX_SUCCESS,
- * PX_ERR_NOT_AVAILABLE when none is set, another error with the reason. */
-int px_peer_secret_load(const char *file, const char *value, px_peer_secret_t *s, char *why,
-                        size_t why_len);
+/* The secret from `file` (peer_secret_file; checked: a regular file of this
+ * user, not readable or writable by group or others, 16..4096 bytes).
+ * PX_SUCCESS, PX_ERR_NOT_AVAILABLE when no file is set, another error with
+ * the reason in `why`. */
+int px_peer_secret_load(const char *file, px_peer_secret_t *s, char *why, size_t why_len);
 void px_peer_secret_free(px_peer_secret_t *s);
 /* Whether a HMAC-SHA256 library was built in (libsodium). */
 bool px_peer_crypto_available(void);

@@ -98,7 +98,7 @@ const char *px_peer_reason_str(uint32_t reason)
     switch (reason) {
     case PX_PEER_R_AUTH:
         return "authentication failed: this process does not hold the listener's secret "
-               "(peer_secret_file or peer_secret differ)";
+               "(the files of peer_secret_file differ)";
     case PX_PEER_R_STALE:
         return "stale contact: the listener at that address is another instance than the "
                "contact names (the process restarted or another took its port)";
@@ -153,8 +153,7 @@ static int set_secret(px_peer_secret_t *s, const uint8_t *b, size_t n, const cha
     return PX_SUCCESS;
 }
 
-int px_peer_secret_load(const char *file, const char *value, px_peer_secret_t *s, char *why,
-                        size_t why_len)
+int px_peer_secret_load(const char *file, px_peer_secret_t *s, char *why, size_t why_len)
 {
     s->bytes = NULL;
     s->len = 0;
@@ -222,18 +221,10 @@ int px_peer_secret_load(const char *file, const char *value, px_peer_secret_t *s
         close(fd);
         return rc;
     }
-    if (value && value[0]) {
-        size_t n = strlen(value);
-        if (n > PX_PEER_SECRET_MAX) {
-            snprintf(why, why_len, "peer_secret is %zu bytes, more than %d", n, PX_PEER_SECRET_MAX);
-            return PX_ERR_BAD_PARAM;
-        }
-        return set_secret(s, (const uint8_t *)value, n, "peer_secret", why, why_len);
-    }
     snprintf(why, why_len,
              "no secret: set peer_secret_file to a file only you can read (chmod 600) holding "
-             "at least %d bytes, the same on both sides (or peer_secret); processes connect "
-             "only when both hold it",
+             "at least %d bytes, the same secret on both sides; processes connect only when "
+             "both hold it",
              PX_PEER_SECRET_MIN);
     return PX_ERR_NOT_AVAILABLE;
 }

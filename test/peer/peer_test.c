@@ -213,7 +213,7 @@ START_TEST(no_secret_refused)
     ck_assert(strstr(px_peer_last_error(), "no secret"));
     px_peer_secret_t s;
     char why[600];
-    ck_assert_int_eq(px_peer_secret_load("", "", &s, why, sizeof why), PX_ERR_NOT_AVAILABLE);
+    ck_assert_int_eq(px_peer_secret_load("", &s, why, sizeof why), PX_ERR_NOT_AVAILABLE);
     ck_assert(strstr(why, "peer_secret_file"));
 }
 END_TEST
@@ -230,23 +230,23 @@ START_TEST(secret_file_checked)
     px_peer_secret_t s;
     char why[600];
     chmod(f, 0644);
-    ck_assert_int_eq(px_peer_secret_load(f, NULL, &s, why, sizeof why), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_peer_secret_load(f, &s, why, sizeof why), PX_ERR_BAD_PARAM);
     ck_assert_msg(strstr(why, "mode 0644") && strstr(why, "chmod 600"), "said: %s", why);
     chmod(f, 0640);
-    ck_assert_int_eq(px_peer_secret_load(f, NULL, &s, why, sizeof why), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_peer_secret_load(f, &s, why, sizeof why), PX_ERR_BAD_PARAM);
     chmod(f, 0600);
-    ck_assert_int_eq(px_peer_secret_load(f, NULL, &s, why, sizeof why), PX_SUCCESS);
+    ck_assert_int_eq(px_peer_secret_load(f, &s, why, sizeof why), PX_SUCCESS);
     ck_assert_uint_eq(s.len, 24); /* the newline is not part of it */
     px_peer_secret_free(&s);
     fp = fopen(f, "w");
     fputs("short\n", fp);
     fclose(fp);
-    ck_assert_int_eq(px_peer_secret_load(f, NULL, &s, why, sizeof why), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_peer_secret_load(f, &s, why, sizeof why), PX_ERR_BAD_PARAM);
     ck_assert_msg(strstr(why, "too short"), "said: %s", why);
-    ck_assert_int_eq(px_peer_secret_load(dir, NULL, &s, why, sizeof why), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_peer_secret_load(dir, &s, why, sizeof why), PX_ERR_BAD_PARAM);
     ck_assert(strstr(why, "not a regular file"));
     unlink(f);
-    ck_assert_int_eq(px_peer_secret_load(f, NULL, &s, why, sizeof why), PX_ERR_NOT_FOUND);
+    ck_assert_int_eq(px_peer_secret_load(f, &s, why, sizeof why), PX_ERR_NOT_FOUND);
     rmdir(dir);
 }
 END_TEST

@@ -143,9 +143,11 @@ rc=$?
 check "accepting with nobody connecting: none yet, then a timeout (exit $rc)" test "$rc" -eq 0
 check "accepting with nobody connecting: says so" contains "$out" "progress: 0; accept: "
 
-# --- 1,000 connect/disconnect cycles
-listen cycles "$T/s1" 1000 20
-connect "$T/s1" "$contact" "cycle" 1000
+# --- 1,000 connect/disconnect cycles. mallinfo2 counts the chunks glibc keeps
+# in its per-thread cache as in use, so the cache is off for these two.
+nocache=GLIBC_TUNABLES=glibc.malloc.tcache_count=0
+listen cycles "$T/s1" 1000 20 "$nocache"
+connect "$T/s1" "$contact" "cycle" 1000 "$nocache"
 check "1000 cycles: every connection made (exit $rc)" test "$rc" -eq 0
 wait "$lpid"
 lrc=$?
@@ -153,10 +155,12 @@ check "1000 cycles: the listener accepted all 1000 (exit $lrc)" test "$lrc" -eq 
 check "1000 cycles: accepted the last" contains "$(cat "$T/cycles.out")" "accepted 999 from"
 set -- $(echo "$out" | sed -n 's/^connector fds before \([0-9]*\) after \([0-9]*\) heap after ten \([0-9]*\) after last \([0-9]*\)$/\1 \2 \3 \4/p')
 check "1000 cycles: the connector's descriptors ${1:-?} before, ${2:-?} after" test -n "$1" -a "$1" = "$2"
-check "1000 cycles: the connector's heap in use ${3:-?} after ten cycles, ${4:-?} after the last" \
-    test -n "$3" -a "$3" = "$4"
+# a leak of one allocation per cycle (32 bytes at least) would add 31 KiB
+# over the last 990 cycles; small moves of the allocator's own are allowed.
+check "1000 cycles: the connector's heap in use ${3:-?} after ten cycles, ${4:-?} after the last (< 8 KiB more)" \
+    test -n "$3" -a "$((${4:-0} - ${3:-0}))" -lt 8192
 set -- $(sed -n 's/^listener fds before \([0-9]*\) after \([0-9]*\) heap after ten \([0-9]*\) after last \([0-9]*\)$/\1 \2 \3 \4/p' "$T/cycles.out")
 check "1000 cycles: the listener's descriptors ${1:-?} before, ${2:-?} after" test -n "$1" -a "$1" = "$2"
-check "1000 cycles: the listener's heap in use ${3:-?} after ten cycles, ${4:-?} after the last" \
-    test -n "$3" -a "$3" = "$4"
+check "1000 cycles: the listener's heap in use ${3:-?} after ten cycles, ${4:-?} after the last (< 8 KiB more)" \
+    test -n "$3" -a "$((${4:-0} - ${3:-0}))" -lt 8192
 tap_done
