@@ -19,6 +19,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,20 +154,50 @@ int px_peer_output(void)
 
 /* ------------------------------------------------------------ errors */
 
-static _Thread_local char last_error[1024];
+/* This thread's last error text, on the heap: libplexus's thread-local
+ * block must stay small (its initial-exec part has to fit in the static TLS
+ * a dlopen'ed libplexus.so gets; see test/abi/t_one_library.sh). */
+#define PX_PEER_ERR_LEN 1024
+static pthread_key_t err_key;
+static pthread_once_t err_once = PTHREAD_ONCE_INIT;
+
+static void err_key_make(void)
+{
+    pthread_key_create(&err_key, free);
+}
+
+static char *err_buf(bool make)
+{
+    pthread_once(&err_once, err_key_make);
+    char *b = pthread_getspecific(err_key);
+    if (NULL == b && make) {
+        b = calloc(1, PX_PEER_ERR_LEN);
+        if (b && pthread_setspecific(err_key, b) != 0) {
+            free(b);
+            b = NULL;
+        }
+    }
+    return b;
+}
 
 int px_peer_fail(int rc, const char *fmt, ...)
 {
+    char *b = err_buf(true);
+    if (NULL == b)
+        return rc;
+    char tmp[PX_PEER_ERR_LEN]; /* the arguments may be the old text */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    memcpy(b, tmp, sizeof tmp);
     return rc;
 }
 
 const char *px_peer_last_error(void)
 {
-    return last_error[0] ? last_error : "no error";
+    const char *b = err_buf(false);
+    return b && b[0] ? b : "no error";
 }
 
 static double now(void)
