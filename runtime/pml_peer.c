@@ -12,6 +12,7 @@
 #include "core/util/output.h"
 #include "core/util/progress.h"
 #include "core/util/progress_internal.h"
+#include "runtime/peer/peer.h"
 #include "runtime/pml.h"
 #include "runtime/xfer.h"
 
@@ -157,6 +158,9 @@ int px_rt_pml_register_params(void)
     /* btl/shm had its own policy before the engine's: its variable now sets
      * the engine's. */
     rc = keep_default(px_xfer_register_params());
+    if (rc != PX_SUCCESS)
+        return rc;
+    rc = keep_default(px_peer_register_params()); /* runtime/peer: peer_* */
     if (rc != PX_SUCCESS)
         return rc;
     int idx = px_mca_var_find("progress_yield_when_idle");

@@ -380,3 +380,31 @@ put("xfer_map", "planted-forged", bytes([8 | 32]) + mdesc(0x1234, 4096, 0, 77))
 put("xfer_map", "planted-matching", bytes([8 | 16 | 32]) + mdesc(0x1234, 4096, 0, 78))
 put("xfer_map", "planted-short-file", bytes([8 | 16]) + mdesc(0x1234, 8192, 0, 79))
 put("xfer_map", "huge-size", bytes([0]) + mdesc(1, 1 << 62, 0, 1))
+
+# runtime/peer: contact strings (px-peer:<version>:<a.b.c.d>:<port>:<host>:<pid>:<instance>)
+for i, c in enumerate(["px-peer:1:127.0.0.1:40123:node7:12345:9f3a2c1b7e60d4a5",
+                       "px-peer:1:10.211.3.2:1:a:1:0000000000000000",
+                       "px-peer:1:127.0.0.1:65536:node7:12345:9f3a2c1b7e60d4a5",
+                       "px-peer:1:127.0.0.01:40123:node7:12345:9f3a2c1b7e60d4a5",
+                       "px-peer:2:127.0.0.1:40123:n:1:9f3a2c1b7e60d4a5\n"]):
+    put("peer_contact", "%02d" % i, c)
+
+
+# runtime/peer's listener: byte 0 flags (1: a right HELLO first, 2: then a right AUTH over
+# the rest as payload), then frames: u32 magic "PXPR", u8 version, u8 type, u16 flags, u32 len
+def pframe(ptype, body, version=1, flags=0, length=None):
+    return struct.pack(">IBBHI", 0x50585052, version, ptype, flags,
+                       len(body) if length is None else length) + body
+
+
+def phello(instance=0, pid=1, host=b"h"):
+    return b"\x07" * 32 + struct.pack(">QI", instance, pid) + host.ljust(64, b"\0")
+
+
+put("peer_accept", "00-hello-stale", b"\x00" + pframe(1, phello(5)))
+put("peer_accept", "01-hello-then-bad-auth", b"\x01" + pframe(3, b"\0" * 32 + b"payload"))
+put("peer_accept", "02-authed-payload", b"\x03" + b"a payload the BTL would give")
+put("peer_accept", "03-auth-too-long", b"\x01" + pframe(3, b"", length=0x7fffffff))
+put("peer_accept", "04-version-2", b"\x00" + pframe(1, phello(), version=2))
+put("peer_accept", "05-half-hello", b"\x00" + pframe(1, phello())[:40])
+put("peer_accept", "06-host-unpadded", b"\x00" + pframe(1, phello(host=b"h\0x")))

@@ -23,6 +23,7 @@ all=(var_file var_value selection pxrun_client pxrun_server runtime_am xfer_key)
 all+=(shm_fbox shm_queue shm_modex)
 all+=(ofi_modex ofi_recv verbs_modex verbs_recv) # btl/ofi, btl/verbs wire checks
 all+=(xfer_am xfer_map)
+all+=(peer_contact peer_accept) # runtime/peer: contact strings, the listener's framing
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
@@ -43,7 +44,7 @@ fi
 echo "# building libplexus.a"
 make -j"${PX_FUZZ_JOBS:-2}" libplexus.la >make-fuzz.out 2>&1 ||
     { echo "run-fuzz: building libplexus failed, see $build/make-fuzz.out" >&2; exit 2; }
-libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
+libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p; s/^SODIUM_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
 mkdir -p fuzz/bin fuzz/corpus fuzz/artifacts fuzz/logs
 # The C files of a source list a component's Makefile.inc defines (what the
 # harnesses of test/fuzz/Makefile.inc compile in), from the top of the tree.
