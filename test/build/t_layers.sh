@@ -44,7 +44,7 @@ plant components/btl/ofi/ofi_module.c components/btl/shm/shm.h \
 plant components/btl/self/self_module.c runtime/runtime.h "layer component may not include layer runtime"
 plant components/boot/pmix/pmix_component.c tools/pxrun/pxrun.h \
     "layer component may not include layer tools"
-plant runtime/pml.c components/btl/self/self.h "layer runtime may not include layer component"
+plant runtime/pml/pml.c components/btl/self/self.h "layer runtime may not include layer component"
 plant runtime/runtime.c tools/px_info/px_info.h "layer runtime may not include layer tools"
 # The exception is tools/pxrun's alone, and for the protocol header alone.
 plant tools/px_info/px_info.c components/boot/pxrun/pxrun_proto.h \
@@ -72,7 +72,7 @@ rm -rf "$src" && mkdir -p "$src"
 (cd "$PX_SRC" && tar -cf - core frameworks components runtime tools) | tar -C "$src" -xf -
 
 # Allowed: its own layer and below, a component's own headers, the exception.
-printf '#include "core/util/error.h"\n#include "frameworks/btl/btl.h"\n' >>"$src/runtime/pml.c"
+printf '#include "core/util/error.h"\n#include "frameworks/btl/btl.h"\n' >>"$src/runtime/pml/pml.c"
 printf '#include "components/boot/pxrun/pxrun_proto.h"\n' >>"$src/tools/pxrun/pxrun.c"
 printf '#include "shm.h"\n' >>"$src/components/btl/shm/shm_module.c"
 o=$(bash "$checker" "$src" 2>&1)

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include "core/mca/var.h"
-#include "runtime/pml.h"
+#include "runtime/pml/pml.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"

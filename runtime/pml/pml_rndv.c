@@ -22,7 +22,7 @@
  * the protocol, so the sender finishes and no other message is lost.
  */
 #include <stdio.h>
-#include "runtime/pml.h"
+#include "runtime/pml/pml.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 

@@ -11,7 +11,7 @@
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"
-#include "runtime/pml.h"
+#include "runtime/pml/pml.h"
 
 const char *px_rt_tag_name(int tag)
 {

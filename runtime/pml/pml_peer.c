@@ -12,7 +12,7 @@
 #include "core/util/output.h"
 #include "core/util/progress.h"
 #include "core/util/progress_internal.h"
-#include "runtime/pml.h"
+#include "runtime/pml/pml.h"
 #include "runtime/xfer.h"
 
 /* ------------------------------------------------------------------ variables */

@@ -25,7 +25,7 @@
 #include "core/util/output.h"
 #include "frameworks/coll/coll.h"
 #include "runtime/plexus_coll.h"
-#include "runtime/pml.h"
+#include "runtime/pml/pml.h"
 
 /* A non-blocking collective's state. */
 typedef struct px_rt_coll_op {
