@@ -1,188 +1,65 @@
 /*
- * pml.h: what the two halves of the messaging layer share: pml.c (matching,
- * eager messages, the API, errors) and pml_rndv.c (the rendezvous protocols:
- * RDMA get striped over rails and RDMA put, one chunk scheduler; pipelined
- * fragments). Internal to
- * runtime; the hot-path helpers are static inline here.
+ * pml.h: what messaging (runtime/pml/) exports to the layers above it:
+ * groups and collectives (runtime/coll/) and px_init (runtime.c). The
+ * layers below (the process table) and beside it (the transfer engine) do
+ * not include it. Messaging's own shared internals are in pml_internal.h.
+ * Not installed.
  */
-#ifndef PX_RUNTIME_PML_H
-#define PX_RUNTIME_PML_H
+#ifndef PX_RUNTIME_PML_PML_H
+#define PX_RUNTIME_PML_PML_H
 
-#include <stdlib.h>
-#include <string.h>
-#include "runtime/runtime.h"
+#include <stddef.h>
+#include "runtime/pml/pml_request.h"
 
-/* ---- hot-path helpers ---- */
+/* ---- lifecycle (px_init, px_finalize) ---- */
 
-static inline px_request_t *req_alloc(int type)
-{
-    px_request_t *r = (px_request_t *)px_free_list_get(&px_rt.requests);
-    if (PX_UNLIKELY(NULL == r))
-        return NULL;
-    r->type = (uint8_t)type;
-    r->pending = PX_RT_PEND_NONE;
-    r->complete = false;
-    r->on_active = false;
-    r->on_posted = false;
-    r->finishing = false;
-    r->des_held = false;
-    r->released = false;
-    r->outstanding = 0;
-    r->nrails = 0;
-    r->rdma_mode = PX_RT_RDMA_NONE;
-    r->rndv_prepared = false;
-    r->status.error = PX_SUCCESS;
-    return r;
-}
+/* Messaging's variables (runtime_*) and the progress engine's (progress_*). */
+int px_pml_register_params(void);
+/* Free lists, AM callbacks, its failure subscription. */
+int px_pml_init(void);
+void px_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl);
+/* px_finalize, before the transports go: drop what requests still hold. */
+void px_pml_quiesce(void);
+int px_pml_finalize(void);
 
-static inline void req_free(px_request_t *r)
-{
-    px_free_list_return(&px_rt.requests, &r->super);
-}
+/* ---- sends and receives of the runtime (any tag, including runtime tags < 0) ---- */
 
-/* Lifetime rule: a request goes back to the free list only when the
- * application has let go of it (px_wait/px_test returned it, or a wait gave
- * up on it) AND nothing in a transport can still name it: no eager
- * descriptor whose des_cbdata points at it, no RDMA or fragment operation
- * outstanding, not on px_rt.active (where control messages from the peer
- * find it by address). Until then it is "released": callbacks that find it
- * so only drop their hold, and the last one frees it (px_rt_req_unhold). */
-static inline bool req_held(const px_request_t *r)
-{
-    return r->des_held || r->outstanding > 0 || r->on_active;
-}
+int px_pml_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+/* px_pml_isend to a peer this process failed itself (px_finalize's barrier). */
+int px_pml_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+/* Post a receive: it takes the first matching unexpected message at once,
+ * else it waits on the posted list for one (matching by source and tag). */
+int px_pml_irecv(void *buf, size_t len, int source, int tag, px_request_t **request);
+/* Send with the match header inline, no request: the transport's immediate
+ * path (sendi) for a small message to a live peer. PX_SUCCESS (sent, a
+ * sequence number spent), or PX_ERR_NOT_SUPPORTED when that path cannot take
+ * it now (too large, the peer failed, the transport is busy): nothing was
+ * sent, use px_pml_isend. */
+int px_pml_send_inline(const void *buf, size_t len, int dest, int tag);
+/* Let go of a send or receive nobody will wait for: freed when complete; a
+ * receive no message matched leaves the posted list (cancelled); anything a
+ * transport or the peer still holds is freed by whoever finishes it last
+ * (else px_finalize). Sets *request to NULL. */
+void px_pml_release(px_request_t **request);
+/* Wait for `*request` as px_wait does; `who` names the operation in messages. */
+int px_pml_wait(px_request_t **request, px_status_t *status, const char *who);
+/* One round of the runtime's progress: the transports, messaging's pending
+ * steps, the registered progress hooks (proc.h). */
+int px_pml_progress_once(void);
 
-/* The application lets go of `r`. */
-static inline void req_release(px_request_t *r)
-{
-    if (PX_LIKELY(!req_held(r)))
-        req_free(r);
-    else
-        r->released = true;
-}
+/* ---- requests of the layers above (PX_PML_REQ_GENERIC) ---- */
 
-/* A callback dropped its hold on a released request: free it once nothing
- * holds it any more (its memory registrations go with it). */
-void px_rt_req_unhold(px_request_t *r);
+/* A request whose hooks are `ops` (constant, outliving it) and whose
+ * owner's state is `owner`; incomplete, status {any source, any tag, 0,
+ * success}. NULL when out of memory. */
+px_request_t *px_pml_request_alloc(const px_request_ops_t *ops, void *owner);
+/* Complete it with `error` (px_wait returns that). */
+void px_pml_request_complete(px_request_t *r, int error);
+/* Give it back (its owner's state already dropped). */
+void px_pml_request_free(px_request_t *r);
 
-static inline px_rt_ux_t *ux_alloc(void)
-{
-    if (PX_UNLIKELY(px_rt.ux_fail_countdown) && 0 == --px_rt.ux_fail_countdown)
-        return NULL; /* test hook: PX_RT_TEST_UX_FAIL */
-    return (px_rt_ux_t *)px_free_list_get(&px_rt.ux_items);
-}
-
-static inline void ux_free(px_rt_ux_t *u)
-{
-    if (PX_UNLIKELY(u->data != u->inline_buf))
-        free(u->data);
-    px_free_list_return(&px_rt.ux_items, &u->super);
-}
-
-static inline bool tag_matches(int want_src, int want_tag, int src, int tag)
-{
-    return (want_src == src || want_src == PX_ANY_SOURCE) &&
-           (want_tag == tag || (want_tag == PX_ANY_TAG && tag >= 0));
-}
-
-/* Bytes of data in segments after `skip` header bytes. */
-static inline size_t seg_data_len(const px_btl_segment_t *s, size_t n, size_t skip)
-{
-    size_t t = 0;
-    for (size_t i = 0; i < n; ++i)
-        t += s[i].seg_len;
-    return t > skip ? t - skip : 0;
-}
-
-/* Copy up to `max` data bytes (after `skip`) from segments to dst. */
-static inline void seg_copy(void *dst, size_t max, const px_btl_segment_t *s, size_t n, size_t skip)
-{
-    char *d = dst;
-    for (size_t i = 0; i < n && max; ++i) {
-        size_t len = s[i].seg_len;
-        if (skip >= len) {
-            skip -= len;
-            continue;
-        }
-        size_t c = len - skip;
-        if (c > max)
-            c = max;
-        memcpy(d, (const char *)s[i].seg_addr + skip, c);
-        d += c;
-        max -= c;
-        skip = 0;
-    }
-}
-
-static inline void req_complete(px_request_t *r)
-{
-    r->complete = true;
-}
-
-/* Is `r` an operation with `rank` (control messages name requests by address:
- * one from another rank must not act on it)? */
-static inline bool px_rt_req_of_rank(const px_request_t *r, int rank)
-{
-    return (PX_RT_REQ_SEND == r->type ? r->peer : r->status.source) == rank;
-}
-
-/* Has `rank` failed (its late control messages are dropped quietly)? */
-static inline bool px_rt_rank_failed(int rank)
-{
-    return rank >= 0 && rank < px_rt.size && px_rt.peers[rank].failed;
-}
-
-/* ---- pml.c: queues and control messages ---- */
-
-/* Requests in a rendezvous (px_rt.active): add, remove, and check an id from
- * the wire against them (NULL when it is not one of ours). */
-void px_rt_active_add(px_request_t *r);
-void px_rt_active_remove(px_request_t *r);
-px_request_t *px_rt_active_find(uint64_t id, int type);
-/* Requests with a step to retry from progress (PX_RT_PEND_*). */
-void px_rt_pending_add(px_request_t *r, int what);
-void px_rt_pending_remove(px_request_t *r);
-/* Drop every memory registration the request holds. */
-void px_rt_req_release_regs(px_request_t *r);
-/* Complete the request with `error`, off every queue. */
-void px_rt_req_fail(px_request_t *r, int error);
-/* The id of an RDMA module on the wire: a hash of its component's name. */
-uint32_t px_rt_rdma_id(const px_btl_module_t *m);
-/* A control message to `rank` over its eager module (sendi, else alloc+send). */
-int px_rt_send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len);
-int px_rt_send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq);
-
-/* ---- pml_rndv.c: the rendezvous ---- */
-
-/* Sender: the RNDV header (chooses get rails or put first). */
-void px_rt_send_start_rndv(px_request_t *r);
-/* Receiver: a receive matched an RNDV header (`blob`: the rails offered). */
-void px_rt_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob);
-/* Steps retried from progress. */
-void px_rt_send_schedule_frags(px_request_t *r);
-void px_rt_recv_send_ack(px_request_t *r);
-void px_rt_recv_send_putack(px_request_t *r);
-/* RDMA (get on the receiver, put on the sender, per r->rdma_mode): more
- * chunks over the rails; then FIN (get) or PUT-FIN (put). */
-void px_rt_rdma_schedule(px_request_t *r);
-void px_rt_rdma_send_fin(px_request_t *r);
-/* Active-message callbacks of the rendezvous tags. */
-void px_rt_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-void px_rt_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-void px_rt_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-
-/* Receive callbacks of the matched-message and rendezvous-header tags
- * (pml.c), registered by px_rt_pml_init (pml_peer.c). */
-void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-void px_rt_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-/* The slow path of a wait (pml_wait.c): progress until `r` completes, the
- * peer fails or runtime_wait_timeout passes (then the request is given up:
- * freed, or handed to the transport that still holds it). */
-PX_NOINLINE int px_rt_wait_slow(px_request_t *r, const char *who);
-/* One round of the runtime's progress (engine and pending steps), for the
- * slow paths outside pml.c. */
-int px_rt_progress_once(void);
+/* Counts for tests: unexpected messages queued, receives posted. */
+size_t px_pml_unexpected_count(void);
+size_t px_pml_posted_count(void);
 
 #endif
