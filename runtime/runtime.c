@@ -19,6 +19,7 @@
 #include "core/util/printf.h"
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
+#include "runtime/peer/peer.h"
 #include "runtime/xfer.h"
 
 static struct {
@@ -32,57 +33,43 @@ static struct {
 
 static void px_rt_teardown(void);
 
-static int px_rt_build_procs(void)
+/* The runtime's variables: messaging's and the progress engine's, then the
+ * transfer engine's (px_init, and px_info to list them). */
+int px_rt_pml_register_params(void)
 {
-    int n = px_rt.size;
-    px_rt.procs = calloc(n, sizeof(*px_rt.procs));
-    px_rt.proc_ptrs = calloc(n, sizeof(*px_rt.proc_ptrs));
-    px_rt.btl_peers = calloc(n, sizeof(*px_rt.btl_peers));
-    px_rt.peers = calloc(n, sizeof(*px_rt.peers));
-    if (!px_rt.procs || !px_rt.proc_ptrs || !px_rt.btl_peers || !px_rt.peers)
-        return PX_ERR_OUT_OF_RESOURCE;
-    for (int r = 0; r < n; ++r) {
-        px_proc_t *p = &px_rt.procs[r];
-        p->rank = r;
-        p->hostname = px_boot->hostname ? px_boot->hostname(r) : NULL;
-        if (NULL == p->hostname)
-            p->hostname = "?";
-        p->locality = px_boot->locality ? px_boot->locality(r) : 0;
-        if (r == px_rt.rank)
-            p->locality |= PX_PROC_LOCAL_SELF | PX_PROC_LOCAL_HOST;
-        px_rt.proc_ptrs[r] = p;
-        PX_OBJ_CONSTRUCT(&px_rt.peers[r].ooo, px_list_t);
-    }
-    /* The progress engine's idle policy: auto yields when this node runs
-     * more ranks of the job than it has cores. */
-    int nlocal = 0;
-    for (int r = 0; r < n; ++r)
-        nlocal += (px_rt.procs[r].locality & PX_PROC_LOCAL_HOST) ? 1 : 0;
-    px_progress_idle_setup(nlocal, 0);
-    /* local_rank: index among the processes of the same host. */
-    for (int r = 0; r < n; ++r) {
-        uint32_t lr = 0;
-        for (int q = 0; q < r; ++q)
-            if (0 == strcmp(px_rt.procs[q].hostname, px_rt.procs[r].hostname))
-                lr++;
-        px_rt.procs[r].local_rank = lr;
-    }
+    int rc = px_pml_register_params();
+    if (rc != PX_SUCCESS)
+        return rc;
+    /* A value the variable system refused was reported there and the
+     * default kept: not an error of px_init (as in px_pml_register_params). */
+    rc = px_xfer_register_params();
+    if (rc < 0 && rc != PX_ERR_BAD_PARAM)
+        return rc;
+    rc = px_peer_register_params(); /* runtime/peer: peer_* */
+    if (rc < 0 && rc != PX_ERR_BAD_PARAM)
+        return rc;
+    /* btl/shm had its own policy before the engine's: its variable now sets
+     * the engine's. */
+    int idx = px_mca_var_find("progress_yield_when_idle");
+    if (idx >= 0)
+        px_mca_var_register_synonym(idx, "btl", "shm", "yield_when_idle",
+                                    PX_MCA_VAR_FLAG_DEPRECATED);
     return PX_SUCCESS;
 }
 
-static void px_rt_free_procs(void)
+/* The transfer engine's answer to the process table's failure notice. */
+static void xfer_peer_failed(int rank, int error, const char *why, bool transport_gone)
 {
-    if (px_rt.peers)
-        for (int r = 0; r < px_rt.size; ++r)
-            PX_OBJ_DESTRUCT(&px_rt.peers[r].ooo);
-    free(px_rt.peers);
-    free(px_rt.btl_peers);
-    free(px_rt.proc_ptrs);
-    free(px_rt.procs);
-    px_rt.peers = NULL;
-    px_rt.btl_peers = NULL;
-    px_rt.proc_ptrs = NULL;
-    px_rt.procs = NULL;
+    (void)transport_gone;
+    px_xfer_peer_failed(rank, error, why);
+}
+
+/* The name of the operation a runtime-internal tag (< 0) belongs to. */
+static const char *px_rt_tag_name(int tag)
+{
+    return PX_RT_TAG_BARRIER == tag  ? "px_barrier"
+           : tag < PX_RT_TAG_BARRIER ? "a collective"
+                                     : "a runtime-internal operation";
 }
 
 /* Append to `msg` the btl components that could not be used at all (a
@@ -146,13 +133,13 @@ int px_init(int *argc, char ***argv)
         rc = PX_ERR_BAD_PARAM;
         goto fail;
     }
-    rc = px_rt_build_procs();
+    rc = px_rt_procs_build();
     if (rc != PX_SUCCESS)
         goto fail;
 
     /* Messaging state first: a peer's message may arrive as soon as the
      * transports are up. */
-    rc = px_rt_pml_init();
+    rc = px_pml_init();
     if (rc != PX_SUCCESS)
         goto fail;
     px_rt_stage.pml = true;
@@ -213,11 +200,13 @@ int px_init(int *argc, char ***argv)
     }
     px_rt.table_valid = true;
     for (int r = 0; r < px_rt.size; ++r)
-        px_rt_pml_peer_setup(&px_rt.peers[r], px_rt.btl_peers[r]);
+        px_pml_peer_setup(&px_rt.peers[r], px_rt.btl_peers[r]);
     px_btl_base_register_error(px_rt_btl_error);
     /* The transfer engine: its active messages may arrive once peers pass
-     * the fence below. */
+     * the fence below; it hears of a peer's failure after messaging. */
     rc = px_xfer_init();
+    if (PX_SUCCESS == rc)
+        rc = px_rt_fail_subscribe(xfer_peer_failed);
     if (rc != PX_SUCCESS) {
         px_show_error("px_init: the transfer engine could not start: %s", px_strerror(rc));
         goto fail;
@@ -263,10 +252,11 @@ static void px_rt_teardown(void)
         px_rt_stage.btl_open = false;
     }
     if (px_rt_stage.pml) {
-        px_rt_pml_finalize();
+        px_pml_finalize();
         px_rt_stage.pml = false;
     }
-    px_rt_free_procs();
+    px_rt_fail_unsubscribe_all(); /* a transport may report until it is gone */
+    px_rt_procs_free();
     if (px_rt_stage.boot) {
         px_boot_base_close();
         px_rt_stage.boot = false;
@@ -298,7 +288,7 @@ int px_finalize(void)
         px_rt_stage.coll = false;
     }
     px_xfer_finalize();
-    px_rt_pml_quiesce();
+    px_pml_quiesce();
     px_rt.initialized = false;
     px_rt_teardown();
     px_rt_api_unlock(took);
@@ -369,11 +359,11 @@ static int rt_barrier(void)
         int to = (px_rt.rank + k) % px_rt.size;
         int from = (px_rt.rank - k + px_rt.size) % px_rt.size;
         px_request_t *sr = NULL, *rr = NULL;
-        int r0 = px_rt_irecv(NULL, 0, from, PX_RT_TAG_BARRIER, &rr);
-        int r1 = px_rt_isend_failed_ok(NULL, 0, to, PX_RT_TAG_BARRIER, &sr);
+        int r0 = px_pml_irecv(NULL, 0, from, PX_RT_TAG_BARRIER, &rr);
+        int r1 = px_pml_isend_failed_ok(NULL, 0, to, PX_RT_TAG_BARRIER, &sr);
         if (PX_SUCCESS == r1)
-            r1 = px_rt_wait(&sr, NULL, who);
-        int r2 = PX_SUCCESS == r0 ? px_rt_wait(&rr, NULL, who) : r0;
+            r1 = px_pml_wait(&sr, NULL, who);
+        int r2 = PX_SUCCESS == r0 ? px_pml_wait(&rr, NULL, who) : r0;
         if (PX_SUCCESS == r1 && px_rt.peers[to].failed)
             r1 = px_rt.peers[to].failed;
         if (PX_SUCCESS == first)

@@ -30,9 +30,7 @@ px_xfer_engine_t px_xfer = {
     .stage_size = 64 * 1024,
     .stage_count = 32,
 };
-bool px_rt_api_shared;
 
-static _Thread_local int tl_held;        /* this thread holds px_xfer.lock */
 static _Thread_local char tl_error[512]; /* px_xfer_last_error */
 
 /* ------------------------------------------------------------ variables */
@@ -112,64 +110,6 @@ int px_xfer_register_params(void)
 }
 
 /* ------------------------------------------------------------ lock, errors */
-
-bool px_xfer_lock_try(bool *took)
-{
-    *took = false;
-    if (tl_held)
-        return true;
-    if (pthread_mutex_trylock(&px_xfer.lock) != 0)
-        return false;
-    tl_held = 1;
-    *took = true;
-    return true;
-}
-
-void px_xfer_lock_take(bool *took)
-{
-    *took = false;
-    if (tl_held)
-        return;
-    pthread_mutex_lock(&px_xfer.lock);
-    tl_held = 1;
-    *took = true;
-}
-
-void px_xfer_lock_drop(bool took)
-{
-    if (!took)
-        return;
-    tl_held = 0;
-    pthread_mutex_unlock(&px_xfer.lock);
-}
-
-bool px_xfer_lock_held(void)
-{
-    return tl_held != 0;
-}
-
-bool px_rt_api_lock(void)
-{
-    bool took;
-    px_xfer_lock_take(&took);
-    return took;
-}
-
-void px_rt_api_unlock(bool took)
-{
-    px_xfer_lock_drop(took);
-}
-
-void px_rt_api_pause(void)
-{
-    /* A messaging wait that holds the lock lets the other threads in now
-     * and then (registration, import, their own progress). */
-    if (px_rt_api_shared && tl_held) {
-        pthread_mutex_unlock(&px_xfer.lock);
-        sched_yield();
-        pthread_mutex_lock(&px_xfer.lock);
-    }
-}
 
 int px_xfer_fail(int rc, const char *fmt, ...)
 {

@@ -23,7 +23,7 @@
 #include "core/class/hash_table.h"
 #include "core/class/mpsc.h"
 #include "runtime/plexus_xfer.h"
-#include "runtime/runtime.h"
+#include "runtime/proc/proc.h"
 
 #define PX_XFER_MAX_MODULES 16
 #define PX_XFER_MAX_RAILS   8 /* rails of one remote region (a module may give two: map, put/get) */

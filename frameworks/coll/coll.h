@@ -23,7 +23,7 @@
  * directly (px_coll_run_*), with nothing built or interpreted. Blocking calls
  * take it; non-blocking ones always build the schedule.
  *
- * Who calls what: the runtime (runtime/coll.c) calls the px_coll_base_*
+ * Who calls what: the runtime (runtime/coll/coll.c) calls the px_coll_base_*
  * functions; components fill px_coll_component_t / px_coll_module_t and call
  * the schedule builders (px_coll_sched_*) and the reductions (px_coll_reduce).
  */

@@ -16,6 +16,17 @@
 # application API's types header (plexus_types.h: return codes and datatypes,
 # defined once for every layer) are below all.
 # core/mca/mca_internal.h belongs to core/mca alone.
+#
+# Inside runtime/, the sub-layers, lowest first (docs/architecture.md, "The
+# runtime's sub-layers"); a file may include its own sub-layer and the ones
+# below, and messaging and the transfer engine, side by side, not each other:
+#   runtime/plexus*.h              (api: the installed API headers, below all)
+#   runtime/proc/                  (proc: the process table, API lock, notices)
+#   runtime/pml/                   (pml: messaging)
+#   runtime/xfer/, runtime/xfer*   (xfer: the transfer engine)
+#   runtime/coll/                  (coll: groups and collectives)
+#   runtime/*.c, runtime/runtime.h (init: px_init, px_finalize)
+# runtime/<sub>/*_internal.h belongs to runtime/<sub>/ alone.
 set -u
 src=${1:?usage: check_layers.sh SRC}
 
@@ -42,6 +53,41 @@ layer_of() { # path relative to SRC -> its layer's name in $layer
     tools/*) layer=tools ;;
     *) layer=other ;;
     esac
+}
+
+# The runtime sub-layer of a path under runtime/ in $sub, its rank in $subrank.
+rt_sub_of() {
+    case $1 in
+    runtime/plexus*.h) sub=api subrank=0 ;;
+    runtime/proc/*) sub=proc subrank=1 ;;
+    runtime/pml/*) sub=pml subrank=2 ;;
+    runtime/xfer/* | runtime/xfer*) sub=xfer subrank=2 ;;
+    runtime/coll/*) sub=coll subrank=3 ;;
+    *) sub=init subrank=4 ;;
+    esac
+}
+
+# rt_allowed FROM TO (paths under runtime/): the sub-layer rule; sets $why.
+rt_allowed() {
+    local fsub frank
+    rt_sub_of "$1"
+    fsub=$sub frank=$subrank
+    rt_sub_of "$2"
+    case $2 in
+    runtime/*/*_internal.h)
+        local home=${2%/*}
+        if [ "${1#"$home"/}" = "$1" ]; then
+            why="runtime/${home#runtime/}'s internal header, for runtime/${home#runtime/}/ only (the layers above include its exported header)"
+            return 1
+        fi
+        ;;
+    esac
+    [ "$fsub" = "$sub" ] && return 0
+    if [ "$subrank" -lt "$frank" ]; then
+        return 0
+    fi
+    why="runtime sub-layer $fsub may not include runtime sub-layer $sub"
+    return 1
 }
 
 # allowed FROM TO: may a file of layer FROM include one of layer TO?
@@ -100,6 +146,8 @@ while IFS= read -r -d '' f; do
             component:*:component:*) why="a component includes no other component's headers ($from -> ${to#component:})" ;;
             *) why="layer ${from%%:*} may not include layer ${to%%:*}" ;;
             esac
+        elif [ "$from:$to" = runtime:runtime ]; then
+            rt_allowed "$f" "$target" || true
         fi
         if [ -n "$why" ] && ! excepted "$f" "$target"; then
             echo "$f:$n: includes $target: $why"

@@ -44,13 +44,30 @@ plant components/btl/ofi/ofi_module.c components/btl/shm/shm.h \
 plant components/btl/self/self_module.c runtime/runtime.h "layer component may not include layer runtime"
 plant components/boot/pmix/pmix_component.c tools/pxrun/pxrun.h \
     "layer component may not include layer tools"
-plant runtime/pml.c components/btl/self/self.h "layer runtime may not include layer component"
+plant runtime/pml/pml.c components/btl/self/self.h "layer runtime may not include layer component"
 plant runtime/runtime.c tools/px_info/px_info.h "layer runtime may not include layer tools"
 # The exception is tools/pxrun's alone, and for the protocol header alone.
 plant tools/px_info/px_info.c components/boot/pxrun/pxrun_proto.h \
     "layer tools may not include layer component"
 plant tools/pxrun/pxrun.c components/boot/pxrun/pxrun.h "layer tools may not include layer component"
 plant tools/px_info/px_info_output.c core/mca/mca_internal.h "core/mca's internal header"
+# The runtime's sub-layers: process table < messaging, transfer engine (side
+# by side) < groups and collectives < px_init; and a sub-layer's internal
+# header stays in its folder. Planted in files of their own, so they hold
+# however the files of a sub-layer are named.
+plant runtime/proc/planted.c runtime/pml/pml_request.h \
+    "runtime sub-layer proc may not include runtime sub-layer pml"
+plant runtime/proc/planted.h runtime/xfer.h "runtime sub-layer proc may not include runtime sub-layer xfer"
+plant runtime/pml/planted.c runtime/xfer.h "runtime sub-layer pml may not include runtime sub-layer xfer"
+plant runtime/xfer/planted.c runtime/pml/pml.h "runtime sub-layer xfer may not include runtime sub-layer pml"
+plant runtime/xfer_planted.c runtime/pml/pml.h "runtime sub-layer xfer may not include runtime sub-layer pml"
+plant runtime/pml/planted.h runtime/coll/coll_rt.h "runtime sub-layer pml may not include runtime sub-layer coll"
+plant runtime/xfer/planted.h runtime/coll/coll_rt.h \
+    "runtime sub-layer xfer may not include runtime sub-layer coll"
+plant runtime/coll/planted.c runtime/runtime.h "runtime sub-layer coll may not include runtime sub-layer init"
+plant runtime/proc/planted2.c runtime/runtime.h "runtime sub-layer proc may not include runtime sub-layer init"
+plant runtime/coll/planted.h runtime/pml/pml_internal.h "runtime/pml's internal header"
+plant runtime/planted.c runtime/coll/coll_internal.h "runtime/coll's internal header"
 # A relative include is resolved next to the file.
 plant components/btl/verbs/planted.c ../shm/shm.h \
     "a component includes no other component's headers (component:btl/verbs -> btl/shm)" \
@@ -72,9 +89,15 @@ rm -rf "$src" && mkdir -p "$src"
 (cd "$PX_SRC" && tar -cf - core frameworks components runtime tools) | tar -C "$src" -xf -
 
 # Allowed: its own layer and below, a component's own headers, the exception.
-printf '#include "core/util/error.h"\n#include "frameworks/btl/btl.h"\n' >>"$src/runtime/pml.c"
+printf '#include "core/util/error.h"\n#include "frameworks/btl/btl.h"\n' >>"$src/runtime/pml/pml.c"
 printf '#include "components/boot/pxrun/pxrun_proto.h"\n' >>"$src/tools/pxrun/pxrun.c"
 printf '#include "shm.h"\n' >>"$src/components/btl/shm/shm_module.c"
+# A runtime sub-layer includes its own and the ones below; px_init all exported headers.
+printf '#include "runtime/pml/pml.h"\n#include "runtime/proc/proc.h"\n' >>"$src/runtime/coll/planted_ok.c"
+mkdir -p "$src/runtime/xfer"
+printf '#include "runtime/proc/proc.h"\n#include "runtime/plexus_xfer.h"\n' >>"$src/runtime/xfer/planted_ok.c"
+printf '#include "runtime/proc/proc.h"\n#include "runtime/plexus.h"\n' >>"$src/runtime/pml/planted_ok.c"
+printf '#include "runtime/coll/coll_rt.h"\n#include "runtime/pml/pml.h"\n#include "runtime/xfer.h"\n' >>"$src/runtime/planted_ok.c"
 o=$(bash "$checker" "$src" 2>&1)
 check "allowed includes pass${o:+ (found: $o)}" test $? -eq 0
 tap_done

@@ -1,6 +1,6 @@
 /*
  * hdr_probe.c: the messaging layer's checks of a matched message's header
- * (runtime/pml.c, hdr_bad), driven by t_pml_headers.sh under pxrun -n 2.
+ * (runtime/pml/pml.c, hdr_bad), driven by t_pml_headers.sh under pxrun -n 2.
  * Rank 0 injects headers through px_btl_base_active_message_trigger, as a
  * transport would deliver them:
  *   1. MATCH naming rank 1 as its sender, delivered by the transport as from

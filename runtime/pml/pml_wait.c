@@ -11,26 +11,19 @@
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"
-#include "runtime/pml.h"
-
-const char *px_rt_tag_name(int tag)
-{
-    return PX_RT_TAG_BARRIER == tag  ? "px_barrier"
-           : tag < PX_RT_TAG_BARRIER ? "a collective"
-                                     : "a runtime-internal operation";
-}
+#include "runtime/pml/pml_internal.h"
 
 /* A send to ourselves whose RNDV header still waits in our own unexpected
  * queue: nothing outside this process knows of it. Removes that header. */
 static bool self_rndv_unqueue(px_request_t *r)
 {
-    if (PX_RT_REQ_SEND != r->type || r->peer != px_rt.rank)
+    if (PX_PML_REQ_SEND != r->type || r->peer != px_rt.rank)
         return false;
     uint64_t id = (uint64_t)(uintptr_t)r;
     px_rt_ux_t *u, *n;
     PX_LIST_FOREACH_SAFE(u, n, &px_rt.unexpected, px_rt_ux_t)
     {
-        if (PX_RT_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
+        if (PX_PML_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
             px_list_remove_item(&px_rt.unexpected, &u->super.super);
             ux_free(u);
             return true;
@@ -54,14 +47,11 @@ static bool self_rndv_unqueue(px_request_t *r)
  *    Plexus until px_finalize. */
 static PX_COLD void req_give_up(px_request_t *r, const char *what)
 {
-    if (PX_RT_REQ_COLL == r->type) {
-        px_show_error("%s; the collective failed and its group with it (its other members "
-                      "are told)",
-                      what);
-        px_rt_coll_req_give_up(r, PX_ERR_TIMEOUT);
+    if (PX_PML_REQ_GENERIC == r->type) { /* its owner reports and frees it */
+        r->ops->give_up(r, PX_ERR_TIMEOUT, what);
         return;
     }
-    px_rt_pending_remove(r);
+    px_pml_pending_remove(r);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
@@ -70,22 +60,22 @@ static PX_COLD void req_give_up(px_request_t *r, const char *what)
         return;
     }
     if (self_rndv_unqueue(r)) {
-        px_rt_active_remove(r);
-        px_rt_req_release_regs(r);
+        px_pml_active_remove(r);
+        px_pml_req_release_regs(r);
         px_show_error("%s; the send was cancelled (its buffer is free again)", what);
         req_free(r);
         return;
     }
-    const bool send = PX_RT_REQ_SEND == r->type;
+    const bool send = PX_PML_REQ_SEND == r->type;
     const int peer = send ? r->peer : r->status.source;
     /* An eager send whose data the transport has taken arrives whole: the
      * peer's stream is intact. Anything else leaves a hole in it. */
     const bool eager_out = send && r->des_held && !r->on_active;
     /* The peer may still read a buffer offered for RDMA get: keep it
      * registered, and the request findable for the FIN, until it says so. */
-    const bool peer_reads = send && r->on_active && PX_RT_RDMA_GET == r->rdma_mode;
+    const bool peer_reads = send && r->on_active && PX_PML_RDMA_GET == r->rdma_mode;
     if (!peer_reads)
-        px_rt_active_remove(r);
+        px_pml_active_remove(r);
     r->released = true;
     r->status.error = PX_ERR_TIMEOUT;
     const bool held = req_held(r);
@@ -103,7 +93,7 @@ static PX_COLD void req_give_up(px_request_t *r, const char *what)
                  send ? "send" : "receive", send ? "to" : "from");
         px_rt_fail_peer(peer, PX_ERR_PEER_FAILED, why);
     }
-    px_rt_req_unhold(r); /* frees it now when nothing holds it */
+    px_pml_req_unhold(r); /* frees it now when nothing holds it */
 }
 
 static double now(void)
@@ -115,11 +105,11 @@ static double now(void)
 
 static void describe(char *buf, size_t n, const px_request_t *r, const char *who, const char *tail)
 {
-    if (PX_RT_REQ_COLL == r->type) {
-        snprintf(buf, n, "%s: a non-blocking collective %s", who, tail);
+    if (PX_PML_REQ_GENERIC == r->type) {
+        snprintf(buf, n, "%s: %s %s", who, r->ops->what, tail);
         return;
     }
-    const bool send = PX_RT_REQ_SEND == r->type;
+    const bool send = PX_PML_REQ_SEND == r->type;
     int peer = send ? r->peer : r->status.source;
     char rank[32], tag[48];
     if (PX_ANY_SOURCE == peer)
@@ -138,19 +128,19 @@ static void describe(char *buf, size_t n, const px_request_t *r, const char *who
 
 /* Progress until `r` completes; PX_ERR_TIMEOUT (after giving it up) when it
  * can never complete or runtime_wait_timeout passes. */
-int px_rt_wait_slow(px_request_t *r, const char *who)
+int px_pml_wait_slow(px_request_t *r, const char *who)
 {
     double start = 0;
     unsigned spins = 0, pauses = 0;
     char what[512];
     while (!r->complete) {
-        int n = px_rt_progress_once();
+        int n = px_pml_progress_once();
         if (r->complete)
             break;
         if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
             px_list_is_empty(&px_rt.pending)) {
             describe(what, sizeof(what), r, who,
-                     PX_RT_REQ_SEND == r->type
+                     PX_PML_REQ_SEND == r->type
                          ? "can never complete: this process is alone in the job and no "
                            "matching receive is queued"
                          : "can never complete: this process is alone in the job and no "

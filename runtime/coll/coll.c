@@ -1,20 +1,16 @@
 /*
- * coll.c: the collectives API (runtime/plexus_coll.h): groups, argument
- * checks, in-place and PX_AVG handling, and running the schedules the coll
- * framework builds, blocking or as requests.
+ * coll.c: the collectives API (runtime/plexus_coll.h): argument checks,
+ * in-place and PX_AVG handling, and running the schedules the coll
+ * framework builds, blocking or as requests. Groups are in group.c.
  *
  * The runtime reaches the coll framework through its base
- * (frameworks/coll/coll.h) and hands it the point-to-point table below; the
- * framework's components never see runtime internals. A non-blocking
- * collective is a px_request_t of type PX_RT_REQ_COLL on px_rt.colls, which
- * the runtime's progress steps (px_rt_coll_progress); px_wait/px_test finish
- * it like any request.
- *
- * Context ids: the world group has 0. px_group_split allgathers (color, key,
- * next free id) over the parent; the new groups take ids from the largest
- * next free id upward, one per color, and every parent member moves its next
- * free id past them. So no two groups sharing a pair of ranks ever share an
- * id, and their tags (INT32_MIN + id * 4096 + sequence) never meet.
+ * (frameworks/coll/coll.h) and hands it the point-to-point table below,
+ * made of messaging's exported calls (runtime/pml/pml.h); the framework's
+ * components never see runtime internals. A non-blocking collective is a
+ * messaging request with hooks (PX_PML_REQ_GENERIC, coll_req_ops) on this
+ * file's list `active`, stepped by a progress hook it registers with the
+ * process table while that list is not empty; px_wait/px_test finish it
+ * like any request, and the hooks free its schedule or give it up.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,21 +19,17 @@
 #include "core/mca/framework.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
-#include "frameworks/coll/coll.h"
-#include "runtime/plexus_coll.h"
-#include "runtime/pml.h"
+#include "runtime/coll/coll_internal.h"
 
-/* A non-blocking collective's state. */
+/* A non-blocking collective's state (its request's owner). */
 typedef struct px_rt_coll_op {
     px_coll_sched_t s;
     void *scratch; /* an in-place input copied aside */
 } px_rt_coll_op_t;
 
-static px_coll_group_t *world_group = NULL;
-static px_coll_group_t **groups = NULL; /* every live group (world first) */
-static int ngroups = 0, groups_cap = 0;
-static uint32_t next_ctx = 1;
 static bool coll_open = false;
+static px_list_t active; /* requests of non-blocking collectives in progress */
+#define world_group px_rt_coll_world_group
 
 /* ---- the point-to-point table ---- */
 
@@ -49,33 +41,12 @@ static int p2p_test(px_request_t *r, int *error)
     return 1;
 }
 
-static void p2p_release(px_request_t **req)
-{
-    px_request_t *r = *req;
-    *req = NULL;
-    if (NULL == r)
-        return;
-    if (r->complete) {
-        req_release(r);
-    } else if (r->on_posted) { /* no message matched it: cancel */
-        px_list_remove_item(&px_rt.posted, &r->super.super);
-        r->on_posted = false;
-        req_free(r);
-    } else {
-        /* A transport or the peer still has it: whoever finishes it last
-         * frees it (px_rt_req_unhold), else px_finalize does. */
-        r->released = true;
-        if (PX_RT_PEND_NONE == r->pending) /* a send still to start keeps its place */
-            px_rt_req_unhold(r);
-    }
-}
-
 static int p2p_progress(void)
 {
     static unsigned pauses;
     if (PX_UNLIKELY(px_rt_api_shared) && 0 == (++pauses & 255))
         px_rt_api_pause(); /* a long collective lets px_xfer threads in now and then */
-    return px_rt_progress_once();
+    return px_pml_progress_once();
 }
 
 static double p2p_wait_timeout(void)
@@ -83,286 +54,117 @@ static double p2p_wait_timeout(void)
     return px_rt.wait_timeout;
 }
 
-/* px_send's immediate path: the transport's inline send, no request. */
-static int p2p_send_now(const void *buf, size_t len, int dest, int tag)
-{
-    px_rt_peer_t *peer = &px_rt.peers[dest];
-    if (len >= peer->tiny_below || PX_UNLIKELY(peer->failed))
-        return PX_ERR_NOT_SUPPORTED;
-    px_rt_match_hdr_t h = {px_rt.rank, tag, peer->send_seq, 0};
-    int rc = peer->eager_btl->btl_sendi(peer->eager_btl, peer->eager_ep, &h, sizeof(h), buf, len,
-                                        PX_BTL_NO_ORDER, 0, PX_RT_AM_MATCH, NULL);
-    if (PX_LIKELY(PX_SUCCESS == rc)) {
-        peer->send_seq++;
-        return PX_SUCCESS;
-    }
-    return PX_ERR_NOT_SUPPORTED;
-}
-
 static const px_coll_p2p_t px_rt_coll_p2p = {
-    .isend = px_rt_isend,
-    .irecv = px_rt_irecv,
+    .isend = px_pml_isend,
+    .irecv = px_pml_irecv,
     .test = p2p_test,
-    .release = p2p_release,
+    .release = px_pml_release,
     .progress = p2p_progress,
     .wait_timeout = p2p_wait_timeout,
-    .send_now = p2p_send_now,
+    .send_now = px_pml_send_inline,
 };
 
-/* ---- groups ---- */
+/* ---- non-blocking collectives: their list, progress and request hooks ---- */
 
-static int groups_add(px_coll_group_t *g)
+static int coll_progress(void);
+
+/* Off the list; the progress hook goes with the last one. */
+static void active_remove(px_request_t *r)
 {
-    if (ngroups == groups_cap) {
-        int ncap = groups_cap ? groups_cap * 2 : 8;
-        px_coll_group_t **n = realloc(groups, (size_t)ncap * sizeof(*n));
-        if (NULL == n)
-            return PX_ERR_OUT_OF_RESOURCE;
-        groups = n;
-        groups_cap = ncap;
-    }
-    groups[ngroups++] = g;
-    return PX_SUCCESS;
+    px_list_remove_item(&active, &r->super.super);
+    if (px_list_is_empty(&active))
+        px_rt_progress_unregister(coll_progress);
 }
 
-static void group_destroy(px_coll_group_t *g)
+static int coll_progress(void)
 {
-    for (int i = 0; i < ngroups; ++i)
-        if (groups[i] == g) {
-            groups[i] = groups[--ngroups];
-            break;
-        }
-    px_coll_base_group_fini(g);
-    free(g->world);
-    free(g);
+    int done = 0;
+    px_request_t *r, *n;
+    PX_LIST_FOREACH_SAFE(r, n, &active, px_request_t)
+    {
+        px_rt_coll_op_t *op = r->owner;
+        int rc = px_coll_sched_step(&op->s);
+        if (0 == rc)
+            continue;
+        active_remove(r);
+        px_pml_request_complete(r, rc < 0 ? rc : PX_SUCCESS);
+        done++;
+    }
+    return done;
 }
 
-/* A group of `size` ranks whose world ranks are `world` (taken), this
- * process at `rank`, context `ctx`. */
-static int group_make(int *world, int size, int rank, uint32_t ctx, px_coll_group_t **out)
+/* ops->free: the wait returned the request; its schedule goes. */
+static void coll_req_free(px_request_t *r)
 {
-    px_coll_group_t *g = calloc(1, sizeof(*g));
-    if (NULL == g) {
-        free(world);
-        return PX_ERR_OUT_OF_RESOURCE;
-    }
-    g->world = world;
-    g->size = size;
-    g->rank = rank;
-    g->ctx = ctx;
-    int rc = px_coll_base_group_init(g);
-    if (PX_SUCCESS == rc)
-        rc = groups_add(g);
-    if (rc != PX_SUCCESS) {
-        px_coll_base_group_fini(g);
-        free(world);
-        free(g);
-        return rc;
-    }
-    *out = g;
-    return PX_SUCCESS;
+    px_rt_coll_op_t *op = r->owner;
+    if (NULL == op)
+        return;
+    px_coll_sched_fini(&op->s);
+    free(op->scratch);
+    free(op);
+    r->owner = NULL;
 }
+
+/* ops->give_up: a wait gave up on it: the collective fails (its group with
+ * it, the other members are told) and the request goes. */
+static void coll_req_give_up(px_request_t *r, int error, const char *what)
+{
+    px_show_error("%s; the collective failed and its group with it (its other members "
+                  "are told)",
+                  what);
+    if (!r->complete) {
+        active_remove(r);
+        px_rt_coll_op_t *op = r->owner;
+        if (op)
+            px_coll_sched_fail(&op->s, error);
+    }
+    coll_req_free(r);
+    px_pml_request_free(r);
+}
+
+static const px_request_ops_t coll_req_ops = {
+    .what = "a non-blocking collective",
+    .free = coll_req_free,
+    .give_up = coll_req_give_up,
+};
+
+bool px_rt_coll_group_busy(const px_coll_group_t *g)
+{
+    px_request_t *r;
+    PX_LIST_FOREACH(r, &active, px_request_t)
+    {
+        const px_rt_coll_op_t *op = r->owner;
+        if (op && op->s.group == g)
+            return true;
+    }
+    return false;
+}
+
+/* ---- open and close ---- */
 
 int px_rt_coll_open(void)
 {
+    PX_OBJ_CONSTRUCT(&active, px_list_t);
     int rc = px_coll_base_open(&px_rt_coll_p2p);
     coll_open = PX_SUCCESS == rc;
     return rc;
-}
-
-int px_rt_coll_world(void)
-{
-    int *world = malloc((size_t)px_rt.size * sizeof(int));
-    if (NULL == world)
-        return PX_ERR_OUT_OF_RESOURCE;
-    for (int i = 0; i < px_rt.size; ++i)
-        world[i] = i;
-    next_ctx = 1;
-    return group_make(world, px_rt.size, px_rt.rank, 0, &world_group);
 }
 
 void px_rt_coll_finalize(void)
 {
     /* Non-blocking collectives never completed: let go of their requests. */
     px_list_item_t *it;
-    while ((it = px_list_remove_first(&px_rt.colls))) {
+    while ((it = px_list_remove_first(&active))) {
         px_request_t *r = (px_request_t *)it;
-        px_rt_coll_req_free(r);
-        req_free(r);
+        coll_req_free(r);
+        px_pml_request_free(r);
     }
-    while (ngroups > 0)
-        group_destroy(groups[ngroups - 1]);
-    free(groups);
-    groups = NULL;
-    groups_cap = 0;
-    world_group = NULL;
+    px_rt_progress_unregister(coll_progress);
+    PX_OBJ_DESTRUCT(&active);
+    px_rt_coll_groups_fini();
     if (coll_open)
         px_coll_base_close();
     coll_open = false;
-}
-
-px_group_t *px_group_world(void)
-{
-    return px_rt.initialized ? world_group : NULL;
-}
-
-static bool group_ok(const px_coll_group_t *g, const char *fn)
-{
-    if (PX_LIKELY(g == world_group && NULL != g))
-        return true; /* world_group is NULL outside px_init .. px_finalize */
-    if (!px_rt.initialized) {
-        px_show_error("%s: called before px_init (or after px_finalize)", fn);
-        return false;
-    }
-    for (int i = 0; g && i < ngroups; ++i)
-        if (groups[i] == g)
-            return true;
-    px_show_error("%s: the group %p is not a live group (px_group_world() or one made by "
-                  "px_group_split and not freed)",
-                  fn, (const void *)g);
-    return false;
-}
-
-int px_group_rank(const px_group_t *g)
-{
-    return group_ok(g, "px_group_rank") ? g->rank : PX_ERR_BAD_PARAM;
-}
-
-int px_group_size(const px_group_t *g)
-{
-    return group_ok(g, "px_group_size") ? g->size : PX_ERR_BAD_PARAM;
-}
-
-int px_group_world_rank(const px_group_t *g, int rank)
-{
-    if (!group_ok(g, "px_group_world_rank"))
-        return PX_ERR_BAD_PARAM;
-    if (rank < 0 || rank >= g->size)
-        return PX_ERR_BAD_PARAM;
-    return g->world[rank];
-}
-
-static int group_free_locked(px_group_t **group)
-{
-    if (NULL == group || !group_ok(*group, "px_group_free"))
-        return PX_ERR_BAD_PARAM;
-    if (*group == world_group) {
-        px_show_error("px_group_free: the world group cannot be freed (it lives until "
-                      "px_finalize)");
-        return PX_ERR_BAD_PARAM;
-    }
-    px_request_t *r;
-    PX_LIST_FOREACH(r, &px_rt.colls, px_request_t)
-    {
-        if (r->coll && r->coll->s.group == *group) {
-            px_show_error("px_group_free: a non-blocking collective on this group is still in "
-                          "progress (complete it with px_wait or px_test first)");
-            return PX_ERR_BAD_PARAM;
-        }
-    }
-    group_destroy(*group);
-    *group = NULL;
-    return PX_SUCCESS;
-}
-
-int px_group_free(px_group_t **group)
-{
-    PX_RT_API_CALL(group_free_locked(group));
-}
-
-typedef struct split_entry {
-    int32_t color, key, next_ctx;
-} split_entry_t;
-
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-static int group_split_locked(px_group_t *parent, int color, int key, px_group_t **newgroup)
-{
-    if (!group_ok(parent, "px_group_split"))
-        return PX_ERR_BAD_PARAM;
-    if (NULL == newgroup || (color < 0 && color != PX_UNDEFINED)) {
-        px_show_error("px_group_split: color %d is invalid (valid: >= 0, or PX_UNDEFINED to join "
-                      "no group)%s",
-                      color, newgroup ? "" : "; and newgroup is NULL");
-        return PX_ERR_BAD_PARAM;
-    }
-    *newgroup = NULL;
-    int p = parent->size;
-    split_entry_t mine = {color, key, (int32_t)next_ctx};
-    split_entry_t *all = malloc((size_t)p * sizeof(*all));
-    int *colors = malloc((size_t)p * sizeof(int));
-    if (NULL == all || NULL == colors) {
-        free(all);
-        free(colors);
-        return PX_ERR_OUT_OF_RESOURCE;
-    }
-    int rc = px_allgather(&mine, all, 3, PX_INT32, parent);
-    if (rc != PX_SUCCESS) {
-        free(all);
-        free(colors);
-        return rc;
-    }
-    uint32_t base = 0;
-    int ncolors = 0;
-    for (int i = 0; i < p; ++i) {
-        if ((uint32_t)all[i].next_ctx > base)
-            base = (uint32_t)all[i].next_ctx;
-        if (all[i].color >= 0)
-            colors[ncolors++] = all[i].color;
-    }
-    qsort(colors, (size_t)ncolors, sizeof(int), cmp_int);
-    int distinct = 0, my_index = -1;
-    for (int i = 0; i < ncolors; ++i) {
-        if (i && colors[i] == colors[i - 1])
-            continue;
-        if (colors[i] == color)
-            my_index = distinct;
-        distinct++;
-    }
-    free(colors);
-    if ((uint64_t)base + (uint64_t)distinct > PX_COLL_MAX_CTX) {
-        free(all);
-        px_show_error("px_group_split: out of context ids (%u groups made in this job; at most "
-                      "%u): free groups you no longer need is not enough, ids are not reused",
-                      base, PX_COLL_MAX_CTX);
-        return PX_ERR_OUT_OF_RESOURCE;
-    }
-    next_ctx = base + (uint32_t)distinct;
-    if (PX_UNDEFINED == color) {
-        free(all);
-        return PX_SUCCESS;
-    }
-    /* Members: parent ranks of my color, by (key, parent rank). */
-    int n = 0;
-    int *members = malloc((size_t)p * sizeof(int));
-    if (NULL == members) {
-        free(all);
-        return PX_ERR_OUT_OF_RESOURCE;
-    }
-    for (int i = 0; i < p; ++i)
-        if (all[i].color == color) {
-            int k = n++;
-            while (k > 0 && (all[members[k - 1]].key > all[i].key))
-                members[k] = members[k - 1], k--;
-            members[k] = i;
-        }
-    int myrank = -1;
-    for (int i = 0; i < n; ++i) {
-        if (members[i] == parent->rank)
-            myrank = i;
-        members[i] = parent->world[members[i]];
-    }
-    free(all);
-    return group_make(members, n, myrank, base + (uint32_t)my_index, newgroup);
-}
-
-int px_group_split(px_group_t *parent, int color, int key, px_group_t **newgroup)
-{
-    PX_RT_API_CALL(group_split_locked(parent, color, key, newgroup));
 }
 
 /* ---- collectives ---- */
@@ -414,7 +216,7 @@ static int coll_check(px_coll_group_t *g, px_coll_args_t *a, bool nb, void **scr
     *trivial = false;
     *avg = false;
     *scratch = NULL;
-    if (!group_ok(g, fn))
+    if (!px_rt_coll_group_ok(g, fn))
         return px_rt.initialized ? PX_ERR_BAD_PARAM : PX_ERR_NOT_INITIALIZED;
     if (px_coll_base_group_check(g)) {
         px_show_error("%s: the group (%d ranks) failed in an earlier collective (%s): no more "
@@ -617,7 +419,7 @@ static int coll_nonblocking_locked(px_coll_group_t *g, px_coll_args_t *a, px_req
         free(op);
         return rc;
     }
-    px_request_t *r = req_alloc(PX_RT_REQ_COLL);
+    px_request_t *r = px_pml_request_alloc(&coll_req_ops, NULL);
     if (NULL == r) {
         if (!trivial)
             px_coll_sched_fini(&op->s);
@@ -625,73 +427,32 @@ static int coll_nonblocking_locked(px_coll_group_t *g, px_coll_args_t *a, px_req
         free(op);
         return PX_ERR_OUT_OF_RESOURCE;
     }
-    r->peer = PX_ANY_SOURCE;
-    r->tag = PX_ANY_TAG;
-    r->buf = NULL;
-    r->len = 0;
-    r->status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
     *request = r;
     if (trivial) {
         free(op);
-        r->coll = NULL;
-        req_complete(r);
+        px_pml_request_complete(r, PX_SUCCESS);
         return PX_SUCCESS;
     }
-    r->coll = op;
+    r->owner = op;
     /* The first step posts the first round; a schedule with nothing to wait
      * for (a group of one) completes here. */
     rc = px_coll_sched_step(&op->s);
-    if (0 == rc) {
-        px_list_append(&px_rt.colls, &r->super.super);
-    } else {
-        r->status.error = rc < 0 ? rc : PX_SUCCESS;
-        req_complete(r);
+    if (rc != 0) {
+        px_pml_request_complete(r, rc < 0 ? rc : PX_SUCCESS);
+        return PX_SUCCESS;
     }
+    if (px_list_is_empty(&active) && (rc = px_rt_progress_register(coll_progress)) != PX_SUCCESS) {
+        px_coll_sched_fail(&op->s, rc);
+        px_pml_request_complete(r, rc);
+        return PX_SUCCESS;
+    }
+    px_list_append(&active, &r->super.super);
     return PX_SUCCESS;
 }
 
 static int coll_nonblocking(px_coll_group_t *g, px_coll_args_t *a, px_request_t **request)
 {
     PX_RT_API_CALL(coll_nonblocking_locked(g, a, request));
-}
-
-int px_rt_coll_progress(void)
-{
-    int done = 0;
-    px_request_t *r, *n;
-    PX_LIST_FOREACH_SAFE(r, n, &px_rt.colls, px_request_t)
-    {
-        int rc = px_coll_sched_step(&r->coll->s);
-        if (0 == rc)
-            continue;
-        px_list_remove_item(&px_rt.colls, &r->super.super);
-        r->status.error = rc < 0 ? rc : PX_SUCCESS;
-        req_complete(r);
-        done++;
-    }
-    return done;
-}
-
-void px_rt_coll_req_free(px_request_t *r)
-{
-    px_rt_coll_op_t *op = r->coll;
-    if (NULL == op)
-        return;
-    px_coll_sched_fini(&op->s);
-    free(op->scratch);
-    free(op);
-    r->coll = NULL;
-}
-
-void px_rt_coll_req_give_up(px_request_t *r, int error)
-{
-    if (!r->complete) {
-        px_list_remove_item(&px_rt.colls, &r->super.super);
-        if (r->coll)
-            px_coll_sched_fail(&r->coll->s, error);
-    }
-    px_rt_coll_req_free(r);
-    req_free(r);
 }
 
 #define ARGS(op_, s_, r_, n_, dt_, rop_, root_)                                                    \

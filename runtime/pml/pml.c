@@ -1,6 +1,8 @@
 /*
- * pml.c: tagged point-to-point messaging over the BTL (px_send, px_recv and
- * their non-blocking forms).
+ * pml.c: tagged point-to-point messaging over the BTL: the queues, matching,
+ * the eager send and receive paths, progress, and the calls messaging
+ * exports to the layers above (runtime/pml/pml.h). The application's calls
+ * (px_send, px_recv, their non-blocking forms, px_wait) are in pml_api.c.
  *
  * Matching: one queue of posted receives (post order) and one of unexpected
  * messages (arrival order). Every matched message carries a per-pair sequence
@@ -20,12 +22,10 @@
 #include <string.h>
 #include <time.h>
 #include "core/mca/var.h"
-#include "runtime/pml.h"
+#include "runtime/pml/pml_internal.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "core/util/progress.h"
-
-px_runtime_t px_rt;
 
 static void px_request_construct(px_request_t *r)
 {
@@ -39,7 +39,7 @@ static void px_request_destruct(px_request_t *r)
 PX_CLASS_INSTANCE(px_request_t, px_free_list_item_t, px_request_construct, px_request_destruct);
 PX_CLASS_INSTANCE(px_rt_ux_t, px_free_list_item_t, NULL, NULL);
 
-void px_rt_active_add(px_request_t *r)
+void px_pml_active_add(px_request_t *r)
 {
     if (!r->on_active) {
         px_list_append(&px_rt.active, &r->super.super);
@@ -47,7 +47,7 @@ void px_rt_active_add(px_request_t *r)
     }
 }
 
-void px_rt_active_remove(px_request_t *r)
+void px_pml_active_remove(px_request_t *r)
 {
     if (r->on_active) {
         px_list_remove_item(&px_rt.active, &r->super.super);
@@ -56,7 +56,7 @@ void px_rt_active_remove(px_request_t *r)
 }
 
 /* A request id from the wire, checked against the requests in a rendezvous. */
-px_request_t *px_rt_active_find(uint64_t id, int type)
+px_request_t *px_pml_active_find(uint64_t id, int type)
 {
     px_request_t *r;
     PX_LIST_FOREACH(r, &px_rt.active, px_request_t)
@@ -67,23 +67,23 @@ px_request_t *px_rt_active_find(uint64_t id, int type)
     return NULL;
 }
 
-void px_rt_pending_add(px_request_t *r, int what)
+void px_pml_pending_add(px_request_t *r, int what)
 {
-    if (PX_RT_PEND_NONE == r->pending)
+    if (PX_PML_PEND_NONE == r->pending)
         px_list_append(&px_rt.pending, &r->pend_link);
     r->pending = (uint8_t)what;
 }
 
-void px_rt_pending_remove(px_request_t *r)
+void px_pml_pending_remove(px_request_t *r)
 {
-    if (r->pending != PX_RT_PEND_NONE) {
+    if (r->pending != PX_PML_PEND_NONE) {
         px_list_remove_item(&px_rt.pending, &r->pend_link);
-        r->pending = PX_RT_PEND_NONE;
+        r->pending = PX_PML_PEND_NONE;
     }
 }
 
 /* Drop every memory registration the request holds (one per RDMA rail). */
-void px_rt_req_release_regs(px_request_t *r)
+void px_pml_req_release_regs(px_request_t *r)
 {
     for (int k = 0; k < r->nrails; ++k) {
         px_btl_module_t *m = r->rails[k].pm->module;
@@ -94,30 +94,30 @@ void px_rt_req_release_regs(px_request_t *r)
     r->nrails = 0;
 }
 
-void px_rt_req_fail(px_request_t *r, int error)
+void px_pml_req_fail(px_request_t *r, int error)
 {
-    px_rt_pending_remove(r);
-    px_rt_active_remove(r);
+    px_pml_pending_remove(r);
+    px_pml_active_remove(r);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
     }
-    px_rt_req_release_regs(r);
+    px_pml_req_release_regs(r);
     if (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error)
         r->status.error = error;
     req_complete(r);
 }
 
-void px_rt_req_unhold(px_request_t *r)
+void px_pml_req_unhold(px_request_t *r)
 {
     if (r->released && !req_held(r)) {
-        px_rt_req_release_regs(r);
+        px_pml_req_release_regs(r);
         r->released = false;
         req_free(r);
     }
 }
 
-uint32_t px_rt_rdma_id(const px_btl_module_t *m)
+uint32_t px_pml_rdma_id(const px_btl_module_t *m)
 {
     const char *s = m->btl_component ? m->btl_component->base.component_name : "?";
     uint32_t h = 2166136261u;
@@ -127,7 +127,7 @@ uint32_t px_rt_rdma_id(const px_btl_module_t *m)
 }
 
 /* A small control message (ACK, FIN, PUT-ACK, PUT-FIN) to `rank`. */
-int px_rt_send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
+int px_pml_send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
 {
     px_rt_peer_t *peer = &px_rt.peers[rank];
     if (peer->failed)
@@ -156,10 +156,10 @@ int px_rt_send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
     return PX_SUCCESS;
 }
 
-int px_rt_send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
+int px_pml_send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq)
 {
     px_rt_ctl_hdr_t h = {sreq, rreq};
-    return px_rt_send_ctl_buf(rank, am, &h, sizeof(h));
+    return px_pml_send_ctl_buf(rank, am, &h, sizeof(h));
 }
 
 /* Deliver an eager message to the first matching posted receive, or queue it. */
@@ -231,8 +231,8 @@ static void ooo_drain(px_rt_peer_t *peer)
             if ((int32_t)(u->seq - peer->recv_seq) < 0) {
                 /* A second header with a number now delivered. */
                 px_list_remove_item(&peer->ooo, &u->super.super);
-                hdr_drop(PX_RT_KIND_EAGER == u->kind ? "a message" : "a rendezvous request", u->src,
-                         u->src, u->seq, peer->recv_seq);
+                hdr_drop(PX_PML_KIND_EAGER == u->kind ? "a message" : "a rendezvous request",
+                         u->src, u->src, u->seq, peer->recv_seq);
                 ux_free(u);
             }
         }
@@ -243,7 +243,7 @@ static void ooo_drain(px_rt_peer_t *peer)
         px_list_remove_item(&peer->ooo, &found->super.super);
         peer->recv_seq++;
         px_request_t *r = posted_match(found->src, found->tag);
-        if (PX_RT_KIND_EAGER == found->kind) {
+        if (PX_PML_KIND_EAGER == found->kind) {
             if (r) {
                 px_btl_segment_t s = {found->data, found->len};
                 recv_eager_into(r, found->src, found->tag, &s, 1, 0, found->len);
@@ -253,7 +253,7 @@ static void ooo_drain(px_rt_peer_t *peer)
             }
         } else {
             if (r) {
-                px_rt_recv_start_rndv(r, &found->rndv, found->data);
+                px_pml_recv_start_rndv(r, &found->rndv, found->data);
                 ux_free(found);
             } else {
                 px_list_append(&px_rt.unexpected, &found->super.super);
@@ -317,7 +317,7 @@ static inline bool hdr_bad(const px_btl_receive_descriptor_t *d, int src, uint32
 }
 
 /* AM callback: tiny and eager messages. */
-void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_pml_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     const px_rt_match_hdr_t *h = d->des_segments[0].seg_addr;
@@ -348,7 +348,7 @@ void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
             return;
         }
         if (h->seq != peer->recv_seq) {
-            px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
+            px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_PML_KIND_EAGER, d->des_segments,
                                     d->des_segment_count, sizeof(*h), len);
             px_rt.ooo_arrivals++;
             if (u)
@@ -363,7 +363,7 @@ void px_rt_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     if (r) {
         recv_eager_into(r, src, tag, d->des_segments, d->des_segment_count, sizeof(*h), len);
     } else {
-        px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_RT_KIND_EAGER, d->des_segments,
+        px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_PML_KIND_EAGER, d->des_segments,
                                 d->des_segment_count, sizeof(*h), len);
         if (PX_LIKELY(u != NULL))
             px_list_append(&px_rt.unexpected, &u->super.super);
@@ -378,12 +378,12 @@ static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 {
     px_request_t *r = posted_match(h->m.src, h->m.tag);
     if (r) {
-        px_rt_recv_start_rndv(r, h, blob);
+        px_pml_recv_start_rndv(r, h, blob);
         return;
     }
     /* Queue the header; the rail entries go in the item's data. */
     px_btl_segment_t s = {(void *)blob, h->blob};
-    px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h->blob);
+    px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_PML_KIND_RNDV, &s, 1, 0, h->blob);
     if (NULL == u) {
         ux_lost("an unexpected rendezvous request", h->m.src);
         return;
@@ -394,7 +394,7 @@ static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 }
 
 /* AM callback: rendezvous request. */
-void px_rt_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_rndv_hdr_t h;
@@ -425,7 +425,7 @@ void px_rt_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     if (h.m.seq != peer->recv_seq) {
         px_btl_segment_t s = {blob, h.blob};
-        px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_RT_KIND_RNDV, &s, 1, 0, h.blob);
+        px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_PML_KIND_RNDV, &s, 1, 0, h.blob);
         px_rt.ooo_arrivals++;
         if (NULL == u) {
             ux_lost("an out-of-order rendezvous request", h.m.src);
@@ -452,7 +452,7 @@ static void send_eager_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_
     px_request_t *r = des->des_cbdata;
     r->des_held = false;
     if (PX_UNLIKELY(r->released)) { /* its wait gave up: only the hold goes */
-        px_rt_req_unhold(r);
+        px_pml_req_unhold(r);
         return;
     }
     if (status != PX_SUCCESS)
@@ -469,7 +469,7 @@ static void send_start(px_request_t *r)
     px_rt_match_hdr_t mh = {px_rt.rank, r->tag, r->seq, 0};
     int rc;
     if (r->len > peer->eager_data) {
-        px_rt_send_start_rndv(r);
+        px_pml_send_start_rndv(r);
         return;
     }
     px_btl_convertor_t conv;
@@ -478,12 +478,12 @@ static void send_start(px_request_t *r)
     px_btl_descriptor_t *des = m->btl_prepare_src(
         m, pm->endpoint, &conv, PX_BTL_NO_ORDER, sizeof(mh), &size, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == des) {
-        px_rt_pending_add(r, PX_RT_PEND_START);
+        px_pml_pending_add(r, PX_PML_PEND_START);
         return;
     }
     if (size != r->len) {
         m->btl_free(m, des);
-        px_rt_req_fail(r, PX_ERR_FATAL);
+        px_pml_req_fail(r, PX_ERR_FATAL);
         px_show_error("runtime: btl %s took %zu of a %zu-byte eager message",
                       m->btl_component->base.component_name, size, r->len);
         return;
@@ -491,7 +491,7 @@ static void send_start(px_request_t *r)
     memcpy(des->des_segments[0].seg_addr, &mh, sizeof(mh));
     des->des_cbfunc = send_eager_done;
     des->des_cbdata = r;
-    px_rt_pending_remove(r);
+    px_pml_pending_remove(r);
     r->des_held = true; /* until send_eager_done, which may run inside btl_send */
     rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_MATCH);
     if (1 == rc) {
@@ -504,15 +504,15 @@ static void send_start(px_request_t *r)
     r->des_held = false;
     m->btl_free(m, des);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        px_rt_pending_add(r, PX_RT_PEND_START);
+        px_pml_pending_add(r, PX_PML_PEND_START);
         return;
     }
-    px_rt_req_fail(r, rc);
+    px_pml_req_fail(r, rc);
 }
 
-/* ------------------------------------------------------------------ public-ish API */
+/* ------------------------------------------------------------------ progress, isend, irecv */
 
-static int pending_progress(void)
+int px_pml_pending_progress(void)
 {
     /* Each request is taken off the list, then its step re-adds it when it
      * still cannot proceed; at most the current length is visited. */
@@ -524,65 +524,43 @@ static int pending_progress(void)
             break;
         px_request_t *r = px_container_of(it, px_request_t, pend_link);
         int what = r->pending;
-        r->pending = PX_RT_PEND_NONE;
+        r->pending = PX_PML_PEND_NONE;
         switch (what) {
-        case PX_RT_PEND_START:
+        case PX_PML_PEND_START:
             send_start(r);
             break;
-        case PX_RT_PEND_FRAGS:
-            px_rt_send_schedule_frags(r);
+        case PX_PML_PEND_FRAGS:
+            px_pml_send_schedule_frags(r);
             break;
-        case PX_RT_PEND_ACK:
-            px_rt_recv_send_ack(r);
+        case PX_PML_PEND_ACK:
+            px_pml_recv_send_ack(r);
             break;
-        case PX_RT_PEND_RDMA:
-            px_rt_rdma_schedule(r);
+        case PX_PML_PEND_RDMA:
+            px_pml_rdma_schedule(r);
             break;
-        case PX_RT_PEND_FIN:
-            px_rt_rdma_send_fin(r);
+        case PX_PML_PEND_FIN:
+            px_pml_rdma_send_fin(r);
             break;
-        case PX_RT_PEND_PUTACK:
-            px_rt_recv_send_putack(r);
+        case PX_PML_PEND_PUTACK:
+            px_pml_recv_send_putack(r);
             break;
         default:
             break;
         }
-        if (PX_RT_PEND_NONE == r->pending)
+        if (PX_PML_PEND_NONE == r->pending)
             done++;
     }
     return done;
 }
 
-static inline int rt_progress(void)
+int px_pml_progress_once(void)
 {
-    int n = px_progress_engine();
-    if (PX_UNLIKELY(!px_list_is_empty(&px_rt.pending)))
-        n += pending_progress();
-    if (PX_UNLIKELY(!px_list_is_empty(&px_rt.colls)))
-        n += px_rt_coll_progress();
-    return n;
-}
-
-int px_rt_progress_once(void)
-{
-    return rt_progress();
-}
-
-static int rt_progress_api(void)
-{
-    if (!px_rt.initialized)
-        return 0;
-    return rt_progress();
-}
-
-int px_progress(void)
-{
-    PX_RT_API_CALL(rt_progress_api());
+    return pml_progress();
 }
 
 static int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
 
-int px_rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+int px_pml_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
     px_rt_peer_t *peer = &px_rt.peers[dest];
     if (PX_UNLIKELY(peer->failed))
@@ -590,7 +568,7 @@ int px_rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **r
     return rt_isend(buf, len, dest, tag, request);
 }
 
-int px_rt_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+int px_pml_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
     px_rt_peer_t *peer = &px_rt.peers[dest];
     if (peer->failed && !peer->failed_here)
@@ -601,7 +579,7 @@ int px_rt_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_req
 static inline int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
     px_rt_peer_t *peer = &px_rt.peers[dest];
-    px_request_t *r = req_alloc(PX_RT_REQ_SEND);
+    px_request_t *r = req_alloc(PX_PML_REQ_SEND);
     if (PX_UNLIKELY(NULL == r))
         return PX_ERR_OUT_OF_RESOURCE;
     r->peer = dest;
@@ -613,22 +591,18 @@ static inline int rt_isend(const void *buf, size_t len, int dest, int tag, px_re
     r->status.length = len;
     r->seq = peer->send_seq++;
     *request = r;
-    if (len < peer->tiny_below) {
-        px_rt_match_hdr_t h = {px_rt.rank, tag, r->seq, 0};
-        int rc = peer->eager_btl->btl_sendi(peer->eager_btl, peer->eager_ep, &h, sizeof(h), buf,
-                                            len, PX_BTL_NO_ORDER, 0, PX_RT_AM_MATCH, NULL);
-        if (PX_LIKELY(PX_SUCCESS == rc)) {
-            req_complete(r);
-            return PX_SUCCESS;
-        }
+    if (len < peer->tiny_below &&
+        PX_LIKELY(PX_SUCCESS == pml_sendi_match(peer, tag, r->seq, buf, len))) {
+        req_complete(r);
+        return PX_SUCCESS;
     }
     send_start(r);
     return PX_SUCCESS;
 }
 
-int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+int px_pml_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
 {
-    px_request_t *r = req_alloc(PX_RT_REQ_RECV);
+    px_request_t *r = req_alloc(PX_PML_REQ_RECV);
     if (PX_UNLIKELY(NULL == r))
         return PX_ERR_OUT_OF_RESOURCE;
     r->peer = source;
@@ -645,11 +619,11 @@ int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **reque
         if (!tag_matches(source, tag, u->src, u->tag))
             continue;
         px_list_remove_item(&px_rt.unexpected, &u->super.super);
-        if (PX_RT_KIND_EAGER == u->kind) {
+        if (PX_PML_KIND_EAGER == u->kind) {
             px_btl_segment_t s = {u->data, u->len};
             recv_eager_into(r, u->src, u->tag, &s, 1, 0, u->len);
         } else {
-            px_rt_recv_start_rndv(r, &u->rndv, u->data);
+            px_pml_recv_start_rndv(r, &u->rndv, u->data);
         }
         ux_free(u);
         return PX_SUCCESS;
@@ -664,212 +638,62 @@ int px_rt_irecv(void *buf, size_t len, int source, int tag, px_request_t **reque
     return PX_SUCCESS;
 }
 
-static inline int check_peer(int rank, bool any_ok)
+int px_pml_send_inline(const void *buf, size_t len, int dest, int tag)
 {
-    if (PX_LIKELY(rank >= 0 && rank < px_rt.size))
-        return PX_SUCCESS;
-    if (any_ok && PX_ANY_SOURCE == rank)
-        return PX_SUCCESS;
-    return PX_ERR_BAD_PARAM;
-}
-
-static PX_COLD int arg_error(const char *fn, int rank, int tag, bool recv)
-{
-    if (!px_rt.initialized) {
-        px_show_error("%s: called before px_init (or after px_finalize)", fn);
-        return PX_ERR_NOT_INITIALIZED;
-    }
-    if (check_peer(rank, recv) != PX_SUCCESS)
-        px_show_error("%s: rank %d is not in the job (valid: 0..%d%s)", fn, rank, px_rt.size - 1,
-                      recv ? " or PX_ANY_SOURCE" : "");
-    else
-        px_show_error("%s: tag %d is invalid (valid: >= 0%s)", fn, tag,
-                      recv ? " or PX_ANY_TAG" : "");
-    return PX_ERR_BAD_PARAM;
-}
-
-#define ARGS_OK(rank, tag, recv)                                                                   \
-    (PX_LIKELY(px_rt.initialized) && PX_LIKELY(PX_SUCCESS == check_peer((rank), (recv))) &&        \
-     PX_LIKELY((tag) >= 0 || ((recv) && PX_ANY_TAG == (tag))))
-
-static inline void status_set(px_status_t *s, const px_request_t *r)
-{
-    if (s)
-        *s = r->status;
-}
-
-static inline int api_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
-{
-    if (!ARGS_OK(dest, tag, false) || NULL == request)
-        return request ? arg_error("px_isend", dest, tag, false) : PX_ERR_BAD_PARAM;
-    return px_rt_isend(buf, len, dest, tag, request);
-}
-
-static inline int api_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
-{
-    if (!ARGS_OK(source, tag, true) || NULL == request)
-        return request ? arg_error("px_irecv", source, tag, true) : PX_ERR_BAD_PARAM;
-    return px_rt_irecv(buf, len, source, tag, request);
-}
-
-static inline int rt_wait(px_request_t **request, px_status_t *status, const char *who);
-
-static inline int api_send(const void *buf, size_t len, int dest, int tag)
-{
-    if (!ARGS_OK(dest, tag, false))
-        return arg_error("px_send", dest, tag, false);
     px_rt_peer_t *peer = &px_rt.peers[dest];
-    if (PX_LIKELY(len < peer->tiny_below)) {
-        /* Immediate path: no request, nothing allocated. */
-        px_rt_match_hdr_t h = {px_rt.rank, tag, peer->send_seq++, 0};
-        int rc = peer->eager_btl->btl_sendi(peer->eager_btl, peer->eager_ep, &h, sizeof(h), buf,
-                                            len, PX_BTL_NO_ORDER, 0, PX_RT_AM_MATCH, NULL);
-        if (PX_LIKELY(PX_SUCCESS == rc))
-            return PX_SUCCESS;
-        peer->send_seq--;
-    }
-    px_request_t *r;
-    int rc = px_rt_isend(buf, len, dest, tag, &r);
-    if (rc != PX_SUCCESS)
-        return rc;
-    return rt_wait(&r, NULL, "px_send");
+    if (PX_UNLIKELY(peer->failed))
+        return PX_ERR_NOT_SUPPORTED;
+    return pml_send_now(peer, tag, buf, len);
 }
 
-static inline int api_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
+void px_pml_release(px_request_t **request)
 {
-    if (!ARGS_OK(source, tag, true))
-        return arg_error("px_recv", source, tag, true);
-    if (PX_LIKELY(!px_list_is_empty(&px_rt.unexpected))) {
-        /* Already here and eager: copy out, no request. */
-        px_rt_ux_t *u;
-        PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
-        {
-            if (!tag_matches(source, tag, u->src, u->tag))
-                continue;
-            if (PX_RT_KIND_EAGER != u->kind)
-                break;
-            px_list_remove_item(&px_rt.unexpected, &u->super.super);
-            size_t n = u->len <= len ? u->len : len;
-            memcpy(buf, u->data, n);
-            int rc = u->len <= len ? PX_SUCCESS : PX_ERR_TRUNCATE;
-            if (status) {
-                status->source = u->src;
-                status->tag = u->tag;
-                status->length = n;
-                status->error = rc;
-            }
-            ux_free(u);
-            return rc;
-        }
-    }
-    px_request_t *r;
-    int rc = px_rt_irecv(buf, len, source, tag, &r);
-    if (rc != PX_SUCCESS)
-        return rc;
-    return rt_wait(&r, status, "px_recv");
-}
-
-static inline int rt_wait(px_request_t **request, px_status_t *status, const char *who)
-{
-    if (NULL == request)
-        return PX_ERR_BAD_PARAM;
     px_request_t *r = *request;
-    if (NULL == r) { /* a freed request: empty status */
-        if (status)
-            *status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
-        return PX_SUCCESS;
-    }
-    if (PX_UNLIKELY(!r->complete)) {
-        px_status_t st = r->status;
-        int rc = px_rt_wait_slow(r, who);
-        if (rc != PX_SUCCESS) {
-            /* r is gone or belongs to the transport now (req_give_up). */
-            st.error = rc;
-            if (status)
-                *status = st;
-            *request = NULL;
-            return rc;
-        }
-    }
-    status_set(status, r);
-    int rc = r->status.error;
-    if (PX_UNLIKELY(PX_RT_REQ_COLL == r->type))
-        px_rt_coll_req_free(r);
-    req_release(r);
     *request = NULL;
-    return rc;
-}
-
-int px_rt_wait(px_request_t **request, px_status_t *status, const char *who)
-{
-    return rt_wait(request, status, who);
-}
-
-int px_wait(px_request_t **request, px_status_t *status)
-{
-    PX_RT_API_CALL(rt_wait(request, status, "px_wait"));
-}
-
-static inline int api_test(px_request_t **request, int *flag, px_status_t *status)
-{
-    if (NULL == request || NULL == flag)
-        return PX_ERR_BAD_PARAM;
-    px_request_t *r = *request;
-    if (NULL == r) {
-        *flag = 1;
-        if (status)
-            *status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
-        return PX_SUCCESS;
+    if (NULL == r)
+        return;
+    if (r->complete) {
+        req_release(r);
+    } else if (r->on_posted) { /* no message matched it: cancel */
+        px_list_remove_item(&px_rt.posted, &r->super.super);
+        r->on_posted = false;
+        req_free(r);
+    } else {
+        /* A transport or the peer still has it: whoever finishes it last
+         * frees it (px_pml_req_unhold), else px_finalize does. */
+        r->released = true;
+        if (PX_PML_PEND_NONE == r->pending) /* a send still to start keeps its place */
+            px_pml_req_unhold(r);
     }
-    if (!r->complete)
-        rt_progress();
-    if (!r->complete) {
-        *flag = 0;
-        return PX_SUCCESS;
-    }
-    *flag = 1;
-    return px_wait(request, status);
 }
 
-static inline int api_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
+/* ------------------------------------------------------------------ requests of the layers above
+ */
+
+px_request_t *px_pml_request_alloc(const px_request_ops_t *ops, void *owner)
 {
-    if (count && NULL == requests)
-        return PX_ERR_BAD_PARAM;
-    int first = PX_SUCCESS;
-    for (size_t i = 0; i < count; ++i) {
-        int rc = px_wait(&requests[i], statuses ? &statuses[i] : NULL);
-        if (rc != PX_SUCCESS && PX_SUCCESS == first)
-            first = rc;
-    }
-    return first;
+    px_request_t *r = req_alloc(PX_PML_REQ_GENERIC);
+    if (NULL == r)
+        return NULL;
+    r->peer = PX_ANY_SOURCE;
+    r->tag = PX_ANY_TAG;
+    r->buf = NULL;
+    r->len = 0;
+    r->status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
+    r->ops = ops;
+    r->owner = owner;
+    return r;
 }
 
-int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+void px_pml_request_complete(px_request_t *r, int error)
 {
-    PX_RT_API_CALL(api_isend(buf, len, dest, tag, request));
+    r->status.error = error;
+    req_complete(r);
 }
 
-int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+void px_pml_request_free(px_request_t *r)
 {
-    PX_RT_API_CALL(api_irecv(buf, len, source, tag, request));
-}
-
-int px_send(const void *buf, size_t len, int dest, int tag)
-{
-    PX_RT_API_CALL(api_send(buf, len, dest, tag));
-}
-
-int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
-{
-    PX_RT_API_CALL(api_recv(buf, len, source, tag, status));
-}
-
-int px_test(px_request_t **request, int *flag, px_status_t *status)
-{
-    PX_RT_API_CALL(api_test(request, flag, status));
-}
-
-int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
-{
-    PX_RT_API_CALL(api_waitall(count, requests, statuses));
+    r->ops = NULL;
+    r->owner = NULL;
+    req_free(r);
 }

@@ -1,8 +1,9 @@
 /*
  * pml_peer.c: the messaging layer's variables, per-peer setup and teardown,
- * and what happens when a peer fails (its pending operations complete with
- * the error; see docs/api.md, "When a peer fails"). The send and receive
- * paths are in pml.c, rendezvous in pml_rndv.c.
+ * and what messaging does when a peer fails (the process table's notice,
+ * runtime/proc/proc.c: its pending operations complete with the error; see
+ * docs/api.md, "When a peer fails"). The send and receive paths are in
+ * pml.c, the application's calls in pml_api.c, rendezvous in pml_rndv.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,9 +13,7 @@
 #include "core/util/output.h"
 #include "core/util/progress.h"
 #include "core/util/progress_internal.h"
-#include "runtime/peer/peer.h"
-#include "runtime/pml.h"
-#include "runtime/xfer.h"
+#include "runtime/pml/pml_internal.h"
 
 /* ------------------------------------------------------------------ variables */
 
@@ -146,29 +145,16 @@ static int keep_default(int rc)
     return rc < 0 && rc != PX_ERR_BAD_PARAM ? rc : PX_SUCCESS;
 }
 
-int px_rt_pml_register_params(void)
+int px_pml_register_params(void)
 {
     int rc = keep_default(px_mca_var_register_table("runtime", NULL, px_rt_vars, -1, &px_rt));
     if (rc != PX_SUCCESS)
         return rc;
     rc = keep_default(px_mca_var_register_table("progress", NULL, px_progress_vars, -1,
                                                 px_progress_policy_storage()));
-    if (rc != PX_SUCCESS)
-        return rc;
-    /* btl/shm had its own policy before the engine's: its variable now sets
-     * the engine's. */
-    rc = keep_default(px_xfer_register_params());
-    if (rc != PX_SUCCESS)
-        return rc;
-    rc = keep_default(px_peer_register_params()); /* runtime/peer: peer_* */
-    if (rc != PX_SUCCESS)
-        return rc;
-    int idx = px_mca_var_find("progress_yield_when_idle");
-    if (idx >= 0)
-        px_mca_var_register_synonym(idx, "btl", "shm", "yield_when_idle",
-                                    PX_MCA_VAR_FLAG_DEPRECATED);
-    return PX_SUCCESS;
+    return rc;
 }
+
 /* ------------------------------------------------------------------ errors */
 
 /* Complete every pending operation with `rank` with `error`. Requests the
@@ -181,92 +167,41 @@ static void fail_rank(int rank, int error, bool transport_gone)
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.posted, px_request_t)
     {
         if (r->peer == rank)
-            px_rt_req_fail(r, error);
+            px_pml_req_fail(r, error);
     }
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
     {
-        int who = PX_RT_REQ_SEND == r->type ? r->peer : r->status.source;
+        int who = PX_PML_REQ_SEND == r->type ? r->peer : r->status.source;
         if (who != rank)
             continue;
         if (!r->released) {
-            px_rt_req_fail(r, error);
+            px_pml_req_fail(r, error);
         } else if (transport_gone) {
-            px_rt_active_remove(r);
-            px_rt_req_unhold(r);
+            px_pml_active_remove(r);
+            px_pml_req_unhold(r);
         }
     }
     px_list_item_t *it = px_list_get_first(&px_rt.pending), *next;
     for (; it != px_list_get_end(&px_rt.pending); it = next) {
         next = it->px_list_next;
         px_request_t *q = px_container_of(it, px_request_t, pend_link);
-        int who = PX_RT_REQ_SEND == q->type ? q->peer : q->status.source;
+        int who = PX_PML_REQ_SEND == q->type ? q->peer : q->status.source;
         if (who == rank)
-            px_rt_req_fail(q, error);
+            px_pml_req_fail(q, error);
     }
 }
 
-static void peer_mark_failed(int rank, int code)
+/* The process table's failure notice (proc.c): px_rt_fail_peer or
+ * px_rt_btl_error marked `rank` failed; the immediate path to it closes and
+ * its pending operations complete with `error`. */
+void px_pml_peer_failed(int rank, int error, const char *why, bool transport_gone)
 {
-    px_rt_peer_t *p = &px_rt.peers[rank];
-    p->failed = code;
-    p->tiny_below = 0;
+    (void)why;
+    px_rt.peers[rank].tiny_below = 0;
+    fail_rank(rank, error, transport_gone);
 }
 
-void px_rt_fail_peer(int rank, int error, const char *why)
-{
-    if (rank < 0 || rank >= px_rt.size || px_rt.peers[rank].failed)
-        return;
-    px_show_error("runtime: rank %d (host %s) is treated as failed by this process: %s; its "
-                  "pending sends and receives fail with \"%s\", later ones fail at once, and its "
-                  "messages are discarded",
-                  rank, px_rt.procs[rank].hostname ? px_rt.procs[rank].hostname : "?", why,
-                  px_strerror(error));
-    peer_mark_failed(rank, error);
-    px_rt.peers[rank].failed_here = true;
-    fail_rank(rank, error, false);
-    px_xfer_peer_failed(rank, error, why);
-}
-
-void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
-                     const char *description)
-{
-    const char *name = btl && btl->btl_component ? btl->btl_component->base.component_name : "?";
-    int code = (PX_ERR_PEER_FAILED == error) ? PX_ERR_PEER_FAILED : PX_ERR_COMM;
-    for (int r = 0; r < px_rt.size; ++r) {
-        px_rt_peer_t *p = &px_rt.peers[r];
-        /* A peer this process failed itself may still lose its transport:
-         * then what waited on that transport is let go too. */
-        if (NULL == p->btl || (p->failed && !p->failed_here))
-            continue;
-        bool hit = false;
-        if (rank >= 0) {
-            hit = (r == rank);
-        } else {
-            for (int i = 0; i < p->btl->num_send && !hit; ++i)
-                hit = p->btl->send[i].module == btl &&
-                      (NULL == endpoint || p->btl->send[i].endpoint == endpoint);
-        }
-        if (!hit)
-            continue;
-        if (!p->failed)
-            px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
-                          "sends and receives fail with \"%s\"",
-                          name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
-                          description ? description : "no description", px_strerror(error),
-                          px_strerror(code));
-        else
-            code = p->failed;
-        peer_mark_failed(r, code);
-        p->failed_here = false;
-        fail_rank(r, code, true);
-        char text[512];
-        snprintf(text, sizeof text, "transport %s: %s", name,
-                 description ? description : px_strerror(error));
-        px_xfer_peer_failed(r, code, text);
-    }
-}
-
-void px_rt_pml_quiesce(void)
+void px_pml_quiesce(void)
 {
     /* Released requests still waiting for a peer (a FIN that will not come
      * now): their registrations must go before the transports do. */
@@ -274,24 +209,24 @@ void px_rt_pml_quiesce(void)
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
     {
         if (r->released) {
-            px_rt_active_remove(r);
-            px_rt_req_unhold(r);
+            px_pml_active_remove(r);
+            px_pml_req_unhold(r);
         }
     }
 }
 
-size_t px_rt_unexpected_count(void)
+size_t px_pml_unexpected_count(void)
 {
     return px_list_get_size(&px_rt.unexpected);
 }
-size_t px_rt_posted_count(void)
+size_t px_pml_posted_count(void)
 {
     return px_list_get_size(&px_rt.posted);
 }
 
 /* ------------------------------------------------------------------ setup */
 
-void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
+void px_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
 {
     peer->btl = btl;
     peer->send_seq = 0;
@@ -314,13 +249,12 @@ void px_rt_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
         peer->tiny_below = (px_rt.tiny_limit < data ? px_rt.tiny_limit : data) + 1;
 }
 
-int px_rt_pml_init(void)
+int px_pml_init(void)
 {
     PX_OBJ_CONSTRUCT(&px_rt.posted, px_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.unexpected, px_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.pending, px_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.active, px_list_t);
-    PX_OBJ_CONSTRUCT(&px_rt.colls, px_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.requests, px_free_list_t);
     PX_OBJ_CONSTRUCT(&px_rt.ux_items, px_free_list_t);
     px_free_list_params_t p = {
@@ -341,17 +275,17 @@ int px_rt_pml_init(void)
     const char *hook = getenv("PX_RT_TEST_UX_FAIL");
     px_rt.ux_fail_countdown = hook ? strtoul(hook, NULL, 10) : 0;
     px_rt.bad_headers = 0;
-    px_btl_base_register_am(PX_RT_AM_MATCH, px_rt_am_match, NULL);
-    px_btl_base_register_am(PX_RT_AM_RNDV, px_rt_am_rndv, NULL);
-    px_btl_base_register_am(PX_RT_AM_ACK, px_rt_am_ack, NULL);
-    px_btl_base_register_am(PX_RT_AM_FRAG, px_rt_am_frag, NULL);
-    px_btl_base_register_am(PX_RT_AM_FIN, px_rt_am_fin, NULL);
-    px_btl_base_register_am(PX_RT_AM_PUTACK, px_rt_am_putack, NULL);
-    px_btl_base_register_am(PX_RT_AM_PUTFIN, px_rt_am_putfin, NULL);
-    return PX_SUCCESS;
+    px_btl_base_register_am(PX_RT_AM_MATCH, px_pml_am_match, NULL);
+    px_btl_base_register_am(PX_RT_AM_RNDV, px_pml_am_rndv, NULL);
+    px_btl_base_register_am(PX_RT_AM_ACK, px_pml_am_ack, NULL);
+    px_btl_base_register_am(PX_RT_AM_FRAG, px_pml_am_frag, NULL);
+    px_btl_base_register_am(PX_RT_AM_FIN, px_pml_am_fin, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTACK, px_pml_am_putack, NULL);
+    px_btl_base_register_am(PX_RT_AM_PUTFIN, px_pml_am_putfin, NULL);
+    return px_rt_fail_subscribe(px_pml_peer_failed);
 }
 
-int px_rt_pml_finalize(void)
+int px_pml_finalize(void)
 {
     /* Requests the application never completed, queued messages nobody received. */
     if (px_output_check(px_rt.output, 1) && px_rt.peers) {
@@ -384,14 +318,11 @@ int px_rt_pml_finalize(void)
         ;
     while ((it = px_list_remove_first(&px_rt.active)))
         ;
-    while ((it = px_list_remove_first(&px_rt.colls)))
-        ;
     for (int t = PX_RT_AM_MATCH; t <= PX_RT_AM_PUTFIN; ++t)
         px_btl_base_register_am((px_btl_tag_t)t, NULL, NULL);
     PX_OBJ_DESTRUCT(&px_rt.ux_items);
     PX_OBJ_DESTRUCT(&px_rt.requests);
     PX_OBJ_DESTRUCT(&px_rt.active);
-    PX_OBJ_DESTRUCT(&px_rt.colls);
     PX_OBJ_DESTRUCT(&px_rt.pending);
     PX_OBJ_DESTRUCT(&px_rt.unexpected);
     PX_OBJ_DESTRUCT(&px_rt.posted);

@@ -22,18 +22,18 @@
  * the protocol, so the sender finishes and no other message is lost.
  */
 #include <stdio.h>
-#include "runtime/pml.h"
+#include "runtime/pml/pml_internal.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 
 /* ---- rails ---- */
 
-/* Can module `m` carry a rendezvous in direction `mode` (PX_RT_RDMA_GET/PUT)? */
+/* Can module `m` carry a rendezvous in direction `mode` (PX_PML_RDMA_GET/PUT)? */
 static bool rdma_can(const px_btl_module_t *m, int mode)
 {
     if (m->btl_registration_handle_size > PX_RT_MAX_HANDLE)
         return false;
-    if (PX_RT_RDMA_GET == mode)
+    if (PX_PML_RDMA_GET == mode)
         return (m->btl_flags & PX_BTL_FLAGS_GET) && m->btl_get;
     return (m->btl_flags & PX_BTL_FLAGS_PUT) && m->btl_put;
 }
@@ -42,7 +42,7 @@ static bool rdma_can(const px_btl_module_t *m, int mode)
  * (PUT-ACK carries one handle). */
 static int rails_max(int mode)
 {
-    return PX_RT_RDMA_GET == mode ? PX_RT_MAX_RAILS : 1;
+    return PX_PML_RDMA_GET == mode ? PX_RT_MAX_RAILS : 1;
 }
 
 /* Split [0, len) over the request's rails by bandwidth weight (the last rail
@@ -82,37 +82,37 @@ static bool rails_split(px_request_t *r, size_t len)
  * sends them unasked (the receiver takes them as after an ACK). */
 static void rndv_use_frags(px_request_t *r)
 {
-    px_rt_req_release_regs(r);
-    r->rdma_mode = PX_RT_RDMA_NONE;
+    px_pml_req_release_regs(r);
+    r->rdma_mode = PX_PML_RDMA_NONE;
     r->done = 0;
-    px_rt_pending_remove(r);
-    if (PX_RT_REQ_RECV == r->type) {
-        px_rt_recv_send_ack(r);
+    px_pml_pending_remove(r);
+    if (PX_PML_REQ_RECV == r->type) {
+        px_pml_recv_send_ack(r);
         return;
     }
     r->scheduled = 0;
     px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
-    px_rt_send_schedule_frags(r);
+    px_pml_send_schedule_frags(r);
 }
 
 /* ---- the chunk scheduler (get: receiver, put: sender) ---- */
 
 /* The data has moved: tell the peer (FIN to the sender after get, PUT-FIN to
  * the receiver after put, with whether the puts failed) and complete. */
-void px_rt_rdma_send_fin(px_request_t *r)
+void px_pml_rdma_send_fin(px_request_t *r)
 {
     int rc;
-    if (PX_RT_RDMA_GET == r->rdma_mode)
-        rc = px_rt_send_ctl(r->status.source, PX_RT_AM_FIN, r->remote, 0);
+    if (PX_PML_RDMA_GET == r->rdma_mode)
+        rc = px_pml_send_ctl(r->status.source, PX_RT_AM_FIN, r->remote, 0);
     else
-        rc = px_rt_send_ctl(r->peer, PX_RT_AM_PUTFIN, PX_SUCCESS != r->status.error ? 1 : 0,
-                            r->remote);
+        rc = px_pml_send_ctl(r->peer, PX_RT_AM_PUTFIN, PX_SUCCESS != r->status.error ? 1 : 0,
+                             r->remote);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        px_rt_pending_add(r, PX_RT_PEND_FIN);
+        px_pml_pending_add(r, PX_PML_PEND_FIN);
         return;
     }
-    px_rt_pending_remove(r);
-    px_rt_active_remove(r);
+    px_pml_pending_remove(r);
+    px_pml_active_remove(r);
     if (rc != PX_SUCCESS && PX_SUCCESS == r->status.error)
         r->status.error = rc;
     req_complete(r);
@@ -124,8 +124,8 @@ static void rdma_check(px_request_t *r)
         r->scheduled < r->rlen)
         return;
     r->finishing = true;
-    px_rt_req_release_regs(r);
-    px_rt_rdma_send_fin(r);
+    px_pml_req_release_regs(r);
+    px_pml_rdma_send_fin(r);
 }
 
 static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
@@ -138,7 +138,7 @@ static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
     px_request_t *r = context;
     r->outstanding--;
     if (PX_UNLIKELY(r->released)) { /* its wait gave up: only the hold goes */
-        px_rt_req_unhold(r);
+        px_pml_req_unhold(r);
         return;
     }
     if (status != PX_SUCCESS &&
@@ -150,19 +150,19 @@ static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
 
 /* Hand the rest of every rail's range to its module, in chunks of its get or
  * put limit (r->rdma_mode says which); r->rlen bytes move in all. */
-void px_rt_rdma_schedule(px_request_t *r)
+void px_pml_rdma_schedule(px_request_t *r)
 {
-    const bool get = PX_RT_RDMA_GET == r->rdma_mode;
+    const bool get = PX_PML_RDMA_GET == r->rdma_mode;
     if (PX_UNLIKELY(r->released)) {
         /* The application let go of it (a failed collective): start nothing
          * more in its buffer; the operations in flight drop their holds. */
         for (int k = 0; k < r->nrails; ++k)
             r->rails[k].cursor = r->rails[k].end;
         r->scheduled = r->rlen;
-        px_rt_pending_remove(r);
+        px_pml_pending_remove(r);
         if (0 == r->outstanding) {
-            px_rt_active_remove(r);
-            px_rt_req_unhold(r);
+            px_pml_active_remove(r);
+            px_pml_req_unhold(r);
         }
         return;
     }
@@ -187,7 +187,7 @@ void px_rt_rdma_schedule(px_request_t *r)
             r->scheduled -= chunk;
             r->outstanding--;
             if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-                px_rt_pending_add(r, PX_RT_PEND_RDMA);
+                px_pml_pending_add(r, PX_PML_PEND_RDMA);
                 return;
             }
             if (0 == r->scheduled && 0 == r->outstanding) {
@@ -207,23 +207,23 @@ void px_rt_rdma_schedule(px_request_t *r)
             break;
         }
     }
-    if (PX_RT_PEND_RDMA == r->pending)
-        px_rt_pending_remove(r);
+    if (PX_PML_PEND_RDMA == r->pending)
+        px_pml_pending_remove(r);
     rdma_check(r);
 }
 
 /* ---- receiver ---- */
 
-void px_rt_recv_send_ack(px_request_t *r)
+void px_pml_recv_send_ack(px_request_t *r)
 {
-    int rc = px_rt_send_ctl(r->status.source, PX_RT_AM_ACK, r->remote, (uint64_t)(uintptr_t)r);
+    int rc = px_pml_send_ctl(r->status.source, PX_RT_AM_ACK, r->remote, (uint64_t)(uintptr_t)r);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        px_rt_pending_add(r, PX_RT_PEND_ACK);
+        px_pml_pending_add(r, PX_PML_PEND_ACK);
         return;
     }
-    px_rt_pending_remove(r);
+    px_pml_pending_remove(r);
     if (rc != PX_SUCCESS)
-        px_rt_req_fail(r, rc);
+        px_pml_req_fail(r, rc);
 }
 
 /* Match the rails the sender offered with this process's modules for the
@@ -249,8 +249,8 @@ static int recv_match_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt_rnd
             bool used = false;
             for (int k = 0; k < r->nrails; ++k)
                 used |= r->rails[k].pm == pm;
-            if (used || !rdma_can(m, mode) || px_rt_rdma_id(m) != w.rdma_id ||
-                (PX_RT_RDMA_GET == mode && hs != w.hsize))
+            if (used || !rdma_can(m, mode) || px_pml_rdma_id(m) != w.rdma_id ||
+                (PX_PML_RDMA_GET == mode && hs != w.hsize))
                 continue;
             px_rt_rail_t *rl = &r->rails[r->nrails++];
             rl->pm = pm;
@@ -265,7 +265,7 @@ static int recv_match_rails(px_request_t *r, px_rt_peer_t *peer, const px_rt_rnd
 }
 
 /* Tell the sender where to put the data (RDMA put). */
-void px_rt_recv_send_putack(px_request_t *r)
+void px_pml_recv_send_putack(px_request_t *r)
 {
     px_rt_rail_t *rl = &r->rails[0];
     px_btl_module_t *m = rl->pm->module;
@@ -276,17 +276,17 @@ void px_rt_recv_send_putack(px_request_t *r)
     size_t hs = rl->reg ? m->btl_registration_handle_size : 0;
     msg.h =
         (px_rt_putack_hdr_t){r->remote,        (uint64_t)(uintptr_t)r, (uint64_t)(uintptr_t)r->buf,
-                             r->status.length, px_rt_rdma_id(m),       (uint32_t)hs};
+                             r->status.length, px_pml_rdma_id(m),      (uint32_t)hs};
     if (hs)
         memcpy(msg.handle, rl->reg, hs);
-    int rc = px_rt_send_ctl_buf(r->status.source, PX_RT_AM_PUTACK, &msg, sizeof(msg.h) + hs);
+    int rc = px_pml_send_ctl_buf(r->status.source, PX_RT_AM_PUTACK, &msg, sizeof(msg.h) + hs);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        px_rt_pending_add(r, PX_RT_PEND_PUTACK);
+        px_pml_pending_add(r, PX_PML_PEND_PUTACK);
         return;
     }
-    px_rt_pending_remove(r);
+    px_pml_pending_remove(r);
     if (rc != PX_SUCCESS)
-        px_rt_req_fail(r, rc);
+        px_pml_req_fail(r, rc);
 }
 
 /* The request a control message (ACK, FIN, PUT-FIN) names: copies its
@@ -296,7 +296,7 @@ void px_rt_recv_send_putack(px_request_t *r)
 static px_request_t *ctl_request(const px_btl_receive_descriptor_t *d, px_rt_ctl_hdr_t *h, int type,
                                  px_btl_tag_t am, const char *what)
 {
-    const char *side = PX_RT_REQ_SEND == type ? "send" : "receive";
+    const char *side = PX_PML_REQ_SEND == type ? "send" : "receive";
     if (d->des_segments[0].seg_len < sizeof(*h)) {
         px_show_error("runtime: a %s from rank %d has %zu bytes, less than its %zu-byte header; "
                       "dropped",
@@ -304,12 +304,12 @@ static px_request_t *ctl_request(const px_btl_receive_descriptor_t *d, px_rt_ctl
         return NULL;
     }
     memcpy(h, d->des_segments[0].seg_addr, sizeof(*h));
-    px_request_t *r = px_rt_active_find(PX_RT_REQ_SEND == type ? h->sreq : h->rreq, type);
-    if (r && !px_rt_req_of_rank(r, d->src_rank))
+    px_request_t *r = px_pml_active_find(PX_PML_REQ_SEND == type ? h->sreq : h->rreq, type);
+    if (r && !px_pml_req_of_rank(r, d->src_rank))
         r = NULL; /* an id of ours, but not for that rank */
-    if (r && r->released && !(PX_RT_REQ_SEND == type && PX_RT_AM_FIN == am)) {
-        px_rt_active_remove(r); /* its wait gave up: nothing more to do for it */
-        px_rt_req_unhold(r);
+    if (r && r->released && !(PX_PML_REQ_SEND == type && PX_RT_AM_FIN == am)) {
+        px_pml_active_remove(r); /* its wait gave up: nothing more to do for it */
+        px_pml_req_unhold(r);
         return NULL;
     }
     if (NULL == r && !px_rt_rank_failed(d->src_rank))
@@ -319,22 +319,22 @@ static px_request_t *ctl_request(const px_btl_receive_descriptor_t *d, px_rt_ctl
 }
 
 /* AM callback (receiver): the sender has put everything. */
-void px_rt_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_pml_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_RECV, PX_RT_AM_PUTFIN, "PUT-FIN");
+    px_request_t *r = ctl_request(d, &h, PX_PML_REQ_RECV, PX_RT_AM_PUTFIN, "PUT-FIN");
     if (NULL == r)
         return;
-    px_rt_req_release_regs(r);
+    px_pml_req_release_regs(r);
     if (h.sreq != 0 && PX_SUCCESS == r->status.error)
         r->status.error = PX_ERR_COMM; /* the sender's puts failed */
-    px_rt_active_remove(r);
+    px_pml_active_remove(r);
     req_complete(r);
 }
 
 /* A rendezvous matched by receive `r`. */
-void px_rt_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob)
+void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 {
     r->status.source = h->m.src;
     r->status.tag = h->m.tag;
@@ -349,42 +349,42 @@ void px_rt_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const uns
     } else {
         r->status.length = h->len;
     }
-    px_rt_active_add(r);
+    px_pml_active_add(r);
     px_rt_peer_t *peer = &px_rt.peers[h->m.src];
-    int mode = PX_RT_RDMA_NONE;
+    int mode = PX_PML_RDMA_NONE;
     if (h->nrails && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl) {
         if (h->m.flags & PX_RT_RNDV_FLAG_GET)
-            mode = PX_RT_RDMA_GET;
+            mode = PX_PML_RDMA_GET;
         else if (h->m.flags & PX_RT_RNDV_FLAG_PUT)
-            mode = PX_RT_RDMA_PUT;
+            mode = PX_PML_RDMA_PUT;
     }
     /* Get: the receiver reads its rails' ranges. Put: its buffer is
      * registered whole with the one rail, for the sender to write. */
-    if (mode != PX_RT_RDMA_NONE && recv_match_rails(r, peer, h, blob, mode) > 0 &&
+    if (mode != PX_PML_RDMA_NONE && recv_match_rails(r, peer, h, blob, mode) > 0 &&
         rails_split(r, r->status.length)) {
         r->rdma_mode = (uint8_t)mode;
-        if (PX_RT_RDMA_PUT == mode) {
-            px_rt_recv_send_putack(r);
+        if (PX_PML_RDMA_PUT == mode) {
+            px_pml_recv_send_putack(r);
             return;
         }
         r->raddr = h->addr;
         r->rlen = r->status.length;
-        px_rt_rdma_schedule(r);
+        px_pml_rdma_schedule(r);
         return;
     }
     rndv_use_frags(r);
 }
 
 /* AM callback: a pipelined fragment. */
-void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_pml_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_frag_hdr_t h;
     if (d->des_segments[0].seg_len < sizeof(h))
         return;
     memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
-    px_request_t *r = px_rt_active_find(h.rreq, PX_RT_REQ_RECV);
-    if (r && !px_rt_req_of_rank(r, d->src_rank))
+    px_request_t *r = px_pml_active_find(h.rreq, PX_PML_REQ_RECV);
+    if (r && !px_pml_req_of_rank(r, d->src_rank))
         r = NULL;
     if (NULL == r) {
         if (!px_rt_rank_failed(d->src_rank))
@@ -405,10 +405,10 @@ void px_rt_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     r->done += len;
     if (r->done >= r->total) {
-        px_rt_req_release_regs(r);
-        px_rt_active_remove(r);
+        px_pml_req_release_regs(r);
+        px_pml_active_remove(r);
         if (PX_UNLIKELY(r->released))
-            px_rt_req_unhold(r);
+            px_pml_req_unhold(r);
         else
             req_complete(r);
     }
@@ -422,19 +422,19 @@ static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
     px_request_t *r = des->des_cbdata;
     r->outstanding--;
     if (PX_UNLIKELY(r->released)) {
-        px_rt_req_unhold(r);
+        px_pml_req_unhold(r);
         return;
     }
     if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
         r->status.error = status;
     r->done += (size_t)(uintptr_t)des->des_context;
     if (r->done >= r->total && 0 == r->outstanding && r->on_active) {
-        px_rt_active_remove(r);
+        px_pml_active_remove(r);
         req_complete(r);
     }
 }
 
-void px_rt_send_schedule_frags(px_request_t *r)
+void px_pml_send_schedule_frags(px_request_t *r)
 {
     px_rt_peer_t *peer = &px_rt.peers[r->peer];
     while (r->scheduled < r->total) {
@@ -453,7 +453,7 @@ void px_rt_send_schedule_frags(px_request_t *r)
         if (NULL == des || 0 == size) {
             if (des)
                 m->btl_free(m, des);
-            px_rt_pending_add(r, PX_RT_PEND_FRAGS);
+            px_pml_pending_add(r, PX_PML_PEND_FRAGS);
             return;
         }
         px_rt_frag_hdr_t h = {r->remote, r->scheduled};
@@ -470,52 +470,52 @@ void px_rt_send_schedule_frags(px_request_t *r)
         r->outstanding--;
         m->btl_free(m, des);
         if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-            px_rt_pending_add(r, PX_RT_PEND_FRAGS);
+            px_pml_pending_add(r, PX_PML_PEND_FRAGS);
             return;
         }
-        px_rt_req_fail(r, rc);
+        px_pml_req_fail(r, rc);
         return;
     }
-    if (PX_RT_PEND_FRAGS == r->pending)
-        px_rt_pending_remove(r);
+    if (PX_PML_PEND_FRAGS == r->pending)
+        px_pml_pending_remove(r);
 }
 
 /* AM callback: the receiver wants fragments. */
-void px_rt_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_pml_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, PX_RT_AM_ACK, "ACK");
+    px_request_t *r = ctl_request(d, &h, PX_PML_REQ_SEND, PX_RT_AM_ACK, "ACK");
     if (NULL == r)
         return;
-    px_rt_req_release_regs(r);
+    px_pml_req_release_regs(r);
     r->remote = h.rreq;
     r->scheduled = 0;
     r->done = 0;
     r->outstanding = 0;
     px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
-    px_rt_send_schedule_frags(r);
+    px_pml_send_schedule_frags(r);
 }
 
 /* AM callback: the receiver has read the data. */
-void px_rt_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_pml_am_fin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_ctl_hdr_t h;
-    px_request_t *r = ctl_request(d, &h, PX_RT_REQ_SEND, PX_RT_AM_FIN, "FIN");
+    px_request_t *r = ctl_request(d, &h, PX_PML_REQ_SEND, PX_RT_AM_FIN, "FIN");
     if (NULL == r)
         return;
-    px_rt_req_release_regs(r);
-    px_rt_active_remove(r);
+    px_pml_req_release_regs(r);
+    px_pml_active_remove(r);
     if (PX_UNLIKELY(r->released)) { /* the receiver has let go of the buffer */
-        px_rt_req_unhold(r);
+        px_pml_req_unhold(r);
         return;
     }
     req_complete(r);
 }
 
 /* AM callback (sender): where to put the data. */
-void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+void px_pml_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
     (void)btl;
     px_rt_putack_hdr_t h;
@@ -523,12 +523,12 @@ void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     if (total < sizeof(h))
         return;
     seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
-    px_request_t *r = px_rt_active_find(h.sreq, PX_RT_REQ_SEND);
-    if (r && !px_rt_req_of_rank(r, d->src_rank))
+    px_request_t *r = px_pml_active_find(h.sreq, PX_PML_REQ_SEND);
+    if (r && !px_pml_req_of_rank(r, d->src_rank))
         r = NULL;
     if (NULL == r && px_rt_rank_failed(d->src_rank))
         return;
-    if (NULL == r || PX_RT_RDMA_PUT != r->rdma_mode || r->nrails < 1 ||
+    if (NULL == r || PX_PML_RDMA_PUT != r->rdma_mode || r->nrails < 1 ||
         h.hsize > PX_RT_MAX_HANDLE || total < sizeof(h) + h.hsize || h.len > r->total) {
         px_show_error("runtime: a malformed PUT-ACK or one for an unknown send; dropped");
         return;
@@ -548,7 +548,7 @@ void px_rt_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         rndv_use_frags(r); /* cannot register: fragments instead */
         return;
     }
-    px_rt_rdma_schedule(r);
+    px_pml_rdma_schedule(r);
 }
 
 /* Offer rails of direction `mode` for the whole buffer: get, every
@@ -564,7 +564,7 @@ static int send_offer_rails(px_request_t *r, px_rt_peer_t *peer, int mode)
         if (!rdma_can(rm, mode))
             continue;
         px_btl_registration_handle_t *reg = NULL;
-        if (PX_RT_RDMA_GET == mode && rm->btl_register_mem) {
+        if (PX_PML_RDMA_GET == mode && rm->btl_register_mem) {
             reg = rm->btl_register_mem(rm, rp->endpoint, r->buf, r->len, 0);
             if (NULL == reg)
                 continue;
@@ -582,18 +582,18 @@ static int send_offer_rails(px_request_t *r, px_rt_peer_t *peer, int mode)
  * put over the heaviest module offering PUT, else by pipelined fragments. */
 static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
 {
-    r->rdma_mode = PX_RT_RDMA_NONE;
+    r->rdma_mode = PX_PML_RDMA_NONE;
     r->nrails = 0;
     if (PX_RT_RNDV_PIPELINE == px_rt.rndv_protocol || 0 == peer->btl->num_rdma)
         return;
-    if (px_rt.rndv_protocol != PX_RT_RNDV_PUT && send_offer_rails(r, peer, PX_RT_RDMA_GET))
-        r->rdma_mode = PX_RT_RDMA_GET;
-    else if (px_rt.rndv_protocol != PX_RT_RNDV_GET && send_offer_rails(r, peer, PX_RT_RDMA_PUT))
-        r->rdma_mode = PX_RT_RDMA_PUT;
+    if (px_rt.rndv_protocol != PX_RT_RNDV_PUT && send_offer_rails(r, peer, PX_PML_RDMA_GET))
+        r->rdma_mode = PX_PML_RDMA_GET;
+    else if (px_rt.rndv_protocol != PX_RT_RNDV_GET && send_offer_rails(r, peer, PX_PML_RDMA_PUT))
+        r->rdma_mode = PX_PML_RDMA_PUT;
 }
 
 /* Start a rendezvous: the RNDV header with the RDMA rails offered. */
-void px_rt_send_start_rndv(px_request_t *r)
+void px_pml_send_start_rndv(px_request_t *r)
 {
     px_rt_peer_t *peer = &px_rt.peers[r->peer];
     px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
@@ -615,10 +615,11 @@ void px_rt_send_start_rndv(px_request_t *r)
         r->rndv_prepared = true;
     }
     size_t pos = 0;
-    if (r->rdma_mode != PX_RT_RDMA_NONE) {
-        msg.h.m.flags |= PX_RT_RDMA_GET == r->rdma_mode ? PX_RT_RNDV_FLAG_GET : PX_RT_RNDV_FLAG_PUT;
+    if (r->rdma_mode != PX_PML_RDMA_NONE) {
+        msg.h.m.flags |=
+            PX_PML_RDMA_GET == r->rdma_mode ? PX_RT_RNDV_FLAG_GET : PX_RT_RNDV_FLAG_PUT;
         for (int k = 0; k < r->nrails; ++k) {
-            px_rt_rail_wire_t w = {px_rt_rdma_id(r->rails[k].pm->module), r->rails[k].hsize};
+            px_rt_rail_wire_t w = {px_pml_rdma_id(r->rails[k].pm->module), r->rails[k].hsize};
             memcpy(msg.blob + pos, &w, sizeof(w));
             pos += sizeof(w);
             if (w.hsize)
@@ -632,24 +633,24 @@ void px_rt_send_start_rndv(px_request_t *r)
     px_btl_descriptor_t *des =
         m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, bytes, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == des) {
-        px_rt_pending_add(r, PX_RT_PEND_START);
+        px_pml_pending_add(r, PX_PML_PEND_START);
         return;
     }
     memcpy(des->des_segments[0].seg_addr, &msg, bytes);
     des->des_segments[0].seg_len = bytes;
     des->des_cbfunc = NULL;
-    px_rt_pending_remove(r);
+    px_pml_pending_remove(r);
     r->total = r->len;
     r->done = 0;
-    px_rt_active_add(r); /* before the send: ACK or FIN may come back inside it */
+    px_pml_active_add(r); /* before the send: ACK or FIN may come back inside it */
     rc = m->btl_send(m, pm->endpoint, des, PX_RT_AM_RNDV);
     if (rc >= 0)
         return;
-    px_rt_active_remove(r);
+    px_pml_active_remove(r);
     m->btl_free(m, des);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        px_rt_pending_add(r, PX_RT_PEND_START);
+        px_pml_pending_add(r, PX_PML_PEND_START);
         return;
     }
-    px_rt_req_fail(r, rc);
+    px_pml_req_fail(r, rc);
 }

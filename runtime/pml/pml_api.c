@@ -1,0 +1,226 @@
+/*
+ * pml_api.c: the application's messaging calls (runtime/plexus.h: px_send,
+ * px_recv, px_isend, px_irecv, px_wait, px_test, px_waitall, px_progress):
+ * argument checks, the immediate paths that need no request, the fast path
+ * of a wait, and the API lock around each (PX_RT_API_CALL). The protocols
+ * are in pml.c and pml_rndv.c, the slow path of a wait in pml_wait.c.
+ */
+#include <string.h>
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "runtime/pml/pml_internal.h"
+
+static inline int check_peer(int rank, bool any_ok)
+{
+    if (PX_LIKELY(rank >= 0 && rank < px_rt.size))
+        return PX_SUCCESS;
+    if (any_ok && PX_ANY_SOURCE == rank)
+        return PX_SUCCESS;
+    return PX_ERR_BAD_PARAM;
+}
+
+static PX_COLD int arg_error(const char *fn, int rank, int tag, bool recv)
+{
+    if (!px_rt.initialized) {
+        px_show_error("%s: called before px_init (or after px_finalize)", fn);
+        return PX_ERR_NOT_INITIALIZED;
+    }
+    if (check_peer(rank, recv) != PX_SUCCESS)
+        px_show_error("%s: rank %d is not in the job (valid: 0..%d%s)", fn, rank, px_rt.size - 1,
+                      recv ? " or PX_ANY_SOURCE" : "");
+    else
+        px_show_error("%s: tag %d is invalid (valid: >= 0%s)", fn, tag,
+                      recv ? " or PX_ANY_TAG" : "");
+    return PX_ERR_BAD_PARAM;
+}
+
+#define ARGS_OK(rank, tag, recv)                                                                   \
+    (PX_LIKELY(px_rt.initialized) && PX_LIKELY(PX_SUCCESS == check_peer((rank), (recv))) &&        \
+     PX_LIKELY((tag) >= 0 || ((recv) && PX_ANY_TAG == (tag))))
+
+static inline void status_set(px_status_t *s, const px_request_t *r)
+{
+    if (s)
+        *s = r->status;
+}
+
+static int rt_progress_api(void)
+{
+    if (!px_rt.initialized)
+        return 0;
+    return pml_progress();
+}
+
+int px_progress(void)
+{
+    PX_RT_API_CALL(rt_progress_api());
+}
+
+static inline int api_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    if (!ARGS_OK(dest, tag, false) || NULL == request)
+        return request ? arg_error("px_isend", dest, tag, false) : PX_ERR_BAD_PARAM;
+    return px_pml_isend(buf, len, dest, tag, request);
+}
+
+static inline int api_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    if (!ARGS_OK(source, tag, true) || NULL == request)
+        return request ? arg_error("px_irecv", source, tag, true) : PX_ERR_BAD_PARAM;
+    return px_pml_irecv(buf, len, source, tag, request);
+}
+
+static inline int rt_wait(px_request_t **request, px_status_t *status, const char *who);
+
+static inline int api_send(const void *buf, size_t len, int dest, int tag)
+{
+    if (!ARGS_OK(dest, tag, false))
+        return arg_error("px_send", dest, tag, false);
+    /* Immediate path: no request, nothing allocated. */
+    if (PX_LIKELY(PX_SUCCESS == pml_send_now(&px_rt.peers[dest], tag, buf, len)))
+        return PX_SUCCESS;
+    px_request_t *r;
+    int rc = px_pml_isend(buf, len, dest, tag, &r);
+    if (rc != PX_SUCCESS)
+        return rc;
+    return rt_wait(&r, NULL, "px_send");
+}
+
+static inline int api_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
+{
+    if (!ARGS_OK(source, tag, true))
+        return arg_error("px_recv", source, tag, true);
+    if (PX_LIKELY(!px_list_is_empty(&px_rt.unexpected))) {
+        /* Already here and eager: copy out, no request. */
+        px_rt_ux_t *u;
+        PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
+        {
+            if (!tag_matches(source, tag, u->src, u->tag))
+                continue;
+            if (PX_PML_KIND_EAGER != u->kind)
+                break;
+            px_list_remove_item(&px_rt.unexpected, &u->super.super);
+            size_t n = u->len <= len ? u->len : len;
+            memcpy(buf, u->data, n);
+            int rc = u->len <= len ? PX_SUCCESS : PX_ERR_TRUNCATE;
+            if (status) {
+                status->source = u->src;
+                status->tag = u->tag;
+                status->length = n;
+                status->error = rc;
+            }
+            ux_free(u);
+            return rc;
+        }
+    }
+    px_request_t *r;
+    int rc = px_pml_irecv(buf, len, source, tag, &r);
+    if (rc != PX_SUCCESS)
+        return rc;
+    return rt_wait(&r, status, "px_recv");
+}
+
+static inline int rt_wait(px_request_t **request, px_status_t *status, const char *who)
+{
+    if (NULL == request)
+        return PX_ERR_BAD_PARAM;
+    px_request_t *r = *request;
+    if (NULL == r) { /* a freed request: empty status */
+        if (status)
+            *status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
+        return PX_SUCCESS;
+    }
+    if (PX_UNLIKELY(!r->complete)) {
+        px_status_t st = r->status;
+        int rc = px_pml_wait_slow(r, who);
+        if (rc != PX_SUCCESS) {
+            /* r is gone or belongs to the transport now (req_give_up). */
+            st.error = rc;
+            if (status)
+                *status = st;
+            *request = NULL;
+            return rc;
+        }
+    }
+    status_set(status, r);
+    int rc = r->status.error;
+    if (PX_UNLIKELY(PX_PML_REQ_GENERIC == r->type))
+        r->ops->free(r); /* its owner's state (a collective's schedule) */
+    req_release(r);
+    *request = NULL;
+    return rc;
+}
+
+int px_pml_wait(px_request_t **request, px_status_t *status, const char *who)
+{
+    return rt_wait(request, status, who);
+}
+
+int px_wait(px_request_t **request, px_status_t *status)
+{
+    PX_RT_API_CALL(rt_wait(request, status, "px_wait"));
+}
+
+static inline int api_test(px_request_t **request, int *flag, px_status_t *status)
+{
+    if (NULL == request || NULL == flag)
+        return PX_ERR_BAD_PARAM;
+    px_request_t *r = *request;
+    if (NULL == r) {
+        *flag = 1;
+        if (status)
+            *status = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
+        return PX_SUCCESS;
+    }
+    if (!r->complete)
+        pml_progress();
+    if (!r->complete) {
+        *flag = 0;
+        return PX_SUCCESS;
+    }
+    *flag = 1;
+    return px_wait(request, status);
+}
+
+static inline int api_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
+{
+    if (count && NULL == requests)
+        return PX_ERR_BAD_PARAM;
+    int first = PX_SUCCESS;
+    for (size_t i = 0; i < count; ++i) {
+        int rc = px_wait(&requests[i], statuses ? &statuses[i] : NULL);
+        if (rc != PX_SUCCESS && PX_SUCCESS == first)
+            first = rc;
+    }
+    return first;
+}
+
+int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    PX_RT_API_CALL(api_isend(buf, len, dest, tag, request));
+}
+
+int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    PX_RT_API_CALL(api_irecv(buf, len, source, tag, request));
+}
+
+int px_send(const void *buf, size_t len, int dest, int tag)
+{
+    PX_RT_API_CALL(api_send(buf, len, dest, tag));
+}
+
+int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
+{
+    PX_RT_API_CALL(api_recv(buf, len, source, tag, status));
+}
+
+int px_test(px_request_t **request, int *flag, px_status_t *status)
+{
+    PX_RT_API_CALL(api_test(request, flag, status));
+}
+
+int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
+{
+    PX_RT_API_CALL(api_waitall(count, requests, statuses));
+}

@@ -1,0 +1,188 @@
+/*
+ * proc.c: the process table (proc.h): px_rt, the table built from boot at
+ * px_init, the progress hooks of the layers above messaging, and a peer's
+ * failure as a notice: px_rt_fail_peer (this process decides) and
+ * px_rt_btl_error (a transport reports) mark the peer failed and tell every
+ * subscriber (messaging, the transfer engine), so the floor names none of
+ * the layers above it (docs/api.md, "When a peer fails").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/util/error.h"
+#include "core/util/output.h"
+#include "core/util/progress.h"
+#include "frameworks/boot/boot.h"
+#include "runtime/proc/proc.h"
+
+px_runtime_t px_rt;
+
+/* ------------------------------------------------------------------ the table */
+
+int px_rt_procs_build(void)
+{
+    int n = px_rt.size;
+    px_rt.procs = calloc(n, sizeof(*px_rt.procs));
+    px_rt.proc_ptrs = calloc(n, sizeof(*px_rt.proc_ptrs));
+    px_rt.btl_peers = calloc(n, sizeof(*px_rt.btl_peers));
+    px_rt.peers = calloc(n, sizeof(*px_rt.peers));
+    if (!px_rt.procs || !px_rt.proc_ptrs || !px_rt.btl_peers || !px_rt.peers)
+        return PX_ERR_OUT_OF_RESOURCE;
+    for (int r = 0; r < n; ++r) {
+        px_proc_t *p = &px_rt.procs[r];
+        p->rank = r;
+        p->hostname = px_boot->hostname ? px_boot->hostname(r) : NULL;
+        if (NULL == p->hostname)
+            p->hostname = "?";
+        p->locality = px_boot->locality ? px_boot->locality(r) : 0;
+        if (r == px_rt.rank)
+            p->locality |= PX_PROC_LOCAL_SELF | PX_PROC_LOCAL_HOST;
+        px_rt.proc_ptrs[r] = p;
+        PX_OBJ_CONSTRUCT(&px_rt.peers[r].ooo, px_list_t);
+    }
+    /* The progress engine's idle policy: auto yields when this node runs
+     * more ranks of the job than it has cores. */
+    int nlocal = 0;
+    for (int r = 0; r < n; ++r)
+        nlocal += (px_rt.procs[r].locality & PX_PROC_LOCAL_HOST) ? 1 : 0;
+    px_progress_idle_setup(nlocal, 0);
+    /* local_rank: index among the processes of the same host. */
+    for (int r = 0; r < n; ++r) {
+        uint32_t lr = 0;
+        for (int q = 0; q < r; ++q)
+            if (0 == strcmp(px_rt.procs[q].hostname, px_rt.procs[r].hostname))
+                lr++;
+        px_rt.procs[r].local_rank = lr;
+    }
+    return PX_SUCCESS;
+}
+
+void px_rt_procs_free(void)
+{
+    if (px_rt.peers)
+        for (int r = 0; r < px_rt.size; ++r)
+            PX_OBJ_DESTRUCT(&px_rt.peers[r].ooo);
+    free(px_rt.peers);
+    free(px_rt.btl_peers);
+    free(px_rt.proc_ptrs);
+    free(px_rt.procs);
+    px_rt.peers = NULL;
+    px_rt.btl_peers = NULL;
+    px_rt.proc_ptrs = NULL;
+    px_rt.procs = NULL;
+}
+
+/* ------------------------------------------------------------------ progress hooks */
+
+int px_rt_progress_register(px_rt_progress_fn_t fn)
+{
+    for (int i = 0; i < px_rt.nprogress; ++i)
+        if (px_rt.progress[i] == fn)
+            return PX_SUCCESS;
+    if (px_rt.nprogress == PX_RT_MAX_PROGRESS)
+        return PX_ERR_OUT_OF_RESOURCE;
+    px_rt.progress[px_rt.nprogress++] = fn;
+    return PX_SUCCESS;
+}
+
+void px_rt_progress_unregister(px_rt_progress_fn_t fn)
+{
+    for (int i = 0; i < px_rt.nprogress; ++i)
+        if (px_rt.progress[i] == fn) {
+            for (int j = i + 1; j < px_rt.nprogress; ++j)
+                px_rt.progress[j - 1] = px_rt.progress[j];
+            px_rt.nprogress--;
+            return;
+        }
+}
+
+int px_rt_progress_hooks(void)
+{
+    int done = 0;
+    for (int i = 0; i < px_rt.nprogress;) {
+        px_rt_progress_fn_t fn = px_rt.progress[i];
+        done += fn();
+        if (i < px_rt.nprogress && px_rt.progress[i] == fn)
+            i++; /* else it removed itself: the next one moved into slot i */
+    }
+    return done;
+}
+
+/* ------------------------------------------------------------------ failure notices */
+
+static px_rt_fail_fn_t fail_subs[PX_RT_MAX_FAIL_SUBSCRIBERS];
+static int nfail_subs;
+
+int px_rt_fail_subscribe(px_rt_fail_fn_t fn)
+{
+    for (int i = 0; i < nfail_subs; ++i)
+        if (fail_subs[i] == fn)
+            return PX_SUCCESS;
+    if (nfail_subs == PX_RT_MAX_FAIL_SUBSCRIBERS)
+        return PX_ERR_OUT_OF_RESOURCE;
+    fail_subs[nfail_subs++] = fn;
+    return PX_SUCCESS;
+}
+
+void px_rt_fail_unsubscribe_all(void)
+{
+    nfail_subs = 0;
+}
+
+static void fail_publish(int rank, int error, const char *why, bool transport_gone)
+{
+    for (int i = 0; i < nfail_subs; ++i)
+        fail_subs[i](rank, error, why, transport_gone);
+}
+
+void px_rt_fail_peer(int rank, int error, const char *why)
+{
+    if (rank < 0 || rank >= px_rt.size || px_rt.peers[rank].failed)
+        return;
+    px_show_error("runtime: rank %d (host %s) is treated as failed by this process: %s; its "
+                  "pending sends and receives fail with \"%s\", later ones fail at once, and its "
+                  "messages are discarded",
+                  rank, px_rt.procs[rank].hostname ? px_rt.procs[rank].hostname : "?", why,
+                  px_strerror(error));
+    px_rt.peers[rank].failed = error;
+    px_rt.peers[rank].failed_here = true;
+    fail_publish(rank, error, why, false);
+}
+
+void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
+                     const char *description)
+{
+    const char *name = btl && btl->btl_component ? btl->btl_component->base.component_name : "?";
+    int code = (PX_ERR_PEER_FAILED == error) ? PX_ERR_PEER_FAILED : PX_ERR_COMM;
+    for (int r = 0; r < px_rt.size; ++r) {
+        px_rt_peer_t *p = &px_rt.peers[r];
+        /* A peer this process failed itself may still lose its transport:
+         * then what waited on that transport is let go too. */
+        if (NULL == p->btl || (p->failed && !p->failed_here))
+            continue;
+        bool hit = false;
+        if (rank >= 0) {
+            hit = (r == rank);
+        } else {
+            for (int i = 0; i < p->btl->num_send && !hit; ++i)
+                hit = p->btl->send[i].module == btl &&
+                      (NULL == endpoint || p->btl->send[i].endpoint == endpoint);
+        }
+        if (!hit)
+            continue;
+        if (!p->failed)
+            px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
+                          "sends and receives fail with \"%s\"",
+                          name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
+                          description ? description : "no description", px_strerror(error),
+                          px_strerror(code));
+        else
+            code = p->failed;
+        p->failed = code;
+        p->failed_here = false;
+        char text[512];
+        snprintf(text, sizeof text, "transport %s: %s", name,
+                 description ? description : px_strerror(error));
+        fail_publish(r, code, text, true);
+    }
+}

@@ -1,0 +1,161 @@
+/*
+ * proc.h: the process table, the runtime's floor (docs/architecture.md,
+ * "The runtime's sub-layers"). Who each rank is and what this process keeps
+ * about it (px_rt, px_rt_peer_t), the API lock every entry point of
+ * messaging, collectives and the transfer engine takes once threads share
+ * the library, the progress hooks of the layers above messaging, and a
+ * peer's failure as a notice the layers subscribe to.
+ *
+ * Everything in runtime/ may include this; it includes nothing of runtime/
+ * but the installed API header. Not installed.
+ */
+#ifndef PX_RUNTIME_PROC_PROC_H
+#define PX_RUNTIME_PROC_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/class/free_list.h"
+#include "core/class/list.h"
+#include "core/util/proc.h"
+#include "frameworks/btl/base/base_runtime.h"
+#include "runtime/plexus.h"
+
+/* Largest registration handle a wire header carries (a rendezvous rail, a
+ * transfer-engine key). */
+#define PX_RT_MAX_HANDLE 128
+
+/* runtime_rndv_protocol's values (px_rt.rndv_protocol). */
+enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
+
+typedef struct px_rt_peer {
+    px_btl_base_peer_t *btl;
+    /* Cached immediate path (first eager module): */
+    px_btl_module_t *eager_btl;
+    px_btl_endpoint_t *eager_ep;
+    size_t tiny_below; /* data shorter than this goes through sendi; 0: never */
+    size_t eager_data; /* largest data bytes of an eager message */
+    uint32_t send_seq; /* next sequence number to send to it */
+    uint32_t recv_seq; /* next sequence number expected from it */
+    int failed;        /* PX_SUCCESS or the error that ended it */
+    bool failed_here;  /* failed by this process's decision (timeout, queueing), not by
+                        * its transport: px_finalize's barrier still sends to it */
+    size_t dropped;    /* messages from it discarded because it had failed */
+    px_list_t ooo;     /* px_rt_ux_t that arrived ahead of their turn */
+} px_rt_peer_t;
+
+/* A layer's progress step (its return: how many things it completed). */
+typedef int (*px_rt_progress_fn_t)(void);
+#define PX_RT_MAX_PROGRESS 8
+
+typedef struct px_runtime {
+    bool initialized;
+    int rank, size;
+    /* The process table: who each rank is (from boot) and what this process
+     * keeps about it. */
+    px_proc_t *procs;               /* [size] */
+    px_proc_t **proc_ptrs;          /* [size] */
+    px_btl_base_peer_t **btl_peers; /* [size], from px_btl_base_add_procs */
+    px_rt_peer_t *peers;            /* [size] */
+    px_btl_base_table_t table;
+    bool table_valid;
+    /* Messaging's queues (runtime/pml/). */
+    px_list_t posted;     /* px_request_t (receives), in post order */
+    px_list_t unexpected; /* px_rt_ux_t, in arrival order */
+    px_list_t pending;    /* requests with work to retry (via pend_link) */
+    px_list_t active;     /* requests in a rendezvous */
+    px_free_list_t requests;
+    px_free_list_t ux_items;
+    size_t ooo_arrivals; /* messages that arrived ahead of their turn (stats, tests) */
+    size_t bad_headers;  /* matched-message headers dropped: a source the transport
+                          * contradicts, or a sequence number behind (pml.c, hdr_bad) */
+    /* Progress steps of the layers above messaging (px_rt_progress_register):
+     * messaging's progress runs them after its own while nprogress > 0. */
+    int nprogress;
+    px_rt_progress_fn_t progress[PX_RT_MAX_PROGRESS];
+    /* variables */
+    size_t tiny_limit;
+    size_t eager_limit;
+    int rndv_protocol;
+    double wait_timeout;
+    int verbose; /* runtime_verbose */
+    int output;  /* its output stream */
+    /* Test hook (PX_RT_TEST_UX_FAIL=N, read at init): the Nth unexpected-message
+     * record cannot be allocated. 0: off. */
+    unsigned long ux_fail_countdown;
+} px_runtime_t;
+
+extern px_runtime_t px_rt;
+
+/* ---- the table (proc.c) ---- */
+
+/* Build the table for px_rt.size ranks from boot (hosts, locality, local
+ * ranks); free it (also a partial one). */
+int px_rt_procs_build(void);
+void px_rt_procs_free(void);
+
+/* ---- the API lock (proc_lock.c) ---- */
+
+/* Once px_xfer_enable_threads was called (it sets px_rt_api_shared), every
+ * messaging, collective and transfer-engine call takes this lock: the
+ * transports are driven by one thread at a time. */
+extern bool px_rt_api_shared;
+/* Try (true: taken or already held by this thread; *took says whether this
+ * call took it), take, release what this thread took, ask. */
+bool px_rt_lock_try(bool *took);
+void px_rt_lock_take(bool *took);
+void px_rt_lock_drop(bool took);
+bool px_rt_lock_held(void);
+/* Take the lock unless this thread holds it; returns whether it took it. */
+bool px_rt_api_lock(void);
+void px_rt_api_unlock(bool took);
+/* A long wait lets other threads take the lock for a moment. */
+void px_rt_api_pause(void);
+/* Run `call` (an int expression) under the lock when it is shared. */
+#define PX_RT_API_CALL(call)                                                                       \
+    do {                                                                                           \
+        if (PX_LIKELY(!px_rt_api_shared))                                                          \
+            return (call);                                                                         \
+        bool px_took_ = px_rt_api_lock();                                                          \
+        int px_rc_ = (call);                                                                       \
+        px_rt_api_unlock(px_took_);                                                                \
+        return px_rc_;                                                                             \
+    } while (0)
+
+/* ---- progress hooks (proc.c) ---- */
+
+/* A layer above messaging (non-blocking collectives) adds its progress step
+ * while it has work and removes it when done; a step may remove itself.
+ * PX_ERR_OUT_OF_RESOURCE when PX_RT_MAX_PROGRESS steps are registered. */
+int px_rt_progress_register(px_rt_progress_fn_t fn);
+void px_rt_progress_unregister(px_rt_progress_fn_t fn);
+/* Run every registered step once (messaging's progress calls it). */
+int px_rt_progress_hooks(void);
+
+/* ---- a peer's failure (proc.c) ---- */
+
+/* A subscriber learns that `rank` failed with `error` (`why` says why, for
+ * messages). `transport_gone`: its transport reported the failure, so
+ * nothing more comes from it; else this process decided it (a timeout, a
+ * lost message) and the transport may still work. Subscribers run in the
+ * order they subscribed (px_init: messaging, then the transfer engine). */
+typedef void (*px_rt_fail_fn_t)(int rank, int error, const char *why, bool transport_gone);
+#define PX_RT_MAX_FAIL_SUBSCRIBERS 8
+int px_rt_fail_subscribe(px_rt_fail_fn_t fn);
+/* px_finalize: forget every subscriber. */
+void px_rt_fail_unsubscribe_all(void);
+/* Fail peer `rank` with `error` by this process's decision (`why` is printed).
+ * Its pending operations complete with `error`, later ones fail at once and
+ * its messages are discarded from now on. */
+void px_rt_fail_peer(int rank, int error, const char *why);
+/* The BTL error callback: fails `rank` (or the peers the module serves when
+ * rank < 0). Exposed for tests. */
+void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
+                     const char *description);
+
+/* Has `rank` failed (its late control messages are dropped quietly)? */
+static inline bool px_rt_rank_failed(int rank)
+{
+    return rank >= 0 && rank < px_rt.size && px_rt.peers[rank].failed;
+}
+
+#endif
