@@ -22,6 +22,7 @@
 # below, and messaging and the transfer engine, side by side, not each other:
 #   runtime/plexus*.h              (api: the installed API headers, below all)
 #   runtime/proc/                  (proc: the process table, API lock, notices)
+#   runtime/peer/                  (peer: the connection exchange; beside proc, uses core only)
 #   runtime/pml/                   (pml: messaging)
 #   runtime/xfer/, runtime/xfer*   (xfer: the transfer engine)
 #   runtime/coll/                  (coll: groups and collectives)
@@ -60,6 +61,7 @@ rt_sub_of() {
     case $1 in
     runtime/plexus*.h) sub=api subrank=0 ;;
     runtime/proc/*) sub=proc subrank=1 ;;
+    runtime/peer/*) sub=peer subrank=1 ;;
     runtime/pml/*) sub=pml subrank=2 ;;
     runtime/xfer/* | runtime/xfer*) sub=xfer subrank=2 ;;
     runtime/coll/*) sub=coll subrank=3 ;;
