@@ -380,3 +380,32 @@ put("xfer_map", "planted-forged", bytes([8 | 32]) + mdesc(0x1234, 4096, 0, 77))
 put("xfer_map", "planted-matching", bytes([8 | 16 | 32]) + mdesc(0x1234, 4096, 0, 78))
 put("xfer_map", "planted-short-file", bytes([8 | 16]) + mdesc(0x1234, 8192, 0, 79))
 put("xfer_map", "huge-size", bytes([0]) + mdesc(1, 1 << 62, 0, 1))
+
+
+# dynamic peer payloads of the BTL base (frameworks/btl/base/base.h): header
+# "PXDY", version, kind, part count, connection id, total length; parts of
+# name, version, module index, status, length, bytes.
+def dpart(name, data=b"", index=0, status=0, ver=(1, 0, 0)):
+    return (bytes([len(name)]) + name.encode() + struct.pack("<HHHBBH", *ver, index, status,
+                                                             len(data)) + data)
+
+
+def dyn(kind, parts, conn=0x1122334455667788, nparts=None, total=None, magic=b"PXDY", ver=1):
+    body = b"".join(parts)
+    n = len(parts) if nparts is None else nparts
+    t = 20 + len(body) if total is None else total
+    return magic + bytes([ver, kind]) + struct.pack("<HQI", n, conn, t) + body
+
+
+SELF = struct.pack("<IIQQ", 0x666c6573, 1234, 99, 1)
+put("btl_dyn", "offer-self", dyn(1, [dpart("self", SELF)]))
+put("btl_dyn", "offer-two", dyn(1, [dpart("self", SELF), dpart("shm", b"\0" * 64)]))
+put("btl_dyn", "reply-declined", dyn(2, [dpart("self", b"other process", status=1)]))
+put("btl_dyn", "empty", dyn(1, []))
+put("btl_dyn", "truncated", dyn(1, [dpart("self", SELF)])[:-3])
+put("btl_dyn", "total-lies", dyn(1, [dpart("self", SELF)], total=9999))
+put("btl_dyn", "too-many", dyn(1, [], nparts=40))
+put("btl_dyn", "bad-name", dyn(1, [dpart("Self", SELF)]))
+put("btl_dyn", "dup", dyn(1, [dpart("self", SELF), dpart("self", SELF)]))
+put("btl_dyn", "bad-kind", dyn(7, [dpart("self", SELF)]))
+put("btl_dyn", "version-2", dyn(1, [dpart("self", SELF)], ver=2))
