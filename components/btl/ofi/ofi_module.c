@@ -626,6 +626,52 @@ static int px_btl_ofi_fail(px_btl_ofi_module_t *m, const char *call, int rc)
     return PX_ERR_NOT_AVAILABLE;
 }
 
+/* ------------------------------------------------------------ dynamic peers (3.3) */
+
+/* Not yet: every call declines with the reason, which the base reports. */
+#define PX_BTL_OFI_DYN_WHY                                                                         \
+    "btl/ofi does not serve dynamic peers yet: a receive names its sender by job rank only "       \
+    "(FI_ADDR_UNSPEC), so a peer outside the job could not be told apart"
+static int px_btl_ofi_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
+                                size_t *part_len, char *reason)
+{
+    (void)btl;
+    (void)endpoint;
+    (void)part;
+    (void)part_len;
+    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_OFI_DYN_WHY);
+    return PX_ERR_NOT_SUPPORTED;
+}
+static int px_btl_ofi_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
+                                 px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                                 char *reason)
+{
+    (void)btl;
+    (void)offer;
+    (void)offer_len;
+    (void)endpoint;
+    (void)reply;
+    (void)reply_len;
+    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_OFI_DYN_WHY);
+    return PX_ERR_NOT_SUPPORTED;
+}
+static int px_btl_ofi_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                   const void *reply, size_t reply_len, char *reason)
+{
+    (void)btl;
+    (void)endpoint;
+    (void)reply;
+    (void)reply_len;
+    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_OFI_DYN_WHY);
+    return PX_ERR_NOT_SUPPORTED;
+}
+static int px_btl_ofi_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
+{
+    (void)btl;
+    (void)endpoint;
+    return PX_ERR_BAD_PARAM; /* it never offers or accepts one */
+}
+
 int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
 {
     px_btl_module_t *b = &m->super;
@@ -671,6 +717,10 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     b->btl_flush = px_btl_ofi_flush;
     b->btl_progress = px_btl_ofi_progress;
     b->btl_register_error = px_btl_ofi_register_error;
+    b->btl_dyn_offer = px_btl_ofi_dyn_offer;
+    b->btl_dyn_accept = px_btl_ofi_dyn_accept;
+    b->btl_dyn_complete = px_btl_ofi_dyn_complete;
+    b->btl_dyn_remove = px_btl_ofi_dyn_remove;
     size_t max_msg = info->ep_attr->max_msg_size;
     if (b->btl_max_send_size + PX_BTL_OFI_HDR > max_msg)
         b->btl_max_send_size = max_msg - PX_BTL_OFI_HDR;
