@@ -90,11 +90,26 @@ static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f,
     px_btl_ofi_rx_t rx;
     int code =
         px_btl_ofi_hdr_decode(f->super.base.super.payload, len, m->frag_size, m->job_size, &rx);
-    if (PX_LIKELY(PX_BTL_OFI_RX_DELIVER == code)) {
+    if (PX_LIKELY(PX_BTL_OFI_RX_DELIVER == code || PX_BTL_OFI_RX_DYN == code)) {
         px_btl_segment_t seg = {(char *)rx.payload, rx.payload_len};
         int src = rx.src_rank;
+        px_btl_endpoint_t *ep = (size_t)src < m->num_peers ? m->peers[src] : NULL;
+        if (PX_UNLIKELY(PX_BTL_OFI_RX_DYN == code)) {
+            ep = px_btl_ofi_dyn_lookup(m, PX_BTL_OFI_DYN_ID(src));
+            src = PX_BTL_RANK_DYNAMIC;
+            if (NULL == ep) { /* a number this process does not hold (now) */
+                if (++m->bad_recvs <= PX_BTL_OFI_BAD_RECV_SHOWN)
+                    px_show_error("btl/ofi (%s): dropped a message (tag %u, %zu bytes) naming "
+                                  "dynamic peer %u, which this process does not hold (removed, "
+                                  "or never connected)",
+                                  px_btl_ofi_prov(m), rx.tag, rx.payload_len,
+                                  PX_BTL_OFI_DYN_ID(rx.src_rank));
+                px_btl_ofi_post_recv(m, f);
+                return;
+            }
+        }
         px_btl_receive_descriptor_t rd = {
-            .endpoint = (size_t)src < m->num_peers ? m->peers[src] : NULL,
+            .endpoint = ep,
             .src_rank = src,
             .des_segments = &seg,
             .des_segment_count = 1,
@@ -301,7 +316,7 @@ static int px_btl_ofi_send_flags(px_btl_module_t *btl, px_btl_endpoint_t *endpoi
     px_btl_ofi_hdr_t *hdr = f->super.base.super.payload;
     hdr->tag = tag;
     hdr->flags = flags;
-    hdr->src_rank = m->my_rank;
+    hdr->src_rank = endpoint->send_as;
     f->endpoint = endpoint;
     f->super.size = PX_BTL_OFI_HDR + f->super.segment.seg_len;
     f->ctx.type = PX_BTL_OFI_OP_SEND;
@@ -339,7 +354,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         px_btl_ofi_hdr_t *hdr = (px_btl_ofi_hdr_t *)buf;
         hdr->tag = tag;
         hdr->flags = 0;
-        hdr->src_rank = m->my_rank;
+        hdr->src_rank = endpoint->send_as;
         memcpy(buf + PX_BTL_OFI_HDR, header, header_size);
         if (payload_size)
             memcpy(buf + PX_BTL_OFI_HDR + header_size, payload, payload_size);
@@ -626,52 +641,6 @@ static int px_btl_ofi_fail(px_btl_ofi_module_t *m, const char *call, int rc)
     return PX_ERR_NOT_AVAILABLE;
 }
 
-/* ------------------------------------------------------------ dynamic peers (3.3) */
-
-/* Not yet: every call declines with the reason, which the base reports. */
-#define PX_BTL_OFI_DYN_WHY                                                                         \
-    "btl/ofi does not serve dynamic peers yet: a receive names its sender by job rank only "       \
-    "(FI_ADDR_UNSPEC), so a peer outside the job could not be told apart"
-static int px_btl_ofi_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
-                                size_t *part_len, char *reason)
-{
-    (void)btl;
-    (void)endpoint;
-    (void)part;
-    (void)part_len;
-    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_OFI_DYN_WHY);
-    return PX_ERR_NOT_SUPPORTED;
-}
-static int px_btl_ofi_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
-                                 px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
-                                 char *reason)
-{
-    (void)btl;
-    (void)offer;
-    (void)offer_len;
-    (void)endpoint;
-    (void)reply;
-    (void)reply_len;
-    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_OFI_DYN_WHY);
-    return PX_ERR_NOT_SUPPORTED;
-}
-static int px_btl_ofi_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
-                                   const void *reply, size_t reply_len, char *reason)
-{
-    (void)btl;
-    (void)endpoint;
-    (void)reply;
-    (void)reply_len;
-    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_OFI_DYN_WHY);
-    return PX_ERR_NOT_SUPPORTED;
-}
-static int px_btl_ofi_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
-{
-    (void)btl;
-    (void)endpoint;
-    return PX_ERR_BAD_PARAM; /* it never offers or accepts one */
-}
-
 int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
 {
     px_btl_module_t *b = &m->super;
@@ -853,6 +822,8 @@ static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
     if (m->rcache)
         px_rcache_destroy(m->rcache);
     m->rcache = NULL;
+    if (m->av)
+        px_btl_ofi_dyn_cleanup(m);
     for (size_t i = 0; i < m->num_peers; ++i) {
         if (m->peers[i])
             px_btl_ofi_probe_close(m->peers[i]);
