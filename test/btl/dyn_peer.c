@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,8 +76,19 @@ static void read_all(void *buf, size_t len)
     }
 }
 
+static void progress(void);
+
 static void *ch_read(uint32_t *len)
 {
+    /* Progress while waiting: a software provider (tcp;ofi_rxm) moves the
+     * peer's RDMA only when this side polls. */
+    for (;;) {
+        struct pollfd pf = {in_fd, POLLIN, 0};
+        if (poll(&pf, 1, 1) != 0)
+            break;
+        if (px_btl_base_num_modules > 0)
+            progress();
+    }
     read_all(len, 4);
     if (*len > (1u << 20))
         die("channel message too long");
@@ -240,6 +252,31 @@ static void wait_received(int n)
 /* ------------------------------------------------------------ one cycle */
 
 static unsigned char rdma_buf[RDMA_SZ];
+static volatile int rdma_done, rdma_status;
+
+static void rdma_cb(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                    px_btl_registration_handle_t *lh, void *ctx, void *data, int status)
+{
+    (void)btl;
+    (void)ep;
+    (void)local;
+    (void)lh;
+    (void)ctx;
+    (void)data;
+    rdma_status = status;
+    rdma_done = 1;
+}
+
+static void wait_rdma(void)
+{
+    double t0 = now();
+    while (!rdma_done) {
+        progress();
+        if (now() - t0 > 20)
+            die("an RDMA operation did not complete within 20 s");
+    }
+    check(rdma_status == PX_SUCCESS, "the RDMA operation completes without error");
+}
 
 static int try_bad_offers(const unsigned char *offer, size_t len)
 {
@@ -364,10 +401,23 @@ static int run(int connector, int cycles)
         for (int m = 0; m < dp->nmodules && nexpected < 64; m++)
             if (dp->endpoints[m])
                 expected_ep[nexpected++] = dp->endpoints[m];
-        /* Addresses for RDMA, and "ready". */
+        /* Addresses (and registration handles) for RDMA, and "ready". */
         memset(rdma_buf, connector ? 0 : (int)(0x40 + c % 64), RDMA_SZ);
+        px_btl_module_t *rmod = p->num_rdma > 0 ? p->rdma[0].module : NULL;
+        px_btl_endpoint_t *rep = p->num_rdma > 0 ? p->rdma[0].endpoint : NULL;
+        size_t hsz = rmod && rmod->btl_register_mem ? rmod->btl_registration_handle_size : 0;
+        static unsigned char got[RDMA_SZ];
+        px_btl_registration_handle_t *mine = NULL, *local = NULL;
+        if (hsz) {
+            mine = rmod->btl_register_mem(rmod, rep, rdma_buf, RDMA_SZ, 0);
+            local = rmod->btl_register_mem(rmod, rep, got, RDMA_SZ, 0);
+            check(mine && local, "register memory for RDMA");
+        }
         ch_write_u64((uint64_t)(uintptr_t)rdma_buf);
+        ch_write(mine ? (const void *)mine : "", mine ? (uint32_t)hsz : 0);
         uint64_t peer_buf = ch_read_u64();
+        uint32_t plen = 0;
+        void *peer_handle = ch_read(&plen);
         received = bad_received = 0;
         size_t big = p->max_send_size > 16 ? p->max_send_size - 16 : 0;
         if (big > 60000)
@@ -376,24 +426,25 @@ static int run(int connector, int cycles)
             send_msg(p, i, (i & 1) ? big : 100 + i);
         wait_received(NMSG);
         check(bad_received == 0 && received == NMSG, "messages arrive whole, from the peer");
-        if (connector && p->num_rdma > 0) {
-            px_btl_base_peer_module_t *rm = &p->rdma[0];
-            unsigned char got[RDMA_SZ];
+        if (connector && rmod && (!hsz || (plen == hsz && local))) {
+            px_btl_registration_handle_t *rh = hsz ? peer_handle : NULL;
             memset(got, 0, sizeof got);
-            int rc = rm->module->btl_get
-                         ? rm->module->btl_get(rm->module, rm->endpoint, got, peer_buf, NULL, NULL,
-                                               RDMA_SZ, 0, PX_BTL_NO_ORDER, NULL, NULL, NULL)
-                         : PX_ERR_NOT_SUPPORTED;
+            rdma_done = 0;
+            int rc = rmod->btl_get ? rmod->btl_get(rmod, rep, got, peer_buf, local, rh, RDMA_SZ, 0,
+                                                   PX_BTL_NO_ORDER, rdma_cb, NULL, NULL)
+                                   : PX_ERR_NOT_SUPPORTED;
             if (rc == PX_SUCCESS) {
+                wait_rdma();
                 int same = 1;
                 for (int i = 0; i < RDMA_SZ; i++)
                     same &= got[i] == (unsigned char)(0x40 + c % 64);
                 check(same, "get reads the peer's memory");
                 memset(got, 0x21, sizeof got);
-                check(PX_SUCCESS == rm->module->btl_put(rm->module, rm->endpoint, got, peer_buf,
-                                                        NULL, NULL, RDMA_SZ, 0, PX_BTL_NO_ORDER,
-                                                        NULL, NULL, NULL),
+                rdma_done = 0;
+                check(PX_SUCCESS == rmod->btl_put(rmod, rep, got, peer_buf, local, rh, RDMA_SZ, 0,
+                                                  PX_BTL_NO_ORDER, rdma_cb, NULL, NULL),
                       "put to the peer");
+                wait_rdma();
             } else {
                 check(rc == PX_ERR_NOT_SUPPORTED, "get from the peer");
             }
@@ -408,6 +459,11 @@ static int run(int connector, int cycles)
         } else {
             ch_write_u64(0);
         }
+        free(peer_handle);
+        if (mine)
+            rmod->btl_deregister_mem(rmod, mine);
+        if (local)
+            rmod->btl_deregister_mem(rmod, local);
         /* Both done with the connection before either removes it. */
         ch_write_u64(1);
         (void)ch_read_u64();
