@@ -32,6 +32,7 @@
 #include <unistd.h>
 #include "core/mca/var.h"
 #include "core/util/error.h"
+#include "core/util/progress.h"
 #include "frameworks/btl/base/base.h"
 
 #define TAG     200
@@ -194,11 +195,12 @@ static void am_cb(px_btl_module_t *b, const px_btl_receive_descriptor_t *d)
     bad_received += !ok;
 }
 
+/* What the base and the modules registered with the progress engine (a
+ * module serving dynamic peers only registers while it has one). */
 static void progress(void)
 {
-    for (int i = 0; i < px_btl_base_num_modules; i++)
-        if (px_btl_base_modules[i]->btl_progress)
-            px_btl_base_modules[i]->btl_progress(px_btl_base_modules[i]);
+    for (int i = 0; i < px_progress_nentries; i++)
+        px_progress_entries[i].fn(px_progress_entries[i].ctx);
 }
 
 static double now(void)

@@ -504,7 +504,8 @@ int px_btl_shm_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_
 int px_btl_shm_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *reply,
                             size_t reply_len, char *reason);
 int px_btl_shm_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
-void px_btl_shm_dyn_check_peers(void); /* from progress, when quiet */
+void px_btl_shm_dyn_check_peers(void);  /* from progress, when quiet */
+int px_btl_shm_dyn_progress(void *ctx); /* shm_module.c: progress of a dynamic-only module */
 void px_btl_shm_dyn_cleanup(void);
 
 int px_btl_shm_module_setup(void); /* shm_module.c: called by init */

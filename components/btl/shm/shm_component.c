@@ -312,6 +312,8 @@ static px_btl_module_t **px_btl_shm_init_dyn_only(int *num_modules)
         px_btl_shm_module_cleanup();
         return NULL;
     }
+    /* Polled only while it has a dynamic peer (shm_dyn.c registers it). */
+    m->btl_progress = NULL;
     px_btl_module_t **mods = malloc(sizeof *mods);
     if (!mods)
         return NULL;

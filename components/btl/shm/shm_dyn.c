@@ -31,6 +31,7 @@
 #include "components/btl/shm/shm.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/progress.h"
 #include "frameworks/btl/base/base.h"
 
 #define DYN_RING_MIN ((size_t)64 << 10)
@@ -269,7 +270,8 @@ static px_btl_endpoint_t *ep_new(void)
     if (s->dyn_head)
         s->dyn_head->dyn_prev = ep;
     s->dyn_head = ep;
-    s->dyn_count++;
+    if (0 == s->dyn_count++ && s->dyn_only)
+        px_progress_register(px_btl_shm_dyn_progress, NULL);
     return ep;
 }
 
@@ -293,7 +295,8 @@ static void ep_free(px_btl_endpoint_t *ep)
         s->dyn_head = ep->dyn_next;
     if (ep->dyn_next)
         ep->dyn_next->dyn_prev = ep->dyn_prev;
-    s->dyn_count--;
+    if (0 == --s->dyn_count && s->dyn_only)
+        px_progress_unregister(px_btl_shm_dyn_progress, NULL);
     free(ep);
 }
 

@@ -879,7 +879,18 @@ int px_btl_shm_module_setup(void)
     m->btl_get = rdma ? px_btl_shm_get : NULL;
     m->btl_put = rdma ? px_btl_shm_put : NULL;
     px_btl_shm_module.error_cb = NULL;
+    m->btl_progress = px_btl_shm_progress; /* a dynamic-only module clears it */
     return PX_SUCCESS;
+}
+
+/* Progress of a module serving dynamic peers only: registered with the
+ * progress engine while it has one (shm_dyn.c), so a singleton without
+ * any waits as before (the runtime tells "alone, nothing can arrive"
+ * from an empty progress engine). */
+int px_btl_shm_dyn_progress(void *ctx)
+{
+    (void)ctx;
+    return px_btl_shm_progress(&px_btl_shm_module.super);
 }
 
 px_btl_shm_module_t px_btl_shm_module = {
