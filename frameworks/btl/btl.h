@@ -28,6 +28,10 @@
  * a component built for 3.m loads into a library with 3.n for n >= m; methods
  * added in a minor go at the end of px_btl_module_t and the base calls one
  * only when the module's btl_size covers it (PX_BTL_MODULE_HAS).
+ * 3.3: dynamic peers (btl_dyn_offer, btl_dyn_accept, btl_dyn_complete,
+ *      btl_dyn_remove): a peer that is not a rank of the job, added from an
+ *      address blob exchanged by another channel; the base's px_btl_base_dyn_*
+ *      skip a module without them (it does not serve dynamic peers).
  * 3.2: shareable memory for the transfer engine (btl_mem_alloc, btl_mem_free,
  *      btl_mem_map, btl_mem_unmap; flag PX_BTL_FLAGS_MEM_MAP) and
  *      PX_BTL_FLAGS_XFER_RDMA (put/get offered to one-sided transfers only);
@@ -38,7 +42,7 @@
  *      fingerprint (PX_BTL_COMPONENT_HEADER).
  * 2.0: btl_init lost its enable_mpi_threads argument. */
 #define PX_BTL_API_MAJOR   3
-#define PX_BTL_API_MINOR   2
+#define PX_BTL_API_MINOR   3
 #define PX_BTL_API_RELEASE 0
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
@@ -212,6 +216,23 @@ typedef struct px_btl_mem {
     unsigned char desc[PX_BTL_MEM_DESC_MAX]; /* alloc: what a peer's btl_mem_map needs */
 } px_btl_mem_t;
 
+/* Dynamic peers (3.3). A dynamic peer is a process that is not a rank of
+ * this job (started separately); it is added in two phases through an
+ * opaque blob that some other channel carries each way:
+ *   connector: btl_dyn_offer      -> its part of the offer
+ *   acceptor:  btl_dyn_accept     <- the connector's part, -> its reply part
+ *   connector: btl_dyn_complete   <- the acceptor's reply part
+ *   both:      btl_dyn_remove     (at any point after offer/accept)
+ * The base (px_btl_base_dyn_*, base.h) frames the parts of every module into
+ * one payload and parses it as untrusted input; a module sees only its own
+ * part, at most PX_BTL_DYN_PART_MAX bytes, which it must still check (the
+ * peer may be anyone who reached the channel). An active message from a
+ * dynamic peer has src_rank PX_BTL_RANK_DYNAMIC and, as endpoint, the
+ * endpoint this module returned for that peer. */
+#define PX_BTL_DYN_PART_MAX   2048 /* bytes of one module's part */
+#define PX_BTL_DYN_REASON_MAX 256  /* bytes of a reason buffer, with the NUL */
+#define PX_BTL_RANK_DYNAMIC   (-1) /* src_rank of a message from a dynamic peer */
+
 typedef struct px_btl_module {
     /* sizeof(px_btl_module_t) where the module was built: PX_BTL_MODULE_SIZE.
      * 0 is taken as the size for the API minor its component was built for. */
@@ -303,6 +324,35 @@ typedef struct px_btl_module {
     int (*btl_mem_map)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint, const void *desc,
                        size_t desc_len, px_btl_mem_t *map);
     int (*btl_mem_unmap)(struct px_btl_module *btl, px_btl_mem_t *map);
+
+    /* ---- 3.3: dynamic peers; called only when btl_size covers them
+     * (PX_BTL_MODULE_HAS); callers go through px_btl_base_dyn_* (base.h).
+     * Each method that does not reach or serve the peer returns an error
+     * (PX_ERR_UNREACH: not this peer; PX_ERR_NOT_SUPPORTED: no dynamic peers
+     * at all; PX_ERR_BAD_PARAM: a malformed part) and writes why into
+     * `reason` (PX_BTL_DYN_REASON_MAX bytes). ---- */
+    /* Connecting side: create an endpoint for a peer not yet known (it may
+     * reserve per-connection resources, e.g. a queue pair) and write this
+     * module's part of the offer into `part` (*part_len: room on entry,
+     * at most PX_BTL_DYN_PART_MAX; bytes written on return). The endpoint
+     * carries no traffic until btl_dyn_complete. */
+    int (*btl_dyn_offer)(struct px_btl_module *btl, px_btl_endpoint_t **endpoint, void *part,
+                         size_t *part_len, char *reason);
+    /* Accepting side: from the connector's part (`offer`, untrusted), add
+     * the peer (*endpoint, usable at once) and write the reply part as
+     * btl_dyn_offer does. */
+    int (*btl_dyn_accept)(struct px_btl_module *btl, const void *offer, size_t offer_len,
+                          px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                          char *reason);
+    /* Connecting side: finish the endpoint of btl_dyn_offer with the
+     * acceptor's reply part (untrusted); the endpoint is usable after. On an
+     * error the endpoint stays to be removed. */
+    int (*btl_dyn_complete)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint,
+                            const void *reply, size_t reply_len, char *reason);
+    /* Release everything of the peer (mappings, queue pairs, address vector
+     * entries, segments), in any state after offer or accept; operations
+     * still queued to it fail. The endpoint is gone after. */
+    int (*btl_dyn_remove)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint);
     /* Later methods go here, each with the minor that added it. */
 } px_btl_module_t;
 
@@ -323,6 +373,9 @@ typedef struct px_btl_component {
 
 /* btl_size of a module built for 3.1 (everything up to btl_get_v). */
 #define PX_BTL_MODULE_SIZE_3_1 (offsetof(px_btl_module_t, btl_get_v) + sizeof(px_btl_rdma_v_fn))
+
+/* btl_size of a module built for 3.2 (everything up to btl_mem_unmap). */
+#define PX_BTL_MODULE_SIZE_3_2 (offsetof(px_btl_module_t, btl_mem_unmap) + sizeof(int (*)(void)))
 
 /* Whether `module` has `method` (a px_btl_module_t member) set: a method
  * added after 3.0 is read only when the module's btl_size covers it. */

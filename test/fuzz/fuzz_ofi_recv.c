@@ -13,6 +13,7 @@
  * reads them all); a drain carries the drain flag alone; a refused one has
  * a reason that names what was wrong.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         at += len;
         px_btl_ofi_rx_t rx;
         int code = px_btl_ofi_hdr_decode(buf, len, max_len, nranks, &rx);
-        if (PX_BTL_OFI_RX_DELIVER == code || PX_BTL_OFI_RX_DRAIN == code) {
+        if (PX_BTL_OFI_RX_DELIVER == code || PX_BTL_OFI_RX_DRAIN == code ||
+            PX_BTL_OFI_RX_DYN == code) {
+            /* A dynamic peer's number (BTL API 3.3) in place of a rank: only
+             * for RX_DYN and drains, never for a rank's message. */
+            bool dyn_src = rx.src_rank <= PX_BTL_OFI_DYN_SRC(0);
             if (len < sizeof(px_btl_ofi_hdr_t) || len > max_len) {
                 fprintf(stderr,
                         "fuzz_ofi_recv: a %zu-byte message accepted for a %zu-byte "
@@ -46,7 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         len, max_len);
                 abort();
             }
-            if (rx.src_rank < 0 || (size_t)rx.src_rank >= nranks) {
+            if (PX_BTL_OFI_RX_DYN == code
+                    ? !dyn_src
+                    : !(PX_BTL_OFI_RX_DRAIN == code && dyn_src) &&
+                          (rx.src_rank < 0 || (size_t)rx.src_rank >= nranks)) {
                 fprintf(stderr, "fuzz_ofi_recv: a message of rank %d accepted in a job of %zu\n",
                         (int)rx.src_rank, nranks);
                 abort();

@@ -408,3 +408,31 @@ put("peer_accept", "03-auth-too-long", b"\x01" + pframe(3, b"", length=0x7ffffff
 put("peer_accept", "04-version-2", b"\x00" + pframe(1, phello(), version=2))
 put("peer_accept", "05-half-hello", b"\x00" + pframe(1, phello())[:40])
 put("peer_accept", "06-host-unpadded", b"\x00" + pframe(1, phello(host=b"h\0x")))
+
+# dynamic peer payloads of the BTL base (frameworks/btl/base/base.h): header
+# "PXDY", version, kind, part count, connection id, total length; parts of
+# name, version, module index, status, length, bytes.
+def dpart(name, data=b"", index=0, status=0, ver=(1, 0, 0)):
+    return (bytes([len(name)]) + name.encode() + struct.pack("<HHHBBH", *ver, index, status,
+                                                             len(data)) + data)
+
+
+def dyn(kind, parts, conn=0x1122334455667788, nparts=None, total=None, magic=b"PXDY", ver=1):
+    body = b"".join(parts)
+    n = len(parts) if nparts is None else nparts
+    t = 20 + len(body) if total is None else total
+    return magic + bytes([ver, kind]) + struct.pack("<HQI", n, conn, t) + body
+
+
+SELF = struct.pack("<IIQQ", 0x666c6573, 1234, 99, 1)
+put("btl_dyn", "offer-self", dyn(1, [dpart("self", SELF)]))
+put("btl_dyn", "offer-two", dyn(1, [dpart("self", SELF), dpart("shm", b"\0" * 64)]))
+put("btl_dyn", "reply-declined", dyn(2, [dpart("self", b"other process", status=1)]))
+put("btl_dyn", "empty", dyn(1, []))
+put("btl_dyn", "truncated", dyn(1, [dpart("self", SELF)])[:-3])
+put("btl_dyn", "total-lies", dyn(1, [dpart("self", SELF)], total=9999))
+put("btl_dyn", "too-many", dyn(1, [], nparts=40))
+put("btl_dyn", "bad-name", dyn(1, [dpart("Self", SELF)]))
+put("btl_dyn", "dup", dyn(1, [dpart("self", SELF), dpart("self", SELF)]))
+put("btl_dyn", "bad-kind", dyn(7, [dpart("self", SELF)]))
+put("btl_dyn", "version-2", dyn(1, [dpart("self", SELF)], ver=2))

@@ -24,6 +24,7 @@ all+=(shm_fbox shm_queue shm_modex)
 all+=(ofi_modex ofi_recv verbs_modex verbs_recv) # btl/ofi, btl/verbs wire checks
 all+=(xfer_am xfer_map)
 all+=(peer_contact peer_accept) # runtime/peer: contact strings, the listener's framing
+all+=(btl_dyn) # the BTL base's dynamic peer payload
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"

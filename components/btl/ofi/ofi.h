@@ -86,6 +86,13 @@ struct px_btl_endpoint {
     int probe_fd;    /* a connect in progress, or -1 */
     double probe_at; /* when the next probe may start */
     bool refused;    /* a probe was refused: the peer's process is gone */
+    /* What a send to this peer puts in the header's src_rank: this
+     * process's rank, or for a dynamic peer (ofi_dyn.c) the number it gave
+     * us, as PX_BTL_OFI_DYN_SRC(id). */
+    int32_t send_as;
+    bool dyn;        /* a dynamic peer (BTL API 3.3) */
+    bool in_av;      /* its address is in the address vector */
+    uint32_t dyn_id; /* our number for it: slot (bits 0..15) and generation */
 };
 
 /* Memory registration: key and base travel to the peer (16 bytes). */
@@ -149,6 +156,8 @@ struct px_btl_ofi_module {
     px_btl_endpoint_t **peers; /* by rank */
     size_t num_peers;
     px_btl_base_reasons_t reasons; /* strings handed out by add_procs */
+    px_btl_endpoint_t **dyn;       /* dynamic peers by slot (ofi_dyn.c) */
+    uint32_t dyn_cap, dyn_gen;
 };
 
 extern const px_btl_component_t px_btl_ofi_component;
@@ -207,6 +216,20 @@ void px_btl_ofi_drain(px_btl_ofi_module_t *m, px_btl_endpoint_t **eps, size_t n)
 
 /* Close `ep`'s probe connection, if any. */
 void px_btl_ofi_probe_close(px_btl_endpoint_t *ep);
+
+/* ofi_dyn.c: dynamic peers (BTL API 3.3). */
+int px_btl_ofi_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
+                         size_t *part_len, char *reason);
+int px_btl_ofi_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
+                          px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                          char *reason);
+int px_btl_ofi_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *reply,
+                            size_t reply_len, char *reason);
+int px_btl_ofi_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
+/* The endpoint of the dynamic peer numbered `id`, or NULL. */
+px_btl_endpoint_t *px_btl_ofi_dyn_lookup(px_btl_ofi_module_t *m, uint32_t id);
+/* Release every dynamic peer (module teardown). */
+void px_btl_ofi_dyn_cleanup(px_btl_ofi_module_t *m);
 
 /* ofi_peers.c, for ofi_module.c: the module's btl_add_procs and btl_del_procs. */
 int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,

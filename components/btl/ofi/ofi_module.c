@@ -90,11 +90,26 @@ static void px_btl_ofi_handle_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f,
     px_btl_ofi_rx_t rx;
     int code =
         px_btl_ofi_hdr_decode(f->super.base.super.payload, len, m->frag_size, m->job_size, &rx);
-    if (PX_LIKELY(PX_BTL_OFI_RX_DELIVER == code)) {
+    if (PX_LIKELY(PX_BTL_OFI_RX_DELIVER == code || PX_BTL_OFI_RX_DYN == code)) {
         px_btl_segment_t seg = {(char *)rx.payload, rx.payload_len};
         int src = rx.src_rank;
+        px_btl_endpoint_t *ep = (size_t)src < m->num_peers ? m->peers[src] : NULL;
+        if (PX_UNLIKELY(PX_BTL_OFI_RX_DYN == code)) {
+            ep = px_btl_ofi_dyn_lookup(m, PX_BTL_OFI_DYN_ID(src));
+            src = PX_BTL_RANK_DYNAMIC;
+            if (NULL == ep) { /* a number this process does not hold (now) */
+                if (++m->bad_recvs <= PX_BTL_OFI_BAD_RECV_SHOWN)
+                    px_show_error("btl/ofi (%s): dropped a message (tag %u, %zu bytes) naming "
+                                  "dynamic peer %u, which this process does not hold (removed, "
+                                  "or never connected)",
+                                  px_btl_ofi_prov(m), rx.tag, rx.payload_len,
+                                  PX_BTL_OFI_DYN_ID(rx.src_rank));
+                px_btl_ofi_post_recv(m, f);
+                return;
+            }
+        }
         px_btl_receive_descriptor_t rd = {
-            .endpoint = (size_t)src < m->num_peers ? m->peers[src] : NULL,
+            .endpoint = ep,
             .src_rank = src,
             .des_segments = &seg,
             .des_segment_count = 1,
@@ -301,7 +316,7 @@ static int px_btl_ofi_send_flags(px_btl_module_t *btl, px_btl_endpoint_t *endpoi
     px_btl_ofi_hdr_t *hdr = f->super.base.super.payload;
     hdr->tag = tag;
     hdr->flags = flags;
-    hdr->src_rank = m->my_rank;
+    hdr->src_rank = endpoint->send_as;
     f->endpoint = endpoint;
     f->super.size = PX_BTL_OFI_HDR + f->super.segment.seg_len;
     f->ctx.type = PX_BTL_OFI_OP_SEND;
@@ -339,7 +354,7 @@ static int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, c
         px_btl_ofi_hdr_t *hdr = (px_btl_ofi_hdr_t *)buf;
         hdr->tag = tag;
         hdr->flags = 0;
-        hdr->src_rank = m->my_rank;
+        hdr->src_rank = endpoint->send_as;
         memcpy(buf + PX_BTL_OFI_HDR, header, header_size);
         if (payload_size)
             memcpy(buf + PX_BTL_OFI_HDR + header_size, payload, payload_size);
@@ -671,6 +686,10 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     b->btl_flush = px_btl_ofi_flush;
     b->btl_progress = px_btl_ofi_progress;
     b->btl_register_error = px_btl_ofi_register_error;
+    b->btl_dyn_offer = px_btl_ofi_dyn_offer;
+    b->btl_dyn_accept = px_btl_ofi_dyn_accept;
+    b->btl_dyn_complete = px_btl_ofi_dyn_complete;
+    b->btl_dyn_remove = px_btl_ofi_dyn_remove;
     size_t max_msg = info->ep_attr->max_msg_size;
     if (b->btl_max_send_size + PX_BTL_OFI_HDR > max_msg)
         b->btl_max_send_size = max_msg - PX_BTL_OFI_HDR;
@@ -803,6 +822,8 @@ static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
     if (m->rcache)
         px_rcache_destroy(m->rcache);
     m->rcache = NULL;
+    if (m->av)
+        px_btl_ofi_dyn_cleanup(m);
     for (size_t i = 0; i < m->num_peers; ++i) {
         if (m->peers[i])
             px_btl_ofi_probe_close(m->peers[i]);

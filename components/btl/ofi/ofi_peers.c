@@ -99,6 +99,8 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         ep->rank = p->rank;
         ep->hostname = p->hostname;
         ep->probe_fd = -1;
+        ep->send_as = m->my_rank;
+        ep->in_av = true;
         if (probe_tcp && pa.addrlen <= sizeof(ep->probe_addr) &&
             (FI_SOCKADDR_IN == pa.addr_format || FI_SOCKADDR_IN6 == pa.addr_format)) {
             memcpy(&ep->probe_addr, pa.addr, pa.addrlen);

@@ -24,6 +24,12 @@ typedef struct px_btl_ofi_hdr {
     uint8_t pad[2];
     int32_t src_rank;
 } px_btl_ofi_hdr_t;
+/* A dynamic peer (BTL API 3.3) is no rank: its messages carry, as
+ * src_rank, -2 minus the number the receiver gave it in the connection
+ * exchange (ofi_dyn.c), so a receive tells its sender, as for a rank. */
+#define PX_BTL_OFI_DYN_SRC(id) ((int32_t)(-2 - (int32_t)(id)))
+#define PX_BTL_OFI_DYN_ID(src) ((uint32_t)(-2 - (src)))
+#define PX_BTL_OFI_DYN_ID_MAX  0x3fffffffu
 /* Sent at teardown behind everything else; the receiver drops it. */
 #define PX_BTL_OFI_HDR_DRAIN 0x1
 #define PX_BTL_OFI_HDR_KNOWN PX_BTL_OFI_HDR_DRAIN /* every flag a sender may set */
@@ -42,6 +48,7 @@ typedef struct px_btl_ofi_modex {
 enum {
     PX_BTL_OFI_RX_DELIVER = 0, /* a message for the tag's callback */
     PX_BTL_OFI_RX_DRAIN = 1,   /* a teardown drain: nothing to deliver */
+    PX_BTL_OFI_RX_DYN = 2,     /* a message from a dynamic peer: PX_BTL_OFI_DYN_ID(src_rank) */
     PX_BTL_OFI_RX_SHORT = -1,  /* shorter than the header: no sender known */
     PX_BTL_OFI_RX_LONG = -2,   /* longer than a receive buffer */
     PX_BTL_OFI_RX_RANK = -3,   /* the sender's rank is not one of the job's */
@@ -80,14 +87,15 @@ static inline int px_btl_ofi_hdr_decode(const void *buf, size_t len, size_t max_
     rx->payload_len = len - sizeof(*hdr);
     if (PX_UNLIKELY(len > max_len))
         return PX_BTL_OFI_RX_LONG;
-    if (PX_UNLIKELY(hdr->src_rank < 0 || (size_t)hdr->src_rank >= nranks))
+    bool dyn = hdr->src_rank <= PX_BTL_OFI_DYN_SRC(0);
+    if (PX_UNLIKELY(!dyn && (hdr->src_rank < 0 || (size_t)hdr->src_rank >= nranks)))
         return PX_BTL_OFI_RX_RANK;
     if (PX_UNLIKELY(0 != hdr->flags)) {
         if (0 != (hdr->flags & ~PX_BTL_OFI_HDR_KNOWN))
             return PX_BTL_OFI_RX_FLAGS;
         return PX_BTL_OFI_RX_DRAIN;
     }
-    return PX_BTL_OFI_RX_DELIVER;
+    return PX_UNLIKELY(dyn) ? PX_BTL_OFI_RX_DYN : PX_BTL_OFI_RX_DELIVER;
 }
 
 /* Describe a bad header (code < 0 from px_btl_ofi_hdr_decode) in `out`: what

@@ -23,10 +23,34 @@ typedef struct px_btl_self_frag {
 } px_btl_self_frag_t;
 PX_CLASS_DECLARATION(px_btl_self_frag_t);
 
+/* A dynamic peer of btl/self (BTL API 3.3): the process connected to itself
+ * through the dynamic peer exchange. Each side of the connection has one;
+ * a send on one is received on the other (its `peer`). The endpoint of the
+ * job's own rank is the module itself, never one of these. */
+typedef struct px_btl_self_dyn {
+    uint64_t magic; /* PX_BTL_SELF_DYN_MAGIC while it lives */
+    uint64_t id;    /* named on the wire, never a pointer */
+    struct px_btl_self_dyn *peer, *next, *prev;
+} px_btl_self_dyn_t;
+#define PX_BTL_SELF_DYN_MAGIC 0x73656c6664796e31ULL /* "selfdyn1" */
+
+/* btl/self's part of a dynamic peer payload: who may accept it. */
+typedef struct px_btl_self_dyn_part {
+    uint32_t magic; /* PX_BTL_SELF_PART_MAGIC */
+    uint32_t pid;   /* the process, for the message */
+    uint64_t nonce; /* random per process: the same pid in another namespace differs */
+    uint64_t id;    /* the px_btl_self_dyn_t it names */
+} px_btl_self_dyn_part_t;
+#define PX_BTL_SELF_PART_MAGIC 0x666c6573u /* "self" */
+
 typedef struct px_btl_self_module {
     px_btl_module_t super;
     int rank; /* the calling process */
     px_btl_error_fn error_cb;
+    /* dynamic peers (3.3) */
+    px_btl_self_dyn_t *dyn_head;
+    uint64_t dyn_next_id, dyn_nonce;
+    size_t dyn_count;
 } px_btl_self_module_t;
 
 typedef struct px_btl_self_state {

@@ -4,7 +4,11 @@
  * descriptor as its flags say; sendi does the same with segments on the
  * stack; put/get are memcpy.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
 #include "components/btl/self/self.h"
 #include "core/util/error.h"
 #include "frameworks/btl/base/base.h"
@@ -49,9 +53,14 @@ static int px_btl_self_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t 
     return PX_SUCCESS;
 }
 
+static int px_btl_self_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
+
 static int px_btl_self_finalize(px_btl_module_t *btl)
 {
-    (void)btl; /* the lists go away in the component's close */
+    /* The lists go away in the component's close; dynamic peers here. */
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    while (m->dyn_head)
+        px_btl_self_dyn_remove(btl, (px_btl_endpoint_t *)m->dyn_head);
     return PX_SUCCESS;
 }
 
@@ -143,14 +152,24 @@ static px_btl_descriptor_t *px_btl_self_prepare_src(px_btl_module_t *btl,
     return des;
 }
 
+static int px_btl_self_dyn_route(px_btl_self_module_t *m, px_btl_endpoint_t *ep,
+                                 px_btl_endpoint_t **to, int *src);
+
 static int px_btl_self_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
                             px_btl_descriptor_t *des, px_btl_tag_t tag)
 {
     px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    px_btl_endpoint_t *to = endpoint;
+    int src = m->rank;
+    if (PX_UNLIKELY(endpoint != (px_btl_endpoint_t *)m)) {
+        int rc = px_btl_self_dyn_route(m, endpoint, &to, &src);
+        if (rc != PX_SUCCESS)
+            return rc;
+    }
     const px_btl_active_message_callback_t *reg = &px_btl_base_active_message_trigger[tag];
     px_btl_receive_descriptor_t recv = {
-        .endpoint = endpoint,
-        .src_rank = m->rank,
+        .endpoint = to,
+        .src_rank = src,
         .des_segments = des->des_segments,
         .des_segment_count = des->des_segment_count,
         .tag = tag,
@@ -174,11 +193,20 @@ static int px_btl_self_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, 
     (void)order;
     (void)flags;
     px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    px_btl_endpoint_t *to = endpoint;
+    int src = m->rank;
+    if (descriptor)
+        *descriptor = NULL;
+    if (PX_UNLIKELY(endpoint != (px_btl_endpoint_t *)m)) {
+        int rc = px_btl_self_dyn_route(m, endpoint, &to, &src);
+        if (rc != PX_SUCCESS)
+            return rc;
+    }
     const px_btl_active_message_callback_t *reg = &px_btl_base_active_message_trigger[tag];
     px_btl_segment_t segs[2] = {{(void *)header, header_size}, {(void *)payload, payload_size}};
     px_btl_receive_descriptor_t recv = {
-        .endpoint = endpoint,
-        .src_rank = m->rank,
+        .endpoint = to,
+        .src_rank = src,
         .des_segments = segs,
         .des_segment_count = payload_size ? 2 : 1,
         .tag = tag,
@@ -253,6 +281,181 @@ static int px_btl_self_get_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
                               PX_BTL_RDMA_GET);
 }
 
+/* ------------------------------------------------------------ dynamic peers (3.3) */
+
+/* Where a send on the dynamic endpoint `ep` arrives: the other side of the
+ * connection, as a dynamic peer. PX_ERR_UNREACH when that side was removed
+ * or the connection is not complete. */
+static int px_btl_self_dyn_route(px_btl_self_module_t *m, px_btl_endpoint_t *ep,
+                                 px_btl_endpoint_t **to, int *src)
+{
+    (void)m;
+    px_btl_self_dyn_t *d = (px_btl_self_dyn_t *)ep;
+    if (NULL == d || d->magic != PX_BTL_SELF_DYN_MAGIC || NULL == d->peer)
+        return PX_ERR_UNREACH;
+    *to = (px_btl_endpoint_t *)d->peer;
+    *src = PX_BTL_RANK_DYNAMIC;
+    return PX_SUCCESS;
+}
+
+static px_btl_self_dyn_t *px_btl_self_dyn_new(px_btl_self_module_t *m)
+{
+    px_btl_self_dyn_t *d = calloc(1, sizeof(*d));
+    if (NULL == d)
+        return NULL;
+    if (0 == m->dyn_nonce) {
+        if (getrandom(&m->dyn_nonce, sizeof m->dyn_nonce, 0) != (ssize_t)sizeof m->dyn_nonce)
+            m->dyn_nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)d;
+        if (0 == m->dyn_nonce)
+            m->dyn_nonce = 1;
+    }
+    d->magic = PX_BTL_SELF_DYN_MAGIC;
+    d->id = ++m->dyn_next_id;
+    d->next = m->dyn_head;
+    if (d->next)
+        d->next->prev = d;
+    m->dyn_head = d;
+    m->dyn_count++;
+    return d;
+}
+
+static px_btl_self_dyn_t *px_btl_self_dyn_find(px_btl_self_module_t *m, uint64_t id)
+{
+    for (px_btl_self_dyn_t *d = m->dyn_head; d; d = d->next)
+        if (d->id == id)
+            return d;
+    return NULL;
+}
+
+static void px_btl_self_dyn_part(px_btl_self_module_t *m, const px_btl_self_dyn_t *d, void *part,
+                                 size_t *len)
+{
+    px_btl_self_dyn_part_t p = {.magic = PX_BTL_SELF_PART_MAGIC,
+                                .pid = (uint32_t)getpid(),
+                                .nonce = m->dyn_nonce,
+                                .id = d->id};
+    memcpy(part, &p, sizeof p);
+    *len = sizeof p;
+}
+
+/* Check the peer's part: NULL when it names a living endpoint of this
+ * process (*d, which may still be unpaired), else why not. */
+static const char *px_btl_self_dyn_check(px_btl_self_module_t *m, const void *buf, size_t len,
+                                         px_btl_self_dyn_t **d, char *reason)
+{
+    px_btl_self_dyn_part_t p;
+    if (len != sizeof p) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX,
+                 "its btl/self part is %zu bytes, not the %zu of this version", len, sizeof p);
+        return reason;
+    }
+    memcpy(&p, buf, sizeof p);
+    if (p.magic != PX_BTL_SELF_PART_MAGIC) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX, "its btl/self part has a bad magic number");
+        return reason;
+    }
+    if (p.pid != (uint32_t)getpid() || p.nonce != m->dyn_nonce || 0 == m->dyn_nonce) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX,
+                 "self reaches only the calling process (the peer is process %u, this is %d)",
+                 p.pid, (int)getpid());
+        return reason;
+    }
+    *d = px_btl_self_dyn_find(m, p.id);
+    if (NULL == *d) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX,
+                 "its btl/self part names connection %llu, which this process does not hold "
+                 "(removed, or never offered)",
+                 (unsigned long long)p.id);
+        return reason;
+    }
+    return NULL;
+}
+
+static int px_btl_self_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
+                                 size_t *part_len, char *reason)
+{
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    if (*part_len < sizeof(px_btl_self_dyn_part_t)) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX, "no room for its part");
+        return PX_ERR_BAD_PARAM;
+    }
+    px_btl_self_dyn_t *d = px_btl_self_dyn_new(m);
+    if (NULL == d) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX, "out of memory");
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    px_btl_self_dyn_part(m, d, part, part_len);
+    *endpoint = (px_btl_endpoint_t *)d;
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
+                                  px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                                  char *reason)
+{
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    px_btl_self_dyn_t *c = NULL;
+    if (px_btl_self_dyn_check(m, offer, offer_len, &c, reason))
+        return PX_ERR_UNREACH;
+    bool taken = c->peer != NULL;
+    for (px_btl_self_dyn_t *o = m->dyn_head; o && !taken; o = o->next)
+        taken = o->peer == c;
+    if (taken || *reply_len < sizeof(px_btl_self_dyn_part_t)) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX, "its btl/self connection %llu was accepted already",
+                 (unsigned long long)c->id);
+        return PX_ERR_BAD_PARAM;
+    }
+    px_btl_self_dyn_t *d = px_btl_self_dyn_new(m);
+    if (NULL == d) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX, "out of memory");
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    d->peer = c; /* sends from here arrive at once; c's go after complete */
+    px_btl_self_dyn_part(m, d, reply, reply_len);
+    *endpoint = (px_btl_endpoint_t *)d;
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                    const void *reply, size_t reply_len, char *reason)
+{
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    px_btl_self_dyn_t *c = (px_btl_self_dyn_t *)endpoint, *a = NULL;
+    if (px_btl_self_dyn_check(m, reply, reply_len, &a, reason))
+        return PX_ERR_BAD_PARAM;
+    if (a->peer != c || c->peer) {
+        snprintf(reason, PX_BTL_DYN_REASON_MAX,
+                 "its btl/self reply names connection %llu, which is not the one accepting "
+                 "this offer",
+                 (unsigned long long)a->id);
+        return PX_ERR_BAD_PARAM;
+    }
+    c->peer = a;
+    return PX_SUCCESS;
+}
+
+static int px_btl_self_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
+{
+    px_btl_self_module_t *m = (px_btl_self_module_t *)btl;
+    px_btl_self_dyn_t *d = (px_btl_self_dyn_t *)endpoint;
+    if (NULL == d || d->magic != PX_BTL_SELF_DYN_MAGIC)
+        return PX_ERR_BAD_PARAM;
+    /* The other side's sends to it fail from now on. */
+    for (px_btl_self_dyn_t *o = m->dyn_head; o; o = o->next)
+        if (o->peer == d)
+            o->peer = NULL;
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        m->dyn_head = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
+    m->dyn_count--;
+    d->magic = 0;
+    free(d);
+    return PX_SUCCESS;
+}
+
 static int px_btl_self_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
 {
     (void)btl;
@@ -300,6 +503,10 @@ px_btl_self_module_t px_btl_self_module = {
             .btl_register_error = px_btl_self_register_error,
             .btl_put_v = px_btl_self_put_v,
             .btl_get_v = px_btl_self_get_v,
+            .btl_dyn_offer = px_btl_self_dyn_offer,
+            .btl_dyn_accept = px_btl_self_dyn_accept,
+            .btl_dyn_complete = px_btl_self_dyn_complete,
+            .btl_dyn_remove = px_btl_self_dyn_remove,
         },
     .rank = -1,
     .error_cb = NULL,

@@ -114,8 +114,19 @@ struct px_btl_endpoint {
     uint64_t fb_rpos;
     /* liveness: a descriptor of the peer's segment file (-1: no check) */
     int lockfd;
-    bool gone;    /* seen dead or cut off (reported once) */
-    bool corrupt; /* it wrote something out of bounds: no longer read */
+    bool gone;     /* seen dead or cut off (reported once) */
+    bool corrupt;  /* it wrote something out of bounds: no longer read */
+    size_t fbs;    /* bytes of each ring with this peer (a power of two) */
+    size_t fb_max; /* largest message (with its 8-byte header) through them */
+    /* A dynamic peer (BTL API 3.3, shm_dyn.c): rank PX_BTL_RANK_DYNAMIC, no
+     * local index, a connection segment of each side (rings only). */
+    bool dyn;
+    int memfd; /* our connection segment (-1: none), open until remove */
+    int pidfd; /* the peer process, for its liveness (-1: none) */
+    char *own; /* our connection segment, mapped: the ring the peer writes */
+    size_t own_size;
+    uint64_t key; /* the random key of our segment */
+    struct px_btl_endpoint *dyn_next, *dyn_prev;
 };
 
 typedef struct px_btl_shm_frag {
@@ -148,6 +159,7 @@ typedef struct px_btl_shm_state {
     int free_list_eager_max, free_list_send_max;
     size_t frag_cool_bytes; /* btl_shm_frag_cool_bytes */
     int poll_batch;
+    bool dynamic; /* btl_shm_dynamic */
     /* runtime */
     bool in_progress;
     unsigned quiet_polls;   /* progress calls that found nothing, towards a liveness check */
@@ -176,6 +188,10 @@ typedef struct px_btl_shm_state {
     int cool_cap, cool_count, cool_head;
     size_t cool_bytes; /* data bytes of the fragments cooling */
     bool lists_constructed, lists_initialized;
+    /* dynamic peers (shm_dyn.c) */
+    struct px_btl_endpoint *dyn_head;
+    int dyn_count;
+    bool dyn_only; /* no local rank of the job: the module serves dynamic peers only */
 } px_btl_shm_state_t;
 
 extern const px_btl_component_t px_btl_shm_component;
@@ -439,6 +455,58 @@ int px_btl_shm_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map);
 void px_btl_shm_xfer_forget(int rank);
 /* Free every allocation still held (module cleanup). */
 void px_btl_shm_xfer_cleanup(void);
+
+/* Dynamic peers (shm_dyn.c, BTL API 3.3): a connection segment per side,
+ * a memfd the peer opens through /proc/<pid>/fd/<n> (the kernel allows that
+ * only to the same user, or a process allowed to ptrace it) after checking
+ * that both run on the same boot of the same kernel in the same pid and IPC
+ * namespaces; its header carries a random key the part names. */
+#define PX_BTL_SHM_DYN_MAGIC    0x706c7864796e3031ULL /* "plxdyn01" */
+#define PX_BTL_SHM_DYN_VERSION  1
+#define PX_BTL_SHM_DYN_RING_OFF 4096 /* the ring starts on the second page */
+typedef struct px_btl_shm_dyn_hdr {
+    uint64_t magic;
+    uint32_t version;
+    int32_t owner_pid;
+    uint64_t key;
+    uint64_t size;            /* of the whole segment */
+    uint64_t ring;            /* bytes of the ring at PX_BTL_SHM_DYN_RING_OFF */
+    _Atomic uint8_t departed; /* the owner removed the connection */
+} px_btl_shm_dyn_hdr_t;
+#define PX_BTL_SHM_DYN_ACK_OFF 128 /* the owner's read position in the ring */
+
+/* btl/shm's part of a dynamic peer payload. */
+typedef struct px_btl_shm_dyn_part {
+    uint64_t magic; /* PX_BTL_SHM_DYN_MAGIC */
+    uint32_t version;
+    uint32_t uid;
+    int32_t pid;
+    int32_t fd; /* the memfd's number in process pid */
+    uint64_t key;
+    uint64_t size, ring;
+    uint64_t vaddr; /* where the owner mapped its segment */
+    unsigned char boot_id[16];
+    uint64_t pidns, ipcns; /* inode numbers of /proc/self/ns/pid and ipc */
+} px_btl_shm_dyn_part_t;
+
+/* Check a peer's part against this host (boot id and namespaces as
+ * `mine`): NULL when it may be the same host, else why not, with
+ * *unreach true when it is another host or namespace (not an error) and
+ * false when the part is malformed. Pure (the fuzz harness reaches it). */
+const char *px_btl_shm_dyn_part_check(const void *buf, size_t len,
+                                      const px_btl_shm_dyn_part_t *mine, px_btl_shm_dyn_part_t *out,
+                                      bool *unreach);
+int px_btl_shm_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
+                         size_t *part_len, char *reason);
+int px_btl_shm_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
+                          px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                          char *reason);
+int px_btl_shm_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *reply,
+                            size_t reply_len, char *reason);
+int px_btl_shm_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
+void px_btl_shm_dyn_check_peers(void);  /* from progress, when quiet */
+int px_btl_shm_dyn_progress(void *ctx); /* shm_module.c: progress of a dynamic-only module */
+void px_btl_shm_dyn_cleanup(void);
 
 int px_btl_shm_module_setup(void); /* shm_module.c: called by init */
 void px_btl_shm_module_cleanup(void);

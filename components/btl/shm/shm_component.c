@@ -115,6 +115,15 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "1",
      PX_BTL_SHM_AT(poll_batch)},
+    {.name = "dynamic",
+     .help = "Serve dynamic peers (processes on this host that are not ranks of the job, added "
+             "through the dynamic peer exchange) with a connection segment each; a process with "
+             "no other local rank of its job then still gets a btl/shm module, for them only",
+     .type = PX_MCA_VAR_TYPE_BOOL,
+     .info_level = 4,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "true",
+     PX_BTL_SHM_AT(dynamic)},
     {.name = NULL},
 };
 #undef PX_BTL_SHM_AT
@@ -282,14 +291,49 @@ static bool is_pow2(size_t x)
     return x && !(x & (x - 1));
 }
 
+/* A module for dynamic peers only (btl_shm_dynamic): no job segment, no
+ * fragment heap, no shareable memory; add_procs reaches no rank. */
+static px_btl_module_t **px_btl_shm_init_dyn_only(int *num_modules)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_module_t *m = &px_btl_shm_module.super;
+    s->dyn_only = true;
+    s->nlocal = 0;
+    s->my_idx = -1;
+    s->my_rank = px_boot ? px_boot->rank : 0;
+    s->seg = NULL;
+    s->seg_size = 0;
+    s->my_fifo = NULL;
+    s->nactive = 0;
+    m->btl_flags &= ~PX_BTL_FLAGS_MEM_MAP;
+    if (!s->lists_constructed)
+        px_btl_shm_open();
+    if (px_btl_shm_lists_init() != PX_SUCCESS || px_btl_shm_module_setup() != PX_SUCCESS) {
+        px_btl_shm_module_cleanup();
+        return NULL;
+    }
+    /* Polled only while it has a dynamic peer (shm_dyn.c registers it). */
+    m->btl_progress = NULL;
+    px_btl_module_t **mods = malloc(sizeof *mods);
+    if (!mods)
+        return NULL;
+    mods[0] = m;
+    *num_modules = 1;
+    PX_OUTPUT_VERBOSE(10, px_btl_base_framework.output,
+                      "btl shm: no other local rank of this job: serving dynamic peers only "
+                      "(btl_shm_dynamic)");
+    return mods;
+}
+
 static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_threads)
 {
     (void)enable_progress_threads;
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_module_t *m = &px_btl_shm_module.super;
     *num_modules = 0;
+    s->dyn_only = false;
     if (NULL == px_boot || px_boot->size < 2)
-        return NULL; /* nobody to talk to */
+        return s->dynamic ? px_btl_shm_init_dyn_only(num_modules) : NULL; /* no job peer */
     if (s->fbox_size_var != 0 &&
         (!is_pow2(s->fbox_size_var) || s->fbox_size_var < 4096 || s->fbox_size_var > (16u << 20))) {
         px_show_error("btl shm: btl_shm_fbox_size %zu is not a power of two from 4096 to 16M "
@@ -321,7 +365,9 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
     if (s->nlocal < 2 || s->my_idx < 0 || s->nlocal > 65535) {
         free(s->local_index);
         s->local_index = NULL;
-        return NULL; /* no local peer */
+        s->nlocal = 0;
+        /* no local peer of the job */
+        return s->dynamic ? px_btl_shm_init_dyn_only(num_modules) : NULL;
     }
     /* auto: every local process computes the same from nlocal */
     s->fbox_size = s->fbox_size_var ? s->fbox_size_var : px_btl_shm_auto_fbox_size(s->nlocal);

@@ -205,7 +205,7 @@ static inline void deliver(px_btl_endpoint_t *ep, px_btl_tag_t tag, void *data, 
 #define FB_ZERO_AHEAD 4096
 static PX_NOINLINE void fbox_zero(px_btl_endpoint_t *ep, uint64_t from, uint64_t upto)
 {
-    const size_t fbs = px_btl_shm_state.fbox_size;
+    const size_t fbs = ep->fbs;
     uint64_t z = ep->fb_zeroed;
     if (z < from) /* never inside an entry being written */
         z = from;
@@ -220,7 +220,7 @@ static PX_NOINLINE void fbox_zero(px_btl_endpoint_t *ep, uint64_t from, uint64_t
  * entry does not fit before the end of the ring. */
 static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
 {
-    const size_t fbs = px_btl_shm_state.fbox_size;
+    const size_t fbs = ep->fbs;
     size_t off = ep->fb_wpos & (fbs - 1);
     size_t pad = off + esz > fbs ? fbs - off : 0;
     uint64_t need = ep->fb_wpos + pad + esz + 64; /* +64: the zeroed next header */
@@ -285,7 +285,7 @@ static inline int fbox_send2(px_btl_endpoint_t *ep, px_btl_tag_t tag, const void
 /* Take up to `max` messages from one peer's fast box. */
 static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
 {
-    const size_t fbs = px_btl_shm_state.fbox_size;
+    const size_t fbs = ep->fbs;
     int n = 0;
     while (n < max) {
         uint64_t h;
@@ -485,6 +485,7 @@ static PX_NOINLINE void px_btl_shm_check_peers(px_btl_shm_state_t *s)
     if (t < s->next_check_ns)
         return;
     s->next_check_ns = t + PX_BTL_SHM_CHECK_NS;
+    px_btl_shm_dyn_check_peers();
     for (int i = 0; i < s->nactive; i++) {
         px_btl_endpoint_t *ep = s->active[i];
         if (ep->gone || !px_btl_shm_peer_gone(ep->lockfd))
@@ -521,7 +522,11 @@ static int px_btl_shm_progress(px_btl_module_t *btl)
     int n = 0;
     for (int i = 0; i < s->nactive; i++)
         n += fbox_poll(s->active[i], s->poll_batch);
-    if (atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
+    for (px_btl_endpoint_t *d = s->dyn_head; d; d = d->dyn_next)
+        if (PX_LIKELY(!d->corrupt) && d->seg) /* from accept / complete on */
+            n += fbox_poll(d, s->poll_batch);
+    if (s->my_fifo &&
+        atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
         n += fifo_poll();
     if (n == 0 && PX_UNLIKELY(++s->quiet_polls >= PX_BTL_SHM_QUIET_POLLS)) {
         s->quiet_polls = 0;
@@ -544,7 +549,7 @@ static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, s
 {
     /* The lead is alignment, not message: it does not count against the
      * limit (an 8 KiB message with the runtime's header fits the default). */
-    if (!ep || size + 8 > px_btl_shm_state.fbox_max_send || ep->inflight || ep->fb_reserved)
+    if (!ep || size + 8 > ep->fb_max || ep->inflight || ep->fb_reserved)
         return NULL;
     size_t esz = (8 + lead + size + 63) & ~(size_t)63;
     long off = fbox_reserve(ep, esz);
@@ -594,7 +599,8 @@ static px_btl_descriptor_t *px_btl_shm_alloc(px_btl_module_t *btl, px_btl_endpoi
 {
     (void)btl;
     px_btl_shm_frag_t *f = fbox_desc(endpoint, size, 0, order, flags);
-    if (!f)
+    /* A dynamic peer maps no fragment heap of ours: its fast box only. */
+    if (!f && (!endpoint || !endpoint->dyn) && px_btl_shm_state.seg)
         f = frag_alloc(size, order, flags);
     return f ? &f->base : NULL;
 }
@@ -675,7 +681,7 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
             frag_return(f);
         return 1;
     }
-    if (len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0 && !ep->fb_reserved &&
+    if (len + 8 <= ep->fb_max && ep->inflight == 0 && !ep->fb_reserved &&
         fbox_send2(ep, tag, f->segment.seg_addr, len, NULL, 0) == PX_SUCCESS) {
         const uint32_t flags = des->des_flags;
         if ((flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
@@ -684,6 +690,8 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
             frag_return(f);
         return 1;
     }
+    if (PX_UNLIKELY(ep->dyn)) /* no queue to a dynamic peer: try again after progress */
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
     if (PX_UNLIKELY(!frag_push(ep, f, tag)))
         return PX_ERR_PEER_FAILED; /* its queue is corrupt: the descriptor stays the caller's */
     return 0;
@@ -697,8 +705,7 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
     size_t len = header_size + payload_size;
     if (descriptor)
         *descriptor = NULL;
-    if (PX_LIKELY(len + 8 <= px_btl_shm_state.fbox_max_send && ep->inflight == 0 &&
-                  !ep->fb_reserved) &&
+    if (PX_LIKELY(len + 8 <= ep->fb_max && ep->inflight == 0 && !ep->fb_reserved) &&
         PX_LIKELY(fbox_send2(ep, tag, header, header_size, payload, payload_size) == PX_SUCCESS))
         return PX_SUCCESS;
     /* Through a fragment on the queue: a heap fragment, never a fast box
@@ -708,6 +715,8 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
     (void)btl;
     if (PX_UNLIKELY(ep->gone))
         return PX_ERR_PEER_FAILED;
+    if (PX_UNLIKELY(ep->dyn)) /* its fast box only: full now */
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
     px_btl_shm_frag_t *f = frag_alloc(len, order, flags | PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (!f)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
@@ -800,6 +809,7 @@ static int px_btl_shm_finalize(px_btl_module_t *btl)
 void px_btl_shm_module_cleanup(void)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_shm_dyn_cleanup();
     px_btl_shm_xfer_cleanup();
     if (s->by_idx) {
         for (int i = 0; i < s->nlocal; i++)
@@ -836,6 +846,7 @@ void px_btl_shm_module_cleanup(void)
         atomic_store_explicit(&((px_btl_shm_seg_hdr_t *)s->seg)->departed, 1, memory_order_release);
         munmap(s->seg, s->seg_size);
         s->seg = NULL;
+        s->my_fifo = NULL;
         if (s->seg_fd >= 0)
             close(s->seg_fd);
         s->seg_fd = -1;
@@ -868,7 +879,18 @@ int px_btl_shm_module_setup(void)
     m->btl_get = rdma ? px_btl_shm_get : NULL;
     m->btl_put = rdma ? px_btl_shm_put : NULL;
     px_btl_shm_module.error_cb = NULL;
+    m->btl_progress = px_btl_shm_progress; /* a dynamic-only module clears it */
     return PX_SUCCESS;
+}
+
+/* Progress of a module serving dynamic peers only: registered with the
+ * progress engine while it has one (shm_dyn.c), so a singleton without
+ * any waits as before (the runtime tells "alone, nothing can arrive"
+ * from an empty progress engine). */
+int px_btl_shm_dyn_progress(void *ctx)
+{
+    (void)ctx;
+    return px_btl_shm_progress(&px_btl_shm_module.super);
 }
 
 px_btl_shm_module_t px_btl_shm_module = {
@@ -907,6 +929,10 @@ px_btl_shm_module_t px_btl_shm_module = {
             .btl_mem_free = px_btl_shm_mem_free,
             .btl_mem_map = px_btl_shm_mem_map,
             .btl_mem_unmap = px_btl_shm_mem_unmap,
+            .btl_dyn_offer = px_btl_shm_dyn_offer,
+            .btl_dyn_accept = px_btl_shm_dyn_accept,
+            .btl_dyn_complete = px_btl_shm_dyn_complete,
+            .btl_dyn_remove = px_btl_shm_dyn_remove,
         },
     .error_cb = NULL,
 };

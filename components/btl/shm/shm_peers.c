@@ -54,6 +54,12 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                 reasons[i] = "self (the calling process is served by btl/self)";
             continue;
         }
+        if (s->dyn_only) {
+            if (reasons)
+                reasons[i] = "no other rank of the job shares this host (btl/shm serves dynamic "
+                             "peers only)";
+            continue;
+        }
         if (!(p->locality & PX_PROC_LOCAL_HOST) || p->rank < 0 || p->rank >= px_boot->size ||
             s->local_index[p->rank] < 0) {
             if (reasons)
@@ -118,6 +124,8 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         ep->pid = mx->pid;
         ep->seg = base;
         ep->seg_size = mx->size;
+        ep->fbs = s->fbox_size;
+        ep->fb_max = s->fbox_max_send;
         ep->fb_out = base + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
         ep->fb_zeroed = s->fbox_size;                /* a new ring is all zero */
         if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) /* our ring there: its owner made the pages */

@@ -757,6 +757,52 @@ static int px_btl_verbs_fail(px_btl_verbs_module_t *m, const char *call, int err
     return PX_ERR_NOT_AVAILABLE;
 }
 
+/* ------------------------------------------------------------ dynamic peers (3.3) */
+
+/* Not yet: every call declines with the reason, which the base reports. */
+#define PX_BTL_VERBS_DYN_WHY                                                                       \
+    "btl/verbs does not serve dynamic peers yet: bringing up an RC queue pair per connection "     \
+    "through offer, accept and complete is not implemented"
+static int px_btl_verbs_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
+                                  size_t *part_len, char *reason)
+{
+    (void)btl;
+    (void)endpoint;
+    (void)part;
+    (void)part_len;
+    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_VERBS_DYN_WHY);
+    return PX_ERR_NOT_SUPPORTED;
+}
+static int px_btl_verbs_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
+                                   px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                                   char *reason)
+{
+    (void)btl;
+    (void)offer;
+    (void)offer_len;
+    (void)endpoint;
+    (void)reply;
+    (void)reply_len;
+    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_VERBS_DYN_WHY);
+    return PX_ERR_NOT_SUPPORTED;
+}
+static int px_btl_verbs_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                     const void *reply, size_t reply_len, char *reason)
+{
+    (void)btl;
+    (void)endpoint;
+    (void)reply;
+    (void)reply_len;
+    snprintf(reason, PX_BTL_DYN_REASON_MAX, "%s", PX_BTL_VERBS_DYN_WHY);
+    return PX_ERR_NOT_SUPPORTED;
+}
+static int px_btl_verbs_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
+{
+    (void)btl;
+    (void)endpoint;
+    return PX_ERR_BAD_PARAM; /* it never offers or accepts one */
+}
+
 int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
 {
     px_btl_module_t *b = &m->super;
@@ -800,6 +846,10 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     b->btl_flush = px_btl_verbs_flush;
     b->btl_progress = px_btl_verbs_progress;
     b->btl_register_error = px_btl_verbs_register_error;
+    b->btl_dyn_offer = px_btl_verbs_dyn_offer;
+    b->btl_dyn_accept = px_btl_verbs_dyn_accept;
+    b->btl_dyn_complete = px_btl_verbs_dyn_complete;
+    b->btl_dyn_remove = px_btl_verbs_dyn_remove;
 
     /* The device's limits are the module's figures. */
     size_t max_msg = m->port.pattr.max_msg_sz ? m->port.pattr.max_msg_sz : (size_t)1 << 31;

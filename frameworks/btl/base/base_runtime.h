@@ -179,4 +179,96 @@ static inline px_btl_base_peer_module_t *px_btl_base_peer_send(px_btl_base_peer_
     return &p->send[p->next_send++ % (unsigned)p->num_send];
 }
 
+/* ---- dynamic peers (BTL API 3.3) ---- */
+
+/* The payload px_btl_base_dyn_offer / _accept produce: one blob, all little
+ * endian, that another channel carries to the peer:
+ *   "PXDY" | version u8 (1) | kind u8 (1 offer, 2 reply) | nparts u16 |
+ *   connection id u64 | total length u32 (the whole blob) |
+ *   nparts x { name length u8 (1..63) | component name ([a-z0-9_]) |
+ *              component version major, minor, release u16 each |
+ *              module index u8 (among that component's modules) |
+ *              status u8 (0: the module's part; 1: it declined, the part is
+ *              the reason text) | part length u16 (<= PX_BTL_DYN_PART_MAX) |
+ *              part bytes }
+ * A reader checks every length against the bytes it holds and the limits
+ * below before it reads through it; a part of a component it has not loaded
+ * is skipped, as is one of another major version (with a reason). */
+#define PX_BTL_DYN_MAGIC       "PXDY"
+#define PX_BTL_DYN_VERSION     1
+#define PX_BTL_DYN_OFFER       1
+#define PX_BTL_DYN_REPLY       2
+#define PX_BTL_DYN_HEADER_SIZE 20
+#define PX_BTL_DYN_MAX_PARTS   32
+#define PX_BTL_DYN_NAME_MAX    63
+#define PX_BTL_DYN_PAYLOAD_MAX                                                                     \
+    (PX_BTL_DYN_HEADER_SIZE +                                                                      \
+     PX_BTL_DYN_MAX_PARTS * (PX_BTL_DYN_NAME_MAX + 12 + PX_BTL_DYN_PART_MAX))
+#define PX_BTL_DYN_PART_OK       0
+#define PX_BTL_DYN_PART_DECLINED 1
+
+typedef struct px_btl_dyn_part {
+    char component[PX_BTL_DYN_NAME_MAX + 1];
+    uint16_t version[3];
+    uint8_t index, status;
+    const unsigned char *data; /* into the parsed blob */
+    size_t len;
+} px_btl_dyn_part_t;
+
+typedef struct px_btl_dyn_payload {
+    uint8_t kind;
+    uint64_t conn_id;
+    int nparts;
+    px_btl_dyn_part_t parts[PX_BTL_DYN_MAX_PARTS];
+} px_btl_dyn_payload_t;
+
+/* Parse `len` bytes of a payload from anywhere (pure, no state): PX_SUCCESS
+ * with *out (its parts point into buf), or PX_ERR_BAD_PARAM with `why`
+ * (why_len bytes) saying what is wrong, at which byte, and what would be
+ * accepted. */
+PX_EXPORT int px_btl_base_dyn_parse(const void *buf, size_t len, px_btl_dyn_payload_t *out,
+                                    char *why, size_t why_len);
+
+/* One dynamic peer, from px_btl_base_dyn_offer (connecting side) or
+ * px_btl_base_dyn_accept (accepting side) to px_btl_base_dyn_remove. */
+typedef struct px_btl_base_dyn_peer {
+    /* The modules chosen for it, as px_btl_base_add_procs chooses for a rank
+     * (rank PX_BTL_RANK_DYNAMIC); NULL until accept / complete succeeded. */
+    px_btl_base_peer_t *peer;
+    int nmodules;
+    px_btl_module_t **modules;     /* as passed, not owned */
+    px_btl_endpoint_t **endpoints; /* [nmodules]: NULL where that module did not add it */
+    uint64_t conn_id;
+    bool connector, completed;
+} px_btl_base_dyn_peer_t;
+
+/* Whether `btl` serves dynamic peers: it was built for BTL API 3.3 or later
+ * and has the four btl_dyn_* methods (PX_BTL_MODULE_HAS). */
+PX_EXPORT bool px_btl_base_dyn_capable(const px_btl_module_t *btl);
+/* Connecting side: ask every module of `modules` (sorted, as for add_procs;
+ * the runtime passes px_btl_base_modules) for its part; *payload (malloc'ed,
+ * *len bytes) goes to the peer by any channel. A module that does not serve
+ * dynamic peers (an older minor) is skipped. PX_ERR_UNREACH with *error
+ * (caller frees) when no module offers anything. */
+PX_EXPORT int px_btl_base_dyn_offer(px_btl_module_t **modules, int nmodules,
+                                    px_btl_base_dyn_peer_t **dp, void **payload, size_t *len,
+                                    char **error);
+/* Accepting side: add the peer whose offer is `offer` (untrusted) through
+ * every module that can, choose its modules (*dp)->peer, and produce the
+ * reply (*reply, malloc'ed). On PX_ERR_UNREACH (no module reaches it) *dp is
+ * NULL, *error says every module's reason, and *reply still holds the
+ * declining reply to send back so the connector learns why;
+ * PX_ERR_BAD_PARAM for a malformed offer (no reply). */
+PX_EXPORT int px_btl_base_dyn_accept(px_btl_module_t **modules, int nmodules, const void *offer,
+                                     size_t offer_len, px_btl_base_dyn_peer_t **dp, void **reply,
+                                     size_t *reply_len, char **error);
+/* Connecting side: finish with the acceptor's reply (untrusted); dp->peer
+ * is then set. On an error dp stays to be removed. A module the acceptor
+ * declined is removed from the peer at once; a module that accepted but
+ * cannot complete fails the whole connection (both sides must agree). */
+PX_EXPORT int px_btl_base_dyn_complete(px_btl_base_dyn_peer_t *dp, const void *reply,
+                                       size_t reply_len, char **error);
+/* Release the peer in every module that added it (any state) and free dp. */
+PX_EXPORT int px_btl_base_dyn_remove(px_btl_base_dyn_peer_t *dp);
+
 #endif

@@ -42,7 +42,9 @@ static const uint32_t px_btl_base_fp_sizes[PX_BTL_API_MINOR + 1][PX_MCA_FINGERPR
            sizeof(px_btl_active_message_callback_t)},
     [1] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_1, sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
-    [2] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
+    [2] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_2, sizeof(px_btl_descriptor_t),
+           sizeof(px_btl_active_message_callback_t)},
+    [3] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
 };
 

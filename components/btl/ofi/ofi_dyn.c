@@ -1,0 +1,228 @@
+/*
+ * ofi_dyn.c: btl/ofi's dynamic peers (BTL API 3.3): a process that is not
+ * a rank of the job. Each side gives the other a number (a slot in
+ * m->dyn and a generation, so a number of a removed peer is not taken for
+ * the next one in that slot); the peer puts it, as PX_BTL_OFI_DYN_SRC(n),
+ * where a rank's message carries the rank, which is how a receive tells its
+ * sender apart although libfabric does not say who sent (FI_ADDR_UNSPEC,
+ * no FI_SOURCE). The part of the payload is that number and the endpoint's
+ * address in the modex blob's format (checked by px_btl_ofi_modex_parse:
+ * same provider, an address libfabric can read whole). The address goes
+ * into the address vector at accept (acceptor) and complete (connector)
+ * and out again with fi_av_remove at remove.
+ *
+ * Like the ranks' traffic, the number is a claim, not a proof: anybody who
+ * can send to the endpoint can use it; the connection channel authenticates
+ * the peer, btl/ofi trusts what arrives as it does for ranks.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "components/btl/ofi/ofi.h"
+#include "core/util/error.h"
+
+#define PX_BTL_OFI_DYN_MAGIC 0x6f666964u /* "ofid" */
+#define DYN_SLOTS_MAX        65536
+
+#define REASON(...) snprintf(reason, PX_BTL_DYN_REASON_MAX, __VA_ARGS__)
+
+/* The part: magic, number, then the modex blob. */
+typedef struct {
+    uint32_t magic;
+    uint32_t id;
+} dyn_head_t;
+
+px_btl_endpoint_t *px_btl_ofi_dyn_lookup(px_btl_ofi_module_t *m, uint32_t id)
+{
+    uint32_t slot = id & 0xffff;
+    if (slot >= m->dyn_cap || NULL == m->dyn[slot] || m->dyn[slot]->dyn_id != id)
+        return NULL;
+    return m->dyn[slot];
+}
+
+static px_btl_endpoint_t *dyn_new(px_btl_ofi_module_t *m)
+{
+    uint32_t slot = 0;
+    while (slot < m->dyn_cap && m->dyn[slot])
+        slot++;
+    if (slot == m->dyn_cap) {
+        if (m->dyn_cap >= DYN_SLOTS_MAX)
+            return NULL;
+        uint32_t cap = m->dyn_cap ? 2 * m->dyn_cap : 16;
+        px_btl_endpoint_t **d = realloc(m->dyn, cap * sizeof(*d));
+        if (NULL == d)
+            return NULL;
+        memset(d + m->dyn_cap, 0, (cap - m->dyn_cap) * sizeof(*d));
+        m->dyn = d;
+        m->dyn_cap = cap;
+    }
+    px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
+    if (NULL == ep)
+        return NULL;
+    m->dyn_gen = (m->dyn_gen + 1) & 0x3fff;
+    ep->module = m;
+    ep->addr = FI_ADDR_NOTAVAIL;
+    ep->rank = PX_BTL_RANK_DYNAMIC;
+    ep->hostname = "dynamic peer";
+    ep->probe_fd = -1;
+    ep->dyn = true;
+    ep->dyn_id = slot | (m->dyn_gen << 16);
+    ep->failed = true; /* no sends until its address is known */
+    m->dyn[slot] = ep;
+    return ep;
+}
+
+static int write_part(px_btl_ofi_module_t *m, const px_btl_endpoint_t *ep, void *part,
+                      size_t *part_len, char *reason)
+{
+    size_t len = sizeof(dyn_head_t) + sizeof(px_btl_ofi_modex_t) + m->addrlen;
+    if (len > *part_len) {
+        REASON("its address (%zu bytes) does not fit a part", m->addrlen);
+        return PX_ERR_NOT_SUPPORTED;
+    }
+    unsigned char *p = part;
+    dyn_head_t h = {PX_BTL_OFI_DYN_MAGIC, ep->dyn_id};
+    memcpy(p, &h, sizeof h);
+    px_btl_ofi_modex_t b;
+    memset(&b, 0, sizeof b);
+    snprintf(b.prov, sizeof(b.prov), "%s", px_btl_ofi_prov(m));
+    b.addr_format = m->info->addr_format;
+    b.addrlen = (uint32_t)m->addrlen;
+    memcpy(p + sizeof h, &b, sizeof b);
+    memcpy(p + sizeof h + sizeof b, m->addr, m->addrlen);
+    *part_len = len;
+    return PX_SUCCESS;
+}
+
+/* Read the peer's part and put its address in the address vector. */
+static int take_part(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, const void *part, size_t len,
+                     char *reason)
+{
+    dyn_head_t h;
+    if (NULL == part || len < sizeof h) {
+        REASON("its btl/ofi part of %zu bytes is shorter than its header", len);
+        return PX_ERR_BAD_PARAM;
+    }
+    memcpy(&h, part, sizeof h);
+    if (h.magic != PX_BTL_OFI_DYN_MAGIC || h.id > PX_BTL_OFI_DYN_ID_MAX) {
+        REASON("its btl/ofi part has a bad magic number or peer number");
+        return PX_ERR_BAD_PARAM;
+    }
+    px_btl_ofi_peer_addr_t pa;
+    char why[400];
+    int rc =
+        px_btl_ofi_modex_parse((const char *)part + sizeof h, len - sizeof h, px_btl_ofi_prov(m),
+                               m->info->addr_format, m->addrlen, &pa, why, sizeof why);
+    if (PX_SUCCESS != rc) {
+        REASON("%.250s", why);
+        return PX_ERR_BAD_PARAM == rc ? PX_ERR_BAD_PARAM : PX_ERR_UNREACH;
+    }
+    if (0 == memcmp(pa.addr, m->addr, m->addrlen) && pa.addrlen == m->addrlen &&
+        h.id == ep->dyn_id) {
+        REASON("its btl/ofi part is this very connection's (a reflected offer)");
+        return PX_ERR_BAD_PARAM;
+    }
+    fi_addr_t fa = FI_ADDR_NOTAVAIL;
+    int n = fi_av_insert(m->av, pa.addr, 1, &fa, 0, NULL);
+    if (1 != n) {
+        REASON("fi_av_insert of the peer's address failed: %s",
+               px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL));
+        return PX_ERR_UNREACH;
+    }
+    ep->addr = fa;
+    ep->in_av = true;
+    ep->send_as = PX_BTL_OFI_DYN_SRC(h.id);
+    ep->failed = false;
+    return PX_SUCCESS;
+}
+
+static void dyn_free(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
+{
+    uint32_t slot = ep->dyn_id & 0xffff;
+    if (slot < m->dyn_cap && m->dyn[slot] == ep)
+        m->dyn[slot] = NULL;
+    px_btl_ofi_probe_close(ep);
+    if (ep->in_av)
+        fi_av_remove(m->av, &ep->addr, 1, 0);
+    free(ep);
+}
+
+int px_btl_ofi_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
+                         size_t *part_len, char *reason)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    px_btl_endpoint_t *ep = dyn_new(m);
+    if (NULL == ep) {
+        REASON("out of memory, or %d dynamic peers already", DYN_SLOTS_MAX);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    int rc = write_part(m, ep, part, part_len, reason);
+    if (PX_SUCCESS != rc) {
+        dyn_free(m, ep);
+        return rc;
+    }
+    *endpoint = ep;
+    return PX_SUCCESS;
+}
+
+int px_btl_ofi_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
+                          px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                          char *reason)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    px_btl_endpoint_t *ep = dyn_new(m);
+    if (NULL == ep) {
+        REASON("out of memory, or %d dynamic peers already", DYN_SLOTS_MAX);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    int rc = take_part(m, ep, offer, offer_len, reason);
+    if (PX_SUCCESS == rc)
+        rc = write_part(m, ep, reply, reply_len, reason);
+    if (PX_SUCCESS != rc) {
+        dyn_free(m, ep);
+        return rc;
+    }
+    *endpoint = ep;
+    return PX_SUCCESS;
+}
+
+int px_btl_ofi_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *ep, const void *reply,
+                            size_t reply_len, char *reason)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    if (NULL == ep || !ep->dyn || ep->in_av) {
+        REASON("not an offered btl/ofi connection");
+        return PX_ERR_BAD_PARAM;
+    }
+    return take_part(m, ep, reply, reply_len, reason);
+}
+
+int px_btl_ofi_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *ep)
+{
+    px_btl_ofi_module_t *m = (px_btl_ofi_module_t *)btl;
+    if (NULL == ep || !ep->dyn)
+        return PX_ERR_BAD_PARAM;
+    /* What was sent to it completes (or is failed) before it goes. */
+    px_btl_ofi_drain(m, &ep, 1);
+    if (!px_btl_base_pending_empty(&ep->pending)) {
+        px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
+        for (px_btl_endpoint_t **l = &m->blocked; *l; l = &(*l)->next_blocked)
+            if (*l == ep) {
+                *l = ep->next_blocked;
+                break;
+            }
+    }
+    dyn_free(m, ep);
+    return PX_SUCCESS;
+}
+
+void px_btl_ofi_dyn_cleanup(px_btl_ofi_module_t *m)
+{
+    for (uint32_t i = 0; i < m->dyn_cap; i++)
+        if (m->dyn[i])
+            dyn_free(m, m->dyn[i]);
+    free(m->dyn);
+    m->dyn = NULL;
+    m->dyn_cap = 0;
+}
