@@ -191,6 +191,13 @@ PX_EXPORT int px_btl_base_mem_free(px_btl_module_t *btl, px_btl_mem_t *mem);
 PX_EXPORT int px_btl_base_mem_map(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
                                   const void *desc, size_t desc_len, px_btl_mem_t *map);
 PX_EXPORT int px_btl_base_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map);
+/* The module (highest exclusivity first) offering shareable memory that
+ * reaches job rank `rank`, and its endpoint for it, from the table the
+ * runtime's px_btl_base_add_procs built: what a caller outside the runtime
+ * (coll/sm) maps a same-host peer's memory with. PX_ERR_NOT_FOUND when no
+ * such module reaches it (or before add_procs / after del_procs). Inside
+ * libplexus only (not exported). */
+int px_btl_base_mem_peer(int rank, px_btl_module_t **btl, px_btl_endpoint_t **ep);
 /* Whether btl_put (write) / btl_get (read) of `btl` may serve one-sided
  * transfers between registered regions: the method is set and the module
  * offers PUT (GET) or PX_BTL_FLAGS_XFER_RDMA (3.2). */
