@@ -9,6 +9,8 @@
 #    multiples of the chunk, results against a serial computation; coll/sm
 #    must have served (coll_base_verbose says which component serves a call);
 #  - 2 ranks, default settings, the large sizes of issue 26 (16 MiB);
+#  - px_coll_check sm (the conformance checks every component passes), 3 and
+#    4 ranks;
 #  - a rank killed during a 4 MiB allreduce served by coll/sm: the others
 #    return an error within seconds, the message names the dead rank;
 #  - members that disagree on the segment's geometry get an error naming the
@@ -69,6 +71,16 @@ for n in 2 3 4; do
 done
 run "2 ranks, default thresholds and chunk: 64 KiB, 1 and 16 MiB of each operation" 2 -- \
     matrix --quick --big-edges bcast:65536,allgather:1048576,alltoall:16777216,reduce_scatter:1048576,allreduce:16777216,bcast:16777216
+
+# px_coll_check's conformance checks with coll/sm serving every call it can.
+collcheck=$PX_BUILD/tools/px_coll_check/px_coll_check
+cq=()
+[ -n "${PX_TEST_SANITIZER:-}" ] && cq=(--quick)
+for n in 3 4; do
+    out=$(timeout 900 "$collcheck" --pxrun "$pxrun" "${cq[@]}" sm -n $n 2>&1 </dev/null); rc=$?
+    check "px_coll_check sm -n $n: every check ok" \
+        eval '[ $rc -eq 0 ] && ! echo "$out" | grep -q "^not ok" && [ "$(echo "$out" | grep -c "^ok .* calls checked")" -eq 5 ]'
+done
 
 # A rank killed during an allreduce served by coll/sm (4 MiB >= 64k).
 for n in 2 3 4; do
