@@ -6,7 +6,7 @@
 #include "core/util/error.h"
 
 int px_coll_sm_priority = 15;
-size_t px_coll_sm_chunk = 64 * 1024;
+size_t px_coll_sm_chunk = 1024 * 1024;
 int px_coll_sm_slots = 8;
 
 static const px_mca_var_field_t px_coll_sm_vars[] = {
@@ -18,7 +18,7 @@ static const px_mca_var_field_t px_coll_sm_vars[] = {
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .dflt = "64k",
+     .dflt = "1M",
      .min = "4k",
      .max = "64M",
      .storage = &px_coll_sm_chunk},

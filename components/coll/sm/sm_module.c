@@ -667,7 +667,16 @@ static int sm_build(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t
     c->dtype = a->dtype;
     c->rop = a->rop;
     c->es = px_coll_dtype_size(a->dtype);
-    c->ch = sg->slot / c->es * c->es;
+    /* A chunk is a slot, or for a block of less than 4 slots a quarter of
+     * it (at least 8 KiB), so even one slot's worth is pipelined: the
+     * readers copy the first quarter out while the writer copies the
+     * second in. The same on every member (from the arguments only). */
+    size_t ch = sg->slot, blk = a->count * c->es;
+    if (blk / 4 < ch)
+        ch = blk / 4 > 8192 ? blk / 4 : 8192;
+    if (ch > sg->slot)
+        ch = sg->slot;
+    c->ch = ch / c->es * c->es;
     c->st = (sm_stream_t *)(c + 1);
     c->sreq = (struct px_request **)(c->st + p);
     c->rreq = c->sreq + p;
