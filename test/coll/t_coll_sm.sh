@@ -34,8 +34,8 @@ for v in coll_sm_chunk coll_sm_slots coll_sm_priority coll_base_bcast_sm_min \
     check "px_info lists $v" contains "$out" "$v"
 done
 out=$("$pxinfo" --coll-rules 2>&1)
-check "the built-in rules send allreduce from 64k to sm first" \
-    eval 'echo "$out" | grep -Eq "^  allreduce +2- +64k- +sm +coll_base_allreduce_sm_min$"'
+check "the built-in rules send allreduce from 1M to sm first" \
+    eval 'echo "$out" | grep -Eq "^  allreduce +2- +1M- +sm +coll_base_allreduce_sm_min$"'
 
 sm_all=(PX_MCA_coll_base_bcast_sm_min=0 PX_MCA_coll_base_allgather_sm_min=0
     PX_MCA_coll_base_alltoall_sm_min=0 PX_MCA_coll_base_reduce_scatter_sm_min=0
@@ -82,7 +82,7 @@ for n in 3 4; do
         eval '[ $rc -eq 0 ] && ! echo "$out" | grep -q "^not ok" && [ "$(echo "$out" | grep -c "^ok .* calls checked")" -eq 5 ]'
 done
 
-# A rank killed during an allreduce served by coll/sm (4 MiB >= 64k).
+# A rank killed during an allreduce served by coll/sm (4 MiB >= 1M).
 for n in 2 3 4; do
     victim=$((n - 1))
     [ "$n" -gt 2 ] && victim=$((n - 2))
