@@ -14,6 +14,14 @@
 # it anyway, up to 4 KiB).
 # Results stay in OUT (default: a temporary folder, removed) for a second
 # look: `compare-coll.sh --report OUT` prints the table again.
+# SIZES (e.g. 65536,1048576,16777216): only these sizes, for every peer.
+# PX_BEFORE (e.g. "PX_MCA_coll=^sm"): each round also runs Plexus with these
+# environment settings (the "before" of a change, interleaved with the
+# "after"), reported as plexus_before.
+# Besides the best-of table, a second table gives per (op, ranks, size) the
+# median over rounds of each round's ratio Plexus / best Open MPI setting of
+# that round (the figure issue 26 judges by: this machine's state changes
+# between runs, and a best across rounds compares different states).
 # Each peer keeps its best figure per size over the rounds and its settings;
 # the table gives Plexus / best Open MPI and the issue's target, and for
 # allreduce from 1 MiB the ratio to the memory-copy bound px_perf measured
@@ -57,11 +65,20 @@ for r in $(seq 1 "$rounds"); do
             [ -n "${NOYIELD:-}" ] && yields=(0 1)
         fi
         for op in $ops; do
+            szs=()
+            [ -n "${SIZES:-}" ] && szs=(--sizes "$SIZES")
             timeout 900 "$B/tools/pxrun/pxrun" -n "$n" --bind-to core "$B/tools/px_perf/px_perf" \
-                --coll "$op" --csv >"$T/px.$op.$n.$r" 2>"$T/err" || { echo "# px_perf $op -n $n failed:"; head -5 "$T/err"; }
+                --coll "$op" "${szs[@]}" --csv >"$T/px.$op.$n.$r" 2>"$T/err" || { echo "# px_perf $op -n $n failed:"; head -5 "$T/err"; }
+            if [ -n "${PX_BEFORE:-}" ]; then
+                # shellcheck disable=SC2086
+                env $PX_BEFORE timeout 900 "$B/tools/pxrun/pxrun" -n "$n" --bind-to core \
+                    "$B/tools/px_perf/px_perf" --coll "$op" "${szs[@]}" --csv \
+                    >"$T/pxb.$op.$n.$r" 2>"$T/err" || { echo "# px_perf ($PX_BEFORE) $op -n $n failed:"; head -5 "$T/err"; }
+            fi
             for dyn in 0 1; do
                 for y in "${yields[@]}"; do
                     sz=()
+                    [ -n "${SIZES:-}" ] && sz=(--sizes "$SIZES")
                     [ "$n" -gt "$cores" ] && [ "$y" = 0 ] && sz=(--sizes 8,64,512,4096)
                     timeout 900 mpirun "${root[@]}" --oversubscribe -np "$n" --bind-to "$bind" \
                         --mca coll_tuned_use_dynamic_rules "$dyn" --mca mpi_yield_when_idle "$y" \
@@ -119,4 +136,38 @@ for k in sorted(px, key=lambda k: (["allreduce", "bcast", "allgather", "alltoall
     print("%-10s %5d %10d %12.3f %12s %7.2f %6s %-12s %s%s" % (op, n, b, px[k], "%.3f" % m if m else "-",
           ratio, "%.1f" % t if t else "-", mpi_cfg.get(k, "-"), xb, flag))
 print("# %d size(s) miss their target" % miss)
+
+# Per round: Plexus (and its "before") over the best Open MPI setting of the
+# same round; the median of those ratios over the rounds.
+def per_round(prefix):
+    out = {}
+    for path in glob.glob(os.path.join(T, prefix + ".*")):
+        parts = os.path.basename(path).split(".")
+        if len(parts) != 4:
+            continue
+        rnd = parts[3]
+        for f in rows(path):
+            out[(f[0], int(f[1]), int(f[2]), rnd)] = float(f[3])
+    return out
+mpi_round = {}
+for path in glob.glob(os.path.join(T, "mpi.*")):
+    parts = os.path.basename(path).split(".")
+    for f in rows(path):
+        k = (f[0], int(f[1]), int(f[2]), parts[3])
+        mpi_round[k] = min(mpi_round.get(k, 1e30), float(f[3]))
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return float("nan") if n == 0 else (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
+pr, pb = per_round("px"), per_round("pxb")
+keys = sorted({k[:3] for k in pr}, key=lambda k: (["allreduce", "bcast", "allgather", "alltoall", "barrier"].index(k[0]), k[1], k[2]))
+if keys:
+    print()
+    print("# median over rounds of each round's Plexus / best Open MPI (time; lower is better)")
+    print("%-10s %5s %10s %7s %9s %7s %s" % ("op", "ranks", "bytes", "rounds", "plexus", "before", "per-round plexus ratios"))
+    for k in keys:
+        rs = [pr[k + (r,)] / mpi_round[k + (r,)] for (o, n, b, r) in pr if (o, n, b) == k and k + (r,) in mpi_round]
+        bs = [pb[k + (r,)] / mpi_round[k + (r,)] for (o, n, b, r) in pb if (o, n, b) == k and k + (r,) in mpi_round]
+        print("%-10s %5d %10d %7d %9.2f %7s %s" % (k[0], k[1], k[2], len(rs), median(rs),
+              "%.2f" % median(bs) if bs else "-", " ".join("%.2f" % x for x in rs)))
 EOF

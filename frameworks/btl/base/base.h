@@ -123,4 +123,26 @@ typedef struct px_btl_rdma_args {
         return px_rcache_release(&px_container_of(handle, reg_t, handle)->super);                  \
     }
 
+/* ---- shareable memory (BTL API 3.2): what a component (coll/sm) maps a
+ * same-host peer's memory with ---- */
+
+/* Whether `btl` offers shareable memory: it has btl_mem_alloc, btl_mem_free,
+ * btl_mem_map and btl_mem_unmap (PX_BTL_MODULE_HAS: a module built for an
+ * older minor has none) and PX_BTL_FLAGS_MEM_MAP is set (a user may clear it
+ * with btl_<name>_flags). */
+PX_EXPORT bool px_btl_base_has_mem_map(const px_btl_module_t *btl);
+/* The module's method when px_btl_base_has_mem_map, else PX_ERR_NOT_SUPPORTED
+ * (the caller falls back to memory of its own, registered with btl_register_mem). */
+PX_EXPORT int px_btl_base_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem);
+PX_EXPORT int px_btl_base_mem_free(px_btl_module_t *btl, px_btl_mem_t *mem);
+PX_EXPORT int px_btl_base_mem_map(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                  const void *desc, size_t desc_len, px_btl_mem_t *map);
+PX_EXPORT int px_btl_base_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map);
+/* The module (highest exclusivity first) offering shareable memory that
+ * reaches job rank `rank`, and its endpoint for it, from the table the
+ * runtime's px_btl_base_add_procs built: what a component outside the BTL
+ * (coll/sm) maps a same-host peer's memory with. PX_ERR_NOT_FOUND when no
+ * such module reaches it (or before add_procs / after del_procs). */
+PX_EXPORT int px_btl_base_mem_peer(int rank, px_btl_module_t **btl, px_btl_endpoint_t **ep);
+
 #endif

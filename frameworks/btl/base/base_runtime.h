@@ -76,20 +76,8 @@ PX_EXPORT int px_btl_base_get_v(px_btl_module_t *btl, px_btl_endpoint_t *endpoin
  * btl_put_v/btl_get_v); also said at btl_base_verbose 10. */
 PX_EXPORT uint64_t px_btl_base_vector_fallbacks(void);
 
-/* ---- shareable memory and one-sided use (BTL API 3.2) ---- */
+/* ---- one-sided use (BTL API 3.2); shareable memory is in base.h ---- */
 
-/* Whether `btl` offers shareable memory: it has btl_mem_alloc, btl_mem_free,
- * btl_mem_map and btl_mem_unmap (PX_BTL_MODULE_HAS: a module built for an
- * older minor has none) and PX_BTL_FLAGS_MEM_MAP is set (a user may clear it
- * with btl_<name>_flags). */
-PX_EXPORT bool px_btl_base_has_mem_map(const px_btl_module_t *btl);
-/* The module's method when px_btl_base_has_mem_map, else PX_ERR_NOT_SUPPORTED
- * (the caller falls back to memory of its own, registered with btl_register_mem). */
-PX_EXPORT int px_btl_base_mem_alloc(px_btl_module_t *btl, size_t size, px_btl_mem_t *mem);
-PX_EXPORT int px_btl_base_mem_free(px_btl_module_t *btl, px_btl_mem_t *mem);
-PX_EXPORT int px_btl_base_mem_map(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
-                                  const void *desc, size_t desc_len, px_btl_mem_t *map);
-PX_EXPORT int px_btl_base_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map);
 /* Whether btl_put (write) / btl_get (read) of `btl` may serve one-sided
  * transfers between registered regions: the method is set and the module
  * offers PUT (GET) or PX_BTL_FLAGS_XFER_RDMA (3.2). */

@@ -65,3 +65,27 @@ bool px_btl_base_xfer_can_get(const px_btl_module_t *btl)
     uint32_t f = btl->btl_flags;
     return btl->btl_get && ((f & PX_BTL_FLAGS_GET) || (f & PX_BTL_FLAGS_XFER_RDMA));
 }
+
+extern const px_btl_base_table_t *px_btl_base_current_table; /* btl_base_select.c */
+
+int px_btl_base_mem_peer(int rank, px_btl_module_t **btl, px_btl_endpoint_t **ep)
+{
+    const px_btl_base_table_t *t = px_btl_base_current_table;
+    if (NULL == t || NULL == t->reach || NULL == btl || NULL == ep)
+        return PX_ERR_NOT_FOUND;
+    for (size_t i = 0; i < t->nprocs; ++i) {
+        if (NULL == t->procs[i] || t->procs[i]->rank != rank)
+            continue;
+        for (int m = 0; m < t->nmodules; ++m) {
+            const px_btl_base_reach_t *r = &t->reach[m];
+            if (px_btl_base_has_mem_map(r->module) && px_bitmap_is_set_bit(&r->reachable, (int)i) &&
+                r->endpoints[i]) {
+                *btl = r->module;
+                *ep = r->endpoints[i];
+                return PX_SUCCESS;
+            }
+        }
+        break;
+    }
+    return PX_ERR_NOT_FOUND;
+}

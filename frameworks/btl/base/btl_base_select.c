@@ -199,6 +199,10 @@ static void reach_release(px_btl_base_reach_t *r, int n)
     free(r);
 }
 
+/* The table the last successful px_btl_base_add_procs built (the runtime's),
+ * until px_btl_base_del_procs releases it: px_btl_base_mem_peer reads it. */
+const px_btl_base_table_t *px_btl_base_current_table;
+
 int px_btl_base_add_procs(px_btl_base_table_t *t, px_btl_module_t **modules, int nmodules,
                           px_proc_t **procs, size_t nprocs, const px_proc_t *local,
                           px_btl_base_peer_t **peers, char **error)
@@ -259,11 +263,14 @@ int px_btl_base_add_procs(px_btl_base_table_t *t, px_btl_module_t **modules, int
         }
         peers[i] = peer;
     }
+    px_btl_base_current_table = t;
     return PX_SUCCESS;
 }
 
 int px_btl_base_del_procs(px_btl_base_table_t *t, px_btl_base_peer_t **peers)
 {
+    if (px_btl_base_current_table == t)
+        px_btl_base_current_table = NULL;
     if (NULL == t->reach)
         return PX_SUCCESS;
     for (int m = t->nmodules - 1; m >= 0; --m) {

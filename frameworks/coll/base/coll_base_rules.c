@@ -44,7 +44,26 @@ size_t px_coll_base_allreduce_ring_min = 256 * 1024;
 size_t px_coll_base_allgather_ring_min = 4 << 20;
 size_t px_coll_base_reduce_scatter_ring_min = 4 * 1024;
 size_t px_coll_base_alltoall_pairwise_min = 8 << 20;
+/* coll/sm (a group whose members all share this host): at least this many
+ * bytes go through its shared segments. */
+size_t px_coll_base_bcast_sm_min = 1024 * 1024;
+size_t px_coll_base_allgather_sm_min = 1024 * 1024;
+size_t px_coll_base_alltoall_sm_min = 1024 * 1024;
+size_t px_coll_base_reduce_scatter_sm_min = 1024 * 1024;
+size_t px_coll_base_allreduce_sm_min = 1024 * 1024;
 char *px_coll_base_rules_file = NULL;
+
+#define PX_COLL_SM_MIN_VAR(op, what, var)                                                          \
+    {                                                                                              \
+        .name = op "_sm_min",                                                                      \
+        .help =                                                                                    \
+            what " of at least this many bytes"                                                    \
+                 " on a group whose members all share this "                                       \
+                 "host go through coll/sm's shared segments (one copy in, one out, pipelined); "   \
+                 "smaller ones, and groups spanning hosts, the rules below",                       \
+        .type = PX_MCA_VAR_TYPE_SIZE, .info_level = 5, .scope = PX_MCA_VAR_SCOPE_READONLY,         \
+        .dflt = "1M", .min = "0", .max = "1024G", .storage = &(var)                                \
+    }
 
 static const px_mca_var_field_t px_coll_base_vars[] = {
     {.name = "rules_file",
@@ -126,6 +145,12 @@ static const px_mca_var_field_t px_coll_base_vars[] = {
      .min = "0",
      .max = "1024G",
      .storage = &px_coll_base_alltoall_pairwise_min},
+    PX_COLL_SM_MIN_VAR("bcast", "Broadcasts", px_coll_base_bcast_sm_min),
+    PX_COLL_SM_MIN_VAR("allgather", "Allgathers (bytes per rank)", px_coll_base_allgather_sm_min),
+    PX_COLL_SM_MIN_VAR("alltoall", "Alltoalls (bytes per pair)", px_coll_base_alltoall_sm_min),
+    PX_COLL_SM_MIN_VAR("reduce_scatter", "Reduce-scatters (bytes per rank)",
+                       px_coll_base_reduce_scatter_sm_min),
+    PX_COLL_SM_MIN_VAR("allreduce", "Allreduces", px_coll_base_allreduce_sm_min),
     {.name = NULL},
 };
 
@@ -355,6 +380,20 @@ int px_coll_base_rules(const px_coll_rule_t **rules)
     for (int i = 0; i < nfile_rules; ++i)
         all_rules[n++] = file_rules[i];
     n = add_builtin(all_rules, n, PX_COLL_BARRIER, 0, SIZE_MAX, "fullmesh", "built-in");
+    /* coll/sm first: it serves only groups on one host (it declines the
+     * others, and a rule naming a component that does not serve the group is
+     * skipped), so across hosts and below the thresholds the rules after
+     * these decide as before. */
+    n = add_builtin(all_rules, n, PX_COLL_BCAST, px_coll_base_bcast_sm_min, SIZE_MAX, "sm",
+                    "coll_base_bcast_sm_min");
+    n = add_builtin(all_rules, n, PX_COLL_ALLGATHER, px_coll_base_allgather_sm_min, SIZE_MAX, "sm",
+                    "coll_base_allgather_sm_min");
+    n = add_builtin(all_rules, n, PX_COLL_ALLTOALL, px_coll_base_alltoall_sm_min, SIZE_MAX, "sm",
+                    "coll_base_alltoall_sm_min");
+    n = add_builtin(all_rules, n, PX_COLL_REDUCE_SCATTER, px_coll_base_reduce_scatter_sm_min,
+                    SIZE_MAX, "sm", "coll_base_reduce_scatter_sm_min");
+    n = add_builtin(all_rules, n, PX_COLL_ALLREDUCE, px_coll_base_allreduce_sm_min, SIZE_MAX, "sm",
+                    "coll_base_allreduce_sm_min");
     size_t b1 = px_coll_base_bcast_binomial_min, b2 = px_coll_base_bcast_ring_min;
     if (b2 < b1)
         b1 = b2;

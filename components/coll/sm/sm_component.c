@@ -1,0 +1,45 @@
+/*
+ * sm_component.c: registration and query of coll/sm.
+ */
+#include "components/coll/sm/sm.h"
+#include "core/mca/var.h"
+#include "core/util/error.h"
+
+int px_coll_sm_priority = 15;
+size_t px_coll_sm_chunk = 1024 * 1024;
+int px_coll_sm_slots = 8;
+
+static const px_mca_var_field_t px_coll_sm_vars[] = {
+    PX_COLL_PRIORITY_VAR("sm", px_coll_sm_priority),
+    {.name = "chunk",
+     .help = "Bytes of a coll/sm pipeline step: a member copies this much into its shared "
+             "segment while the others copy the step before out (sized so a few steps stay in "
+             "the cache the cores share)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .dflt = "1M",
+     .min = "4k",
+     .max = "64M",
+     .storage = &px_coll_sm_chunk},
+    {.name = "slots",
+     .help = "Steps of coll/sm's pipeline a member may run ahead of the slowest reader (its "
+             "shared segment holds this many chunks)",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .min = "2",
+     .max = "256",
+     .storage = &px_coll_sm_slots},
+    {.name = NULL},
+};
+
+static int px_coll_sm_register(void)
+{
+    return px_mca_var_register_table("coll", "sm", px_coll_sm_vars, -1, NULL);
+}
+
+const px_coll_component_t px_coll_sm_component = {
+    .base = PX_COLL_COMPONENT_HEADER("sm", 1, 0, 0, px_coll_sm_register, NULL, NULL),
+    .query = px_coll_sm_query_group,
+};

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# coll/sm (components/coll/sm, docs/coll.md "coll/sm"): large collectives of a
+# group on one host through shared segments.
+#  - px_info lists the component, its variables and its rules;
+#  - 2, 3 and 4 ranks with every coll/sm threshold at 0 and the smallest
+#    pipeline (4 KiB chunks, 2 slots: the rings wrap all the time): every
+#    operation x datatype x reduction of test/coll/coll_probe, in place and
+#    not, blocking and not, groups of every split, counts 0, 1, odd and around
+#    multiples of the chunk, results against a serial computation; coll/sm
+#    must have served (coll_base_verbose says which component serves a call);
+#  - 2 ranks, default settings, the large sizes of issue 26 (16 MiB);
+#  - px_coll_check sm (the conformance checks every component passes), 3 and
+#    4 ranks;
+#  - a rank killed during a 4 MiB allreduce served by coll/sm: the others
+#    return an error within seconds, the message names the dead rank;
+#  - members that disagree on the segment's geometry get an error naming the
+#    variables, no crash, no hang.
+# PX_TEST_SANITIZER=1: --quick matrices.
+. "$PX_SRC/test/lib/tap.sh"
+probe=$PX_BUILD/test/coll/coll_probe
+pxrun=$PX_BUILD/tools/pxrun/pxrun
+pxinfo=$PX_BUILD/tools/px_info/px_info
+need_built "$probe" "$pxrun" "$pxinfo"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+quick=()
+[ -n "${PX_TEST_SANITIZER:-}" ] && quick=(--quick)
+
+out=$("$pxinfo" --all 2>&1)
+check "px_info lists coll/sm" eval 'echo "$out" | grep -Eq "coll.*\bsm\b"'
+for v in coll_sm_chunk coll_sm_slots coll_sm_priority coll_base_bcast_sm_min \
+    coll_base_allgather_sm_min coll_base_alltoall_sm_min coll_base_reduce_scatter_sm_min \
+    coll_base_allreduce_sm_min; do
+    check "px_info lists $v" contains "$out" "$v"
+done
+out=$("$pxinfo" --coll-rules 2>&1)
+check "the built-in rules send allreduce from 1M to sm first" \
+    eval 'echo "$out" | grep -Eq "^  allreduce +2- +1M- +sm +coll_base_allreduce_sm_min$"'
+
+sm_all=(PX_MCA_coll_base_bcast_sm_min=0 PX_MCA_coll_base_allgather_sm_min=0
+    PX_MCA_coll_base_alltoall_sm_min=0 PX_MCA_coll_base_reduce_scatter_sm_min=0
+    PX_MCA_coll_base_allreduce_sm_min=0 PX_MCA_coll_sm_chunk=4k PX_MCA_coll_sm_slots=2)
+
+# run DESCRIPTION NRANKS [env...] -- probe args: every rank reports 0 errors,
+# and coll/sm served calls of every one of its operations.
+run() {
+    local d=$1 n=$2; shift 2
+    local envs=()
+    while [ "$1" != -- ]; do envs+=("$1"); shift; done
+    shift
+    out=$(env "${envs[@]}" PX_MCA_coll_base_verbose=20 timeout 600 "$pxrun" -n "$n" "$probe" "$@" \
+        </dev/null 2>"$T/err"); rc=$?
+    local good served missing=""
+    good=$(echo "$out" | grep -c ', 0 errors$')
+    for op in bcast allgather alltoall reduce_scatter allreduce; do
+        grep -Eq "coll: $op of [0-9]+ bytes on [0-9]+ ranks: sm" "$T/err" || missing="$missing $op"
+    done
+    served=$(grep -Ec 'ranks: sm' "$T/err")
+    if [ "$rc" -eq 0 ] && [ "$good" -eq "$n" ] && [ -z "$missing" ]; then
+        ok "$d ($(echo "$out" | awk '{s += $3} END {print s}') checks, $served calls through sm)"
+    else
+        not_ok "$d"
+        { echo "$out"; [ -n "$missing" ] && echo "sm served no:$missing";
+          grep -v '^\[.*coll: ' "$T/err" | head -20; } | head -40 | sed 's/^/# /'
+    fi
+}
+
+for n in 2 3 4; do
+    run "$n ranks, coll/sm for everything, 4 KiB chunks in 2 slots: the whole matrix" "$n" \
+        "${sm_all[@]}" -- matrix --edges 4096,8192,12289,20000 "${quick[@]}"
+done
+run "2 ranks, default thresholds and chunk: 64 KiB, 1 and 16 MiB of each operation" 2 -- \
+    matrix --quick --big-edges bcast:65536,allgather:1048576,alltoall:16777216,reduce_scatter:1048576,allreduce:16777216,bcast:16777216
+
+# px_coll_check's conformance checks with coll/sm serving every call it can.
+collcheck=$PX_BUILD/tools/px_coll_check/px_coll_check
+cq=()
+[ -n "${PX_TEST_SANITIZER:-}" ] && cq=(--quick)
+for n in 3 4; do
+    out=$(timeout 900 "$collcheck" --pxrun "$pxrun" "${cq[@]}" sm -n $n 2>&1 </dev/null); rc=$?
+    check "px_coll_check sm -n $n: every check ok" \
+        eval '[ $rc -eq 0 ] && ! echo "$out" | grep -q "^not ok" && [ "$(echo "$out" | grep -c "^ok .* calls checked")" -eq 5 ]'
+done
+
+# A rank killed during an allreduce served by coll/sm (4 MiB >= 1M).
+for n in 2 3 4; do
+    victim=$((n - 1))
+    [ "$n" -gt 2 ] && victim=$((n - 2))
+    out=$(PX_MCA_coll_base_verbose=20 PX_PXRUN_GRACE=60 timeout 120 "$pxrun" -n $n "$probe" die $victim \
+        2>"$T/err" </dev/null)
+    check "$n ranks, rank $victim killed: coll/sm served the allreduce" \
+        grep -Eq "coll: allreduce of 4194304 bytes on $n ranks: sm" "$T/err"
+    failed=$(echo "$out" | grep -Ec 'allreduce failed: (peer process failed or disconnected|the group failed: a member gave up on a collective) after')
+    check "... the $((n - 1)) others return an error" [ "$failed" -eq $((n - 1)) ]
+    check "... within 30 s" eval "echo \"\$out\" | awk '/failed: .* after/ {if (\$(NF-1) + 0 > 30) bad = 1} END {exit bad}'"
+    check "... the error names the dead rank" grep -Eq "rank $victim .*(gone|failed)" "$T/err"
+    check "... and their next collective fails at once" \
+        [ "$(echo "$out" | grep -c 'next allreduce: the group failed')" -eq $((n - 1)) ]
+    check "... pxrun did not have to SIGKILL anyone" eval '! grep -q "sending SIGKILL" "$T/err"'
+    echo "$out" | grep 'after' | sed 's/^/# /'
+done
+
+# Members with different chunk sizes: the segments do not match.
+cat >"$T/wrap" <<EOF
+#!/bin/sh
+PX_MCA_coll_sm_chunk=\$((4096 * (PX_RANK + 1))) exec "$probe" "\$@"
+EOF
+chmod +x "$T/wrap"
+out=$(env "${sm_all[@]}" PX_MCA_runtime_wait_timeout=20 timeout 120 "$pxrun" -n 2 "$T/wrap" matrix --quick \
+    2>&1 </dev/null); rc=$?
+check "ranks with different coll_sm_chunk: the run fails (no hang, no crash)" \
+    eval '[ $rc -ne 0 ] && [ $rc -ne 124 ] && ! echo "$out" | grep -qi "signal\|segmentation"'
+check "... the error names the variables" contains "$out" "coll_sm_chunk / coll_sm_slots differ"
+tap_done
