@@ -13,7 +13,7 @@
 #include "core/util/progress.h"
 #include "core/util/progress_internal.h"
 #include "runtime/pml.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 /* ------------------------------------------------------------------ variables */
 

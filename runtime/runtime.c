@@ -19,7 +19,7 @@
 #include "core/util/printf.h"
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 static struct {
     bool var_init;

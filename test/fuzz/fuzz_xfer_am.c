@@ -37,7 +37,7 @@
 #include "runtime/plexus.h"
 #include "runtime/plexus_xfer.h"
 #include "runtime/runtime.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 #include "frameworks/btl/btl.h"
 #include "test/fuzz/fuzz.h"
 

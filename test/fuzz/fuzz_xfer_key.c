@@ -20,7 +20,7 @@
 #include <string.h>
 #include "runtime/plexus.h"
 #include "runtime/plexus_xfer.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 #include "test/fuzz/fuzz.h"
 
 static px_xfer_region_t *own, *local;

@@ -21,7 +21,7 @@
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/rcache.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 px_xfer_engine_t px_xfer = {
     .lock = PTHREAD_MUTEX_INITIALIZER,

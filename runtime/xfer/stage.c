@@ -32,7 +32,7 @@
 #include <time.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 #define POOL_PROXY ((px_xfer_slot_t *)(uintptr_t)1) /* never used: the target holds none */
 

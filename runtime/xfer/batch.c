@@ -33,7 +33,7 @@
 #include "core/util/output.h"
 #include "core/util/printf.h"
 #include "core/util/progress.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 static _Thread_local bool tl_progressing;
 

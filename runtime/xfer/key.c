@@ -17,7 +17,7 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 #define FNV_OFFSET 1469598103934665603ULL
 #define FNV_PRIME  1099511628211ULL
