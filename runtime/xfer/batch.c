@@ -329,7 +329,7 @@ static void slot_drained(px_xfer_slot_t *s)
 {
     release_refs(s);
     px_xfer_batch_t *b = s->batch;
-    atomic_store_explicit(&s->state, PX_XFER_S_DONE, memory_order_relaxed);
+    atomic_store_explicit(&s->state, PX_XFER_S_DONE, memory_order_release);
     if (1 == atomic_fetch_sub_explicit(&b->holds, 1, memory_order_acq_rel) &&
         atomic_load(&b->released))
         batch_free_claimed(b);
