@@ -41,7 +41,7 @@ static int refuse(px_xfer_slot_t *s, int rc, const char *fmt, ...)
 
 /* Pick the path of a checked request. Returns PX_SUCCESS, or an error (with
  * the request failed) when the transport it names has no path. */
-int px_xfer_path_choose(px_xfer_slot_t *s, const char *tname)
+int px_xfer_path_choose_any(px_xfer_slot_t *s, const char *tname)
 {
     const px_xfer_remote_t *rm = s->remote;
     const bool write = PX_XFER_WRITE == s->op;

@@ -472,7 +472,17 @@ void px_xfer_batch_finalize(void);
 /* Pick the path of a checked request (s->path, s->tlabel, its rails).
  * PX_SUCCESS, or an error (s->why says it) when the transport it names has
  * no path. */
-int px_xfer_path_choose(px_xfer_slot_t *s, const char *tname);
+int px_xfer_path_choose_any(px_xfer_slot_t *s, const char *tname);
+static inline int px_xfer_path_choose(px_xfer_slot_t *s, const char *tname)
+{
+    /* The common case first, without a call: a mapping copied in place. */
+    if (PX_LIKELY(!tname && s->remote->fast)) {
+        s->path = &px_xfer_path_inline;
+        s->tlabel = px_xfer.mods[s->remote->rails[0].mod].label_map;
+        return PX_SUCCESS;
+    }
+    return px_xfer_path_choose_any(s, tname);
+}
 /* The reason of a failure: "rank R (host H), transport T: what". */
 char *px_xfer_reason(const px_xfer_slot_t *s, const char *fmt, va_list ap);
 
