@@ -20,7 +20,7 @@
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
 #include "runtime/peer/peer.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 static struct {
     bool var_init;

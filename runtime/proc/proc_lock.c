@@ -6,7 +6,7 @@
  * across nested calls (tl_held); a long messaging wait lets the other
  * threads in now and then (px_rt_api_pause).
  *
- * It lived in the transfer engine (runtime/xfer.c) until the runtime was
+ * It lived in the transfer engine (runtime/xfer.c, now runtime/xfer/) until the runtime was
  * split into sub-layers; the engine still calls it as px_xfer_lock_* (the
  * thin names at the bottom).
  */
@@ -77,7 +77,7 @@ void px_rt_api_pause(void)
     }
 }
 
-/* The names the transfer engine calls (declared in runtime/xfer.h). */
+/* The names the transfer engine calls (declared in runtime/xfer/xfer.h). */
 bool px_xfer_lock_try(bool *took);
 void px_xfer_lock_take(bool *took);
 void px_xfer_lock_drop(bool took);

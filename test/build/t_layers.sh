@@ -57,8 +57,8 @@ plant tools/px_info/px_info_output.c core/mca/mca_internal.h "core/mca's interna
 # however the files of a sub-layer are named.
 plant runtime/proc/planted.c runtime/pml/pml_request.h \
     "runtime sub-layer proc may not include runtime sub-layer pml"
-plant runtime/proc/planted.h runtime/xfer.h "runtime sub-layer proc may not include runtime sub-layer xfer"
-plant runtime/pml/planted.c runtime/xfer.h "runtime sub-layer pml may not include runtime sub-layer xfer"
+plant runtime/proc/planted.h runtime/xfer/xfer.h "runtime sub-layer proc may not include runtime sub-layer xfer"
+plant runtime/pml/planted.c runtime/xfer/xfer.h "runtime sub-layer pml may not include runtime sub-layer xfer"
 plant runtime/xfer/planted.c runtime/pml/pml.h "runtime sub-layer xfer may not include runtime sub-layer pml"
 plant runtime/xfer_planted.c runtime/pml/pml.h "runtime sub-layer xfer may not include runtime sub-layer pml"
 plant runtime/pml/planted.h runtime/coll/coll_rt.h "runtime sub-layer pml may not include runtime sub-layer coll"
@@ -97,7 +97,7 @@ printf '#include "runtime/pml/pml.h"\n#include "runtime/proc/proc.h"\n' >>"$src/
 mkdir -p "$src/runtime/xfer"
 printf '#include "runtime/proc/proc.h"\n#include "runtime/plexus_xfer.h"\n' >>"$src/runtime/xfer/planted_ok.c"
 printf '#include "runtime/proc/proc.h"\n#include "runtime/plexus.h"\n' >>"$src/runtime/pml/planted_ok.c"
-printf '#include "runtime/coll/coll_rt.h"\n#include "runtime/pml/pml.h"\n#include "runtime/xfer.h"\n' >>"$src/runtime/planted_ok.c"
+printf '#include "runtime/coll/coll_rt.h"\n#include "runtime/pml/pml.h"\n#include "runtime/xfer/xfer.h"\n' >>"$src/runtime/planted_ok.c"
 o=$(bash "$checker" "$src" 2>&1)
 check "allowed includes pass${o:+ (found: $o)}" test $? -eq 0
 tap_done

@@ -1,9 +1,9 @@
 /*
  * fuzz_xfer_am.c: the transfer engine's wire messages: notifications (tag
  * 16, px_xfer_am_notify), the staged path's messages (17 WRITE, 18 WACK,
- * 19 READ, 20 RDATA; runtime/xfer_stage.c) and region revocations (21
- * REVOKE, 22 RVACK: a singleton has no peer to revoke from, so these end at
- * their checks), called through
+ * 19 READ, 20 RDATA; runtime/xfer/path_stage.c, stage_target.c) and region
+ * revocations (21 REVOKE, 22 RVACK: a singleton has no peer to revoke from,
+ * so these end at their checks), called through
  * px_btl_base_active_message_trigger with arbitrary segments, as a transport
  * would after receiving them from rank 0, in a singleton (boot/singleton,
  * btl/self) between px_init and px_finalize. The harness has a region of its
@@ -37,7 +37,7 @@
 #include "runtime/plexus.h"
 #include "runtime/plexus_xfer.h"
 #include "runtime/runtime.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 #include "frameworks/btl/btl.h"
 #include "test/fuzz/fuzz.h"
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_xfer_key.c: the transfer engine's key import (runtime/xfer_key.c's
+ * fuzz_xfer_key.c: the transfer engine's key import (runtime/xfer/key.c's
  * parser and px_xfer_key_import), in a singleton (boot/singleton,
  * btl/self) initialised once, with one region of its own.
  *
@@ -20,7 +20,7 @@
 #include <string.h>
 #include "runtime/plexus.h"
 #include "runtime/plexus_xfer.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 #include "test/fuzz/fuzz.h"
 
 static px_xfer_region_t *own, *local;

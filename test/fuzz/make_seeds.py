@@ -119,7 +119,7 @@ put("runtime_am", "short", inject(2, b"\x00" * 10) + inject(3, b"\x01") + inject
     inject(1, match(0, 1, 0)))
 
 
-# transfer keys (runtime/xfer_key.c): a flags byte (1 fix the checksum, 2 this
+# transfer keys (runtime/xfer/key.c): a flags byte (1 fix the checksum, 2 this
 # job and rank 0, 4 the harness's own region), then the key.
 def fnv64(data, h=1469598103934665603):
     for b in data:
@@ -317,7 +317,7 @@ put("verbs_modex", "truncated", bytes([0, 0, 4, 0]) + verbs_blob([verbs_port(4)]
 put("verbs_modex", "huge-counts", bytes([0, 0, 4, 0]) + struct.pack("<II", 0x40000000, 0xfffffff8) + b"\0" * 40)
 put("verbs_modex", "fix-counts", bytes([0, 0, 4, 3]) + b"\0" * 8 + verbs_port(4, mtu=9, ll=5))
 
-# transfer engine messages (runtime/xfer_stage.c, xfer_batch.c): tag 16 + op % 7
+# transfer engine messages (runtime/xfer/path_stage.c, stage_target.c, notify.c): tag 16 + op % 7
 # (16 NOTIFY, 17 WRITE, 18 WACK, 19 READ, 20 RDATA, 21 REVOKE, 22 RVACK); staged header: token,
 # region, offset (u64), len (u32), cookie (u16), status, pad (u8). A region
 # id below 4 names the harness's region, a token below 8 the request that

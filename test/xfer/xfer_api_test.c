@@ -12,7 +12,7 @@
 #include <string.h>
 #include "runtime/plexus.h"
 #include "runtime/plexus_xfer.h"
-#include "runtime/xfer.h"
+#include "runtime/xfer/xfer.h"
 
 #define LEN (256 * 1024)
 

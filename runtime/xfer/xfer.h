@@ -1,13 +1,25 @@
 /*
  * xfer.h: the transfer engine's internal state (runtime/plexus_xfer.h is its
- * public face), shared by its files and the runtime:
- *  - xfer.c: variables, init/finalize, the progress lock, regions, keys
- *    exported and imported (mappings of peers' memory), peer failures;
- *  - xfer_key.c: the key's wire format (a pure parser, also fuzzed);
- *  - xfer_batch.c: batches, submission, path choice, the queue into
- *    progress, direct paths (mapped copies, put/get striped over rails),
- *    flush and notifications;
- *  - xfer_stage.c: the staged path over active messages (bounce buffers).
+ * public face), shared by the files of runtime/xfer/ and the runtime. One
+ * concern per file:
+ *  - engine.c: variables, px_init/px_finalize hooks, a peer's failure, the
+ *    thread's batch of one;
+ *  - lock.c: the progress lock (which the messaging API takes too) and the
+ *    thread's last error;
+ *  - region.c: regions (registered or allocated) and the validity table;
+ *  - remote.c: imports of peers' regions (keys read, mappings cached);
+ *  - key.c: the key's wire format (a pure parser, also fuzzed) and export;
+ *  - batch.c: batches, submission, and the request's state machine (the only
+ *    code that moves a request between states; its table is at its top);
+ *  - progress.c: progress, waits, the queue into progress and the run queue;
+ *  - path.c: the choice of a request's path (one ops table per request);
+ *  - path_inline.c, path_rails.c, path_stage.c: the paths (a mapping copied
+ *    by the submitting thread; put/get or mappings striped over rails;
+ *    staged through active messages with bounce buffers);
+ *  - stage_target.c: the receiving side of staged requests (and the small
+ *    send every message of the engine goes through);
+ *  - revoke.c: withdrawing a region peers hold a network key of;
+ *  - notify.c: notifications.
  * Not installed. Code inside the library (a collective component, say) may
  * use the public calls from any context, including an active-message
  * callback: submitting never waits, and a progress call made while this
@@ -19,8 +31,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include "core/class/hash_table.h"
+#include "core/class/list.h"
 #include "core/class/mpsc.h"
 #include "runtime/plexus_xfer.h"
 #include "runtime/proc/proc.h"
@@ -45,7 +59,7 @@
 #define PX_XFER_BATCH_MAGIC  0x5058424154434821ULL
 #define PX_XFER_CTL_MAGIC    0x50584354524c3031ULL /* "PXCTRL01" */
 
-/* ---- the key (xfer_key.c) ---- */
+/* ---- the key (key.c) ---- */
 
 /* Key entries: a mapping description (allocated memory), a registration
  * handle (or none, for a transport that addresses memory by address), and
@@ -117,6 +131,7 @@ typedef struct px_xfer_ctl {
 } px_xfer_ctl_t;
 
 struct px_xfer_region {
+    px_list_item_t link; /* on px_xfer.regions_list */
     uint64_t magic;
     uint64_t id;
     char *base;
@@ -131,7 +146,6 @@ struct px_xfer_region {
     px_btl_registration_handle_t *reg[PX_XFER_MAX_MODULES];
     _Atomic long inflight; /* queued requests using it */
     _Atomic bool exported; /* a key of it was written (peers may have imported it) */
-    struct px_xfer_region *next, *prev;
 };
 
 /* A mapping of a peer's allocated memory, shared by every import of it. */
@@ -153,6 +167,7 @@ typedef struct px_xfer_rail {
 } px_xfer_rail_t;
 
 struct px_xfer_remote {
+    px_list_item_t link; /* on px_xfer.remotes */
     uint64_t magic;
     int peer;
     uint64_t id;   /* the owner's region id */
@@ -167,13 +182,11 @@ struct px_xfer_remote {
     px_xfer_rail_t rails[PX_XFER_MAX_RAILS];
     _Atomic long inflight;
     _Atomic bool revoked; /* its owner is freeing it (PX_XFER_AM_REVOKE) */
-    struct px_xfer_remote *next, *prev;
 };
 
 /* ---- requests ---- */
 
 enum { PX_XFER_Q_SLOT = 1, PX_XFER_Q_NOTE = 2 };
-enum { PX_XFER_PATH_INLINE = 1, PX_XFER_PATH_RAILS = 2, PX_XFER_PATH_STAGE = 3 };
 
 /* What goes through the queue into progress: a run of slots or a note. */
 typedef struct px_xfer_qnode {
@@ -181,13 +194,60 @@ typedef struct px_xfer_qnode {
     uint8_t kind;
 } px_xfer_qnode_t;
 
-typedef struct px_xfer_slot {
+/* A request's state; only batch.c moves a slot between them (the table of
+ * transitions is at the top of batch.c). */
+typedef enum px_xfer_sstate {
+    PX_XFER_S_QUEUED = 0, /* checked, on its way to progress (or not yet started) */
+    PX_XFER_S_HELD,       /* behind a notification to its peer (the peer's held list) */
+    PX_XFER_S_RUNNING,    /* inside its path's start or resume (the peer's active list) */
+    PX_XFER_S_ACTIVE,     /* its operations are out; events drive it (the peer's active list) */
+    PX_XFER_S_BLOCKED,    /* the path had no resources: on the run queue for resume */
+    PX_XFER_S_DRAINING,   /* final (failed peer) but a transport still holds operations */
+    PX_XFER_S_DONE,       /* final; nothing holds it */
+} px_xfer_sstate_t;
+
+/* What a path's call says about its request. */
+typedef enum px_xfer_pstatus {
+    PX_XFER_P_DONE = 0,     /* every byte moved: complete it */
+    PX_XFER_P_IN_PROGRESS,  /* operations are out: their events come */
+    PX_XFER_P_NO_RESOURCES, /* nothing (more) could go now: resume it from progress */
+    PX_XFER_P_ERROR,        /* failed (s->error): complete it once nothing is out */
+} px_xfer_pstatus_t;
+
+typedef struct px_xfer_slot px_xfer_slot_t;
+
+/* A path: how a request's bytes move. Chosen once per request
+ * (px_xfer_path_choose); batch.c calls it and acts on what it returns. */
+typedef struct px_xfer_path {
+    const char *name;
+    /* Its start runs on the submitting thread, without the lock, and ends
+     * the request there (a mapping copied in place). */
+    bool at_submit;
+    /* Its operations are the transports' (px_finalize lets them finish, a
+     * failed peer's stay held until their callbacks come). */
+    bool transport_ops;
+    px_xfer_pstatus_t (*start)(px_xfer_slot_t *s);
+    px_xfer_pstatus_t (*resume)(px_xfer_slot_t *s);
+    /* The request ends before its path did (its peer failed, px_finalize):
+     * give back what the path holds. DONE when nothing is held any more,
+     * IN_PROGRESS while a transport still holds operations. */
+    px_xfer_pstatus_t (*release)(px_xfer_slot_t *s);
+} px_xfer_path_t;
+
+extern const px_xfer_path_t px_xfer_path_inline, px_xfer_path_rails, px_xfer_path_stage;
+
+struct px_xfer_slot {
     px_xfer_qnode_t q;
     uint32_t qcount; /* slots queued with this one (the run's first slot) */
-    uint8_t op, path, nrails;
-    bool started, orphan, scheduling, pend, held;
-    bool counted;      /* in its regions', peer's, engine's and batch's counts (count_slot) */
-    _Atomic int state; /* PX_XFER_PENDING or final */
+    uint8_t op, nrails;
+    /* The one flag beside the state: the request is in its regions', peer's,
+     * engine's and batch's counts (count_slot). A request started and ended
+     * inside submit, under the lock, is seen by nobody else and skips those
+     * ten atomic operations (the small-request rate depends on it). */
+    bool counted;
+    _Atomic int state; /* px_xfer_sstate_t; DRAINING/DONE published with release */
+    const px_xfer_path_t *path;
+    px_list_item_t link; /* the peer's held or active list, or the run queue */
     int peer;
     px_xfer_batch_t *batch;
     px_xfer_region_t *local;
@@ -196,18 +256,16 @@ typedef struct px_xfer_slot {
     char *why;
     const char *tlabel; /* the path taken (status.transport) */
     char tbuf[32];      /* tlabel of a striped request */
-    /* progress side */
-    int error;       /* first error while it runs */
-    int outstanding; /* transport operations in flight */
+    int error;          /* the first error (the result once final) */
+    /* progress side, the path's */
+    int outstanding; /* operations (or staged chunks) in flight */
     size_t done;     /* bytes complete */
     uint8_t rail[PX_XFER_MAX_STRIPE];
     size_t rcur[PX_XFER_MAX_STRIPE], rend[PX_XFER_MAX_STRIPE], rbytes[PX_XFER_MAX_STRIPE];
     uint32_t rops[PX_XFER_MAX_STRIPE]; /* per-rail operations in flight */
     size_t scur;                       /* staged: next byte to ask for / send */
     double t0;
-    struct px_xfer_slot *anext, *aprev; /* the peer's active list */
-    struct px_xfer_slot *pnext;         /* pending (waiting for resources) or held list */
-} px_xfer_slot_t;
+};
 
 struct px_xfer_batch {
     uint64_t magic;
@@ -221,7 +279,7 @@ struct px_xfer_batch {
 
 typedef struct px_xfer_note {
     px_xfer_qnode_t q;
-    struct px_xfer_note *next;
+    px_list_item_t link; /* the peer's notes */
     int peer;
     size_t len;
     unsigned char data[];
@@ -245,10 +303,10 @@ typedef struct px_xfer_peer {
     char *why;          /* set before failed */
     _Atomic long inflight;
     /* progress side */
-    int active;                         /* started, not complete */
-    px_xfer_slot_t *alist;              /* started slots */
-    px_xfer_slot_t *held, *held_tail;   /* waiting behind a notification */
-    px_xfer_note_t *notes, *notes_tail; /* waiting for the writes before them */
+    int active;      /* started, not complete (RUNNING, ACTIVE, BLOCKED) */
+    px_list_t alist; /* RUNNING and ACTIVE slots */
+    px_list_t held;  /* HELD slots: waiting behind a notification */
+    px_list_t notes; /* notes waiting for the writes before them */
     px_xfer_map_t *maps;
     px_btl_mem_t vtab; /* its validity table, mapped (vtab_mod >= 0) */
     int vtab_mod;
@@ -258,7 +316,7 @@ typedef struct px_xfer_peer {
 
 /* A staged-path reply or chunk the target could not send yet. */
 typedef struct px_xfer_job {
-    struct px_xfer_job *next;
+    px_list_item_t link; /* px_xfer.jobs */
     int peer;
     uint8_t am;
     int buf; /* bounce buffer held (-1: none yet) */
@@ -266,7 +324,7 @@ typedef struct px_xfer_job {
 } px_xfer_job_t;
 
 typedef struct px_xfer_inbox_item {
-    struct px_xfer_inbox_item *next;
+    px_list_item_t link; /* px_xfer.inbox */
     int peer;
     size_t len;
     unsigned char data[];
@@ -275,7 +333,6 @@ typedef struct px_xfer_inbox_item {
 typedef struct px_xfer_engine {
     bool ready;
     bool shared; /* messaging calls take the lock (px_xfer_enable_threads) */
-    pthread_mutex_t lock;
     px_mpsc_t queue;
     _Atomic long work; /* queued and unfinished items: progress has something to do */
     int nmods;
@@ -285,15 +342,15 @@ typedef struct px_xfer_engine {
     uint64_t job_hash;
     uint64_t next_id;
     px_hash_table_t regions; /* id -> region */
-    px_xfer_region_t *region_list;
-    px_xfer_remote_t *remote_list;
+    px_list_t regions_list;  /* live regions */
+    px_list_t remotes;       /* live imports */
     /* this process's validity table (shareable memory), made on first use */
     int vtab_mod; /* -1: none (no transport shares memory) */
     bool vtab_tried;
     px_btl_mem_t vtab;
     _Atomic uint64_t *vwords;
     int *vfree, vnfree;
-    px_xfer_slot_t *pending, *pending_tail;
+    px_list_t runq; /* BLOCKED slots, resumed by progress */
     bool in_work;
     _Atomic bool cb_registered; /* px_xfer_progress_cb is in the progress engine */
     int notes_waiting;
@@ -303,10 +360,10 @@ typedef struct px_xfer_engine {
     size_t pool_size;
     int *pool_free;
     px_xfer_slot_t **pool_owner;
-    px_xfer_job_t *jobs, *jobs_tail;
+    px_list_t jobs; /* staged answers the target could not send yet */
     /* notifications received */
     pthread_mutex_t inbox_lock;
-    px_xfer_inbox_item_t *inbox, *inbox_tail;
+    px_list_t inbox;
     _Atomic long inbox_count;
     /* variables */
     char *priority;
@@ -320,12 +377,17 @@ typedef struct px_xfer_engine {
 
 extern px_xfer_engine_t px_xfer;
 
-/* xfer.c */
+/* engine.c */
 int px_xfer_register_params(void);
 int px_xfer_init(void);
 void px_xfer_finalize(void);
 /* Peer `rank` failed (from the runtime's failure paths). */
 void px_xfer_peer_failed(int rank, int error, const char *why);
+/* This thread's batch of one (px_xfer_write/read). */
+px_xfer_batch_t *px_xfer_tl_batch(void);
+void px_xfer_forget_tl_batch(void);
+
+/* lock.c */
 /* The progress lock: try (true: taken or already held by this thread; *took
  * says whether this call took it), take, release what this thread took. */
 bool px_xfer_lock_try(bool *took);
@@ -334,8 +396,24 @@ void px_xfer_lock_drop(bool took);
 bool px_xfer_lock_held(void);
 /* Set this thread's last error text (printf-like); returns `rc`. */
 int px_xfer_fail(int rc, const char *fmt, ...) PX_PRINTF(2, 3);
-px_xfer_region_t *px_xfer_region_find(uint64_t id);
 const char *px_xfer_host(int rank);
+
+/* region.c */
+px_xfer_region_t *px_xfer_region_find(uint64_t id);
+void px_xfer_regions_finalize(void);
+/* Misuse of a call: the thread's last error and a message; returns `rc`. */
+int px_xfer_api_error(int rc, const char *fn, const char *fmt, ...) PX_PRINTF(3, 4);
+static inline bool px_xfer_region_ok(const px_xfer_region_t *r)
+{
+    return r && PX_XFER_REGION_MAGIC == r->magic;
+}
+
+/* remote.c */
+void px_xfer_remotes_finalize(void);
+static inline bool px_xfer_remote_ok(const px_xfer_remote_t *r)
+{
+    return r && PX_XFER_REMOTE_MAGIC == r->magic;
+}
 /* Whether the owner freed the region (its control page or validity word
  * says so); a relaxed read of a line the owner writes once. */
 static inline bool px_xfer_remote_freed(const px_xfer_remote_t *rm)
@@ -346,46 +424,101 @@ static inline bool px_xfer_remote_freed(const px_xfer_remote_t *rm)
         return true;
     return rm->valid && atomic_load_explicit(rm->valid, memory_order_acquire) != rm->id;
 }
-/* This thread's batch of one (px_xfer_write/read). */
-px_xfer_batch_t *px_xfer_tl_batch(void);
 
-/* xfer_batch.c */
-/* Drive the engine's own work (queue, pending, jobs); the lock is held. */
+/* progress.c */
+/* Thread-local: this thread is inside a round of the engine's progress. */
+extern _Thread_local bool px_xfer_tl_progressing;
+/* One round of progress if no other thread is progressing: -1 when one is. */
+int px_xfer_progress_try(void);
+/* Progress until done(arg), or `timeout` seconds (< 0: no limit). */
+int px_xfer_wait_loop(bool (*done)(const void *), const void *arg, double timeout);
+double px_xfer_wait_limit(void);
+/* Drive the engine's own work (queue, run queue, notes, jobs); the lock is held. */
 int px_xfer_work(void);
 /* The callback the progress engine runs, and its registration: on the first
  * work queued (a job of 2+ ranks; a process alone runs the work from its own
  * waits), so a process that never queues work pays nothing. */
 int px_xfer_progress_cb(void *ctx);
 void px_xfer_need_progress(void);
+
+/* batch.c: the request's state machine */
 /* Record the first error of a running request (`replace`: a failed peer's
  * error replaces an earlier one); the reason names peer and transport. */
 void px_xfer_slot_error(px_xfer_slot_t *s, int rc, bool replace, const char *what);
-/* Retry `s` from progress (its transport or the bounce buffers had no room). */
-void px_xfer_pend_add(px_xfer_slot_t *s);
-/* Complete slot `s` with `error` (and a reason when < 0). */
-void px_xfer_slot_complete(px_xfer_slot_t *s, int error, char *why);
-/* A notification arrived (AM callback). */
-void px_xfer_am_notify(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-/* Fail what is queued, pending or active for `rank` (lock held). */
+/* What a path says after an event of its request (an operation's callback,
+ * a staged reply): the batch code completes, queues or leaves the request. */
+void px_xfer_slot_event(px_xfer_slot_t *s, px_xfer_pstatus_t st);
+/* Start a queued request (progress, lock held). */
+void px_xfer_slot_start(px_xfer_slot_t *s);
+/* Resume a BLOCKED request taken off the run queue (progress, lock held). */
+void px_xfer_slot_resume(px_xfer_slot_t *s);
+/* End a queued request that never started (px_finalize). */
+void px_xfer_slot_abort(px_xfer_slot_t *s, int rc, const char *what);
+/* Whether the request is final for the application. */
+static inline bool px_xfer_slot_final(const px_xfer_slot_t *s)
+{
+    return atomic_load_explicit(&((px_xfer_slot_t *)s)->state, memory_order_acquire) >=
+           PX_XFER_S_DRAINING;
+}
+/* Start the peer's held requests (its notifications went out; progress). */
+void px_xfer_held_start(int peer);
+/* Fail what is queued, blocked, held or active for `rank` (lock held). */
 void px_xfer_batch_peer_failed(int rank);
 /* Finalize: fail everything still in flight. */
 void px_xfer_batch_finalize(void);
-/* Try the peer's waiting notifications (its writes are done). */
-void px_xfer_notes_try(int peer);
 
-/* xfer_stage.c */
-int px_xfer_stage_init(void);
+/* path.c */
+/* Pick the path of a checked request (s->path, s->tlabel, its rails).
+ * PX_SUCCESS, or an error (s->why says it) when the transport it names has
+ * no path. */
+int px_xfer_path_choose_any(px_xfer_slot_t *s, const char *tname);
+static inline int px_xfer_path_choose(px_xfer_slot_t *s, const char *tname)
+{
+    /* The common case first, without a call: a mapping copied in place. */
+    if (PX_LIKELY(!tname && s->remote->fast)) {
+        s->path = &px_xfer_path_inline;
+        s->tlabel = px_xfer.mods[s->remote->rails[0].mod].label_map;
+        return PX_SUCCESS;
+    }
+    return px_xfer_path_choose_any(s, tname);
+}
+/* The reason of a failure: "rank R (host H), transport T: what". */
+char *px_xfer_reason(const px_xfer_slot_t *s, const char *fmt, va_list ap);
+
+/* notify.c */
+void px_xfer_am_notify(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+/* A note arrived through the queue (progress). */
+void px_xfer_note_arrive(px_xfer_note_t *n);
+/* Send the waiting notifications of peers with no request active, then
+ * start what was held behind them (progress). */
+int px_xfer_notes_run(void);
+/* Drop a failed peer's notifications. */
+void px_xfer_notes_drop(int peer);
+void px_xfer_inbox_finalize(void);
+
+/* path_stage.c */
 void px_xfer_stage_finalize(void);
-void px_xfer_stage_start(px_xfer_slot_t *s);
-/* Issue more chunks of a staged slot (more bounce buffers or transport room). */
-void px_xfer_stage_schedule(px_xfer_slot_t *s);
-int px_xfer_stage_jobs(void);
-/* A staged slot leaves (completed or failed): its bounce buffers go back. */
-void px_xfer_stage_release(px_xfer_slot_t *s);
-void px_xfer_am_write(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_xfer_am_wack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
-void px_xfer_am_read(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_xfer_am_rdata(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+/* stage_target.c */
+int px_xfer_stage_jobs(void);
+void px_xfer_jobs_finalize(void);
+void px_xfer_am_write(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+void px_xfer_am_read(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+/* Answer a staged message or revocation now, or queue the answer. */
+void px_xfer_target_answer(int peer, uint8_t am, const px_xfer_stage_hdr_t *h);
+/* The header of a staged message (false, after saying why, when short). */
+bool px_xfer_stage_hdr(const px_btl_receive_descriptor_t *d, px_xfer_stage_hdr_t *h,
+                       size_t *data_len, const char *what);
+/* Copy `len` bytes after the header out of the segments. */
+void px_xfer_stage_copy_out(const px_btl_receive_descriptor_t *d, char *dst, size_t len);
+/* A small control message or chunk to `peer` over its send module: sendi,
+ * else alloc + send. PX_ERR_TEMP_OUT_OF_RESOURCE when the transport has no
+ * room now. */
+int px_xfer_send(int peer, px_btl_tag_t am, const void *hdr, size_t hlen, const void *data,
+                 size_t dlen);
+
+/* revoke.c */
 void px_xfer_am_revoke(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_xfer_am_rvack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 /* Before a region whose key went out is deregistered from a network
@@ -395,10 +528,7 @@ void px_xfer_am_rvack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
 void px_xfer_revoke(uint64_t region_id);
 /* Whether `peer` revoked its region `id` (lock held). */
 bool px_xfer_is_revoked(int peer, uint64_t id);
-/* A small control message or chunk to `peer` over its send module: sendi,
- * else alloc + send. PX_ERR_TEMP_OUT_OF_RESOURCE when the transport has no
- * room now. */
-int px_xfer_send(int peer, px_btl_tag_t am, const void *hdr, size_t hlen, const void *data,
-                 size_t dlen);
+/* Requests of this process on `peer`'s region `id` still in flight. */
+long px_xfer_revoked_inflight(int peer, uint64_t id);
 
 #endif

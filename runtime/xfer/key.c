@@ -1,5 +1,6 @@
 /*
- * xfer_key.c: the wire form of a transfer key (px_xfer_key_export/import).
+ * key.c: the wire form of a transfer key, and px_xfer_key_export (the
+ * import is remote.c).
  * Little-endian, no padding, self-describing:
  *
  *   0  u32 magic "PXK1"     4 u16 version         6 u16 entries
@@ -17,7 +18,15 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include "runtime/xfer.h"
+#include "core/util/error.h"
+#include "runtime/xfer/xfer.h"
+
+#define XFER_READY(fn)                                                                             \
+    do {                                                                                           \
+        if (PX_UNLIKELY(!px_xfer.ready))                                                           \
+            return px_xfer_api_error(PX_ERR_NOT_INITIALIZED, fn,                                   \
+                                     "Plexus is not initialised (px_init)");                       \
+    } while (0)
 
 #define FNV_OFFSET 1469598103934665603ULL
 #define FNV_PRIME  1099511628211ULL
@@ -185,4 +194,58 @@ int px_xfer_key_parse(const void *key, size_t len, px_xfer_key_t *out, char *why
     out->nentries = n;
     return PX_SUCCESS;
 #undef KEY_BAD
+}
+
+/* ------------------------------------------------------------ export */
+
+int px_xfer_key_export(const px_xfer_region_t *region, void *key, size_t capacity, size_t *length)
+{
+    XFER_READY("px_xfer_key_export");
+    if (!px_xfer_region_ok(region) || !length)
+        return px_xfer_api_error(
+            PX_ERR_BAD_PARAM, "px_xfer_key_export",
+            "region %p, length %p: expected a region and a place for the length",
+            (const void *)region, (void *)length);
+    atomic_store(&((px_xfer_region_t *)region)->exported, true); /* px_xfer_free revokes it */
+    px_xfer_key_t k;
+    memset(&k, 0, sizeof k);
+    k.job_hash = px_xfer.job_hash;
+    k.owner = px_rt.rank;
+    k.flags = region->allocated ? 1 : 0;
+    k.region_id = region->id;
+    k.addr = (uint64_t)(uintptr_t)region->base;
+    k.length = region->len;
+    if (region->mem_mod >= 0) {
+        const px_xfer_mod_t *m = &px_xfer.mods[region->mem_mod];
+        k.entries[k.nentries++] = (px_xfer_key_entry_t){
+            m->comp_id, m->comp_index, PX_XFER_ENTRY_MAP, region->mem.desc_len, region->mem.desc};
+    }
+    unsigned char valid[4 + PX_BTL_MEM_DESC_MAX];
+    if (region->vslot >= 0) {
+        /* Shared table: the transport and its description; private: none
+         * (component id 0), for this process's own imports. */
+        const px_xfer_mod_t *m = px_xfer.vtab_mod >= 0 ? &px_xfer.mods[px_xfer.vtab_mod] : NULL;
+        uint32_t slot = (uint32_t)region->vslot, dlen = m ? px_xfer.vtab.desc_len : 0;
+        memcpy(valid, &slot, 4);
+        if (dlen)
+            memcpy(valid + 4, px_xfer.vtab.desc, dlen);
+        k.entries[k.nentries++] = (px_xfer_key_entry_t){m ? m->comp_id : 0, m ? m->comp_index : 0,
+                                                        PX_XFER_ENTRY_VALID, 4 + dlen, valid};
+    }
+    for (int i = 0; i < px_xfer.nmods && k.nentries < PX_XFER_KEY_ENTRIES; ++i) {
+        const px_xfer_mod_t *m = &px_xfer.mods[i];
+        if (!(m->put || m->get) || (m->reg && !region->reg[i]))
+            continue;
+        k.entries[k.nentries++] = (px_xfer_key_entry_t){
+            m->comp_id, m->comp_index, PX_XFER_ENTRY_RDMA, m->reg ? m->hsize : 0,
+            m->reg ? (const unsigned char *)region->reg[i] : NULL};
+    }
+    size_t need = px_xfer_key_write(&k, NULL, 0);
+    *length = need;
+    if (need > capacity || !key)
+        return px_xfer_fail(PX_ERR_TRUNCATE,
+                            "px_xfer_key_export: the key has %zu bytes, the buffer %zu", need,
+                            capacity);
+    px_xfer_key_write(&k, key, capacity);
+    return PX_SUCCESS;
 }
