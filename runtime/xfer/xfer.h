@@ -4,8 +4,8 @@
  * concern per file:
  *  - engine.c: variables, px_init/px_finalize hooks, a peer's failure, the
  *    thread's batch of one;
- *  - lock.c: the progress lock (which the messaging API takes too) and the
- *    thread's last error;
+ *  - error.c: the thread's last error (the progress lock, which the
+ *    messaging API takes too, is the process table's: runtime/proc/proc_lock.c);
  *  - region.c: regions (registered or allocated) and the validity table;
  *  - remote.c: imports of peers' regions (keys read, mappings cached);
  *  - key.c: the key's wire format (a pure parser, also fuzzed) and export;
@@ -387,14 +387,14 @@ void px_xfer_peer_failed(int rank, int error, const char *why);
 px_xfer_batch_t *px_xfer_tl_batch(void);
 void px_xfer_forget_tl_batch(void);
 
-/* lock.c */
-/* The progress lock: try (true: taken or already held by this thread; *took
- * says whether this call took it), take, release what this thread took. */
+/* The progress lock, runtime/proc/proc_lock.c: try (true: taken or already
+ * held by this thread; *took says whether this call took it), take, release
+ * what this thread took. */
 bool px_xfer_lock_try(bool *took);
 void px_xfer_lock_take(bool *took);
 void px_xfer_lock_drop(bool took);
 bool px_xfer_lock_held(void);
-/* Set this thread's last error text (printf-like); returns `rc`. */
+/* error.c. Set this thread's last error text (printf-like); returns `rc`. */
 int px_xfer_fail(int rc, const char *fmt, ...) PX_PRINTF(2, 3);
 const char *px_xfer_host(int rank);
 
