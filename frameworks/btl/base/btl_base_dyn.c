@@ -634,7 +634,8 @@ int px_btl_base_dyn_complete(px_btl_base_dyn_peer_t *dp, const void *reply, size
         }
         const px_btl_dyn_part_t *in = find_part(pl, comp_name(mod), module_index(dp->modules, m));
         if (NULL == in || PX_BTL_DYN_PART_DECLINED == in->status) {
-            char text[PX_BTL_DYN_REASON_MAX] = "gave no reason";
+            /* Room for the words around it in r (PX_BTL_DYN_REASON_MAX). */
+            char text[PX_BTL_DYN_REASON_MAX - 48] = "gave no reason";
             if (in)
                 part_text(in, text, sizeof text);
             snprintf(r, PX_BTL_DYN_REASON_MAX, "the accepting side %s: %s",
