@@ -150,4 +150,24 @@ int px_peer_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* The output stream of the peer_verbose variable. */
 int px_peer_output(void);
 
+/* A connection, from the listener (px_peer_accept*) or the connector. */
+struct px_peer_conn {
+    int fd;
+    px_peer_ident_t ident;
+    uint8_t *payload;
+    size_t len;
+    px_peer_conn_t *next; /* a listener's ready queue */
+};
+/* The monotonic clock in seconds; milliseconds left until `deadline` (0 when
+ * past), for poll. */
+double px_peer_now(void);
+int px_peer_ms_until(double deadline);
+/* This host's name as a HELLO carries it. */
+void px_peer_my_ident(char host[PX_PEER_HOST_MAX + 1]);
+/* Whether `instance` is one of this process's listeners (a contact naming
+ * it is this process). */
+bool px_peer_own_instance(uint64_t instance);
+/* peer_connect_timeout, the default bound of a handshake. */
+double px_peer_default_timeout(void);
+
 #endif
