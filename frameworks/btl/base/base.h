@@ -140,7 +140,7 @@ PX_EXPORT int px_btl_base_mem_map(px_btl_module_t *btl, px_btl_endpoint_t *endpo
 PX_EXPORT int px_btl_base_mem_unmap(px_btl_module_t *btl, px_btl_mem_t *map);
 /* The module (highest exclusivity first) offering shareable memory that
  * reaches job rank `rank`, and its endpoint for it, from the table the
- * runtime's px_btl_base_add_procs built: what a component outside the BTL
+ * runtime built when it added the job's processes: what a component outside the BTL
  * (coll/sm) maps a same-host peer's memory with. PX_ERR_NOT_FOUND when no
  * such module reaches it (or before add_procs / after del_procs). */
 PX_EXPORT int px_btl_base_mem_peer(int rank, px_btl_module_t **btl, px_btl_endpoint_t **ep);
