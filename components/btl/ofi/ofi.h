@@ -26,6 +26,7 @@
 #include <rdma/fi_errno.h>
 #include <sys/socket.h>
 #include "core/class/free_list.h"
+#include "core/util/output.h"
 #include "frameworks/btl/btl.h"
 #include "frameworks/btl/base/frag.h"
 #include "frameworks/btl/base/net.h"
@@ -182,7 +183,7 @@ extern px_btl_ofi_module_t px_btl_ofi_module_template;
 
 /* Set up the module on `info` (owned by it from now on); on failure prints
  * why and returns an error. */
-int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info);
+int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info); /* ofi_setup.c */
 /* The module's btl_finalize: tear down and free it. */
 int px_btl_ofi_module_finalize(px_btl_module_t *btl);
 
@@ -194,6 +195,47 @@ static inline const char *px_btl_ofi_prov(const px_btl_ofi_module_t *m)
 {
     return m->info ? m->info->fabric_attr->prov_name : "?";
 }
+
+/* Post receive fragment `f` (ofi_module.c's receive path and ofi_setup.c's
+ * first posting). Static, not inline, as when it sat beside the receive path:
+ * the compiler keeps the choice it made there (a call; inlining its retry
+ * loop into progress would grow that by 416 bytes). */
+static PX_UNUSED int px_btl_ofi_post_recv(px_btl_ofi_module_t *m, px_btl_ofi_frag_t *f)
+{
+    void *desc =
+        f->super.base.super.registration ? fi_mr_desc(f->super.base.super.registration) : NULL;
+    ssize_t rc = -FI_EAGAIN;
+    /* A receive queue that is full for a moment drains with progress. */
+    for (int tries = 0; tries < 100000; ++tries) {
+        rc = fi_recv(m->ep, f->super.base.super.payload, m->frag_size, desc, FI_ADDR_UNSPEC,
+                     &f->ctx.fi);
+        if (-FI_EAGAIN != rc)
+            break;
+        (void)fi_cq_read(m->cq, NULL, 0);
+    }
+    if (0 != rc) {
+        px_show_error("btl/ofi (%s): fi_recv failed: %s", px_btl_ofi_prov(m),
+                      px_btl_ofi_strerror((int)rc));
+        return PX_ERR_COMM;
+    }
+    return PX_SUCCESS;
+}
+
+/* The module's operations (ofi_module.c), installed by ofi_setup.c. */
+px_btl_descriptor_t *px_btl_ofi_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                      uint8_t order, size_t size, uint32_t flags);
+int px_btl_ofi_free(px_btl_module_t *btl, px_btl_descriptor_t *des);
+px_btl_descriptor_t *px_btl_ofi_prepare_src(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                            px_btl_convertor_t *conv, uint8_t order, size_t reserve,
+                                            size_t *size, uint32_t flags);
+int px_btl_ofi_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, px_btl_descriptor_t *des,
+                    px_btl_tag_t tag);
+int px_btl_ofi_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *header,
+                     size_t header_size, const void *payload, size_t payload_size, uint8_t order,
+                     uint32_t flags, px_btl_tag_t tag, px_btl_descriptor_t **descriptor);
+int px_btl_ofi_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
+int px_btl_ofi_progress(px_btl_module_t *btl);
+int px_btl_ofi_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc);
 
 /* ofi_module.c, for ofi_rdma.c and ofi_peers.c: */
 /* A transport error on `ep` (NULL: the module) during `what`: to the

@@ -198,6 +198,22 @@ extern const px_btl_component_t px_btl_shm_component;
 extern px_btl_shm_module_t px_btl_shm_module;
 extern px_btl_shm_state_t px_btl_shm_state;
 
+/* Pipeline fragments cool down in a FIFO before reuse: the one the receiver
+ * has just read still sits in its cache, and overwriting it would cost an
+ * invalidation per line; one followed by btl_shm_frag_cool_bytes of other
+ * fragments' data (more than the receiver's L2 holds) has mostly left it.
+ * Counted in bytes, not fragments: 32 KiB messages need twice as many
+ * fragments cooling as 64 KiB ones (a count of 32 made 32 KiB latency 1.3x
+ * that with 64). */
+static inline px_btl_shm_frag_t *px_btl_shm_cool_pop(px_btl_shm_state_t *s)
+{
+    px_btl_shm_frag_t *f = s->cool[s->cool_head];
+    s->cool_head = (s->cool_head + 1) % s->cool_cap;
+    s->cool_count--;
+    s->cool_bytes -= f->segment.seg_len;
+    return f;
+}
+
 /* The ring size btl_shm_fbox_size=0 (auto) picks for `nlocal` local
  * processes: 4 MiB, halved while the rings of a process's nlocal - 1 peers
  * would exceed 4 MiB (its own slot is never used nor faulted in), never below
@@ -508,8 +524,32 @@ void px_btl_shm_dyn_check_peers(void);  /* from progress, when quiet */
 int px_btl_shm_dyn_progress(void *ctx); /* shm_module.c: progress of a dynamic-only module */
 void px_btl_shm_dyn_cleanup(void);
 
-int px_btl_shm_module_setup(void); /* shm_module.c: called by init */
-void px_btl_shm_module_cleanup(void);
+int px_btl_shm_module_setup(void);             /* shm_module.c: called by init */
+void px_btl_shm_module_cleanup(void);          /* shm_component.c */
+int px_btl_shm_progress(px_btl_module_t *btl); /* shm_module.c */
+
+/* End the connection to `ep` because of something found in shared memory
+ * (shm_peers.c): stop reading anything it writes, fail what waits on it,
+ * say what and where (`blamed`: it wrote it). */
+PX_NOINLINE void px_btl_shm_cut(px_btl_endpoint_t *ep, bool blamed, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define px_btl_shm_corrupt(ep, ...) px_btl_shm_cut(ep, true, __VA_ARGS__)
+/* Who wrote the bad entry `rel` of our queue: the process whose segment it
+ * names, or, with a single peer, that peer; NULL when it cannot be told
+ * (shm_peers.c). */
+px_btl_endpoint_t *px_btl_shm_queue_culprit(uint64_t rel);
+/* The receive queue itself holds the bad pointer `rel` (shm_peers.c). */
+PX_NOINLINE void px_btl_shm_queue_corrupt(uint64_t rel, const char *where);
+/* Report peers whose segment lock is free, at most every
+ * PX_BTL_SHM_CHECK_NS (shm_peers.c; from progress, when quiet). */
+PX_NOINLINE void px_btl_shm_check_peers(px_btl_shm_state_t *s);
+
+/* Single copy (shm_rdma.c): process_vm_readv / process_vm_writev of `size`
+ * bytes; the completion callback runs before returning. */
+int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool write, void *local_address,
+                   uint64_t remote_address, px_btl_registration_handle_t *local_handle, size_t size,
+                   px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);
+int px_btl_shm_flush(px_btl_module_t *btl, px_btl_endpoint_t *ep);
 
 /* add_procs and del_procs of the module (shm_peers.c). */
 int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,

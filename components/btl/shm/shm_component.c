@@ -486,3 +486,65 @@ const px_btl_component_t px_btl_shm_component = {
     .btl_init = px_btl_shm_init,
     .btl_modex_send = px_btl_shm_modex_send,
 };
+
+/* The module's teardown: dynamic peers, shareable memory, the peers' mappings, the
+ * fragment lists and the segment. */
+void px_btl_shm_module_cleanup(void)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_shm_dyn_cleanup();
+    px_btl_shm_xfer_cleanup();
+    if (s->by_idx) {
+        for (int i = 0; i < s->nlocal; i++)
+            if (s->by_idx[i]) {
+                munmap(s->by_idx[i]->seg, s->by_idx[i]->seg_size);
+                if (s->by_idx[i]->lockfd >= 0)
+                    close(s->by_idx[i]->lockfd);
+                free(s->by_idx[i]);
+            }
+    }
+    free(s->by_idx);
+    free(s->active);
+    s->by_idx = s->active = NULL;
+    s->nactive = 0;
+    if (s->seg) {
+        while (s->cool && s->cool_count) {
+            px_btl_shm_frag_t *f = px_btl_shm_cool_pop(s);
+            px_free_list_return(f->list, &f->base.super);
+        }
+        free(s->cool);
+        s->cool = NULL;
+        s->cool_cap = s->cool_count = s->cool_head = 0;
+        if (s->lists_constructed && s->lists_initialized) {
+            /* Items point into the segment: destroy the lists before unmapping. */
+            PX_OBJ_DESTRUCT(&s->frags_fbox);
+            PX_OBJ_DESTRUCT(&s->frags_send);
+            PX_OBJ_DESTRUCT(&s->frags_eager);
+            PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
+            PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
+            PX_OBJ_CONSTRUCT(&s->frags_fbox, px_free_list_t);
+            s->lists_initialized = false;
+        }
+        /* Leaving in order: peers that see the lock go will not report us. */
+        atomic_store_explicit(&((px_btl_shm_seg_hdr_t *)s->seg)->departed, 1, memory_order_release);
+        munmap(s->seg, s->seg_size);
+        s->seg = NULL;
+        s->my_fifo = NULL;
+        if (s->seg_fd >= 0)
+            close(s->seg_fd);
+        s->seg_fd = -1;
+        char *slash = strrchr(s->path, '/');
+        if (slash && px_btl_shm_dir_fd() >= 0) /* when some peer never attached */
+            unlinkat(px_btl_shm_dir_fd(), slash + 1, 0);
+        px_btl_shm_dir_release(); /* the last user of the folder removes it */
+    }
+    free(s->bases);
+    s->bases = NULL;
+    free(s->sizes);
+    s->sizes = NULL;
+    free(s->frag_table);
+    s->frag_table = NULL;
+    s->frag_count = s->frag_cap = 0;
+    free(s->local_index);
+    s->local_index = NULL;
+}

@@ -1,6 +1,7 @@
 /*
  * shm_module.c: btl/shm's operations: the fast box and the fragment queue on the send
- * and receive paths, progress, and single-copy get/put.
+ * and receive paths, progress, and the module's operations table (single copy in
+ * shm_rdma.c, the end of a peer in shm_peers.c, teardown in shm_component.c).
  *
  * Fast box entry (64-byte aligned in the ring): an 8-byte header
  *   bit 63 valid, 62 skip to the ring's start, 61 pad (step over),
@@ -49,76 +50,6 @@ static inline bool rel_ok(uint64_t rel)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
     return px_btl_shm_rel_ok(rel, s->nlocal, s->sizes, s->heap_off);
-}
-
-/* End the connection to `ep` because of something found in shared memory:
- * stop reading anything it writes, fail what waits on it, say what and
- * where (`blamed`: it wrote it). Never returns to the corrupt data. */
-static PX_NOINLINE void px_btl_shm_cut(px_btl_endpoint_t *ep, bool blamed, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static PX_NOINLINE void px_btl_shm_cut(px_btl_endpoint_t *ep, bool blamed, const char *fmt, ...)
-{
-    px_btl_shm_state_t *s = &px_btl_shm_state;
-    if (ep->corrupt)
-        return;
-    char what[256], text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    ep->corrupt = true;
-    ep->gone = true;
-    for (int i = 0; i < s->nactive; i++)
-        if (s->active[i] == ep) { /* its fast box is no longer polled */
-            s->active[i] = s->active[--s->nactive];
-            break;
-        }
-    snprintf(text, sizeof text,
-             "btl/shm: local peer rank %d (pid %d) %s: %s; its connection is closed", ep->rank,
-             (int)ep->pid,
-             blamed ? "wrote corrupt data into shared memory" : "can no longer be heard", what);
-    if (px_btl_shm_module.error_cb)
-        px_btl_shm_module.error_cb(&px_btl_shm_module.super, ep, ep->rank, PX_ERR_COMM, text);
-    else
-        px_show_error("%s", text);
-}
-#define px_btl_shm_corrupt(ep, ...) px_btl_shm_cut(ep, true, __VA_ARGS__)
-
-/* Who wrote a bad entry of our queue: the process whose segment it names,
- * or, with a single peer, that peer (nobody else can write there); NULL
- * when it cannot be told. */
-static px_btl_endpoint_t *queue_culprit(uint64_t rel)
-{
-    px_btl_shm_state_t *s = &px_btl_shm_state;
-    uint64_t idx = rel >> 48;
-    if (idx < (uint64_t)s->nlocal && (int)idx != s->my_idx && s->by_idx[idx])
-        return s->by_idx[idx];
-    return s->nlocal == 2 ? s->by_idx[1 - s->my_idx] : NULL;
-}
-
-/* The receive queue itself holds a bad pointer: nothing behind it can be
- * reached, so it is not read again and every peer's connection ends (their
- * fragments would otherwise wait forever); the writer is blamed when it can
- * be told. */
-static PX_NOINLINE void px_btl_shm_queue_corrupt(uint64_t rel, const char *where)
-{
-    px_btl_shm_state_t *s = &px_btl_shm_state;
-    s->queue_broken = true;
-    uint64_t idx = rel >> 48;
-    px_btl_endpoint_t *named = queue_culprit(rel);
-    if (named)
-        px_btl_shm_corrupt(named,
-                           "%s 0x%016llx in this process's receive queue names no fragment "
-                           "(local index %llu of %d, offset %llu; fragment heaps start at %zu)",
-                           where, (unsigned long long)rel, (unsigned long long)idx, s->nlocal,
-                           (unsigned long long)(rel & 0xffffffffffffULL), s->heap_off);
-    for (int i = 0; i < s->nlocal; i++)
-        if (s->by_idx[i] && !s->by_idx[i]->corrupt)
-            px_btl_shm_cut(s->by_idx[i], false,
-                           "%s 0x%016llx in this process's receive queue names no fragment "
-                           "(written by %s): the queue can no longer be read",
-                           where, (unsigned long long)rel,
-                           named ? "another local peer" : "an unknown local peer");
 }
 
 /* Push onto a peer's queue; false (after ending that peer's connection) when
@@ -317,22 +248,6 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
 
 /* ------------------------------------------------------------ fragments */
 
-/* Pipeline fragments cool down in a FIFO before reuse: the one the receiver
- * has just read still sits in its cache, and overwriting it would cost an
- * invalidation per line; one followed by btl_shm_frag_cool_bytes of other
- * fragments' data (more than the receiver's L2 holds) has mostly left it.
- * Counted in bytes, not fragments: 32 KiB messages need twice as many
- * fragments cooling as 64 KiB ones (a count of 32 made 32 KiB latency 1.3x
- * that with 64). */
-static inline px_btl_shm_frag_t *cool_pop(px_btl_shm_state_t *s)
-{
-    px_btl_shm_frag_t *f = s->cool[s->cool_head];
-    s->cool_head = (s->cool_head + 1) % s->cool_cap;
-    s->cool_count--;
-    s->cool_bytes -= f->segment.seg_len;
-    return f;
-}
-
 static inline px_btl_shm_frag_t *frag_get(size_t size)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
@@ -341,10 +256,10 @@ static inline px_btl_shm_frag_t *frag_get(size_t size)
     if (size > px_btl_shm_module.super.btl_max_send_size)
         return NULL;
     if (s->cool_count && s->cool_bytes >= s->frag_cool_bytes)
-        return cool_pop(s);
+        return px_btl_shm_cool_pop(s);
     px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)px_free_list_get(&s->frags_send);
     if (!f && s->cool_count)
-        f = cool_pop(s);
+        f = px_btl_shm_cool_pop(s);
     return f;
 }
 
@@ -411,7 +326,7 @@ static inline void frag_returned(px_btl_shm_state_t *s, uint64_t rel, uint64_t i
                 ep = s->frag_table[k]->ep;
     }
     if (!ep)
-        ep = queue_culprit(rel);
+        ep = px_btl_shm_queue_culprit(rel);
     if (ep)
         px_btl_shm_corrupt(ep, "a fragment handed back (offset %llu, index %llu) is %s",
                            (unsigned long long)(rel & 0xffffffffffffULL), (unsigned long long)i,
@@ -464,55 +379,12 @@ static int fifo_poll(void)
 /* ------------------------------------------------------------ liveness */
 
 /* Every this many progress calls that found nothing, look at the clock; scan
- * the peers' locks at most every PX_BTL_SHM_CHECK_NS. A scan is one
- * flock(LOCK_SH|LOCK_NB) per live peer (about a microsecond each). */
+ * the peers' locks at most every PX_BTL_SHM_CHECK_NS (px_btl_shm_check_peers,
+ * shm_peers.c). A scan is one flock(LOCK_SH|LOCK_NB) per live peer (about a
+ * microsecond each). */
 #define PX_BTL_SHM_QUIET_POLLS 1024
-#define PX_BTL_SHM_CHECK_NS    (5 * 1000 * 1000ULL)
 
-static uint64_t mono_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
-/* A peer whose segment lock is free has ended. One that tore btl/shm down
- * (px_finalize, or a failed px_init) left in order; any other is reported
- * once to the runtime's error callback, which fails what waits on it. */
-static PX_NOINLINE void px_btl_shm_check_peers(px_btl_shm_state_t *s)
-{
-    uint64_t t = mono_ns();
-    if (t < s->next_check_ns)
-        return;
-    s->next_check_ns = t + PX_BTL_SHM_CHECK_NS;
-    px_btl_shm_dyn_check_peers();
-    for (int i = 0; i < s->nactive; i++) {
-        px_btl_endpoint_t *ep = s->active[i];
-        if (ep->gone || !px_btl_shm_peer_gone(ep->lockfd))
-            continue;
-        ep->gone = true;
-        px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)ep->seg;
-        if (atomic_load_explicit(&h->departed, memory_order_acquire)) {
-            PX_OUTPUT_VERBOSE(10, 0, "btl shm: local peer rank %d (pid %d) finalized and left",
-                              ep->rank, (int)ep->pid);
-            continue;
-        }
-        char text[300];
-        snprintf(text, sizeof text,
-                 "btl/shm: local peer rank %d (pid %d) is gone: its process ended without "
-                 "px_finalize (exited or was killed; its lock on its shared-memory segment was "
-                 "released)",
-                 ep->rank, (int)ep->pid);
-        px_btl_shm_xfer_forget(ep->rank); /* its shareable memory will never be freed */
-        if (px_btl_shm_module.error_cb)
-            px_btl_shm_module.error_cb(&px_btl_shm_module.super, ep, ep->rank, PX_ERR_PEER_FAILED,
-                                       text);
-        else
-            px_show_error("%s", text);
-    }
-}
-
-static int px_btl_shm_progress(px_btl_module_t *btl)
+int px_btl_shm_progress(px_btl_module_t *btl)
 {
     (void)btl;
     px_btl_shm_state_t *s = &px_btl_shm_state;
@@ -735,35 +607,7 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
 
 /* ------------------------------------------------------------ single copy */
 
-/* Copy `size` bytes between this process and the peer with one
- * process_vm_readv (get) or process_vm_writev (put), looping over short
- * copies; the completion callback runs before returning. */
-static int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool write,
-                          void *local_address, uint64_t remote_address,
-                          px_btl_registration_handle_t *local_handle, size_t size,
-                          px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
-{
-    size_t done = 0;
-    while (done < size) {
-        struct iovec l = {(char *)local_address + done, size - done};
-        struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};
-        ssize_t n = write ? process_vm_writev(ep->pid, &l, 1, &r, 1, 0)
-                          : process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
-        if (n <= 0) {
-            px_show_error("btl shm: %s of %zu bytes %s rank %d (pid %d) failed: %s",
-                          write ? "process_vm_writev" : "process_vm_readv", size - done,
-                          write ? "to" : "from", ep->rank, (int)ep->pid,
-                          n < 0 ? strerror(errno) : "EOF");
-            return PX_ERR_COMM;
-        }
-        done += (size_t)n;
-    }
-    if (cbfunc)
-        cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
-    return PX_SUCCESS;
-}
-
-/* btl_put and btl_get: the single copy above. */
+/* btl_put and btl_get: the single copy of shm_rdma.c. */
 static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                                   const px_btl_rdma_args_t *a)
 {
@@ -771,27 +615,6 @@ static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                           a->local_handle, a->size, a->cbfunc, a->cbcontext, a->cbdata);
 }
 PX_BTL_BASE_RDMA_PUT_GET(px_btl_shm, px_btl_shm_rdma)
-
-/* get/put complete before they return; a queued send completes when the
- * peer hands its fragment back, so progress until the fragments to `ep`
- * (NULL: every peer) are back, or their peer is gone. */
-static int px_btl_shm_flush(px_btl_module_t *btl, px_btl_endpoint_t *ep)
-{
-    px_btl_shm_state_t *s = &px_btl_shm_state;
-    if (s->in_progress)
-        return PX_ERR_TEMP_OUT_OF_RESOURCE; /* from a callback: progress cannot run here */
-    for (;;) {
-        bool busy = false, lost = false;
-        for (int i = 0; i < s->nlocal; i++) {
-            px_btl_endpoint_t *e = s->by_idx ? s->by_idx[i] : NULL;
-            if (e && (NULL == ep || e == ep) && e->inflight)
-                *(e->gone ? &lost : &busy) = true;
-        }
-        if (!busy)
-            return lost ? PX_ERR_PEER_FAILED : PX_SUCCESS;
-        px_btl_shm_progress(btl);
-    }
-}
 
 static int px_btl_shm_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc)
 {
@@ -804,66 +627,6 @@ static int px_btl_shm_finalize(px_btl_module_t *btl)
     (void)btl;
     px_btl_shm_module_cleanup();
     return PX_SUCCESS;
-}
-
-void px_btl_shm_module_cleanup(void)
-{
-    px_btl_shm_state_t *s = &px_btl_shm_state;
-    px_btl_shm_dyn_cleanup();
-    px_btl_shm_xfer_cleanup();
-    if (s->by_idx) {
-        for (int i = 0; i < s->nlocal; i++)
-            if (s->by_idx[i]) {
-                munmap(s->by_idx[i]->seg, s->by_idx[i]->seg_size);
-                if (s->by_idx[i]->lockfd >= 0)
-                    close(s->by_idx[i]->lockfd);
-                free(s->by_idx[i]);
-            }
-    }
-    free(s->by_idx);
-    free(s->active);
-    s->by_idx = s->active = NULL;
-    s->nactive = 0;
-    if (s->seg) {
-        while (s->cool && s->cool_count) {
-            px_btl_shm_frag_t *f = cool_pop(s);
-            px_free_list_return(f->list, &f->base.super);
-        }
-        free(s->cool);
-        s->cool = NULL;
-        s->cool_cap = s->cool_count = s->cool_head = 0;
-        if (s->lists_constructed && s->lists_initialized) {
-            /* Items point into the segment: destroy the lists before unmapping. */
-            PX_OBJ_DESTRUCT(&s->frags_fbox);
-            PX_OBJ_DESTRUCT(&s->frags_send);
-            PX_OBJ_DESTRUCT(&s->frags_eager);
-            PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
-            PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
-            PX_OBJ_CONSTRUCT(&s->frags_fbox, px_free_list_t);
-            s->lists_initialized = false;
-        }
-        /* Leaving in order: peers that see the lock go will not report us. */
-        atomic_store_explicit(&((px_btl_shm_seg_hdr_t *)s->seg)->departed, 1, memory_order_release);
-        munmap(s->seg, s->seg_size);
-        s->seg = NULL;
-        s->my_fifo = NULL;
-        if (s->seg_fd >= 0)
-            close(s->seg_fd);
-        s->seg_fd = -1;
-        char *slash = strrchr(s->path, '/');
-        if (slash && px_btl_shm_dir_fd() >= 0) /* when some peer never attached */
-            unlinkat(px_btl_shm_dir_fd(), slash + 1, 0);
-        px_btl_shm_dir_release(); /* the last user of the folder removes it */
-    }
-    free(s->bases);
-    s->bases = NULL;
-    free(s->sizes);
-    s->sizes = NULL;
-    free(s->frag_table);
-    s->frag_table = NULL;
-    s->frag_count = s->frag_cap = 0;
-    free(s->local_index);
-    s->local_index = NULL;
 }
 
 int px_btl_shm_module_setup(void)

@@ -1,7 +1,9 @@
 /*
  * shm_peers.c: btl/shm's add_procs and del_procs: attach each same-host
  * peer's segment (checking its job key), set up the endpoint's fast boxes
- * and queue, and unlink the segment files once every peer has attached.
+ * and queue, and unlink the segment files once every peer has attached; and
+ * a peer's end: cutting its connection over corrupt shared memory, and
+ * noticing (from progress) a peer whose process ended.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -9,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdarg.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
 #include "core/util/error.h"
@@ -186,4 +190,122 @@ int px_btl_shm_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
     (void)procs;
     (void)endpoints;
     return PX_SUCCESS; /* endpoints go away in finalize */
+}
+
+/* ------------------------------------------------------------ a peer's end */
+
+/* End the connection to `ep` because of something found in shared memory:
+ * stop reading anything it writes, fail what waits on it, say what and
+ * where (`blamed`: it wrote it). Never returns to the corrupt data. */
+PX_NOINLINE void px_btl_shm_cut(px_btl_endpoint_t *ep, bool blamed, const char *fmt, ...)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (ep->corrupt)
+        return;
+    char what[256], text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    ep->corrupt = true;
+    ep->gone = true;
+    for (int i = 0; i < s->nactive; i++)
+        if (s->active[i] == ep) { /* its fast box is no longer polled */
+            s->active[i] = s->active[--s->nactive];
+            break;
+        }
+    snprintf(text, sizeof text,
+             "btl/shm: local peer rank %d (pid %d) %s: %s; its connection is closed", ep->rank,
+             (int)ep->pid,
+             blamed ? "wrote corrupt data into shared memory" : "can no longer be heard", what);
+    if (px_btl_shm_module.error_cb)
+        px_btl_shm_module.error_cb(&px_btl_shm_module.super, ep, ep->rank, PX_ERR_COMM, text);
+    else
+        px_show_error("%s", text);
+}
+
+/* Who wrote a bad entry of our queue: the process whose segment it names,
+ * or, with a single peer, that peer (nobody else can write there); NULL
+ * when it cannot be told. */
+px_btl_endpoint_t *px_btl_shm_queue_culprit(uint64_t rel)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    uint64_t idx = rel >> 48;
+    if (idx < (uint64_t)s->nlocal && (int)idx != s->my_idx && s->by_idx[idx])
+        return s->by_idx[idx];
+    return s->nlocal == 2 ? s->by_idx[1 - s->my_idx] : NULL;
+}
+
+/* The receive queue itself holds a bad pointer: nothing behind it can be
+ * reached, so it is not read again and every peer's connection ends (their
+ * fragments would otherwise wait forever); the writer is blamed when it can
+ * be told. */
+PX_NOINLINE void px_btl_shm_queue_corrupt(uint64_t rel, const char *where)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    s->queue_broken = true;
+    uint64_t idx = rel >> 48;
+    px_btl_endpoint_t *named = px_btl_shm_queue_culprit(rel);
+    if (named)
+        px_btl_shm_corrupt(named,
+                           "%s 0x%016llx in this process's receive queue names no fragment "
+                           "(local index %llu of %d, offset %llu; fragment heaps start at %zu)",
+                           where, (unsigned long long)rel, (unsigned long long)idx, s->nlocal,
+                           (unsigned long long)(rel & 0xffffffffffffULL), s->heap_off);
+    for (int i = 0; i < s->nlocal; i++)
+        if (s->by_idx[i] && !s->by_idx[i]->corrupt)
+            px_btl_shm_cut(s->by_idx[i], false,
+                           "%s 0x%016llx in this process's receive queue names no fragment "
+                           "(written by %s): the queue can no longer be read",
+                           where, (unsigned long long)rel,
+                           named ? "another local peer" : "an unknown local peer");
+}
+
+/* Every so many quiet progress calls (PX_BTL_SHM_QUIET_POLLS, shm_module.c)
+ * progress looks at the clock; scan the peers' locks at most every
+ * PX_BTL_SHM_CHECK_NS. A scan is one flock(LOCK_SH|LOCK_NB) per live peer
+ * (about a microsecond each). */
+#define PX_BTL_SHM_CHECK_NS (5 * 1000 * 1000ULL)
+
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* A peer whose segment lock is free has ended. One that tore btl/shm down
+ * (px_finalize, or a failed px_init) left in order; any other is reported
+ * once to the runtime's error callback, which fails what waits on it. */
+PX_NOINLINE void px_btl_shm_check_peers(px_btl_shm_state_t *s)
+{
+    uint64_t t = mono_ns();
+    if (t < s->next_check_ns)
+        return;
+    s->next_check_ns = t + PX_BTL_SHM_CHECK_NS;
+    px_btl_shm_dyn_check_peers();
+    for (int i = 0; i < s->nactive; i++) {
+        px_btl_endpoint_t *ep = s->active[i];
+        if (ep->gone || !px_btl_shm_peer_gone(ep->lockfd))
+            continue;
+        ep->gone = true;
+        px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)ep->seg;
+        if (atomic_load_explicit(&h->departed, memory_order_acquire)) {
+            PX_OUTPUT_VERBOSE(10, 0, "btl shm: local peer rank %d (pid %d) finalized and left",
+                              ep->rank, (int)ep->pid);
+            continue;
+        }
+        char text[300];
+        snprintf(text, sizeof text,
+                 "btl/shm: local peer rank %d (pid %d) is gone: its process ended without "
+                 "px_finalize (exited or was killed; its lock on its shared-memory segment was "
+                 "released)",
+                 ep->rank, (int)ep->pid);
+        px_btl_shm_xfer_forget(ep->rank); /* its shareable memory will never be freed */
+        if (px_btl_shm_module.error_cb)
+            px_btl_shm_module.error_cb(&px_btl_shm_module.super, ep, ep->rank, PX_ERR_PEER_FAILED,
+                                       text);
+        else
+            px_show_error("%s", text);
+    }
 }

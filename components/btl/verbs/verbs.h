@@ -199,11 +199,37 @@ struct px_btl_verbs_module {
 /* The module template: figures registered as btl_verbs_* variables. */
 extern px_btl_verbs_module_t px_btl_verbs_module_template;
 
-/* verbs_module.c */
+/* verbs_setup.c */
 /* Open the port's device and set the module up, with QPs for `nranks` ranks
  * (in INIT, receives posted); prints why and returns an error on failure. */
 int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks);
 int px_btl_verbs_module_finalize(px_btl_module_t *btl);
+
+/* verbs_dyn.c: the dynamic peer calls (BTL API 3.3), which decline. */
+int px_btl_verbs_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
+                           size_t *part_len, char *reason);
+int px_btl_verbs_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
+                            px_btl_endpoint_t **endpoint, void *reply, size_t *reply_len,
+                            char *reason);
+int px_btl_verbs_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *reply,
+                              size_t reply_len, char *reason);
+int px_btl_verbs_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
+
+/* verbs_module.c */
+/* The module's operations, installed by verbs_setup.c. */
+px_btl_descriptor_t *px_btl_verbs_alloc(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                        uint8_t order, size_t size, uint32_t flags);
+int px_btl_verbs_free(px_btl_module_t *btl, px_btl_descriptor_t *des);
+px_btl_descriptor_t *px_btl_verbs_prepare_src(px_btl_module_t *btl, px_btl_endpoint_t *endpoint,
+                                              px_btl_convertor_t *conv, uint8_t order,
+                                              size_t reserve, size_t *size, uint32_t flags);
+int px_btl_verbs_send(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, px_btl_descriptor_t *des,
+                      px_btl_tag_t tag);
+int px_btl_verbs_sendi(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *header,
+                       size_t header_size, const void *payload, size_t payload_size, uint8_t order,
+                       uint32_t flags, px_btl_tag_t tag, px_btl_descriptor_t **descriptor);
+int px_btl_verbs_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
+int px_btl_verbs_register_error(px_btl_module_t *btl, px_btl_error_fn cbfunc);
 /* A transport error on `ep` (NULL: the module) to the runtime's callback. */
 void px_btl_verbs_report(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int error,
                          const char *what, const char *detail);
