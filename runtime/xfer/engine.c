@@ -5,10 +5,12 @@
  * whole.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <unistd.h>
 #include "core/mca/var.h"
@@ -23,6 +25,8 @@ px_xfer_engine_t px_xfer = {
     .chunk_size = 1 << 20,
     .stage_size = 64 * 1024,
     .stage_count = 32,
+    .stage_below = PX_XFER_STAGE_AUTO,
+    .stage_auto = true,
 };
 
 /* ------------------------------------------------------------ variables */
@@ -74,14 +78,16 @@ static const px_mca_var_field_t px_xfer_vars[] = {
      .help = "Requests smaller than this (bytes) that have no mapped path go by the staged path "
              "(the target's CPU copies, when it next progresses) rather than a transport's "
              "put/get: a round trip of messages beats a system call (CMA) for small requests, "
-             "but only while the target calls into Plexus. 0: never",
-     .type = PX_MCA_VAR_TYPE_SIZE,
+             "but only while the target calls into Plexus. \"auto\" (the default): requests "
+             "smaller than " PX_XFER_STAGE_AUTO_TEXT " are staged when their path would be a "
+             "same-host put/get that addresses the peer's memory directly (CMA: a system call "
+             "per request); put/get over transports that register memory (ofi, verbs) is kept. "
+             "A byte count (0..16M, k/M suffixes) applies to every put/get path; 0: never stage",
+     .type = PX_MCA_VAR_TYPE_STRING,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "0",
-     .min = "0",
-     .max = "16M",
-     PX_XFER_AT(stage_below)},
+     .dflt = "auto",
+     PX_XFER_AT(stage_below_text)},
     {.name = "verbose",
      .help = "Verbosity of the transfer engine: 1 setup (transports and priorities), 10 every "
              "request with the path, transports and bytes per rail it took",
@@ -96,9 +102,57 @@ static const px_mca_var_field_t px_xfer_vars[] = {
 };
 #undef PX_XFER_AT
 
+/* xfer_stage_below as text: "auto", or a byte count of 0..16M with an
+ * optional k/M suffix. Returns false for anything else. */
+bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes)
+{
+    if (NULL == text)
+        return false;
+    while (' ' == *text || '\t' == *text)
+        text++;
+    size_t n = strlen(text);
+    while (n && (' ' == text[n - 1] || '\t' == text[n - 1]))
+        n--;
+    if (4 == n && 0 == strncasecmp(text, "auto", 4)) {
+        *is_auto = true;
+        *bytes = PX_XFER_STAGE_AUTO;
+        return true;
+    }
+    if (0 == n || n > 20 || text[0] < '0' || text[0] > '9')
+        return false;
+    char buf[24], *end;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    errno = 0;
+    unsigned long long v = strtoull(buf, &end, 10);
+    if (errno)
+        return false;
+    unsigned shift = 0;
+    if ('k' == *end || 'K' == *end)
+        shift = 10, end++;
+    else if ('m' == *end || 'M' == *end)
+        shift = 20, end++;
+    if (*end || v > (16ull << 20) >> shift)
+        return false;
+    *is_auto = false;
+    *bytes = (size_t)(v << shift);
+    return true;
+}
+
 int px_xfer_register_params(void)
 {
-    return px_mca_var_register_table("xfer", NULL, px_xfer_vars, -1, &px_xfer);
+    int rc = px_mca_var_register_table("xfer", NULL, px_xfer_vars, -1, &px_xfer);
+    const char *t = px_xfer.stage_below_text;
+    if (!px_xfer_parse_stage_below(t, &px_xfer.stage_auto, &px_xfer.stage_below)) {
+        px_show_error("xfer_stage_below: \"%s\" is not accepted: the variable takes \"auto\" "
+                      "or a byte count from 0 to 16M (suffixes k and M); using \"auto\"",
+                      t ? t : "(null)");
+        px_xfer.stage_auto = true;
+        px_xfer.stage_below = PX_XFER_STAGE_AUTO;
+        if (PX_SUCCESS == rc)
+            rc = PX_ERR_BAD_PARAM;
+    }
+    return rc;
 }
 
 /* ------------------------------------------------------------ init */

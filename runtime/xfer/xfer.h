@@ -367,7 +367,13 @@ typedef struct px_xfer_engine {
     _Atomic long inbox_count;
     /* variables */
     char *priority;
-    size_t chunk_size, stage_size, stage_below;
+    size_t chunk_size, stage_size;
+    /* xfer_stage_below: the text, and what it says. stage_auto: stage
+     * requests below stage_below only on same-host put/get rails that need
+     * no registration (CMA); else below stage_below on every put/get rail. */
+    char *stage_below_text;
+    size_t stage_below;
+    bool stage_auto;
     int stage_count;
     int verbose;
     int output;
@@ -378,7 +384,13 @@ typedef struct px_xfer_engine {
 extern px_xfer_engine_t px_xfer;
 
 /* engine.c */
+/* xfer_stage_below "auto": the crossover (bytes) below which staging
+ * through the messaging layer beats a CMA system call (docs/transfer.md,
+ * "Measured"). */
+#define PX_XFER_STAGE_AUTO      (8 * 1024)
+#define PX_XFER_STAGE_AUTO_TEXT "8k"
 int px_xfer_register_params(void);
+bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes);
 int px_xfer_init(void);
 void px_xfer_finalize(void);
 /* Peer `rank` failed (from the runtime's failure paths). */

@@ -9,8 +9,9 @@
 # (docs/transfer.md, "Measured"; the runs: docs/measurements/transfer.md).
 #
 #   Plexus, allocated regions (shm mapping):  px_perf --xfer --xfer-mem alloc
-#   Plexus, registered user memory (CMA):     px_perf --xfer --xfer-mem reg
-#   the same with xfer_stage_below=8k:        small requests served by the target (staged)
+#   Plexus, registered user memory (CMA):     px_perf --xfer --xfer-mem reg, xfer_stage_below=0
+#   the same with xfer_stage_below=8k:        small requests served by the target (staged;
+#                                             the default "auto" does the same under 8 KiB)
 #   Plexus over tcp;ofi_rxm on loopback:      btl=self,ofi, --xfer-mem reg
 #
 # Usage: test/bench/compare-xfer.sh [BUILD_DIR]   (default: $PX_BUILD or ./build)
@@ -77,7 +78,8 @@ ucx_one() { # tls test size iters -> "lat_us MBps"
 for rep in $(seq "$REPEAT"); do
     echo "-- round $rep (load $(cut -d' ' -f1-3 /proc/loadavg))"
     px_run px_alloc "$PXRUN" -n 2 "$PXPERF" --xfer --xfer-mem alloc --sizes "$SIZES" --csv
-    px_run px_reg "$PXRUN" -n 2 "$PXPERF" --xfer --xfer-mem reg --sizes "$SIZES" --csv
+    px_run px_reg "$PXRUN" -n 2 --mca xfer_stage_below 0 "$PXPERF" --xfer --xfer-mem reg \
+        --sizes "$SIZES" --csv
     px_run px_reg_stage "$PXRUN" -n 2 --mca xfer_stage_below 8k "$PXPERF" --xfer --xfer-mem reg \
         --sizes 8,4096 --csv
     px_run px_ofi "${OFI[@]}" "$PXRUN" -n 2 "$PXPERF" --xfer --xfer-mem reg --sizes 4194304 --csv

@@ -45,6 +45,34 @@ stress "shm, mixed memory, 8 ranks, batches up to 16" 8 shm:map -- --max 262144 
 stress "registered memory, xfer_stage_below=64k: small requests staged" 2 stage:shm \
     PX_MCA_xfer_stage_below=64k -- --max 1048576 --iters $IT --mem reg
 check "... the larger ones by CMA" grep -q "paths:.* shm:put [0-9]" "$T/out"
+# xfer_stage_below "auto" (the default): on the same host, small requests
+# to registered user memory are staged (the target's CPU serves them), larger
+# ones keep CMA; 0 forces CMA for every size; an explicit value is honoured.
+# paths_of ENV...: runs "xfer_probe paths"; $T/out holds rank 0's lines.
+paths_of() { run env "$@" "$PXRUN" -n 2 "$P" paths; }
+via() { grep -q "^rank 0: $1 via $2\$" "$T/out"; }
+paths_of PX_MCA_xfer_stage_below=auto
+check "stage_below auto: exit 0 (every size written and read back)" test $rc -eq 0
+[ $rc -eq 0 ] || { grep -h "FAIL\|error" "$T/out" "$T/err" | head -5 | sed 's/^/# /'; }
+check "stage_below auto: 8 B and 4 KiB write and read are staged" \
+    eval 'via "write 8 B" stage:shm && via "read 8 B" stage:shm && via "write 4096 B" stage:shm && via "read 4096 B" stage:shm'
+check "stage_below auto: 64 KiB and 1 MiB keep CMA" \
+    eval 'via "write 65536 B" shm:put && via "read 65536 B" shm:get && via "write 1048576 B" shm:put && via "read 1048576 B" shm:get'
+paths_of
+check "stage_below unset is auto: 8 B staged, 1 MiB by CMA" \
+    eval '[ $rc -eq 0 ] && via "write 8 B" stage:shm && via "read 8 B" stage:shm && via "write 1048576 B" shm:put'
+paths_of PX_MCA_xfer_stage_below=0
+check "stage_below=0: every size by CMA, none staged" \
+    eval '[ $rc -eq 0 ] && via "write 8 B" shm:put && via "read 8 B" shm:get && ! grep -q "via stage" "$T/out"'
+paths_of PX_MCA_xfer_stage_below=2M
+check "stage_below=2M (explicit): 1 MiB staged too" \
+    eval '[ $rc -eq 0 ] && via "write 1048576 B" stage:shm && via "read 1048576 B" stage:shm'
+paths_of PX_MCA_xfer_stage_below=1k
+check "stage_below=1k (explicit): 8 B staged, 4 KiB by CMA" \
+    eval '[ $rc -eq 0 ] && via "write 8 B" stage:shm && via "write 4096 B" shm:put && via "read 4096 B" shm:get'
+paths_of PX_MCA_xfer_stage_below=lots
+check "stage_below=lots is refused with what it accepts" \
+    grep -q 'xfer_stage_below: "lots" is not accepted: the variable takes "auto" or a byte count' "$T/err"
 stress "registered memory, CMA refused (PX_BTL_SHM_TEST_DENY_CMA=1): staged" 2 stage:shm \
     PX_BTL_SHM_TEST_DENY_CMA=1 -- --max 1048576 --iters $IT --mem reg
 stress "staged: btl_shm_flags=0x1 excludes RDMA and mapping, 2 ranks, 0 B..$BIG B" 2 stage:shm \

@@ -26,6 +26,11 @@
  *     key, a read of the new region and px_finalize all succeed. Prints
  *     "rank 0: freerace: read after the free: CODE: REASON" and
  *     "rank R: freerace ok, finalize: TEXT".
+ *   xfer_probe paths
+ *     (2 ranks) rank 0 writes, then reads back and checks, 8 B, 4 KiB,
+ *     16 KiB, 64 KiB and 1 MiB of rank 1's registered user memory, one
+ *     request at a time, and prints "rank 0: write|read SIZE B via LABEL"
+ *     (the status's transport): which path xfer_stage_below chose.
  *   xfer_probe mutual [--transport NAME]
  *     (2 ranks) each rank submits reads of the other's region and frees its
  *     own at once, both waiting for the other's answer to the revocation
@@ -724,6 +729,63 @@ static int mutual(void)
     return 0;
 }
 
+/* ------------------------------------------------------------ paths */
+
+/* paths: rank 0 writes then reads each size to rank 1's registered user
+ * memory, one request at a time, checks the bytes and prints the path each
+ * took ("rank 0: write 8 B via stage:shm"); rank 1 waits in a barrier
+ * (which progresses, so it serves staged requests). */
+static int paths(void)
+{
+    CHECK(np == 2, "paths needs 2 ranks");
+    static const size_t sizes[] = {8, 4096, 16384, 65536, 1 << 20};
+    const size_t len = 1 << 20;
+    unsigned char *ubuf = malloc(len), *lbuf = malloc(len);
+    CHECK(ubuf && lbuf, "malloc");
+    memset(ubuf, 0, len);
+    px_xfer_region_t *r, *loc;
+    CHECK(px_xfer_register(ubuf, len, &r) == PX_SUCCESS &&
+              px_xfer_register(lbuf, len, &loc) == PX_SUCCESS,
+          "register: %s", px_xfer_last_error());
+    px_xfer_remote_t *rm[2];
+    exchange(r, rm);
+    if (0 == me) {
+        px_xfer_batch_t *b;
+        CHECK(px_xfer_batch_alloc(1, &b) == PX_SUCCESS, "batch");
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            size_t n = sizes[k];
+            for (int op = 0; op < 2; op++) {
+                bool wr = 0 == op;
+                for (size_t i = 0; i < n; i++)
+                    lbuf[i] = wr ? (unsigned char)(i * 7 + k + 1) : 0;
+                px_xfer_request_t q = {
+                    wr ? PX_XFER_WRITE : PX_XFER_READ, loc, 0, rm[1], 0, n, NULL};
+                CHECK(px_xfer_batch_submit(b, &q, 1, NULL) == PX_SUCCESS, "submit");
+                px_xfer_status_t st;
+                int e = px_xfer_batch_wait(b, 60);
+                int t = px_xfer_batch_test(b, 0, &st);
+                CHECK(PX_SUCCESS == e && PX_SUCCESS == t, "%s of %zu B: %s: %s",
+                      wr ? "write" : "read", n, px_strerror(t), st.reason ? st.reason : "");
+                if (!wr)
+                    for (size_t i = 0; i < n; i++)
+                        CHECK(lbuf[i] == (unsigned char)(i * 7 + k + 1),
+                              "read of %zu B: byte %zu is %u, not what was written", n, i, lbuf[i]);
+                printf("rank 0: %s %zu B via %s\n", wr ? "write" : "read", n, st.transport);
+                CHECK(px_xfer_batch_reset(b) == PX_SUCCESS, "reset");
+            }
+        }
+        CHECK(px_xfer_batch_free(&b) == PX_SUCCESS, "batch free");
+    }
+    CHECK(px_barrier() == PX_SUCCESS, "barrier");
+    px_xfer_remote_release(&rm[0]);
+    px_xfer_remote_release(&rm[1]);
+    px_xfer_free(&r);
+    px_xfer_free(&loc);
+    free(ubuf);
+    free(lbuf);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -768,6 +830,8 @@ int main(int argc, char **argv)
         rc = freerace();
     else if (!strcmp(mode, "mutual"))
         rc = mutual();
+    else if (!strcmp(mode, "paths"))
+        rc = paths();
     else
         fprintf(stderr, "xfer_probe: unknown mode '%s'\n", mode);
     int frc = px_finalize();
