@@ -200,7 +200,7 @@ for t in ofi:get stage; do
 done
 
 # A peer killed during a batch: the pending requests fail with a peer error.
-run env PX_PXRUN_GRACE=60 "$PXRUN" -n 2 "$P" deadpeer
+run env PX_PXRUN_GRACE=60 PX_XFER_PROBE_SYNC="$T/rank1-out" "$PXRUN" -n 2 "$P" deadpeer
 out=$(cat "$T/out")
 check "peer killed during a batch: pxrun reports it" contains "$(cat "$T/err")" "rank 1 (pid"
 check "peer killed during a batch: all 16 pending requests fail with peer failed" \

@@ -39,7 +39,9 @@
  *     px_finalize succeeds. Prints "rank R: mutual ok: S ok, F not found".
  *   xfer_probe deadpeer
  *     (2 ranks, SIGTERM ignored) rank 1 SIGKILLs itself without progressing
- *     while rank 0 waits for a batch of staged requests to it; rank 0 prints
+ *     while rank 0 waits for a batch of staged requests to it (with
+ *     PX_XFER_PROBE_SYNC=FILE, rank 0 submits once rank 1 created FILE, out
+ *     of Plexus for good); rank 0 prints
  *     how they ended ("rank 0: deadpeer: N of N failed with ...").
  * A failure prints "rank R: FAIL ..." and exits 1.
  */
@@ -521,9 +523,23 @@ static int deadpeer(void)
     px_xfer_remote_t *rm[2];
     exchange(r, rm);
     CHECK(px_barrier() == PX_SUCCESS, "barrier");
+    /* Rank 0 submits only once rank 1 is out of Plexus for good (it may still
+     * be progressing inside the barrier when rank 0's returns, and would then
+     * serve the requests): rank 1 says so by creating the file
+     * PX_XFER_PROBE_SYNC names. */
+    const char *sync = getenv("PX_XFER_PROBE_SYNC");
     if (me == 1) {
+        if (sync) {
+            FILE *f = fopen(sync, "w");
+            CHECK(f != NULL, "cannot create %s", sync);
+            fclose(f);
+        }
         usleep(300 * 1000); /* out of Plexus: rank 0's staged requests wait */
         raise(SIGKILL);
+    }
+    for (int i = 0; sync && access(sync, F_OK) != 0; i++) {
+        CHECK(i < 60000, "rank 1 did not create %s within 60 s", sync);
+        usleep(1000);
     }
     px_xfer_batch_t *b;
     px_xfer_batch_alloc(16, &b);
