@@ -507,24 +507,26 @@ void px_btl_shm_module_cleanup(void)
     free(s->active);
     s->by_idx = s->active = NULL;
     s->nactive = 0;
+    /* The lists and the cooling queue exist with or without a job segment
+     * (a module for dynamic peers only has none). */
+    while (s->cool && s->cool_count) {
+        px_btl_shm_frag_t *f = px_btl_shm_cool_pop(s);
+        px_free_list_return(f->list, &f->base.super);
+    }
+    free(s->cool);
+    s->cool = NULL;
+    s->cool_cap = s->cool_count = s->cool_head = 0;
+    if (s->lists_constructed && s->lists_initialized) {
+        /* Items point into the segment: destroy the lists before unmapping. */
+        PX_OBJ_DESTRUCT(&s->frags_fbox);
+        PX_OBJ_DESTRUCT(&s->frags_send);
+        PX_OBJ_DESTRUCT(&s->frags_eager);
+        PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
+        PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
+        PX_OBJ_CONSTRUCT(&s->frags_fbox, px_free_list_t);
+        s->lists_initialized = false;
+    }
     if (s->seg) {
-        while (s->cool && s->cool_count) {
-            px_btl_shm_frag_t *f = px_btl_shm_cool_pop(s);
-            px_free_list_return(f->list, &f->base.super);
-        }
-        free(s->cool);
-        s->cool = NULL;
-        s->cool_cap = s->cool_count = s->cool_head = 0;
-        if (s->lists_constructed && s->lists_initialized) {
-            /* Items point into the segment: destroy the lists before unmapping. */
-            PX_OBJ_DESTRUCT(&s->frags_fbox);
-            PX_OBJ_DESTRUCT(&s->frags_send);
-            PX_OBJ_DESTRUCT(&s->frags_eager);
-            PX_OBJ_CONSTRUCT(&s->frags_eager, px_free_list_t);
-            PX_OBJ_CONSTRUCT(&s->frags_send, px_free_list_t);
-            PX_OBJ_CONSTRUCT(&s->frags_fbox, px_free_list_t);
-            s->lists_initialized = false;
-        }
         /* Leaving in order: peers that see the lock go will not report us. */
         atomic_store_explicit(&((px_btl_shm_seg_hdr_t *)s->seg)->departed, 1, memory_order_release);
         munmap(s->seg, s->seg_size);
