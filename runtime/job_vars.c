@@ -23,7 +23,8 @@
 #include "core/util/output.h"
 #include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
-#include "runtime/runtime.h"
+#include "runtime/job_vars.h"
+#include "runtime/proc/proc.h"
 
 #define KEY_HASH "rt.vars.hash"
 #define KEY_LIST "rt.vars.list"

@@ -372,13 +372,6 @@ static int rt_barrier(void)
     return first;
 }
 
-double px_wtime(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 const char *px_transport_name(int peer)
 {
     if (!px_rt.initialized || peer < 0 || peer >= px_rt.size || NULL == px_rt.peers[peer].btl)

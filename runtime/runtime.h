@@ -19,6 +19,7 @@
 #define PX_RUNTIME_RUNTIME_H
 
 #include "runtime/coll/coll_rt.h"
+#include "runtime/job_vars.h"
 #include "runtime/pml/pml.h"
 #include "runtime/proc/proc.h"
 
@@ -36,14 +37,6 @@ PX_EXPORT size_t px_rt_tool_eager_data(int peer);
 /* The runtime's variables (messaging's, the progress engine's, the transfer
  * engine's), registered by px_init and by px_info. Exported, not API. */
 PX_EXPORT int px_rt_pml_register_params(void);
-
-/* job_vars.c: every rank gives each job-wide variable (scope
- * PX_MCA_VAR_SCOPE_ALL) the same value. publish before the address exchange's
- * commit; check after its fence, before any transport attaches to a peer:
- * PX_ERR_BAD_PARAM (on every rank) when a variable differs, reported with the
- * ranks and their values. */
-int px_rt_job_vars_publish(void);
-int px_rt_job_vars_check(void);
 
 /* Counts for tests: unexpected messages queued, receives posted. */
 static inline size_t px_rt_unexpected_count(void)
