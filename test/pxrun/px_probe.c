@@ -13,6 +13,10 @@
  *                                  waits in px_recv from rank 1 (which never
  *                                  sends) and the others sleep outside
  *                                  Plexus, for 60 s, then print "survived"
+ *   px_probe orphan FILE           every rank prints "ready RANK PID JOBID",
+ *                                  waits (outside Plexus) until FILE exists,
+ *                                  then returns 1 from main without
+ *                                  px_finalize
  *   px_probe hold S                every rank prints "ready RANK", holds the
  *                                  job for S seconds (outside Plexus), then
  *                                  px_finalize (test/util/t_fs_race.sh)
@@ -91,6 +95,17 @@ int main(int argc, char **argv)
         printf("survived %d\n", me);
         return 1;
     }
+    if (!strcmp(mode, "orphan") && argc == 3) {
+        const char *go = argv[2];
+        int me = init(&argc, &argv);
+        const char *job = getenv("PX_JOBID");
+        printf("ready %d %d %s\n", me, (int)getpid(), job ? job : "?");
+        for (int i = 0; i < 600 && access(go, F_OK) != 0; i++) {
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        return 1;
+    }
     if (!strcmp(mode, "hold") && argc == 3) {
         double s = atof(argv[2]);
         int me = init(&argc, &argv);
@@ -101,6 +116,6 @@ int main(int argc, char **argv)
         return rc == PX_SUCCESS ? 0 : 1;
     }
     fprintf(stderr, "usage: px_probe nofinalize R STATUS | peerdeath R kill|exit | launcher | "
-                    "hold S\n");
+                    "orphan FILE | hold S\n");
     return 2;
 }

@@ -173,6 +173,39 @@ launcher_killed() { # N
 launcher_killed 1 # the shm folder pxrun made is never used by one rank
 launcher_killed 3
 
+# pxrun killed, then every rank returns from main without px_finalize before
+# any watcher saw the hang-up (PX_BOOT_PXRUN_TEST_NO_WATCH=1: no watcher, as
+# when an application's main thread sees a peer's failure first and exits):
+# the exit path still says the launcher died and the last rank cleans up.
+launcher_exit() {
+    local d=$T/lk-exit n=3 p job pids alive=1
+    mkdir -p "$d"
+    "$PXRUN" -n $n -x PX_BOOT_PXRUN_TEST_NO_WATCH=1 sh -c 'exec "$0" orphan "$1/go" 2>"$1/err.$PX_RANK"' \
+        "$PROBE" "$d" </dev/null >"$d/out" 2>"$d/perr" &
+    p=$!
+    for _ in $(seq 400); do [ "$(grep -c '^ready' "$d/out")" -eq $n ] && break; sleep 0.05; done
+    job=$(awk '/^ready/ {print $4; exit}' "$d/out")
+    pids=$(awk '/^ready/ {print $3}' "$d/out")
+    kill -9 $p
+    wait $p 2>/dev/null
+    touch "$d/go"
+    for _ in $(seq 200); do
+        alive=0
+        for q in $pids; do kill -0 "$q" 2>/dev/null && alive=1; done
+        [ $alive -eq 0 ] && break
+        sleep 0.05
+    done
+    check "launcher killed, ranks exit without px_finalize: every rank exited" [ -n "$pids" -a $alive -eq 0 ]
+    [ $alive -eq 0 ] || kill -9 $pids 2>/dev/null
+    check "launcher killed, ranks exit without px_finalize: each rank says the launcher died" \
+        [ "$(cat "$d"/err.* 2>/dev/null | grep -c 'the launcher pxrun (pid [0-9]*) died')" -eq $n ]
+    check "launcher killed, ranks exit without px_finalize: one rank removed the job's files" \
+        [ "$(cat "$d"/err.* 2>/dev/null | grep -c 'the last rank: removed')" -eq 1 ]
+    check "launcher killed, ranks exit without px_finalize: no session or /dev/shm folder left" \
+        [ -n "$job" -a ! -e "$sess/job-$job" -a ! -e "/dev/shm/plexus-$uid-$job" ]
+}
+launcher_exit
+
 # pxrun killed with SIGKILL while three ranks wait in px_init's fence for a
 # fourth that has not started yet: whether the watcher or px_init's error
 # path sees it first (PX_BOOT_PXRUN_TEST_NO_WATCH=1: the error path, as when

@@ -231,10 +231,18 @@ static bool launcher_hung_up(void)
     return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/* The launcher is gone: nobody will end this rank or clean up after the job. */
+/* The launcher is gone: nobody will end this rank or clean up after the job.
+ * Called by the watcher thread, or at exit when the application returns
+ * without px_finalize (its main thread may see a peer's failure before the
+ * watcher sees the hang-up, and exit would end the watcher mid-message or
+ * before it took the lock). gone_lock makes the two one: whichever comes
+ * second waits until the first _exits the process. */
+static pthread_mutex_t gone_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void launcher_gone(void)
 {
-    signal(SIGPIPE, SIG_IGN); /* our stdout/stderr were pipes to pxrun */
+    pthread_mutex_lock(&gone_lock); /* never released: _exit follows */
+    signal(SIGPIPE, SIG_IGN);       /* our stdout/stderr were pipes to pxrun */
     const char *uri = getenv(PX_PXRUN_URI_ENV), *ppid = getenv("PX_PXRUN_PID");
     bool last = remove_files_if_last(); /* held until _exit */
     char msg[1024];
@@ -262,8 +270,19 @@ static void *watch_launcher(void *arg)
     }
 }
 
+/* At exit without px_finalize (the socket still open): if the launcher died,
+ * say so and clean up as the watcher would. */
+static void exit_check(void)
+{
+    if (fd >= 0 && launcher_hung_up())
+        launcher_gone();
+}
+
 static void watch_start(void)
 {
+    static bool exit_hooked;
+    if (!exit_hooked)
+        exit_hooked = atexit(exit_check) == 0;
     const char *sess = getenv("PX_SESSION_DIR");
     if (sess && *sess) {
         sess_fd = open(sess, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
