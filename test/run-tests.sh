@@ -25,7 +25,7 @@ logdir=$build/test-logs
 mkdir -p "$logdir"
 
 run_check() { # a Check program
-    local prog=$1 name log out
+    local prog=$1 name log out t0=$SECONDS
     name=${prog#"$build"/}
     log=$logdir/$(echo "$name" | tr / _).log
     CK_VERBOSITY=normal CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-120} \
@@ -44,11 +44,11 @@ run_check() { # a Check program
     if [ $((f + e)) -gt 0 ]; then
         while IFS= read -r l; do failures+=("$name: $l"); done < <(grep -E ':(F|E):' "$log")
     fi
-    echo "  $name: $((n - f - e))/$n"
+    echo "  $name: $((n - f - e))/$n ($((SECONDS - t0)) s)"
 }
 
 run_shell() { # a TAP-style shell test
-    local t=$1 name log rc
+    local t=$1 name log rc t0=$SECONDS
     name=${t#"$src"/}
     log=$logdir/$(echo "$name" | tr / _).log
     timeout -k 5 "$timeout_s" bash "$t" >"$log" 2>&1 </dev/null
@@ -64,7 +64,7 @@ run_shell() { # a TAP-style shell test
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     while IFS= read -r l; do failures+=("$name: $l"); done < <(grep -E '^not ok' "$log")
     while IFS= read -r l; do echo "  $name: $l"; done < <(grep -E '^ok [0-9]+ .*# SKIP' "$log")
-    echo "  $name: $p passed, $f failed, $s skipped"
+    echo "  $name: $p passed, $f failed, $s skipped ($((SECONDS - t0)) s)"
 }
 
 echo "Plexus tests (build: $build)"
