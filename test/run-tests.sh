@@ -4,9 +4,12 @@
 #   Check programs (BUILD_DIR/test/**/*_test): each test case counts once.
 #   Shell tests (test/**/t_*.sh in the source tree): each "ok"/"not ok" line counts once.
 # PX_TEST_TIMEOUT (seconds, default 600) bounds each program.
+# PX_TEST_EXCLUDE (a regex, default none): tests whose path matches are not run
+# (test/tsan/run-tsan.sh leaves out those that exercise no threads).
 set -u
 build=$(cd "${1:?usage: run-tests.sh BUILD_DIR [filter]}" && pwd)
 filter=${2:-.}
+exclude=${PX_TEST_EXCLUDE:-}
 src=$(cd "$(dirname "$0")/.." && pwd)
 export PX_BUILD=$build PX_SRC=$src
 # Keep user settings out of the tests.
@@ -70,10 +73,12 @@ run_shell() { # a TAP-style shell test
 echo "Plexus tests (build: $build)"
 while IFS= read -r prog; do
     [[ $prog =~ $filter ]] || continue
+    [ -n "$exclude" ] && [[ $prog =~ $exclude ]] && continue
     run_check "$prog"
 done < <(find "$build/test" -type f -name '*_test' -perm -u+x -not -path '*/.libs/*' 2>/dev/null | sort)
 while IFS= read -r t; do
     [[ $t =~ $filter ]] || continue
+    [ -n "$exclude" ] && [[ $t =~ $exclude ]] && continue
     run_shell "$t"
 done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null | sort)
 

@@ -26,7 +26,7 @@ late() {
     local d=$1 op=$2 count=$3 mode=$4; shift 4
     local dir
     dir=$(mktemp -d "$T/run.XXXXXX")
-    out=$(env PX_MCA_runtime_wait_timeout=3 "$@" timeout 120 "$pxrun" -n 3 "$prog" "$op" "$count" \
+    out=$(env PX_MCA_runtime_wait_timeout=2 "$@" timeout 120 "$pxrun" -n 3 "$prog" "$op" "$count" \
         "$mode" "$dir" </dev/null 2>"$T/err"); rc=$?
     local r0 others
     r0=$(echo "$out" | grep -c "^rank 0: $op: PX_ERR_GROUP_FAILED")
