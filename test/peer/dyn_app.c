@@ -15,6 +15,9 @@
  *       connect CONNECTIONS times in a row (a new id each), each time: echo
  *       messages of 0 B .. 4 MiB (eager and rendezvous) with checksums, a
  *       wildcard exchange, then disconnect
+ *   dyn_app cycles FILE N
+ *       N connections in a row, one small echo each; prints the open
+ *       descriptors after the first and after the last
  *   dyn_app hold FILE
  *       connect, print "connected", wait forever (the test kills it)
  *   dyn_app contact
@@ -22,6 +25,7 @@
  *   dyn_app connect-only FILE
  *       connect once and report the result (a wrong secret is refused)
  */
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +177,47 @@ static int exchange(int p, unsigned char *out, unsigned char *in, int round)
     return 0;
 }
 
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* CYCLES connections with one small echo each; the open descriptors after
+ * the first and after the last must be the same. */
+static int cycles(const char *file, int n)
+{
+    char c[512];
+    if (!read_contact(file, c, sizeof c))
+        return fail("no contact in the file", PX_ERR_TIMEOUT);
+    int fds1 = -1, last = -1;
+    for (int i = 0; i < n; ++i) {
+        int p, v = i, w = -1, rc;
+        if ((rc = px_connect(c, &p)) != PX_SUCCESS)
+            return fail("px_connect", rc);
+        if (p == last)
+            return fail("a reused peer id", PX_ERR_FATAL);
+        last = p;
+        if ((rc = px_send(&v, sizeof v, p, 1)) != PX_SUCCESS ||
+            (rc = px_recv(&w, sizeof w, p, 2, NULL)) != PX_SUCCESS)
+            return fail("echo", rc);
+        if (w != v)
+            return fail("echo value", PX_ERR_FATAL);
+        if ((rc = px_send("", 0, p, 3)) != PX_SUCCESS || (rc = px_disconnect(p)) != PX_SUCCESS)
+            return fail("bye", rc);
+        if (0 == i)
+            fds1 = count_fds();
+    }
+    printf("cycles %d: descriptors after the first %d, after the last %d\n", n, fds1, count_fds());
+    return 0;
+}
+
 static int client(const char *file, int conns)
 {
     char c[512];
@@ -223,6 +268,8 @@ int main(int argc, char **argv)
     int ret = 0;
     if (0 == strcmp(argv[1], "server") && argc >= 4) {
         ret = server(argv[2], atoi(argv[3]));
+    } else if (0 == strcmp(argv[1], "cycles") && argc >= 4) {
+        ret = cycles(argv[2], atoi(argv[3]));
     } else if (0 == strcmp(argv[1], "client") && argc >= 4) {
         ret = client(argv[2], atoi(argv[3]));
     } else if (0 == strcmp(argv[1], "contact")) {

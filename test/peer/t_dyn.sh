@@ -82,6 +82,21 @@ scenario() {
 scenario shm
 check "shm: the peer is reached by shm" contains "$(cat "$T/shm.c1")" "over shm"
 
+# 200 connect/disconnect cycles: no descriptor left behind on the connecting side
+timeout -s KILL 240 "$app" server "$T/cyc.contact" 200 >"$T/cyc.srv" 2>&1 </dev/null &
+spid=$!
+pids+=("$spid")
+timeout -s KILL 240 "$app" cycles "$T/cyc.contact" 200 >"$T/cyc.c" 2>&1 </dev/null
+rc=$?
+wait "$spid"
+src=$?
+check "shm: 200 connect/echo/disconnect cycles, both sides end cleanly (client $rc, server $src)" \
+    test "$rc" -eq 0 -a "$src" -eq 0
+grep cycles "$T/cyc.c" | sed 's/^/# /'
+line=$(grep -o 'after the first [0-9]*, after the last [0-9]*' "$T/cyc.c")
+set -- $line
+check "shm: ... the open descriptors do not grow ($line)" test -n "$line" -a "${4%,}" = "${8:-x}"
+
 export PX_MCA_btl=self,ofi
 if ! timeout 60 "$app" contact >"$T/ofi.probe" 2>&1; then
     sed 's/^/# /' "$T/ofi.probe" | head -5
