@@ -5,7 +5,9 @@
 # tagged messages both ways (eager and rendezvous sizes, checksummed), a
 # wildcard receive, disconnect and reconnect (a new id each time), a peer
 # killed while the other receives from it (the receive fails, the error names
-# it, the survivor serves the next connection), a wrong secret refused. Over
+# it, the survivor serves the next connection), a wrong secret refused, a
+# rank started by pxrun on either side, 200 cycles without a descriptor
+# left behind. Over
 # shm (the default btl list: same host) and over ofi (PX_MCA_btl=self,ofi).
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
@@ -96,6 +98,29 @@ grep cycles "$T/cyc.c" | sed 's/^/# /'
 line=$(grep -o 'after the first [0-9]*, after the last [0-9]*' "$T/cyc.c")
 set -- $line
 check "shm: ... the open descriptors do not grow ($line)" test -n "$line" -a "${4%,}" = "${8:-x}"
+
+# a rank of a job started by pxrun connects to a singleton, and the other way
+pxrun=$B/tools/pxrun/pxrun
+if [ -x "$pxrun" ]; then
+    timeout -s KILL 120 "$app" server "$T/px1.contact" 1 >"$T/px1.srv" 2>&1 </dev/null &
+    spid=$!
+    pids+=("$spid")
+    timeout -s KILL 120 "$pxrun" -n 1 "$app" client "$T/px1.contact" 1 >"$T/px1.c" 2>&1 </dev/null
+    rc=$?
+    wait "$spid"
+    check "a pxrun rank connects to a singleton and exchanges messages (client $rc, server $?)" \
+        contains "$(cat "$T/px1.c" "$T/px1.srv")" "server done"
+    timeout -s KILL 120 "$pxrun" -n 1 "$app" server "$T/px2.contact" 1 >"$T/px2.srv" 2>&1 </dev/null &
+    spid=$!
+    pids+=("$spid")
+    timeout -s KILL 120 "$app" client "$T/px2.contact" 1 >"$T/px2.c" 2>&1 </dev/null
+    rc=$?
+    wait "$spid"
+    check "a singleton connects to a pxrun rank (client $rc, server $?)" \
+        contains "$(cat "$T/px2.c")" "client done: 1 connections"
+else
+    skip "pxrun ranks and singletons" "pxrun is not built"
+fi
 
 export PX_MCA_btl=self,ofi
 if ! timeout 60 "$app" contact >"$T/ofi.probe" 2>&1; then
