@@ -25,7 +25,7 @@ extern "C" {
 #define PX_ANY_TAG    (-1)
 
 typedef struct px_status {
-    int source;    /* rank the message came from */
+    int source;    /* rank (or dynamic peer id) the message came from */
     int tag;       /* its tag */
     size_t length; /* bytes received (the sent length unless truncated) */
     int error;     /* PX_SUCCESS, PX_ERR_TRUNCATE, PX_ERR_PEER_FAILED, ... */
@@ -58,8 +58,33 @@ PX_EXPORT int px_progress(void);
 PX_EXPORT int px_barrier(void);
 /* Seconds since an arbitrary point (monotonic clock). */
 PX_EXPORT double px_wtime(void);
-/* Name of the transport that serves sends to `peer` ("self", "shm", "ofi"). */
+/* Name of the transport that serves sends to `peer` (a rank or a connected
+ * peer id: "self", "shm", "ofi"); NULL for neither. */
 PX_EXPORT const char *px_transport_name(int peer);
+/* ---- Dynamic peers (docs/peers.md): processes not launched together ----
+ * A process started by pxrun, a PMIx launcher or alone connects to another
+ * after px_init; both get a peer id usable as dest/source wherever a rank is
+ * (px_send, px_recv, px_isend, px_irecv). Ids are >= 1<<24 (no rank has
+ * one) and never reused within a process: a later connection, even from the
+ * same process, is a new peer. PX_ANY_SOURCE matches connected peers too
+ * (status.source says which). Both sides need the operator's secret
+ * (variable peer_secret_file: a 0600 file of this user).
+ *
+ * px_contact: open this process's listener (first call; peer_listen_address,
+ * peer_listen_port) and give its contact string (valid until px_finalize).
+ * px_connect: connect to a contact (within peer_connect_timeout seconds).
+ * px_accept: the next process that connected, waiting up to `timeout`
+ * seconds (0: do not wait); PX_ERR_TIMEOUT when none did.
+ * px_disconnect: release a peer: its pending operations fail with
+ * PX_ERR_PEER_FAILED, its transport resources go. A peer that leaves or dies
+ * fails only the operations that involve it (PX_ERR_PEER_FAILED, with a
+ * message naming its host, pid and contact); call px_disconnect to release
+ * it then. */
+PX_EXPORT int px_contact(const char **contact);
+PX_EXPORT int px_connect(const char *contact, int *peer);
+PX_EXPORT int px_accept(double timeout, int *peer);
+PX_EXPORT int px_disconnect(int peer);
+
 /* End the whole job with `code`, printing msg. Does not return. */
 PX_EXPORT void px_abort(int code, const char *msg);
 

@@ -240,6 +240,8 @@ static void px_rt_teardown(void)
         px_rt_stage.coll = false;
     }
     px_xfer_finalize(); /* before the transports go */
+    if (px_rt_stage.pml)
+        px_pml_dyn_finalize();
     if (px_rt.table_valid) {
         px_btl_base_del_procs(&px_rt.table, px_rt.btl_peers);
         px_rt.table_valid = false;
@@ -288,6 +290,7 @@ int px_finalize(void)
         px_rt_stage.coll = false;
     }
     px_xfer_finalize();
+    px_pml_dyn_finalize(); /* dynamic peers and the listener, before their transports go */
     px_pml_quiesce();
     px_rt.initialized = false;
     px_rt_teardown();
@@ -374,9 +377,10 @@ static int rt_barrier(void)
 
 const char *px_transport_name(int peer)
 {
-    if (!px_rt.initialized || peer < 0 || peer >= px_rt.size || NULL == px_rt.peers[peer].btl)
+    px_rt_peer_t *p = px_rt.initialized ? px_rt_peer_find(peer) : NULL; /* a rank or a peer id */
+    if (NULL == p || NULL == p->btl)
         return NULL;
-    const px_btl_module_t *m = px_rt.peers[peer].btl->eager[0].module;
+    const px_btl_module_t *m = p->btl->eager[0].module;
     return m->btl_component ? m->btl_component->base.component_name : "?";
 }
 

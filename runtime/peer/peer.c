@@ -276,3 +276,8 @@ void px_peer_conn_close(px_peer_conn_t *c)
     free(c->payload);
     free(c);
 }
+
+void *px_peer_conn_cookie(const px_peer_conn_t *c)
+{
+    return c->cookie;
+}

@@ -42,6 +42,23 @@ int px_peer_listen(const void *payload, size_t len, px_peer_listener_t **listene
  * taken with px_peer_accept. Connections already taken stay open. */
 void px_peer_listener_close(px_peer_listener_t *listener);
 
+/* Answer each connector with a reply of its own instead of the listen
+ * payload: once a connector proved it holds the secret, `reply` gets its
+ * payload (untrusted, of a process holding the secret) and its identity and
+ * returns PX_SUCCESS with *reply (malloc'ed, *reply_len bytes, sent in ACCEPT
+ * under the listener's proof, then freed) and a *cookie that the delivered
+ * connection carries (px_peer_conn_cookie). Any other return refuses the
+ * connector. A cookie whose connection is not delivered (the connector left
+ * or timed out before its ACCEPT went, the listener closed) goes to
+ * `release`. Used by the runtime: the transports' reply depends on the
+ * offer (docs/peers.md). */
+typedef int (*px_peer_reply_fn)(void *arg, const void *payload, size_t len,
+                                const px_peer_ident_t *ident, void **reply, size_t *reply_len,
+                                void **cookie);
+typedef void (*px_peer_release_fn)(void *arg, void *cookie);
+void px_peer_listener_set_reply(px_peer_listener_t *listener, px_peer_reply_fn reply,
+                                px_peer_release_fn release, void *arg);
+
 /* Progress the listener without blocking: accept new sockets, advance the
  * handshakes, close those past their deadline. Returns 1 and *conn when a
  * connection finished its handshake, 0 when none is ready yet, or a
@@ -63,6 +80,8 @@ int px_peer_connect(const char *contact, const void *payload, size_t len, double
 const void *px_peer_conn_payload(const px_peer_conn_t *conn, size_t *len);
 const px_peer_ident_t *px_peer_conn_ident(const px_peer_conn_t *conn);
 int px_peer_conn_fd(const px_peer_conn_t *conn);
+/* The reply function's cookie for an accepted connection (else NULL). */
+void *px_peer_conn_cookie(const px_peer_conn_t *conn);
 void px_peer_conn_close(px_peer_conn_t *conn);
 
 /* The text of this thread's last error of a px_peer_* call. */

@@ -156,6 +156,7 @@ struct px_peer_conn {
     px_peer_ident_t ident;
     uint8_t *payload;
     size_t len;
+    void *cookie;         /* the listener's reply function's (px_peer_conn_cookie) */
     px_peer_conn_t *next; /* a listener's ready queue */
 };
 /* The monotonic clock in seconds; milliseconds left until `deadline` (0 when

@@ -44,6 +44,7 @@ typedef struct pending {
     uint8_t *out; /* what remains to be written */
     size_t out_len, out_off;
     bool want_out;
+    void *cookie; /* the reply function's, until the connection is delivered */
 } pending_t;
 
 struct px_peer_listener {
@@ -60,7 +61,27 @@ struct px_peer_listener {
     int npend;
     px_peer_conn_t *ready, *ready_tail;
     px_peer_listener_t *next;
+    /* px_peer_listener_set_reply: a reply per connection instead of payload */
+    px_peer_reply_fn reply_fn;
+    px_peer_release_fn release_fn;
+    void *reply_arg;
 };
+
+void px_peer_listener_set_reply(px_peer_listener_t *l, px_peer_reply_fn reply,
+                                px_peer_release_fn release, void *arg)
+{
+    l->reply_fn = reply;
+    l->release_fn = release;
+    l->reply_arg = arg;
+}
+
+/* A cookie of the reply function whose connection is not delivered. */
+static void cookie_release(px_peer_listener_t *l, void **cookie)
+{
+    if (*cookie && l->release_fn)
+        l->release_fn(l->reply_arg, *cookie);
+    *cookie = NULL;
+}
 
 /* The listeners of this process, to tell a connection to oneself. */
 static px_peer_listener_t *listeners;
@@ -86,6 +107,7 @@ int px_peer_listener_pending(const px_peer_listener_t *l)
 static void pending_free(px_peer_listener_t *l, int i)
 {
     pending_t *p = l->pend[i];
+    cookie_release(l, &p->cookie);
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->fd, NULL);
     if (p->fd >= 0)
         close(p->fd);
@@ -180,6 +202,8 @@ static void deliver(px_peer_listener_t *l, int i)
         return;
     }
     c->fd = p->fd;
+    c->cookie = p->cookie;
+    p->cookie = NULL;
     c->payload = p->body; /* the AUTH body: mac, then the payload */
     c->len = p->need - PX_PEER_MAC_LEN;
     if (c->len)
@@ -343,17 +367,43 @@ static void step(px_peer_listener_t *l, pending_t *p)
                        "authentication failed: its proof does not match this listener's secret");
                 return;
             }
-            p->out = malloc(PX_PEER_HDR_LEN + PX_PEER_MAC_LEN + l->len);
+            /* The answer: the listener's payload, or the reply function's
+             * to this connector's payload (set_reply). */
+            const uint8_t *ans = l->payload;
+            size_t alen = l->len;
+            void *reply = NULL;
+            if (l->reply_fn) {
+                px_peer_ident_t id = {.pid = p->peer.pid};
+                snprintf(id.host, sizeof id.host, "%s", p->peer.host);
+                snprintf(id.address, sizeof id.address, "%s", p->from);
+                size_t rlen = 0;
+                int rrc = l->reply_fn(l->reply_arg, p->body + PX_PEER_MAC_LEN, plen, &id, &reply,
+                                      &rlen, &p->cookie);
+                if (rrc != PX_SUCCESS || (NULL == reply && rlen > 0) ||
+                    rlen > PX_PEER_PAYLOAD_HARD_MAX) {
+                    free(reply);
+                    char why[200];
+                    snprintf(why, sizeof why, "this process could not answer its payload (%s)",
+                             px_strerror(rrc != PX_SUCCESS ? rrc : PX_ERR_BAD_PARAM));
+                    refuse(l, i, 0, why);
+                    return;
+                }
+                ans = reply;
+                alen = rlen;
+            }
+            p->out = malloc(PX_PEER_HDR_LEN + PX_PEER_MAC_LEN + alen);
             if (NULL == p->out) {
+                free(reply);
                 refuse(l, i, 0, "out of memory");
                 return;
             }
-            px_peer_hdr_write(p->out, PX_PEER_T_ACCEPT, (uint32_t)(PX_PEER_MAC_LEN + l->len));
-            px_peer_mac(&l->secret, true, hello, p->challenge, p->body + PX_PEER_MAC_LEN, plen,
-                        l->payload, l->len, p->out + PX_PEER_HDR_LEN);
-            if (l->len)
-                memcpy(p->out + PX_PEER_HDR_LEN + PX_PEER_MAC_LEN, l->payload, l->len);
-            p->out_len = PX_PEER_HDR_LEN + PX_PEER_MAC_LEN + l->len;
+            px_peer_hdr_write(p->out, PX_PEER_T_ACCEPT, (uint32_t)(PX_PEER_MAC_LEN + alen));
+            px_peer_mac(&l->secret, true, hello, p->challenge, p->body + PX_PEER_MAC_LEN, plen, ans,
+                        alen, p->out + PX_PEER_HDR_LEN);
+            if (alen)
+                memcpy(p->out + PX_PEER_HDR_LEN + PX_PEER_MAC_LEN, ans, alen);
+            free(reply);
+            p->out_len = PX_PEER_HDR_LEN + PX_PEER_MAC_LEN + alen;
             p->out_off = 0;
             p->state = ST_SEND_ACCEPT;
             continue;
@@ -625,6 +675,7 @@ void px_peer_listener_close(px_peer_listener_t *l)
     while (l->ready) {
         px_peer_conn_t *c = l->ready;
         l->ready = c->next;
+        cookie_release(l, &c->cookie);
         px_peer_conn_close(c);
     }
     close(l->fd);

@@ -129,7 +129,9 @@ uint32_t px_pml_rdma_id(const px_btl_module_t *m)
 /* A small control message (ACK, FIN, PUT-ACK, PUT-FIN) to `rank`. */
 int px_pml_send_ctl_buf(int rank, px_btl_tag_t am, const void *buf, size_t len)
 {
-    px_rt_peer_t *peer = &px_rt.peers[rank];
+    px_rt_peer_t *peer = px_rt_peer_find(rank);
+    if (PX_UNLIKELY(NULL == peer))
+        return PX_ERR_PEER_FAILED; /* a dynamic peer that was disconnected */
     if (peer->failed)
         return peer->failed;
     px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
@@ -316,6 +318,43 @@ static inline bool hdr_bad(const px_btl_receive_descriptor_t *d, int src, uint32
     return hdr_from(d, src) != src || (int32_t)(seq - peer->recv_seq) < 0;
 }
 
+/* The sender of a matched message that is not a rank's: the dynamic peer
+ * whose endpoint the transport delivered it through (the header's source
+ * must be PX_BTL_RANK_DYNAMIC then: a dynamic peer knows no rank of ours);
+ * anything else is dropped with a message. *id is the peer's id. */
+static PX_COLD px_rt_peer_t *dyn_source(const px_btl_receive_descriptor_t *d, int hsrc,
+                                        const char *what, int *id)
+{
+    if (PX_BTL_RANK_DYNAMIC != d->src_rank) {
+        px_rt.bad_headers++;
+        px_show_error("runtime: dropped %s from rank %d with source %d in its header (valid: "
+                      "0..%d)",
+                      what, d->src_rank, hsrc, px_rt.size - 1);
+        return NULL;
+    }
+    px_rt_dyn_t *dy = d->endpoint ? px_rt_dyn_by_endpoint(d->endpoint) : NULL;
+    if (NULL == dy || NULL == dy->peer.btl) {
+        /* A peer already disconnected (its late messages), or a transport
+         * endpoint no connection made: counted, not trusted. */
+        px_rt.bad_headers++;
+        PX_OUTPUT_VERBOSE(1, px_rt.output,
+                          "runtime: dropped %s from a dynamic peer this process does not know "
+                          "(disconnected, or never connected)",
+                          what);
+        return NULL;
+    }
+    if (hsrc != PX_BTL_RANK_DYNAMIC) {
+        size_t n = ++px_rt.bad_headers;
+        if (n <= 4 || 0 == (n & (n - 1)))
+            px_show_error("runtime: dropped %s from %s whose header names rank %d as its sender "
+                          "(a dynamic peer's names %d; %zu such header%s dropped so far)",
+                          what, dy->name, hsrc, PX_BTL_RANK_DYNAMIC, n, n > 1 ? "s" : "");
+        return NULL;
+    }
+    *id = dy->id;
+    return &dy->peer;
+}
+
 /* AM callback: tiny and eager messages. */
 void px_pml_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
@@ -328,17 +367,19 @@ void px_pml_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
                       d->src_rank, d->des_segments[0].seg_len, sizeof(*h));
         return;
     }
-    const int src = h->src, tag = h->tag;
-    if (PX_UNLIKELY(src < 0 || src >= px_rt.size)) {
-        px_show_error("runtime: dropped a malformed message from rank %d (source %d in its header; "
-                      "valid: 0..%d)",
-                      d->src_rank, src, px_rt.size - 1);
-        return;
+    int src = h->src;
+    const int tag = h->tag;
+    px_rt_peer_t *peer;
+    if (PX_LIKELY(src >= 0 && src < px_rt.size && d->src_rank != PX_BTL_RANK_DYNAMIC)) {
+        peer = &px_rt.peers[src];
+    } else {
+        peer = dyn_source(d, src, "a message", &src);
+        if (NULL == peer)
+            return;
     }
-    px_rt_peer_t *peer = &px_rt.peers[src];
     size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(*h));
     if (PX_UNLIKELY(h->seq != peer->recv_seq || peer->failed ||
-                    (d->endpoint && d->src_rank != src))) {
+                    (d->endpoint && d->src_rank != src && d->src_rank != PX_BTL_RANK_DYNAMIC))) {
         if (hdr_bad(d, src, h->seq, peer)) {
             hdr_drop("a message", hdr_from(d, src), src, h->seq, peer->recv_seq);
             return;
@@ -405,8 +446,17 @@ void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         return;
     }
     seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
-    if (h.m.src < 0 || h.m.src >= px_rt.size || h.blob > PX_RT_MAX_BLOB ||
-        h.nrails > PX_RT_MAX_RAILS || total < sizeof(h) + h.blob) {
+    px_rt_peer_t *peer = NULL;
+    if (h.m.src >= 0 && h.m.src < px_rt.size && d->src_rank != PX_BTL_RANK_DYNAMIC) {
+        peer = &px_rt.peers[h.m.src];
+    } else {
+        int id = -1;
+        peer = dyn_source(d, h.m.src, "a rendezvous request", &id);
+        if (NULL == peer)
+            return;
+        h.m.src = id; /* from here on the header names the peer by its id */
+    }
+    if (h.blob > PX_RT_MAX_BLOB || h.nrails > PX_RT_MAX_RAILS || total < sizeof(h) + h.blob) {
         px_show_error("runtime: dropped a malformed rendezvous header (source %d, %u rails in "
                       "%u bytes, %zu bytes received)",
                       h.m.src, h.nrails, h.blob, total);
@@ -414,7 +464,6 @@ void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     if (h.blob)
         seg_copy(blob, h.blob, d->des_segments, d->des_segment_count, sizeof(h));
-    px_rt_peer_t *peer = &px_rt.peers[h.m.src];
     if (hdr_bad(d, h.m.src, h.m.seq, peer)) {
         hdr_drop("a rendezvous request", hdr_from(d, h.m.src), h.m.src, h.m.seq, peer->recv_seq);
         return;
@@ -463,10 +512,14 @@ static void send_eager_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_
 /* Start a send request's first message: eager data or the RNDV header. */
 static void send_start(px_request_t *r)
 {
-    px_rt_peer_t *peer = &px_rt.peers[r->peer];
+    px_rt_peer_t *peer = px_rt_peer_find(r->peer);
+    if (PX_UNLIKELY(NULL == peer)) { /* a dynamic peer disconnected meanwhile */
+        px_pml_req_fail(r, PX_ERR_PEER_FAILED);
+        return;
+    }
     px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
     px_btl_module_t *m = pm->module;
-    px_rt_match_hdr_t mh = {px_rt.rank, r->tag, r->seq, 0};
+    px_rt_match_hdr_t mh = {peer->wire_src, r->tag, r->seq, 0};
     int rc;
     if (r->len > peer->eager_data) {
         px_pml_send_start_rndv(r);
@@ -562,7 +615,9 @@ static int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t
 
 int px_pml_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
-    px_rt_peer_t *peer = &px_rt.peers[dest];
+    px_rt_peer_t *peer = px_rt_peer_find(dest);
+    if (PX_UNLIKELY(NULL == peer))
+        return PX_ERR_PEER_FAILED;
     if (PX_UNLIKELY(peer->failed))
         return peer->failed;
     return rt_isend(buf, len, dest, tag, request);
@@ -570,7 +625,9 @@ int px_pml_isend(const void *buf, size_t len, int dest, int tag, px_request_t **
 
 int px_pml_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
-    px_rt_peer_t *peer = &px_rt.peers[dest];
+    px_rt_peer_t *peer = px_rt_peer_find(dest);
+    if (NULL == peer)
+        return PX_ERR_PEER_FAILED;
     if (peer->failed && !peer->failed_here)
         return peer->failed; /* its transport is gone */
     return rt_isend(buf, len, dest, tag, request);
@@ -578,7 +635,7 @@ int px_pml_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_re
 
 static inline int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
-    px_rt_peer_t *peer = &px_rt.peers[dest];
+    px_rt_peer_t *peer = px_rt_peer_find(dest); /* the callers checked it */
     px_request_t *r = req_alloc(PX_PML_REQ_SEND);
     if (PX_UNLIKELY(NULL == r))
         return PX_ERR_OUT_OF_RESOURCE;
@@ -628,8 +685,11 @@ int px_pml_irecv(void *buf, size_t len, int source, int tag, px_request_t **requ
         ux_free(u);
         return PX_SUCCESS;
     }
-    if (source != PX_ANY_SOURCE && px_rt.peers[source].failed) {
-        r->status.error = px_rt.peers[source].failed;
+    px_rt_peer_t *from = source != PX_ANY_SOURCE ? px_rt_peer_find(source) : NULL;
+    if (source != PX_ANY_SOURCE && (NULL == from || from->failed)) {
+        /* a failed peer, or a dynamic peer disconnected (its messages that
+         * arrived before were matched above) */
+        r->status.error = from ? from->failed : PX_ERR_PEER_FAILED;
         req_complete(r);
         return PX_SUCCESS;
     }
@@ -640,8 +700,8 @@ int px_pml_irecv(void *buf, size_t len, int source, int tag, px_request_t **requ
 
 int px_pml_send_inline(const void *buf, size_t len, int dest, int tag)
 {
-    px_rt_peer_t *peer = &px_rt.peers[dest];
-    if (PX_UNLIKELY(peer->failed))
+    px_rt_peer_t *peer = px_rt_peer_find(dest);
+    if (PX_UNLIKELY(NULL == peer || peer->failed))
         return PX_ERR_NOT_SUPPORTED;
     return pml_send_now(peer, tag, buf, len);
 }

@@ -20,6 +20,9 @@ int px_pml_init(void);
 void px_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl);
 /* px_finalize, before the transports go: drop what requests still hold. */
 void px_pml_quiesce(void);
+/* px_finalize, before px_pml_quiesce: release every dynamic peer and close
+ * the listener (pml_dyn.c). */
+void px_pml_dyn_finalize(void);
 int px_pml_finalize(void);
 
 /* ---- sends and receives of the runtime (any tag, including runtime tags < 0) ---- */

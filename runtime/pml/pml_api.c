@@ -16,6 +16,10 @@ static inline int check_peer(int rank, bool any_ok)
         return PX_SUCCESS;
     if (any_ok && PX_ANY_SOURCE == rank)
         return PX_SUCCESS;
+    /* A dynamic peer's id, connected now or earlier (px_connect, px_accept):
+     * one disconnected since fails its operations with PX_ERR_PEER_FAILED. */
+    if (rank >= PX_RT_DYN_BASE && rank < px_rt.dyn_next)
+        return PX_SUCCESS;
     return PX_ERR_BAD_PARAM;
 }
 
@@ -26,8 +30,9 @@ static PX_COLD int arg_error(const char *fn, int rank, int tag, bool recv)
         return PX_ERR_NOT_INITIALIZED;
     }
     if (check_peer(rank, recv) != PX_SUCCESS)
-        px_show_error("%s: rank %d is not in the job (valid: 0..%d%s)", fn, rank, px_rt.size - 1,
-                      recv ? " or PX_ANY_SOURCE" : "");
+        px_show_error("%s: rank %d is not in the job (valid: 0..%d%s, or a peer id px_connect "
+                      "or px_accept gave)",
+                      fn, rank, px_rt.size - 1, recv ? " or PX_ANY_SOURCE" : "");
     else
         px_show_error("%s: tag %d is invalid (valid: >= 0%s)", fn, tag,
                       recv ? " or PX_ANY_TAG" : "");
@@ -77,7 +82,8 @@ static inline int api_send(const void *buf, size_t len, int dest, int tag)
     if (!ARGS_OK(dest, tag, false))
         return arg_error("px_send", dest, tag, false);
     /* Immediate path: no request, nothing allocated. */
-    if (PX_LIKELY(PX_SUCCESS == pml_send_now(&px_rt.peers[dest], tag, buf, len)))
+    px_rt_peer_t *peer = px_rt_peer_find(dest);
+    if (PX_LIKELY(peer != NULL) && PX_LIKELY(PX_SUCCESS == pml_send_now(peer, tag, buf, len)))
         return PX_SUCCESS;
     px_request_t *r;
     int rc = px_pml_isend(buf, len, dest, tag, &r);

@@ -134,7 +134,7 @@ static inline bool px_pml_req_of_rank(const px_request_t *r, int rank)
 static inline int pml_sendi_match(px_rt_peer_t *peer, int tag, uint32_t seq, const void *buf,
                                   size_t len)
 {
-    px_rt_match_hdr_t h = {px_rt.rank, tag, seq, 0};
+    px_rt_match_hdr_t h = {peer->wire_src, tag, seq, 0};
     return peer->eager_btl->btl_sendi(peer->eager_btl, peer->eager_ep, &h, sizeof(h), buf, len,
                                       PX_BTL_NO_ORDER, 0, PX_RT_AM_MATCH, NULL);
 }

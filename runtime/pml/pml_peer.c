@@ -197,7 +197,9 @@ static void fail_rank(int rank, int error, bool transport_gone)
 void px_pml_peer_failed(int rank, int error, const char *why, bool transport_gone)
 {
     (void)why;
-    px_rt.peers[rank].tiny_below = 0;
+    px_rt_peer_t *p = px_rt_peer_find(rank);
+    if (p)
+        p->tiny_below = 0;
     fail_rank(rank, error, transport_gone);
 }
 

@@ -305,14 +305,14 @@ static px_request_t *ctl_request(const px_btl_receive_descriptor_t *d, px_rt_ctl
     }
     memcpy(h, d->des_segments[0].seg_addr, sizeof(*h));
     px_request_t *r = px_pml_active_find(PX_PML_REQ_SEND == type ? h->sreq : h->rreq, type);
-    if (r && !px_pml_req_of_rank(r, d->src_rank))
+    if (r && !px_pml_req_of_rank(r, px_rt_am_source(d)))
         r = NULL; /* an id of ours, but not for that rank */
     if (r && r->released && !(PX_PML_REQ_SEND == type && PX_RT_AM_FIN == am)) {
         px_pml_active_remove(r); /* its wait gave up: nothing more to do for it */
         px_pml_req_unhold(r);
         return NULL;
     }
-    if (NULL == r && !px_rt_rank_failed(d->src_rank))
+    if (NULL == r && !px_rt_rank_failed(px_rt_am_source(d)))
         px_show_error("runtime: a %s from rank %d arrived for an unknown %s; dropped", what,
                       d->src_rank, side);
     return r;
@@ -350,7 +350,11 @@ void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const un
         r->status.length = h->len;
     }
     px_pml_active_add(r);
-    px_rt_peer_t *peer = &px_rt.peers[h->m.src];
+    px_rt_peer_t *peer = px_rt_peer_find(h->m.src);
+    if (PX_UNLIKELY(NULL == peer)) { /* a dynamic peer disconnected meanwhile */
+        px_pml_req_fail(r, PX_ERR_PEER_FAILED);
+        return;
+    }
     int mode = PX_PML_RDMA_NONE;
     if (h->nrails && px_rt.rndv_protocol != PX_RT_RNDV_PIPELINE && peer->btl) {
         if (h->m.flags & PX_RT_RNDV_FLAG_GET)
@@ -384,10 +388,10 @@ void px_pml_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         return;
     memcpy(&h, d->des_segments[0].seg_addr, sizeof(h));
     px_request_t *r = px_pml_active_find(h.rreq, PX_PML_REQ_RECV);
-    if (r && !px_pml_req_of_rank(r, d->src_rank))
+    if (r && !px_pml_req_of_rank(r, px_rt_am_source(d)))
         r = NULL;
     if (NULL == r) {
-        if (!px_rt_rank_failed(d->src_rank))
+        if (!px_rt_rank_failed(px_rt_am_source(d)))
             px_show_error("runtime: a fragment from rank %d arrived for an unknown receive; "
                           "dropped",
                           d->src_rank);
@@ -436,7 +440,11 @@ static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
 
 void px_pml_send_schedule_frags(px_request_t *r)
 {
-    px_rt_peer_t *peer = &px_rt.peers[r->peer];
+    px_rt_peer_t *peer = px_rt_peer_find(r->peer);
+    if (PX_UNLIKELY(NULL == peer)) {
+        px_pml_req_fail(r, PX_ERR_PEER_FAILED);
+        return;
+    }
     while (r->scheduled < r->total) {
         px_btl_base_peer_module_t *pm = px_btl_base_peer_send(peer->btl);
         px_btl_module_t *m = pm->module;
@@ -524,9 +532,9 @@ void px_pml_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
         return;
     seg_copy(&h, sizeof(h), d->des_segments, d->des_segment_count, 0);
     px_request_t *r = px_pml_active_find(h.sreq, PX_PML_REQ_SEND);
-    if (r && !px_pml_req_of_rank(r, d->src_rank))
+    if (r && !px_pml_req_of_rank(r, px_rt_am_source(d)))
         r = NULL;
-    if (NULL == r && px_rt_rank_failed(d->src_rank))
+    if (NULL == r && px_rt_rank_failed(px_rt_am_source(d)))
         return;
     if (NULL == r || PX_PML_RDMA_PUT != r->rdma_mode || r->nrails < 1 ||
         h.hsize > PX_RT_MAX_HANDLE || total < sizeof(h) + h.hsize || h.len > r->total) {
@@ -595,10 +603,14 @@ static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
 /* Start a rendezvous: the RNDV header with the RDMA rails offered. */
 void px_pml_send_start_rndv(px_request_t *r)
 {
-    px_rt_peer_t *peer = &px_rt.peers[r->peer];
+    px_rt_peer_t *peer = px_rt_peer_find(r->peer);
+    if (PX_UNLIKELY(NULL == peer)) {
+        px_pml_req_fail(r, PX_ERR_PEER_FAILED);
+        return;
+    }
     px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
     px_btl_module_t *m = pm->module;
-    px_rt_match_hdr_t mh = {px_rt.rank, r->tag, r->seq, 0};
+    px_rt_match_hdr_t mh = {peer->wire_src, r->tag, r->seq, 0};
     int rc;
     /* Rendezvous: the header, then the RDMA rails offered. */
     struct {

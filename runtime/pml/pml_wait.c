@@ -87,7 +87,7 @@ static PX_COLD void req_give_up(px_request_t *r, const char *what)
     else
         px_show_error("%s; the %s was abandoned (no transport holds it: its buffer is free again)",
                       what, send ? "send" : "receive");
-    if (!eager_out && peer >= 0 && peer < px_rt.size && !px_rt.peers[peer].failed) {
+    if (!eager_out && px_rt_peer_find(peer) && !px_rt_peer_find(peer)->failed) {
         char why[256];
         snprintf(why, sizeof(why), "a %s %s it timed out after its transfer had begun",
                  send ? "send" : "receive", send ? "to" : "from");

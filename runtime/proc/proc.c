@@ -40,6 +40,7 @@ int px_rt_procs_build(void)
             p->locality |= PX_PROC_LOCAL_SELF | PX_PROC_LOCAL_HOST;
         px_rt.proc_ptrs[r] = p;
         PX_OBJ_CONSTRUCT(&px_rt.peers[r].ooo, px_list_t);
+        px_rt.peers[r].wire_src = px_rt.rank;
     }
     /* The progress engine's idle policy: auto yields when this node runs
      * more ranks of the job than it has cores. */
@@ -60,6 +61,11 @@ int px_rt_procs_build(void)
 
 void px_rt_procs_free(void)
 {
+    while (px_rt.ndyn > 0)
+        px_rt_dyn_free(px_rt.dyn[px_rt.ndyn - 1]);
+    free(px_rt.dyn);
+    px_rt.dyn = NULL;
+    px_rt.dyn_cap = 0;
     if (px_rt.peers)
         for (int r = 0; r < px_rt.size; ++r)
             PX_OBJ_DESTRUCT(&px_rt.peers[r].ooo);
@@ -71,6 +77,88 @@ void px_rt_procs_free(void)
     px_rt.btl_peers = NULL;
     px_rt.proc_ptrs = NULL;
     px_rt.procs = NULL;
+}
+
+/* ------------------------------------------------------------------ dynamic peers */
+
+px_rt_dyn_t *px_rt_dyn_add(void)
+{
+    if (px_rt.dyn_next < PX_RT_DYN_BASE)
+        px_rt.dyn_next = PX_RT_DYN_BASE;
+    if (px_rt.dyn_next >= PX_RT_DYN_MAX)
+        return NULL;
+    if (px_rt.ndyn == px_rt.dyn_cap) {
+        int cap = px_rt.dyn_cap ? 2 * px_rt.dyn_cap : 8;
+        px_rt_dyn_t **n = realloc(px_rt.dyn, (size_t)cap * sizeof *n);
+        if (NULL == n)
+            return NULL;
+        px_rt.dyn = n;
+        px_rt.dyn_cap = cap;
+    }
+    px_rt_dyn_t *d = calloc(1, sizeof *d);
+    if (NULL == d)
+        return NULL;
+    d->id = px_rt.dyn_next++;
+    PX_OBJ_CONSTRUCT(&d->peer.ooo, px_list_t);
+    d->peer.wire_src = PX_BTL_RANK_DYNAMIC;
+    snprintf(d->name, sizeof d->name, "peer %d", d->id);
+    px_rt.dyn[px_rt.ndyn++] = d;
+    return d;
+}
+
+void px_rt_dyn_free(px_rt_dyn_t *d)
+{
+    for (int i = 0; i < px_rt.ndyn; ++i)
+        if (px_rt.dyn[i] == d) {
+            px_rt.dyn[i] = px_rt.dyn[--px_rt.ndyn];
+            break;
+        }
+    PX_OBJ_DESTRUCT(&d->peer.ooo);
+    free(d);
+}
+
+px_rt_dyn_t *px_rt_dyn_find(int id)
+{
+    for (int i = 0; i < px_rt.ndyn; ++i)
+        if (px_rt.dyn[i]->id == id)
+            return px_rt.dyn[i];
+    return NULL;
+}
+
+px_rt_dyn_t *px_rt_dyn_by_endpoint(const px_btl_endpoint_t *ep)
+{
+    for (int i = 0; i < px_rt.ndyn; ++i) {
+        px_btl_base_dyn_peer_t *dp = px_rt.dyn[i]->dp;
+        if (NULL == dp || NULL == dp->endpoints)
+            continue;
+        for (int m = 0; m < dp->nmodules; ++m)
+            if (dp->endpoints[m] == ep)
+                return px_rt.dyn[i];
+    }
+    return NULL;
+}
+
+px_rt_peer_t *px_rt_peer_find_slow(int id)
+{
+    if (id < PX_RT_DYN_BASE)
+        return NULL;
+    px_rt_dyn_t *d = px_rt_dyn_find(id);
+    return d && d->peer.btl ? &d->peer : NULL;
+}
+
+const char *px_rt_peer_name(int id, char *buf, size_t len)
+{
+    if (id >= 0 && id < px_rt.size) {
+        snprintf(buf, len, "rank %d (host %s)", id,
+                 px_rt.procs && px_rt.procs[id].hostname ? px_rt.procs[id].hostname : "?");
+        return buf;
+    }
+    px_rt_dyn_t *d = px_rt_dyn_find(id);
+    if (d)
+        snprintf(buf, len, "%s", d->name);
+    else
+        snprintf(buf, len, "peer %d (not connected)", id);
+    return buf;
 }
 
 /* ------------------------------------------------------------------ progress hooks */
@@ -138,16 +226,68 @@ static void fail_publish(int rank, int error, const char *why, bool transport_go
 
 void px_rt_fail_peer(int rank, int error, const char *why)
 {
-    if (rank < 0 || rank >= px_rt.size || px_rt.peers[rank].failed)
+    px_rt_peer_t *p = px_rt_peer_find(rank);
+    if (NULL == p || p->failed)
         return;
-    px_show_error("runtime: rank %d (host %s) is treated as failed by this process: %s; its "
-                  "pending sends and receives fail with \"%s\", later ones fail at once, and its "
-                  "messages are discarded",
-                  rank, px_rt.procs[rank].hostname ? px_rt.procs[rank].hostname : "?", why,
-                  px_strerror(error));
-    px_rt.peers[rank].failed = error;
-    px_rt.peers[rank].failed_here = true;
+    char name[300];
+    px_show_error("runtime: %s is treated as failed by this process: %s; its pending sends and "
+                  "receives fail with \"%s\", later ones fail at once, and its messages are "
+                  "discarded",
+                  px_rt_peer_name(rank, name, sizeof name), why, px_strerror(error));
+    p->failed = error;
+    p->failed_here = true;
     fail_publish(rank, error, why, false);
+}
+
+/* A dynamic peer whose transport went (it left or died): failed quietly
+ * when it is already failed, else with a message naming it. */
+void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet)
+{
+    px_rt_peer_t *p = px_rt_peer_find(id);
+    if (NULL == p || (p->failed && !p->failed_here))
+        return;
+    char name[300];
+    if (!p->failed && !quiet)
+        px_show_error("runtime: %s is gone: %s; its pending sends and receives fail with \"%s\"",
+                      px_rt_peer_name(id, name, sizeof name), why, px_strerror(error));
+    else
+        error = p->failed;
+    p->failed = error;
+    p->failed_here = false;
+    fail_publish(id, error, why, true);
+}
+
+/* Does the transport error (btl, endpoint, rank) hit peer `p` (index or id `r`)? */
+static bool btl_error_hits(const px_rt_peer_t *p, int r, px_btl_module_t *btl,
+                           px_btl_endpoint_t *endpoint, int rank)
+{
+    if (rank >= 0)
+        return r == rank;
+    for (int i = 0; i < p->btl->num_send; ++i)
+        if (p->btl->send[i].module == btl &&
+            (NULL == endpoint || p->btl->send[i].endpoint == endpoint))
+            return true;
+    return false;
+}
+
+static void btl_error_one(px_rt_peer_t *p, int r, const char *name, int code, int error,
+                          const char *description)
+{
+    char who[300];
+    if (!p->failed)
+        px_show_error("btl %s: transport error with %s: %s (%s); its pending sends and receives "
+                      "fail with \"%s\"",
+                      name, px_rt_peer_name(r, who, sizeof who),
+                      description ? description : "no description", px_strerror(error),
+                      px_strerror(code));
+    else
+        code = p->failed;
+    p->failed = code;
+    p->failed_here = false;
+    char text[512];
+    snprintf(text, sizeof text, "transport %s: %s", name,
+             description ? description : px_strerror(error));
+    fail_publish(r, code, text, true);
 }
 
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
@@ -161,30 +301,20 @@ void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank
          * then what waited on that transport is let go too. */
         if (NULL == p->btl || (p->failed && !p->failed_here))
             continue;
-        bool hit = false;
-        if (rank >= 0) {
-            hit = (r == rank);
-        } else {
-            for (int i = 0; i < p->btl->num_send && !hit; ++i)
-                hit = p->btl->send[i].module == btl &&
-                      (NULL == endpoint || p->btl->send[i].endpoint == endpoint);
-        }
-        if (!hit)
+        if (btl_error_hits(p, r, btl, endpoint, rank))
+            btl_error_one(p, r, name, code, error, description);
+    }
+    /* Dynamic peers: a transport reports them with rank PX_BTL_RANK_DYNAMIC
+     * and their endpoint (or none: every peer of the module). */
+    if (rank >= 0)
+        return;
+    for (int i = 0; i < px_rt.ndyn; ++i) {
+        px_rt_dyn_t *d = px_rt.dyn[i];
+        px_rt_peer_t *p = &d->peer;
+        if (NULL == p->btl || (p->failed && !p->failed_here))
             continue;
-        if (!p->failed)
-            px_show_error("btl %s: transport error with rank %d (host %s): %s (%s); its pending "
-                          "sends and receives fail with \"%s\"",
-                          name, r, px_rt.procs[r].hostname ? px_rt.procs[r].hostname : "?",
-                          description ? description : "no description", px_strerror(error),
-                          px_strerror(code));
-        else
-            code = p->failed;
-        p->failed = code;
-        p->failed_here = false;
-        char text[512];
-        snprintf(text, sizeof text, "transport %s: %s", name,
-                 description ? description : px_strerror(error));
-        fail_publish(r, code, text, true);
+        if (btl_error_hits(p, d->id, btl, endpoint, -1))
+            btl_error_one(p, d->id, name, code, error, description);
     }
 }
 

@@ -41,7 +41,27 @@ typedef struct px_rt_peer {
                         * its transport: px_finalize's barrier still sends to it */
     size_t dropped;    /* messages from it discarded because it had failed */
     px_list_t ooo;     /* px_rt_ux_t that arrived ahead of their turn */
+    int32_t wire_src;  /* the source a match header to it names: this process's rank for a
+                        * rank, PX_BTL_RANK_DYNAMIC for a dynamic peer (which knows this
+                        * process by the transport's endpoint, not by a rank) */
 } px_rt_peer_t;
+
+/* Dynamic peers (issue 23, docs/peers.md): processes connected after px_init
+ * (px_connect / px_accept). Their ids start at PX_RT_DYN_BASE, which no rank
+ * reaches, and are never reused within a process. Nothing is sized for them
+ * at px_init: the table grows per connection. */
+#define PX_RT_DYN_BASE (1 << 24)
+#define PX_RT_DYN_MAX  (INT32_MAX - 1)
+
+typedef struct px_rt_dyn {
+    int id;
+    px_rt_peer_t peer;
+    px_btl_base_dyn_peer_t *dp; /* its transports (px_btl_base_dyn_remove) */
+    void *conn;                 /* the connection exchange's (runtime/peer), owned by pml */
+    bool connected;             /* handed to the application (px_connect / px_accept) */
+    bool gone;                  /* its connection closed: it left or died */
+    char name[256];             /* "peer N (host H, pid P, contact C)" for messages */
+} px_rt_dyn_t;
 
 /* A layer's progress step (its return: how many things it completed). */
 typedef int (*px_rt_progress_fn_t)(void);
@@ -58,6 +78,10 @@ typedef struct px_runtime {
     px_rt_peer_t *peers;            /* [size] */
     px_btl_base_table_t table;
     bool table_valid;
+    /* Dynamic peers (proc.c, px_rt_dyn_*): live ones, any order. */
+    px_rt_dyn_t **dyn;
+    int ndyn, dyn_cap;
+    int dyn_next; /* the next id (from PX_RT_DYN_BASE) */
     /* Messaging's queues (runtime/pml/). */
     px_list_t posted;     /* px_request_t (receives), in post order */
     px_list_t unexpected; /* px_rt_ux_t, in arrival order */
@@ -147,15 +171,56 @@ void px_rt_fail_unsubscribe_all(void);
  * Its pending operations complete with `error`, later ones fail at once and
  * its messages are discarded from now on. */
 void px_rt_fail_peer(int rank, int error, const char *why);
+/* A dynamic peer left (px_disconnect, or its connection closed: it left or
+ * died): its transport is gone; its pending operations fail with `error`,
+ * and a message names it unless `quiet` (it had no operation pending). */
+void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet);
 /* The BTL error callback: fails `rank` (or the peers the module serves when
  * rank < 0). Exposed for tests. */
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
                      const char *description);
 
-/* Has `rank` failed (its late control messages are dropped quietly)? */
+/* ---- dynamic peers (proc.c) ---- */
+
+/* A new dynamic peer with the next id (NULL when out of memory or ids). */
+px_rt_dyn_t *px_rt_dyn_add(void);
+/* Forget it (its ooo list and the record; its transports and connection are
+ * the caller's to release first). */
+void px_rt_dyn_free(px_rt_dyn_t *d);
+px_rt_dyn_t *px_rt_dyn_find(int id);
+/* The dynamic peer whose transport endpoint is `ep` (a message's sender). */
+px_rt_dyn_t *px_rt_dyn_by_endpoint(const px_btl_endpoint_t *ep);
+
+/* The process-table entry of a rank or a live dynamic peer id, else NULL. */
+PX_NOINLINE px_rt_peer_t *px_rt_peer_find_slow(int id);
+static inline px_rt_peer_t *px_rt_peer_find(int id)
+{
+    if (PX_LIKELY((unsigned)id < (unsigned)px_rt.size))
+        return &px_rt.peers[id];
+    return px_rt_peer_find_slow(id);
+}
+/* Who sent an active message: its rank, the id of the dynamic peer whose
+ * endpoint it came through, or -2 (nobody this process knows). */
+static inline int px_rt_am_source(const px_btl_receive_descriptor_t *d)
+{
+    if (PX_LIKELY(d->src_rank >= 0))
+        return d->src_rank;
+    if (PX_BTL_RANK_DYNAMIC == d->src_rank && d->endpoint) {
+        px_rt_dyn_t *dy = px_rt_dyn_by_endpoint(d->endpoint);
+        if (dy)
+            return dy->id;
+    }
+    return -2;
+}
+/* A name for messages: "rank R (host H)" or the dynamic peer's name. */
+const char *px_rt_peer_name(int id, char *buf, size_t len);
+
+/* Has `rank` (or dynamic peer id) failed (its late control messages are
+ * dropped quietly)? */
 static inline bool px_rt_rank_failed(int rank)
 {
-    return rank >= 0 && rank < px_rt.size && px_rt.peers[rank].failed;
+    px_rt_peer_t *p = px_rt_peer_find(rank);
+    return p && p->failed;
 }
 
 #endif

@@ -196,6 +196,34 @@ static void px_xfer_apply_priority(void)
     free(copy);
 }
 
+/* The transfer engine serves the job's ranks only (dynamic peers are issue
+ * 23's next step): a message from anyone else (a dynamic peer arrives with
+ * src_rank PX_BTL_RANK_DYNAMIC) is dropped before a handler indexes its
+ * tables by the sender. */
+static PX_COLD void xfer_am_foreign(const px_btl_receive_descriptor_t *d, const char *what)
+{
+    PX_OUTPUT_VERBOSE(1, px_xfer.output,
+                      "a transfer-engine message (%s) from sender %d, not a rank of this job "
+                      "(a dynamic peer: the transfer engine does not serve those yet); dropped",
+                      what, d->src_rank);
+}
+#define XFER_AM_GUARD(fn)                                                                          \
+    static void guard_##fn(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)             \
+    {                                                                                              \
+        if (PX_UNLIKELY(d->src_rank < 0 || d->src_rank >= px_xfer.npeers)) {                       \
+            xfer_am_foreign(d, #fn);                                                               \
+            return;                                                                                \
+        }                                                                                          \
+        fn(btl, d);                                                                                \
+    }
+XFER_AM_GUARD(px_xfer_am_notify)
+XFER_AM_GUARD(px_xfer_am_write)
+XFER_AM_GUARD(px_xfer_am_wack)
+XFER_AM_GUARD(px_xfer_am_read)
+XFER_AM_GUARD(px_xfer_am_rdata)
+XFER_AM_GUARD(px_xfer_am_revoke)
+XFER_AM_GUARD(px_xfer_am_rvack)
+
 int px_xfer_init(void)
 {
     px_xfer.output = px_output_open("xfer", px_xfer.verbose);
@@ -273,13 +301,13 @@ int px_xfer_init(void)
     px_xfer.pool_owner = NULL;
     px_xfer.pool_count = px_xfer.pool_nfree = 0;
     px_xfer.pool_size = 0;
-    px_btl_base_register_am(PX_XFER_AM_NOTIFY, px_xfer_am_notify, NULL);
-    px_btl_base_register_am(PX_XFER_AM_WRITE, px_xfer_am_write, NULL);
-    px_btl_base_register_am(PX_XFER_AM_WACK, px_xfer_am_wack, NULL);
-    px_btl_base_register_am(PX_XFER_AM_READ, px_xfer_am_read, NULL);
-    px_btl_base_register_am(PX_XFER_AM_RDATA, px_xfer_am_rdata, NULL);
-    px_btl_base_register_am(PX_XFER_AM_REVOKE, px_xfer_am_revoke, NULL);
-    px_btl_base_register_am(PX_XFER_AM_RVACK, px_xfer_am_rvack, NULL);
+    px_btl_base_register_am(PX_XFER_AM_NOTIFY, guard_px_xfer_am_notify, NULL);
+    px_btl_base_register_am(PX_XFER_AM_WRITE, guard_px_xfer_am_write, NULL);
+    px_btl_base_register_am(PX_XFER_AM_WACK, guard_px_xfer_am_wack, NULL);
+    px_btl_base_register_am(PX_XFER_AM_READ, guard_px_xfer_am_read, NULL);
+    px_btl_base_register_am(PX_XFER_AM_RDATA, guard_px_xfer_am_rdata, NULL);
+    px_btl_base_register_am(PX_XFER_AM_REVOKE, guard_px_xfer_am_revoke, NULL);
+    px_btl_base_register_am(PX_XFER_AM_RVACK, guard_px_xfer_am_rvack, NULL);
     atomic_store(&px_xfer.cb_registered, false); /* px_xfer_need_progress */
     px_xfer.ready = true;
     return PX_SUCCESS;

@@ -483,6 +483,71 @@ START_TEST(unreachable_is_quick_and_clear)
 }
 END_TEST
 
+/* set_reply: each connector gets an answer made from its own payload, the
+ * delivered connection carries the cookie, and a cookie whose connector
+ * left before delivery is released. */
+static int reply_calls, released;
+static int echo_reply(void *arg, const void *payload, size_t len, const px_peer_ident_t *ident,
+                      void **reply, size_t *reply_len, void **cookie)
+{
+    ck_assert_ptr_eq(arg, &reply_calls);
+    ck_assert_uint_eq(ident->pid, (unsigned)getpid());
+    reply_calls++;
+    char *r = malloc(len + 6);
+    memcpy(r, "reply:", 6);
+    memcpy(r + 6, payload, len);
+    *reply = r;
+    *reply_len = len + 6;
+    *cookie = (void *)(uintptr_t)(0x1000 + reply_calls);
+    return PX_SUCCESS;
+}
+static void echo_release(void *arg, void *cookie)
+{
+    (void)arg;
+    (void)cookie;
+    released++;
+}
+
+START_TEST(reply_per_connection)
+{
+    px_peer_secret_t a = secret("the same secret, 32 bytes long.."),
+                     b = secret("the same secret, 32 bytes long..");
+    px_peer_opts_t lo = opts(&a);
+    px_peer_listener_t *l;
+    const char *contact;
+    ck_assert_int_eq(px_peer_listen_opts(&lo, "fixed", 5, &l, &contact), PX_SUCCESS);
+    px_peer_listener_set_reply(l, echo_reply, echo_release, &reply_calls);
+    reply_calls = released = 0;
+    const char *payloads[2] = {"first-connector", "second"};
+    for (int k = 0; k < 2; ++k) {
+        connector_t cc;
+        memset(&cc, 0, sizeof cc);
+        cc.o = opts(&b);
+        cc.contact = contact;
+        cc.payload = payloads[k];
+        pthread_t t;
+        pthread_create(&t, NULL, connector, &cc);
+        px_peer_conn_t *in = NULL;
+        ck_assert_int_eq(px_peer_accept(l, 5, &in), PX_SUCCESS);
+        pthread_join(t, NULL);
+        ck_assert_msg(cc.rc == PX_SUCCESS, "connect: %s", cc.err);
+        size_t len;
+        const char *p = px_peer_conn_payload(cc.conn, &len);
+        ck_assert_uint_eq(len, 6 + strlen(payloads[k]));
+        ck_assert(0 == memcmp(p, "reply:", 6));
+        ck_assert(0 == memcmp(p + 6, payloads[k], strlen(payloads[k])));
+        ck_assert_ptr_eq(px_peer_conn_cookie(in), (void *)(uintptr_t)(0x1001 + k));
+        px_peer_conn_close(in);
+        px_peer_conn_close(cc.conn);
+    }
+    ck_assert_int_eq(reply_calls, 2);
+    ck_assert_int_eq(released, 0);
+    px_peer_listener_close(l);
+    px_peer_secret_free(&a);
+    px_peer_secret_free(&b);
+}
+END_TEST
+
 int main(void)
 {
     if (!px_peer_crypto_available()) {
@@ -503,7 +568,8 @@ int main(void)
                                huge_length_refused,
                                stale_instance_refused,
                                tampered_listener_answer_refused,
-                               unreachable_is_quick_and_clear};
+                               unreachable_is_quick_and_clear,
+                               reply_per_connection};
         suite_add_tcase(s, px_check_tcase("auth", NULL, NULL, 30, auth, PX_CHECK_COUNT(auth)));
     }
     return px_check_run(s);
