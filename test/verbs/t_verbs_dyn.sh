@@ -22,6 +22,7 @@ fi
 export PX_MCA_mca_component_path=$B/.libs
 T=$(mktemp -d)
 pids=()
+# shellcheck disable=SC2154 # p is the loop's own variable
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 umask 077
 unset PX_SOFTVERBS_DEVICES PX_SOFTVERBS_LINK_LAYER PX_SOFTVERBS_FAIL_WR PX_SOFTVERBS_DELAY_US \
@@ -101,6 +102,7 @@ check "verbs: 200 connect/echo/disconnect cycles, both sides end cleanly (client
 [ "$rc$src" = 00 ] || sed 's/^/# /' "$T/cyc.c" "$T/cyc.srv" | tail -15
 grep cycles "$T/cyc.c" | sed 's/^/# /'
 line=$(grep -o 'after the first [0-9]*, after the last [0-9]*' "$T/cyc.c")
+# shellcheck disable=SC2086 # split into words on purpose
 set -- $line
 # dyn_app counts right after its px_disconnect; the server removes its QP
 # when it notices, and only then does the software device close the socket
