@@ -434,5 +434,23 @@ put("btl_dyn", "total-lies", dyn(1, [dpart("self", SELF)], total=9999))
 put("btl_dyn", "too-many", dyn(1, [], nparts=40))
 put("btl_dyn", "bad-name", dyn(1, [dpart("Self", SELF)]))
 put("btl_dyn", "dup", dyn(1, [dpart("self", SELF), dpart("self", SELF)]))
+
+
+# btl/verbs's part (components/btl/verbs/verbs_wire.h): magic "PXVB", version,
+# link layer, port, MTU, LID, flags, QP number, PSN, data and control receives,
+# receive buffer size, keepalive rkey and address, GID.
+def verbs_dyn(ver=1, ll=1, port=1, mtu=5, lid=1, flags=0, qpn=0x1234, psn=0xabcde, recvs=16,
+              ctl=4, size=32776, gid=b"\xfe\x80" + b"\0" * 6 + b"\x02\x53\x56\x45\x52\x42\0\x01"):
+    return (struct.pack("<IBBBBHHIIHHIIQ", 0x42565850, ver, ll, port, mtu, lid, flags, qpn, psn,
+                        recvs, ctl, size, 0x77, 0x7f0000001000) + gid)
+
+
+put("btl_dyn", "offer-verbs", dyn(1, [dpart("verbs", verbs_dyn())]))
+put("btl_dyn", "reply-verbs-roce", dyn(2, [dpart("verbs", verbs_dyn(ll=2, lid=0, mtu=3))]))
+put("btl_dyn", "verbs-two-ports", dyn(1, [dpart("verbs", verbs_dyn()),
+                                          dpart("verbs", verbs_dyn(port=2, lid=2), index=1)]))
+put("btl_dyn", "verbs-bad-qpn", dyn(1, [dpart("verbs", verbs_dyn(qpn=0x1000000))]))
+put("btl_dyn", "verbs-short", dyn(1, [dpart("verbs", verbs_dyn()[:-1])]))
+put("btl_dyn", "verbs-no-gid", dyn(1, [dpart("verbs", verbs_dyn(lid=0, gid=b"\0" * 16))]))
 put("btl_dyn", "bad-kind", dyn(7, [dpart("self", SELF)]))
 put("btl_dyn", "version-2", dyn(1, [dpart("self", SELF)], ver=2))

@@ -63,6 +63,10 @@ one() {
     [ "$h" = pxrun_server ] && extra="$src/tools/pxrun/pxrun_server.c"
     case $h in ofi_*) extra=$(component_sources PX_BTL_OFI_WIRE_SOURCES) ;; esac
     case $h in verbs_*) extra=$(component_sources PX_BTL_VERBS_WIRE_SOURCES) ;; esac
+    if [ "$h" = btl_dyn ]; then # with btl/verbs's part reader where verbs is built
+        extra=$(component_sources PX_BTL_VERBS_WIRE_SOURCES)
+        [ -n "$extra" ] && extra="$extra -DPX_FUZZ_BTL_DYN_VERBS"
+    fi
     bin=fuzz/bin/fuzz_$h
     log=$build/fuzz/logs/$h.log
     # shellcheck disable=SC2086

@@ -448,6 +448,33 @@ SV_EXPORT int ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 p
 
 /* ---- protection domains and memory regions ---- */
 
+static int sv_num_pds; /* PDs allocated and not deallocated */
+
+/* Not a verbs call: how many QPs, CQs, MRs and PDs this process holds now, so
+ * that a test can check that a client releases what it made (exported in the
+ * version node PX_SOFTVERBS_1.0, found with dlsym; the real library has no
+ * such symbol). Any pointer may be NULL. */
+SV_EXPORT void px_softverbs_counts(int *qps, int *cqs, int *mrs, int *pds)
+{
+    int nq = 0, nc = 0, nm = 0;
+    pthread_mutex_lock(&sv_g.lock);
+    for (struct sv_qp *q = sv_g.qps; q; q = q->next)
+        nq++;
+    for (struct sv_cq *c = sv_g.cqs; c; c = c->next)
+        nc++;
+    for (struct sv_mr *m = sv_g.mrs; m; m = m->next)
+        nm++;
+    pthread_mutex_unlock(&sv_g.lock);
+    if (qps)
+        *qps = nq;
+    if (cqs)
+        *cqs = nc;
+    if (mrs)
+        *mrs = nm;
+    if (pds)
+        *pds = __atomic_load_n(&sv_num_pds, __ATOMIC_RELAXED);
+}
+
 SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
 {
     struct ibv_pd *pd = calloc(1, sizeof(*pd));
@@ -458,6 +485,7 @@ SV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *ctx)
     static uint32_t handles;
     pd->context = ctx;
     pd->handle = __atomic_add_fetch(&handles, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&sv_num_pds, 1, __ATOMIC_RELAXED);
     return pd;
 }
 
@@ -475,6 +503,7 @@ SV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
             return EBUSY;
         }
     pthread_mutex_unlock(&sv_g.lock);
+    __atomic_sub_fetch(&sv_num_pds, 1, __ATOMIC_RELAXED);
     free(pd);
     return 0;
 }

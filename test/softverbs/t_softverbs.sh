@@ -28,7 +28,8 @@ sysl=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
 [ -e "$sysl" ] || sysl=$(ldconfig -p | awk '/libibverbs.so.1 /{print $NF; exit}')
 if [ -n "$sysl" ] && [ -e "$sysl" ]; then
     syms "$sysl" >"$T/sys.syms"
-    syms "$LIB/libibverbs.so.1" >"$T/sv.syms"
+    # (less its own test hook, px_softverbs_counts in PX_SOFTVERBS_1.0)
+    syms "$LIB/libibverbs.so.1" | grep -v PX_SOFTVERBS_1.0 >"$T/sv.syms"
     check "exports the symbols and version nodes of $sysl ($(wc -l <"$T/sys.syms") names)" \
         diff "$T/sys.syms" "$T/sv.syms"
 else

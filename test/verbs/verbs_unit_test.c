@@ -15,6 +15,8 @@
  */
 #define _GNU_SOURCE
 #include "test/lib/px_check.h"
+#include <dirent.h>
+#include <dlfcn.h>
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -492,5 +494,292 @@ START_TEST(bad_modex)
 }
 END_TEST
 
-PX_CHECK_MAIN("btl_verbs", setup, teardown, 60, list_matching, discovery_and_decline,
-              include_exclude, messages, credits, rdma, bad_header, bad_modex)
+/* ---- dynamic peers (BTL API 3.3) ---- */
+
+static px_btl_endpoint_t *last_ep;
+static int last_src;
+static void on_dyn_msg(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    last_ep = d->endpoint;
+    last_src = d->src_rank;
+    on_msg(btl, d);
+}
+
+/* softverbs's object counts (px_softverbs_counts); false on another library. */
+static bool sv_counts(int c[4])
+{
+    void (*fn)(int *, int *, int *, int *) = NULL;
+    *(void **)&fn = dlsym(RTLD_DEFAULT, "px_softverbs_counts");
+    if (fn)
+        fn(&c[0], &c[1], &c[2], &c[3]);
+    return NULL != fn;
+}
+
+static long open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    long n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* m0 connects to m1 as a dynamic peer: *c (m0's side), *a (m1's side). */
+static void dyn_pair(px_btl_endpoint_t **c, px_btl_endpoint_t **a)
+{
+    unsigned char offer[PX_BTL_DYN_PART_MAX], reply[PX_BTL_DYN_PART_MAX];
+    size_t olen = sizeof(offer), rlen = sizeof(reply);
+    char why[PX_BTL_DYN_REASON_MAX] = "";
+    ck_assert_int_eq(m0->btl_dyn_offer(m0, c, offer, &olen, why), PX_SUCCESS);
+    ck_assert_int_eq((int)olen, PX_BTL_VERBS_DYN_LEN);
+    ck_assert_msg(PX_SUCCESS == m1->btl_dyn_accept(m1, offer, olen, a, reply, &rlen, why),
+                  "accept: %s", why);
+    ck_assert_msg(PX_SUCCESS == m0->btl_dyn_complete(m0, *c, reply, rlen, why), "complete: %s",
+                  why);
+}
+
+static void dyn_exchange(px_btl_endpoint_t *c, px_btl_endpoint_t *a)
+{
+    int before = received;
+    ck_assert_int_eq(
+        m0->btl_sendi(m0, c, "to acceptor", 11, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL),
+        PX_SUCCESS);
+    progress_until(m0, m1, &received, before + 1);
+    ck_assert_ptr_eq(last_ep, a);
+    ck_assert_int_eq(last_src, PX_BTL_RANK_DYNAMIC);
+    ck_assert(11 == last_len && 0 == memcmp(last, "to acceptor", 11));
+    char big[3000];
+    memset(big, 'b', sizeof(big));
+    ck_assert_int_eq(
+        m1->btl_sendi(m1, a, big, 10, big + 10, sizeof(big) - 10, PX_BTL_NO_ORDER, 0, 200, NULL),
+        PX_SUCCESS);
+    progress_until(m0, m1, &received, before + 2);
+    ck_assert_ptr_eq(last_ep, c);
+    ck_assert_int_eq((int)last_len, (int)sizeof(big));
+}
+
+/* Two modules of one process connect as dynamic peers through offer, accept
+ * and complete (no add_procs, no modex): messages both ways arrive on the
+ * peer's endpoint as PX_BTL_RANK_DYNAMIC, more messages than receives (the
+ * credits the peer said it posted), get and put; remove, add again; a peer
+ * that removed its side fails the other's next operation with an error
+ * naming a dynamic peer; 1,000 connect/exchange/remove cycles and offers
+ * never completed leave the device's QPs, CQs, MRs, PDs and the open
+ * descriptors as they were. */
+START_TEST(dyn_peers)
+{
+    if (0 == num_devices())
+        return;
+    m0 = make_module(0);
+    m1 = make_module(1);
+    ck_assert(px_btl_base_dyn_capable(m0));
+    ck_assert_int_eq(px_btl_base_register_am(200, on_dyn_msg, NULL), PX_SUCCESS);
+    m0->btl_register_error(m0, on_error);
+    m1->btl_register_error(m1, on_error);
+    received = 0;
+    bad_order = 0;
+    errors = 0;
+    error_rank = -2;
+    px_btl_endpoint_t *c = NULL, *a = NULL;
+    dyn_pair(&c, &a);
+    dyn_exchange(c, a);
+    /* 100 sends with 16 receives posted: the credits bring them all, in order. */
+    int base = received;
+    for (int i = 0; i < 100; ++i) {
+        int v = base + i;
+        px_btl_descriptor_t *d = m0->btl_alloc(m0, c, PX_BTL_NO_ORDER, sizeof(int), 0);
+        ck_assert_ptr_nonnull(d);
+        memcpy(d->des_segments[0].seg_addr, &v, sizeof(int));
+        d->des_flags |= PX_BTL_DES_FLAGS_BTL_OWNERSHIP;
+        ck_assert_int_ge(m0->btl_send(m0, c, d, 200), 0);
+    }
+    progress_until(m0, m1, &received, base + 100);
+    ck_assert_int_eq(bad_order, 0);
+    /* get and put through the dynamic peer's QP */
+    char src[4096], dst[4096];
+    memset(src, 's', sizeof(src));
+    memset(dst, 0, sizeof(dst));
+    px_btl_registration_handle_t *rs = m1->btl_register_mem(m1, a, src, sizeof(src), 0);
+    px_btl_registration_handle_t *ld = m0->btl_register_mem(m0, c, dst, sizeof(dst), 0);
+    ck_assert(rs && ld);
+    rdma_done_count = 0;
+    ck_assert_int_eq(m0->btl_get(m0, c, dst, (uint64_t)(uintptr_t)src, ld, rs, sizeof(src), 0,
+                                 PX_BTL_NO_ORDER, on_rdma, NULL, NULL),
+                     PX_SUCCESS);
+    progress_until(m0, m1, &rdma_done_count, 1);
+    ck_assert_int_eq(rdma_status, PX_SUCCESS);
+    ck_assert(0 == memcmp(src, dst, sizeof(src)));
+    memset(dst, 'p', sizeof(dst));
+    ck_assert_int_eq(m0->btl_put(m0, c, dst, (uint64_t)(uintptr_t)src, ld, rs, sizeof(src), 0,
+                                 PX_BTL_NO_ORDER, on_rdma, NULL, NULL),
+                     PX_SUCCESS);
+    progress_until(m0, m1, &rdma_done_count, 2);
+    ck_assert_int_eq(rdma_status, PX_SUCCESS);
+    ck_assert_int_eq(src[100], 'p');
+    m1->btl_deregister_mem(m1, rs);
+    m0->btl_deregister_mem(m0, ld);
+    ck_assert_int_eq(errors, 0);
+    ck_assert_int_eq(m0->btl_dyn_remove(m0, c), PX_SUCCESS);
+    ck_assert_int_eq(m1->btl_dyn_remove(m1, a), PX_SUCCESS);
+
+    /* Added again after the remove: a new QP pair that works. */
+    dyn_pair(&c, &a);
+    dyn_exchange(c, a);
+    /* The acceptor leaves first: the connector's next send fails (transport
+     * retries exceeded), reported once, naming a dynamic peer; then it
+     * removes its side too. */
+    ck_assert_int_eq(m1->btl_dyn_remove(m1, a), PX_SUCCESS);
+    ck_assert_int_eq(m0->btl_sendi(m0, c, "gone?", 5, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL),
+                     PX_SUCCESS);
+    progress_until(m0, m1, &errors, 1);
+    ck_assert_int_eq(error_rank, PX_BTL_RANK_DYNAMIC);
+    ck_assert_msg(strstr(error_text, "dynamic peer"), "error: %s", error_text);
+    fprintf(stderr, "dyn_peers: the gone peer's error: %s\n", error_text);
+    ck_assert_int_eq(m0->btl_sendi(m0, c, "x", 1, NULL, 0, PX_BTL_NO_ORDER, 0, 200, NULL),
+                     PX_ERR_UNREACH);
+    ck_assert_int_eq(m0->btl_dyn_remove(m0, c), PX_SUCCESS);
+    errors = 0;
+
+    /* 1,000 cycles, every other one with an offer that is never completed. */
+    int sv0[4] = {0}, sv1[4] = {0};
+    dyn_pair(&c, &a); /* warm the free lists */
+    dyn_exchange(c, a);
+    ck_assert_int_eq(m1->btl_dyn_remove(m1, a), PX_SUCCESS);
+    ck_assert_int_eq(m0->btl_dyn_remove(m0, c), PX_SUCCESS);
+    bool have = sv_counts(sv0);
+    long fds0 = open_fds();
+    for (int i = 0; i < 1000; ++i) {
+        dyn_pair(&c, &a);
+        if (0 == i % 10)
+            dyn_exchange(c, a);
+        if (i & 1) {
+            ck_assert_int_eq(m1->btl_dyn_remove(m1, a), PX_SUCCESS);
+            ck_assert_int_eq(m0->btl_dyn_remove(m0, c), PX_SUCCESS);
+        } else {
+            ck_assert_int_eq(m0->btl_dyn_remove(m0, c), PX_SUCCESS);
+            ck_assert_int_eq(m1->btl_dyn_remove(m1, a), PX_SUCCESS);
+            unsigned char offer[PX_BTL_DYN_PART_MAX];
+            size_t olen = sizeof(offer);
+            char why[PX_BTL_DYN_REASON_MAX];
+            ck_assert_int_eq(m0->btl_dyn_offer(m0, &c, offer, &olen, why), PX_SUCCESS);
+            ck_assert_int_eq(m0->btl_dyn_remove(m0, c), PX_SUCCESS);
+        }
+    }
+    ck_assert_int_eq(errors, 0);
+    ck_assert_int_eq(((px_btl_verbs_module_t *)m0)->num_dyn, 0);
+    ck_assert_int_eq(((px_btl_verbs_module_t *)m1)->num_dyn, 0);
+    ck_assert_ptr_null(((px_btl_verbs_module_t *)m0)->dyn_zombies);
+    ck_assert_int_le(open_fds(), fds0); /* (the device may close idle sockets meanwhile) */
+    if (have) {
+        sv_counts(sv1);
+        fprintf(stderr,
+                "dyn_peers: after 1000 cycles: QPs %d -> %d, CQs %d -> %d, MRs %d -> %d, PDs %d "
+                "-> %d\n",
+                sv0[0], sv1[0], sv0[1], sv1[1], sv0[2], sv1[2], sv0[3], sv1[3]);
+        ck_assert(0 == memcmp(sv0, sv1, sizeof(sv0)));
+    }
+    px_btl_base_register_am(200, NULL, NULL);
+    m0->btl_finalize(m0);
+    m1->btl_finalize(m1);
+}
+END_TEST
+
+/* A part made by make(): accept must refuse it with `code` and a reason
+ * containing `text`, and make no QP for it. */
+static void refused(const unsigned char *part, size_t len, int code, const char *text)
+{
+    unsigned char reply[PX_BTL_DYN_PART_MAX];
+    size_t rlen = sizeof(reply);
+    char why[PX_BTL_DYN_REASON_MAX] = "";
+    px_btl_endpoint_t *ep = NULL;
+    int q0[4] = {0}, q1[4] = {0};
+    bool have = sv_counts(q0);
+    int rc = m1->btl_dyn_accept(m1, part, len, &ep, reply, &rlen, why);
+    ck_assert_msg(rc == code && strstr(why, text), "expected %d with \"%s\", got %d: %s", code,
+                  text, rc, why);
+    ck_assert_ptr_null(ep);
+    fprintf(stderr, "dyn_bad_parts: %s\n", why);
+    if (have) {
+        sv_counts(q1);
+        ck_assert_int_eq(q0[0], q1[0]);
+    }
+    ck_assert_int_eq(((px_btl_verbs_module_t *)m1)->num_dyn, 0);
+}
+
+static void put16(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; ++i)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Every field of a peer's part is checked, each refusal says which field,
+ * its value and what is accepted; a reflected reply (this connection's own
+ * QP) is refused at complete. */
+START_TEST(dyn_bad_parts)
+{
+    if (0 == num_devices())
+        return;
+    m0 = make_module(0);
+    m1 = make_module(1);
+    px_btl_endpoint_t *c = NULL;
+    unsigned char good[PX_BTL_DYN_PART_MAX], b[PX_BTL_DYN_PART_MAX + 8];
+    size_t glen = sizeof(good);
+    char why[PX_BTL_DYN_REASON_MAX];
+    ck_assert_int_eq(m0->btl_dyn_offer(m0, &c, good, &glen, why), PX_SUCCESS);
+    const size_t L = PX_BTL_VERBS_DYN_LEN;
+#define MUT(stmt, code, text)                                                                      \
+    do {                                                                                           \
+        memcpy(b, good, L);                                                                        \
+        stmt;                                                                                      \
+        refused(b, L, code, text);                                                                 \
+    } while (0)
+    refused(good, L - 1, PX_ERR_BAD_PARAM, "55 bytes; version 1's is exactly 56");
+    memcpy(b, good, L);
+    b[L] = 0;
+    refused(b, L + 1, PX_ERR_BAD_PARAM, "57 bytes");
+    refused(good, 0, PX_ERR_BAD_PARAM, "0 bytes");
+    MUT(b[0] ^= 0xff, PX_ERR_BAD_PARAM, "not the magic");
+    MUT(b[4] = 2, PX_ERR_BAD_PARAM, "version 2; this process reads version 1");
+    MUT(put16(b + 10, 0x8000), PX_ERR_BAD_PARAM, "flags 0x8000");
+    MUT(b[5] = 7, PX_ERR_BAD_PARAM, "link layer 7");
+    MUT(b[6] = 0, PX_ERR_BAD_PARAM, "port 0");
+    MUT(b[7] = 0, PX_ERR_BAD_PARAM, "MTU code 0");
+    MUT(b[7] = 6, PX_ERR_BAD_PARAM, "MTU code 6");
+    MUT(put16(b + 8, 0xc001), PX_ERR_BAD_PARAM, "LID 0xc001");
+    MUT((put16(b + 8, 0), memset(b + 40, 0, 16)), PX_ERR_BAD_PARAM, "GID of zeros");
+    MUT(put32(b + 12, 0), PX_ERR_BAD_PARAM, "QP number 0; a QP number is 1..16777215");
+    MUT(put32(b + 12, 0x1000000), PX_ERR_BAD_PARAM, "QP number 16777216");
+    MUT(put32(b + 16, 0x1000000), PX_ERR_BAD_PARAM, "PSN 16777216");
+    MUT(put16(b + 20, 0), PX_ERR_BAD_PARAM, "0 data receives");
+    MUT(put16(b + 20, 5000), PX_ERR_BAD_PARAM, "5000 data receives");
+    MUT(put16(b + 22, 0), PX_ERR_BAD_PARAM, "0 control receives");
+    MUT(put16(b + 22, 65), PX_ERR_BAD_PARAM, "65 control receives");
+    MUT(put32(b + 24, 8), PX_ERR_BAD_PARAM, "receive buffers are 8 bytes");
+    /* Well formed, but not this process's fabric or sizes: unreachable, why. */
+    MUT(put32(b + 24, 4096), PX_ERR_UNREACH, "set btl_verbs_max_send_size the same");
+    MUT(b[5] =
+            b[5] == IBV_LINK_LAYER_ETHERNET ? IBV_LINK_LAYER_INFINIBAND : IBV_LINK_LAYER_ETHERNET,
+        PX_ERR_UNREACH, "same fabric");
+#undef MUT
+    /* The connector is given its own part back as the reply. */
+    ck_assert_int_eq(m0->btl_dyn_complete(m0, c, good, glen, why), PX_ERR_BAD_PARAM);
+    ck_assert_msg(strstr(why, "reflected"), "why: %s", why);
+    /* A reply for an endpoint that is not an offered one. */
+    ck_assert_int_eq(m0->btl_dyn_complete(m0, NULL, good, glen, why), PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(m0->btl_dyn_remove(m0, c), PX_SUCCESS);
+    ck_assert_int_eq(m0->btl_dyn_remove(m0, NULL), PX_ERR_BAD_PARAM);
+    m0->btl_finalize(m0);
+    m1->btl_finalize(m1);
+}
+END_TEST
+
+PX_CHECK_MAIN("btl_verbs", setup, teardown, 120, list_matching, discovery_and_decline,
+              include_exclude, messages, credits, rdma, bad_header, bad_modex, dyn_peers,
+              dyn_bad_parts)

@@ -7,6 +7,8 @@
  *    fragment lists; eager sends with credits, receives, progress, errors;
  *  - verbs_peers.c: one RC QP per peer, created at init (so its number can go
  *    through the modex) and connected at add_procs; del_procs;
+ *  - verbs_dyn.c: dynamic peers (BTL API 3.3): an RC QP per connection,
+ *    brought up through offer/accept/complete, destroyed at remove;
  *  - verbs_rdma.c: registration (free-list chunks, the BTL base's rcache)
  *    and put/get as IBV_WR_RDMA_WRITE / IBV_WR_RDMA_READ;
  *  - verbs_wire.c, verbs_wire.h: the message header and the modex blob, and
@@ -107,6 +109,9 @@ struct px_btl_endpoint {
     bool flushed; /* its QP was moved to the error state */
     int credits;  /* data sends the peer can take */
     int ctl_credits;
+    int max_credits;    /* the peer's data receives: credits it may return at most */
+    int max_ctl;        /* its control receives */
+    int posted_recvs;   /* receives posted on the QP, not completed */
     int return_credits; /* data receives reposted, not yet told to the peer */
     int return_ctl;
     int sq_free;                   /* send work requests we may still post */
@@ -129,6 +134,11 @@ struct px_btl_endpoint {
     int repost_data, repost_ctl;
     bool repost_listed; /* on the module's reposts list */
     struct px_btl_endpoint *next_repost;
+    /* Dynamic peers (verbs_dyn.c): a QP per connection, not per rank. */
+    bool dyn;      /* made by btl_dyn_offer or btl_dyn_accept */
+    bool removing; /* btl_dyn_remove began: no more reports */
+    bool flushing; /* ...and its QP went to the error state: completions are only counted */
+    struct px_btl_endpoint *next_dyn;
 };
 
 /* Registration: rkey and address go to the peer (16 bytes). */
@@ -193,6 +203,11 @@ struct px_btl_verbs_module {
     double idle_since;
     px_btl_endpoint_t **peers; /* by rank, created at init */
     size_t num_peers;
+    px_btl_endpoint_t *dyn; /* dynamic peers' endpoints (verbs_dyn.c) */
+    size_t num_dyn;
+    /* Removed dynamic peers whose QP did not flush in time: their memory
+     * stays (a late completion may name it) until finalize. */
+    px_btl_endpoint_t *dyn_zombies;
     px_btl_base_reasons_t reasons; /* strings handed out by add_procs */
 };
 
@@ -205,7 +220,8 @@ extern px_btl_verbs_module_t px_btl_verbs_module_template;
 int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks);
 int px_btl_verbs_module_finalize(px_btl_module_t *btl);
 
-/* verbs_dyn.c: the dynamic peer calls (BTL API 3.3), which decline. */
+/* verbs_dyn.c: the dynamic peer calls (BTL API 3.3): an RC QP per
+ * connection, brought up from the parts the connection exchange carries. */
 int px_btl_verbs_dyn_offer(px_btl_module_t *btl, px_btl_endpoint_t **endpoint, void *part,
                            size_t *part_len, char *reason);
 int px_btl_verbs_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offer_len,
@@ -214,6 +230,10 @@ int px_btl_verbs_dyn_accept(px_btl_module_t *btl, const void *offer, size_t offe
 int px_btl_verbs_dyn_complete(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, const void *reply,
                               size_t reply_len, char *reason);
 int px_btl_verbs_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
+/* Release every dynamic peer of the module (teardown). */
+void px_btl_verbs_dyn_cleanup(px_btl_verbs_module_t *m);
+/* Free an endpoint's QP, its receive buffers and the endpoint. */
+void px_btl_verbs_ep_free(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep);
 
 /* verbs_module.c */
 /* The module's operations, installed by verbs_setup.c. */
@@ -242,6 +262,12 @@ const char *px_btl_verbs_mtu_str(int mtu);
 
 /* verbs_peers.c */
 int px_btl_verbs_create_qp(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep);
+/* Connect ep's QP (INIT -> RTR -> RTS) to the peer's; NULL or the reason
+ * (kept by the module). */
+const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
+                                 const px_btl_verbs_peer_addr_t *p);
+/* "rank N" or "dynamic peer (QP n)", for messages. */
+const char *px_btl_verbs_who(const px_btl_endpoint_t *ep, char *buf, size_t len);
 int px_btl_verbs_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                            px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
                            const char **reasons);

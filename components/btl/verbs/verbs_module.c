@@ -35,16 +35,16 @@ static inline uint32_t px_btl_verbs_lkey(const px_btl_verbs_frag_t *f)
 void px_btl_verbs_report(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep, int error,
                          const char *what, const char *detail)
 {
-    char text[700];
+    char text[700], who[64];
     if (ep)
-        snprintf(text, sizeof(text), "btl/verbs (%s:%u): %s rank %d%s%s failed: %s",
-                 m->port.dev_name, m->port.port, what, ep->rank, ep->hostname ? " on host " : "",
-                 ep->hostname ? ep->hostname : "", detail);
+        snprintf(text, sizeof(text), "btl/verbs (%s:%u): %s %s%s%s failed: %s", m->port.dev_name,
+                 m->port.port, what, px_btl_verbs_who(ep, who, sizeof(who)),
+                 ep->hostname ? " on host " : "", ep->hostname ? ep->hostname : "", detail);
     else
         snprintf(text, sizeof(text), "btl/verbs (%s:%u): %s: %s", m->port.dev_name, m->port.port,
                  what, detail);
     PX_OUTPUT_VERBOSE(1, px_btl_verbs_output, "%s", text);
-    if (m->draining)
+    if (m->draining || (ep && ep->removing))
         return; /* tearing down: a peer that is already gone is no news */
     if (m->error_cb)
         m->error_cb(&m->super, ep, ep ? ep->rank : -1, error, text);
@@ -70,6 +70,7 @@ static int px_btl_verbs_post_recv(px_btl_verbs_module_t *m, px_btl_endpoint_t *e
         px_btl_verbs_report(m, ep, PX_ERR_COMM, "posting a receive for", detail);
         return PX_ERR_COMM;
     }
+    ep->posted_recvs++;
     return PX_SUCCESS;
 }
 
@@ -394,8 +395,8 @@ static void px_btl_verbs_handle_recv(px_btl_verbs_module_t *m, px_btl_verbs_frag
 {
     px_btl_endpoint_t *ep = f->ctx.endpoint;
     px_btl_verbs_rx_t rx;
-    int room = px_btl_verbs_num_recvs - ep->credits;
-    int ctl_room = px_btl_verbs_ctl_recvs - ep->ctl_credits;
+    int room = ep->max_credits - ep->credits;
+    int ctl_room = ep->max_ctl - ep->ctl_credits;
     int code = px_btl_verbs_hdr_decode(f->super.base.super.payload, len, m->frag_size, room,
                                        ctl_room, &rx);
     bool ctl = PX_BTL_VERBS_RX_CREDIT == code;
@@ -468,6 +469,7 @@ static void px_btl_verbs_repost(px_btl_verbs_module_t *m)
             int rc = ibv_post_recv(ep->qp, wr, &bad);
             /* Those before `bad` are posted (all of them on success). */
             int posted = 0 == rc ? n : (int)(bad - wr);
+            ep->posted_recvs += posted;
             for (int i = 0; i < posted; ++i) {
                 px_btl_verbs_frag_t *f = ep->repost_head;
                 ep->repost_head = (px_btl_verbs_frag_t *)f->super.next_pending;
@@ -527,11 +529,38 @@ static const char *px_btl_verbs_op_name(const px_btl_verbs_ctx_t *ctx)
     }
 }
 
+/* A completion of a dynamic peer being removed (its QP is in the error
+ * state, or gone): counted, its operation failed (a send or RDMA that
+ * completed still succeeded), nothing delivered, no report. */
+static PX_COLD void px_btl_verbs_complete_removed(px_btl_verbs_module_t *m, px_btl_verbs_ctx_t *ctx,
+                                                  const struct ibv_wc *wc)
+{
+    px_btl_endpoint_t *ep = ctx->endpoint;
+    int status = IBV_WC_SUCCESS == wc->status ? PX_SUCCESS : PX_ERR_UNREACH;
+    if (PX_BTL_VERBS_OP_RECV == ctx->type) {
+        ep->posted_recvs--; /* the buffer stays in ep->recvs until the endpoint goes */
+        return;
+    }
+    ep->sq_free++;
+    ep->outstanding--;
+    m->outstanding--;
+    if (PX_BTL_VERBS_OP_SEND == ctx->type)
+        px_btl_verbs_send_done(m, px_container_of(ctx, px_btl_verbs_frag_t, ctx), status);
+    else if (PX_BTL_VERBS_OP_KEEPALIVE == ctx->type)
+        ep->ka_outstanding = false;
+    else if (PX_BTL_VERBS_OP_RDMA == ctx->type)
+        px_btl_verbs_rdma_done(m, px_container_of(ctx, px_btl_verbs_rdma_op_t, ctx), status);
+}
+
 static void px_btl_verbs_complete(px_btl_verbs_module_t *m, const struct ibv_wc *wc)
 {
     px_btl_verbs_ctx_t *ctx = (px_btl_verbs_ctx_t *)(uintptr_t)wc->wr_id;
     px_btl_endpoint_t *ep = ctx->endpoint;
     int status = PX_SUCCESS;
+    if (PX_UNLIKELY(ep->flushing)) {
+        px_btl_verbs_complete_removed(m, ctx, wc);
+        return;
+    }
     if (PX_UNLIKELY(IBV_WC_SUCCESS != wc->status)) {
         status = px_btl_verbs_wc_error(wc->status);
         /* The first error on a QP says what happened; the flushes after it
@@ -551,6 +580,7 @@ static void px_btl_verbs_complete(px_btl_verbs_module_t *m, const struct ibv_wc 
     switch (ctx->type) {
     case PX_BTL_VERBS_OP_RECV: {
         px_btl_verbs_frag_t *f = px_container_of(ctx, px_btl_verbs_frag_t, ctx);
+        ep->posted_recvs--;
         if (PX_SUCCESS == status)
             px_btl_verbs_handle_recv(m, f, wc->byte_len);
         break; /* a failed receive stays in ep->recvs and goes at teardown */
@@ -599,10 +629,19 @@ static double px_btl_verbs_now(void);
  * here, so a process that only waits to receive is not left waiting. */
 static void px_btl_verbs_keepalive_probe(px_btl_verbs_module_t *m)
 {
-    for (size_t r = 0; r < m->num_peers; ++r) {
-        px_btl_endpoint_t *ep = m->peers[r];
+    px_btl_endpoint_t *dyn = m->dyn;
+    for (size_t r = 0; r < m->num_peers || dyn; ++r) {
+        px_btl_endpoint_t *ep;
+        if (r < m->num_peers) {
+            ep = m->peers[r];
+            if ((int)r == m->my_rank)
+                continue;
+        } else {
+            ep = dyn; /* then the dynamic peers */
+            dyn = dyn->next_dyn;
+        }
         if (NULL == ep || !ep->connected || ep->failed || ep->ka_outstanding || ep->outstanding ||
-            ep->sq_free <= 0 || (int)r == m->my_rank)
+            ep->sq_free <= 0)
             continue;
         struct ibv_sge sge = {
             .addr = (uintptr_t)&m->ka_buf[1], .length = sizeof(uint64_t), .lkey = m->ka_mr->lkey};
@@ -670,6 +709,9 @@ int px_btl_verbs_progress(px_btl_module_t *btl)
             if (ep && ep->return_credits >= (px_btl_verbs_num_recvs + 1) / 2)
                 px_btl_verbs_maybe_update(m, ep);
         }
+        for (px_btl_endpoint_t *ep = m->dyn; ep; ep = ep->next_dyn)
+            if (ep->return_credits >= (px_btl_verbs_num_recvs + 1) / 2)
+                px_btl_verbs_maybe_update(m, ep);
     }
     return handled;
 }
@@ -692,9 +734,10 @@ int px_btl_verbs_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
         px_btl_verbs_progress(btl);
         if (px_btl_verbs_net.flush_timeout > 0 &&
             px_btl_verbs_now() - t0 > (double)px_btl_verbs_net.flush_timeout) {
-            char who[160] = "";
+            char who[160] = "", name[64];
             if (endpoint)
-                snprintf(who, sizeof(who), " of rank %d (host %s)", endpoint->rank,
+                snprintf(who, sizeof(who), " of %s (host %s)",
+                         px_btl_verbs_who(endpoint, name, sizeof(name)),
                          endpoint->hostname ? endpoint->hostname : "?");
             px_show_error("btl/verbs (%s:%u): flush%s gave up after %d s "
                           "(btl_verbs_flush_timeout) with %zu operation(s) outstanding",

@@ -64,21 +64,32 @@ int px_btl_verbs_create_qp(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
         return PX_ERR_NOT_AVAILABLE;
     }
     ep->sq_free = m->sq_size;
-    ep->credits = px_btl_verbs_num_recvs;
-    ep->ctl_credits = px_btl_verbs_ctl_recvs;
+    ep->credits = ep->max_credits = px_btl_verbs_num_recvs;
+    ep->ctl_credits = ep->max_ctl = px_btl_verbs_ctl_recvs;
     return PX_SUCCESS;
 }
 
-/* Connect ep's QP to the peer's record; on failure returns the reason. */
-static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
-                                        const px_btl_verbs_peer_addr_t *p)
+const char *px_btl_verbs_who(const px_btl_endpoint_t *ep, char *buf, size_t len)
 {
+    if (ep->dyn)
+        snprintf(buf, len, "dynamic peer (local QP %u)", ep->qp ? ep->qp->qp_num : 0);
+    else
+        snprintf(buf, len, "rank %d", ep->rank);
+    return buf;
+}
+
+/* Connect ep's QP to the peer's record; on failure returns the reason. */
+const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep,
+                                 const px_btl_verbs_peer_addr_t *p)
+{
+    char who[64];
+    px_btl_verbs_who(ep, who, sizeof(who));
     if (p->link_layer != m->port.pattr.link_layer)
         return px_btl_verbs_reason(
             m,
-            "rank %d's port %u is %s and this process's port %s:%u is %s: "
+            "%s's port %u is %s and this process's port %s:%u is %s: "
             "set btl_verbs_device_include so that both use the same fabric",
-            ep->rank, p->port, IBV_LINK_LAYER_ETHERNET == p->link_layer ? "RoCE" : "InfiniBand",
+            who, p->port, IBV_LINK_LAYER_ETHERNET == p->link_layer ? "RoCE" : "InfiniBand",
             m->port.dev_name, m->port.port,
             IBV_LINK_LAYER_ETHERNET == m->port.pattr.link_layer ? "RoCE" : "InfiniBand");
     enum ibv_mtu mtu = m->port.pattr.active_mtu;
@@ -104,9 +115,8 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (0 != rc)
-        return px_btl_verbs_reason(
-            m, "ibv_modify_qp to RTR for rank %d (its QP %u, LID %u) failed: %s", ep->rank, p->qpn,
-            p->lid, strerror(rc));
+        return px_btl_verbs_reason(m, "ibv_modify_qp to RTR for %s (its QP %u, LID %u) failed: %s",
+                                   who, p->qpn, p->lid, strerror(rc));
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
     a.sq_psn = m->psn;
@@ -118,15 +128,13 @@ static const char *px_btl_verbs_connect(px_btl_verbs_module_t *m, px_btl_endpoin
                        IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                            IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
     if (0 != rc)
-        return px_btl_verbs_reason(m, "ibv_modify_qp to RTS for rank %d failed: %s", ep->rank,
-                                   strerror(rc));
+        return px_btl_verbs_reason(m, "ibv_modify_qp to RTS for %s failed: %s", who, strerror(rc));
     ep->connected = true;
     ep->ka_addr = p->ka_addr;
     ep->ka_rkey = p->ka_rkey;
-    PX_OUTPUT_VERBOSE(20, px_btl_verbs_output,
-                      "btl/verbs (%s:%u): rank %d connected: local QP %u -> QP %u, MTU %s",
-                      m->port.dev_name, m->port.port, ep->rank, ep->qp->qp_num, p->qpn,
-                      px_btl_verbs_mtu_str(mtu));
+    PX_OUTPUT_VERBOSE(
+        20, px_btl_verbs_output, "btl/verbs (%s:%u): %s connected: local QP %u -> QP %u, MTU %s",
+        m->port.dev_name, m->port.port, who, ep->qp->qp_num, p->qpn, px_btl_verbs_mtu_str(mtu));
     return NULL;
 }
 

@@ -84,6 +84,9 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     m->outstanding = 0;
     m->peers = NULL;
     m->num_peers = 0;
+    m->dyn = NULL;
+    m->num_dyn = 0;
+    m->dyn_zombies = NULL;
     m->reasons = (px_btl_base_reasons_t){0};
     m->my_rank = px_boot ? px_boot->rank : 0;
     /* A starting PSN of our own (no global random state touched). */
@@ -254,22 +257,28 @@ int px_btl_verbs_module_init(px_btl_verbs_module_t *m, int nranks)
     return PX_SUCCESS;
 }
 
+void px_btl_verbs_ep_free(px_btl_verbs_module_t *m, px_btl_endpoint_t *ep)
+{
+    if (ep->qp)
+        ibv_destroy_qp(ep->qp);
+    ep->qp = NULL;
+    for (int i = 0; i < ep->num_recvs; ++i)
+        px_free_list_return(&m->recv_frags, &ep->recvs[i]->super.base.super);
+    free(ep->recvs);
+    free(ep);
+}
+
 static void px_btl_verbs_teardown(px_btl_verbs_module_t *m)
 {
     for (px_btl_endpoint_t *ep = m->blocked; ep; ep = ep->next_blocked)
         px_btl_verbs_fail_pending(m, ep, PX_ERR_COMM);
     m->blocked = NULL;
     m->reposts = NULL; /* their buffers are in ep->recvs */
+    px_btl_verbs_dyn_cleanup(m);
     for (size_t r = 0; r < m->num_peers; ++r) {
         px_btl_endpoint_t *ep = m->peers[r];
-        if (NULL == ep)
-            continue;
-        if (ep->qp)
-            ibv_destroy_qp(ep->qp);
-        for (int i = 0; i < ep->num_recvs; ++i)
-            px_free_list_return(&m->recv_frags, &ep->recvs[i]->super.base.super);
-        free(ep->recvs);
-        free(ep);
+        if (NULL != ep)
+            px_btl_verbs_ep_free(m, ep);
     }
     free(m->peers);
     m->peers = NULL;

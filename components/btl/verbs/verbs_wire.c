@@ -147,3 +147,124 @@ int px_btl_verbs_modex_parse(const void *blob, size_t len, int index, int my_ran
     out->qpn = qpn;
     return PX_SUCCESS;
 }
+
+/* ---- dynamic peers ---- */
+
+static void px_btl_verbs_put16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)v;
+    p[1] = (unsigned char)(v >> 8);
+}
+static void px_btl_verbs_put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; ++i)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint16_t px_btl_verbs_get16(const unsigned char *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static uint32_t px_btl_verbs_get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+void px_btl_verbs_dyn_write(const px_btl_verbs_dyn_addr_t *a, void *buf)
+{
+    unsigned char *p = buf;
+    memset(p, 0, PX_BTL_VERBS_DYN_LEN);
+    px_btl_verbs_put32(p, PX_BTL_VERBS_DYN_MAGIC);
+    p[4] = PX_BTL_VERBS_DYN_VERSION;
+    p[5] = a->link_layer;
+    p[6] = a->port;
+    p[7] = a->mtu;
+    px_btl_verbs_put16(p + 8, a->lid);
+    px_btl_verbs_put32(p + 12, a->qpn);
+    px_btl_verbs_put32(p + 16, a->psn);
+    px_btl_verbs_put16(p + 20, a->num_recvs);
+    px_btl_verbs_put16(p + 22, a->ctl_recvs);
+    px_btl_verbs_put32(p + 24, a->recv_size);
+    px_btl_verbs_put32(p + 28, a->ka_rkey);
+    px_btl_verbs_put32(p + 32, (uint32_t)a->ka_addr);
+    px_btl_verbs_put32(p + 36, (uint32_t)(a->ka_addr >> 32));
+    memcpy(p + 40, a->gid, 16);
+}
+
+int px_btl_verbs_dyn_parse(const void *part, size_t len, px_btl_verbs_dyn_addr_t *out, char *why,
+                           size_t whylen)
+{
+    const unsigned char *p = part;
+#define PX_DYN_BAD(...)                                                                            \
+    do {                                                                                           \
+        snprintf(why, whylen, __VA_ARGS__);                                                        \
+        return PX_ERR_BAD_PARAM;                                                                   \
+    } while (0)
+    if (NULL == part || len != PX_BTL_VERBS_DYN_LEN)
+        PX_DYN_BAD("its btl/verbs part is %zu bytes; version %d's is exactly %d bytes", len,
+                   PX_BTL_VERBS_DYN_VERSION, PX_BTL_VERBS_DYN_LEN);
+    uint32_t magic = px_btl_verbs_get32(p);
+    if (PX_BTL_VERBS_DYN_MAGIC != magic)
+        PX_DYN_BAD("its btl/verbs part starts with 0x%08x, not the magic 0x%08x (\"PXVB\")", magic,
+                   PX_BTL_VERBS_DYN_MAGIC);
+    if (PX_BTL_VERBS_DYN_VERSION != p[4])
+        PX_DYN_BAD("its btl/verbs part is version %u; this process reads version %d", p[4],
+                   PX_BTL_VERBS_DYN_VERSION);
+    uint16_t flags = px_btl_verbs_get16(p + 10);
+    if (0 != flags)
+        PX_DYN_BAD("its btl/verbs part has flags 0x%04x; version %d defines none (0 accepted)",
+                   (unsigned)flags, PX_BTL_VERBS_DYN_VERSION);
+    out->link_layer = p[5];
+    out->port = p[6];
+    out->mtu = p[7];
+    out->lid = px_btl_verbs_get16(p + 8);
+    out->qpn = px_btl_verbs_get32(p + 12);
+    out->psn = px_btl_verbs_get32(p + 16);
+    out->num_recvs = px_btl_verbs_get16(p + 20);
+    out->ctl_recvs = px_btl_verbs_get16(p + 22);
+    out->recv_size = px_btl_verbs_get32(p + 24);
+    out->ka_rkey = px_btl_verbs_get32(p + 28);
+    out->ka_addr =
+        (uint64_t)px_btl_verbs_get32(p + 32) | ((uint64_t)px_btl_verbs_get32(p + 36) << 32);
+    memcpy(out->gid, p + 40, 16);
+    if (out->link_layer > IBV_LINK_LAYER_ETHERNET)
+        PX_DYN_BAD("its btl/verbs part names link layer %u; accepted are %d (unspecified), %d "
+                   "(InfiniBand) and %d (Ethernet)",
+                   (unsigned)out->link_layer, IBV_LINK_LAYER_UNSPECIFIED, IBV_LINK_LAYER_INFINIBAND,
+                   IBV_LINK_LAYER_ETHERNET);
+    if (0 == out->port)
+        PX_DYN_BAD("its btl/verbs part names port 0; ports are numbered from 1");
+    if (out->mtu < IBV_MTU_256 || out->mtu > IBV_MTU_4096)
+        PX_DYN_BAD("its btl/verbs part names MTU code %u; accepted are %d..%d (256..4096 bytes)",
+                   (unsigned)out->mtu, (int)IBV_MTU_256, (int)IBV_MTU_4096);
+    if (IBV_LINK_LAYER_ETHERNET != out->link_layer && out->lid >= 0xc000)
+        PX_DYN_BAD("its btl/verbs part names LID 0x%x, a multicast or permissive LID; a port's "
+                   "LID is 0x1..0xbfff (or 0: route by GID)",
+                   (unsigned)out->lid);
+    if (IBV_LINK_LAYER_ETHERNET == out->link_layer || 0 == out->lid) {
+        static const uint8_t zero[16];
+        if (0 == memcmp(out->gid, zero, sizeof(zero)))
+            PX_DYN_BAD("its btl/verbs part has %s and a GID of zeros: nothing to route to (a "
+                       "RoCE port, or an InfiniBand port without a LID, needs its GID)",
+                       IBV_LINK_LAYER_ETHERNET == out->link_layer ? "link layer Ethernet"
+                                                                  : "LID 0");
+    }
+    if (0 == out->qpn || out->qpn > 0xffffffu)
+        PX_DYN_BAD("its btl/verbs part names QP number %u; a QP number is 1..16777215", out->qpn);
+    if (out->psn > 0xffffffu)
+        PX_DYN_BAD("its btl/verbs part names PSN %u; a packet sequence number is 24 bits (0..%u)",
+                   out->psn, 0xffffffu);
+    if (out->num_recvs < 1 || out->num_recvs > PX_BTL_VERBS_DYN_RECVS_MAX)
+        PX_DYN_BAD("its btl/verbs part says %u data receives are posted; accepted are 1..%d "
+                   "(btl_verbs_num_recvs)",
+                   (unsigned)out->num_recvs, PX_BTL_VERBS_DYN_RECVS_MAX);
+    if (out->ctl_recvs < 1 || out->ctl_recvs > PX_BTL_VERBS_DYN_CTL_MAX)
+        PX_DYN_BAD("its btl/verbs part says %u control receives are posted; accepted are 1..%d "
+                   "(btl_verbs_ctl_recvs)",
+                   (unsigned)out->ctl_recvs, PX_BTL_VERBS_DYN_CTL_MAX);
+    if (out->recv_size <= sizeof(px_btl_verbs_hdr_t) || out->recv_size > (1u << 30))
+        PX_DYN_BAD("its btl/verbs part says its receive buffers are %u bytes; accepted are %zu "
+                   "(the header and a byte) to %u",
+                   out->recv_size, sizeof(px_btl_verbs_hdr_t) + 1, 1u << 30);
+#undef PX_DYN_BAD
+    return PX_SUCCESS;
+}

@@ -145,4 +145,46 @@ typedef struct px_btl_verbs_peer_addr {
 int px_btl_verbs_modex_parse(const void *blob, size_t len, int index, int my_rank, size_t nranks,
                              px_btl_verbs_peer_addr_t *out, char *why, size_t whylen);
 
+/* ---- dynamic peers (BTL API 3.3) ---- */
+
+/* A module's part of a dynamic-peer offer or reply (the base frames it in
+ * its "PXDY" payload): the RC queue pair made for that one connection, in
+ * PX_BTL_VERBS_DYN_LEN bytes, little-endian:
+ *    0 magic "PXVB" (u32 0x42565850)   4 version u8 (1)   5 link layer u8
+ *    6 port u8    7 active MTU u8 (enum ibv_mtu)    8 LID u16   10 flags u16 (0)
+ *   12 QP number u32   16 PSN u32   20 data receives posted u16
+ *   22 control receives posted u16   24 bytes per receive buffer u32
+ *   28 keepalive rkey u32   32 keepalive address u64   40 GID[16] */
+#define PX_BTL_VERBS_DYN_MAGIC     0x42565850u /* "PXVB" */
+#define PX_BTL_VERBS_DYN_VERSION   1
+#define PX_BTL_VERBS_DYN_LEN       56
+#define PX_BTL_VERBS_DYN_RECVS_MAX 4096 /* btl_verbs_num_recvs' upper bound */
+#define PX_BTL_VERBS_DYN_CTL_MAX   64   /* btl_verbs_ctl_recvs' upper bound */
+
+typedef struct px_btl_verbs_dyn_addr {
+    uint8_t gid[16];
+    uint16_t lid;
+    uint8_t port;
+    uint8_t link_layer;
+    uint8_t mtu;
+    uint32_t qpn;
+    uint32_t psn;
+    uint16_t num_recvs; /* the credits this side may spend on the peer */
+    uint16_t ctl_recvs;
+    uint32_t recv_size; /* header + the peer's max_send_size */
+    uint32_t ka_rkey;
+    uint64_t ka_addr;
+} px_btl_verbs_dyn_addr_t;
+
+/* Write `a` as a part into `buf` (PX_BTL_VERBS_DYN_LEN bytes). */
+void px_btl_verbs_dyn_write(const px_btl_verbs_dyn_addr_t *a, void *buf);
+/* Read a peer's `len`-byte part (untrusted). PX_SUCCESS: *out is filled;
+ * otherwise PX_ERR_BAD_PARAM and `why` says which field is wrong, its value
+ * and what is accepted. Checks: the length, magic, version, reserved flags,
+ * link layer, port, MTU code, a unicast LID on InfiniBand, a GID when routing
+ * needs one, QP number 1..2^24-1, 24-bit PSN, receive counts and buffer size
+ * within what a btl/verbs module posts. */
+int px_btl_verbs_dyn_parse(const void *part, size_t len, px_btl_verbs_dyn_addr_t *out, char *why,
+                           size_t whylen);
+
 #endif
