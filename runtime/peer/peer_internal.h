@@ -131,6 +131,10 @@ typedef struct px_peer_opts {
     double timeout;                 /* seconds; a handshake's bound on both sides */
     size_t max_payload;
     int max_pending;
+    /* The connector's wait: called at least every millisecond while it
+     * waits for its socket (NULL: it only waits). */
+    px_peer_serve_fn serve;
+    void *serve_arg;
 } px_peer_opts_t;
 
 /* The options from the peer_* variables; the secret is loaded into *secret
