@@ -71,6 +71,7 @@ enum {
     PX_PEER_R_PROTOCOL = 4,  /* a malformed frame */
     PX_PEER_R_TOO_LARGE = 5, /* a payload above the listener's peer_max_payload */
     PX_PEER_R_VERSION = 6,   /* a protocol version the listener does not speak */
+    PX_PEER_R_NO_FDS = 7,    /* the listener's process is out of descriptors */
 };
 
 typedef struct px_peer_hdr {
