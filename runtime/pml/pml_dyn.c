@@ -343,9 +343,11 @@ static int rt_connect(const char *contact, int *peer)
         return rc;
     }
     px_peer_conn_t *conn = NULL;
-    /* While it waits, this process's own listener keeps accepting: two
-     * processes connecting to each other at once both finish. */
-    rc = px_peer_connect_serving(contact, offer, olen, 0, serve_listener, NULL, &conn);
+    /* While it waits, this process's own listener (if it has one) keeps
+     * accepting: two processes connecting to each other at once both
+     * finish. Without one, the wait is a plain poll. */
+    rc = px_peer_connect_serving(contact, offer, olen, 0, listener ? serve_listener : NULL, NULL,
+                                 &conn);
     free(offer);
     if (rc != PX_SUCCESS) {
         px_show_error("px_connect: %s", px_peer_last_error());
