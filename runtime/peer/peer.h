@@ -75,6 +75,15 @@ int px_peer_accept(px_peer_listener_t *listener, double timeout, px_peer_conn_t 
 int px_peer_connect(const char *contact, const void *payload, size_t len, double timeout,
                     px_peer_conn_t **conn);
 
+/* px_peer_connect that calls `serve(arg)` at least every millisecond while
+ * it waits for the listener (NULL: as px_peer_connect), to progress this
+ * process's own listener meanwhile: two processes that connect to each other
+ * at the same moment then both finish (docs/peers.md). `serve` may accept
+ * connections; it must not connect. */
+typedef void (*px_peer_serve_fn)(void *arg);
+int px_peer_connect_serving(const char *contact, const void *payload, size_t len, double timeout,
+                            px_peer_serve_fn serve, void *arg, px_peer_conn_t **conn);
+
 /* A connection: the peer's payload and identity, its socket (open until
  * px_peer_conn_close; the peer closing it is how it leaves). */
 const void *px_peer_conn_payload(const px_peer_conn_t *conn, size_t *len);

@@ -25,8 +25,29 @@
 #include "runtime/peer/peer_internal.h"
 /* ------------------------------------------------------------ connector */
 
+/* Wait until fd has `events` or the deadline passed: true when it has (or
+ * poll failed: the caller's next call says why). With o->serve, the wait is
+ * cut into slices of a millisecond with a call of serve before each. */
+static bool wait_fd(const px_peer_opts_t *o, int fd, short events, double deadline)
+{
+    for (;;) {
+        int ms = px_peer_ms_until(deadline);
+        if (ms == 0)
+            return false;
+        if (o->serve) {
+            o->serve(o->serve_arg);
+            ms = ms > 1 ? 1 : ms;
+        }
+        struct pollfd pfd = {.fd = fd, .events = events};
+        int r = poll(&pfd, 1, ms);
+        if (r > 0 || (r < 0 && errno != EINTR))
+            return true;
+    }
+}
+
 /* Write all of buf before the deadline. */
-static int send_all(int fd, const uint8_t *buf, size_t len, double deadline, const char *peer)
+static int send_all(const px_peer_opts_t *o, int fd, const uint8_t *buf, size_t len,
+                    double deadline, const char *peer)
 {
     size_t off = 0;
     while (off < len) {
@@ -40,16 +61,15 @@ static int send_all(int fd, const uint8_t *buf, size_t len, double deadline, con
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             return px_peer_fail(PX_ERR_COMM, "connecting to %s: sending failed: %s", peer,
                                 strerror(errno));
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        int ms = px_peer_ms_until(deadline);
-        if (ms == 0 || poll(&pfd, 1, ms) == 0)
+        if (!wait_fd(o, fd, POLLOUT, deadline))
             return PX_ERR_TIMEOUT;
     }
     return PX_SUCCESS;
 }
 
 /* Read exactly len bytes before the deadline. */
-static int recv_all(int fd, uint8_t *buf, size_t len, double deadline, const char *peer)
+static int recv_all(const px_peer_opts_t *o, int fd, uint8_t *buf, size_t len, double deadline,
+                    const char *peer)
 {
     size_t off = 0;
     while (off < len) {
@@ -68,9 +88,7 @@ static int recv_all(int fd, uint8_t *buf, size_t len, double deadline, const cha
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return px_peer_fail(PX_ERR_COMM, "connecting to %s: receiving failed: %s", peer,
                                 strerror(errno));
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int ms = px_peer_ms_until(deadline);
-        if (ms == 0 || poll(&pfd, 1, ms) == 0)
+        if (!wait_fd(o, fd, POLLIN, deadline))
             return PX_ERR_TIMEOUT;
     }
     return PX_SUCCESS;
@@ -78,12 +96,13 @@ static int recv_all(int fd, uint8_t *buf, size_t len, double deadline, const cha
 
 /* Read one frame of a type in `types` (REFUSE always allowed): header into
  * *h, body (at most max_len bytes, allocated once checked) into *body. */
-static int recv_frame(int fd, unsigned types, uint32_t min_len, uint32_t max_len, double deadline,
-                      const char *peer, px_peer_hdr_t *h, uint8_t **body)
+static int recv_frame(const px_peer_opts_t *o, int fd, unsigned types, uint32_t min_len,
+                      uint32_t max_len, double deadline, const char *peer, px_peer_hdr_t *h,
+                      uint8_t **body)
 {
     uint8_t hb[PX_PEER_HDR_LEN];
     *body = NULL;
-    int rc = recv_all(fd, hb, sizeof hb, deadline, peer);
+    int rc = recv_all(o, fd, hb, sizeof hb, deadline, peer);
     if (rc != PX_SUCCESS)
         return rc;
     const char *bad = px_peer_hdr_check(hb, types | 1u << PX_PEER_T_REFUSE, 0, max_len, h);
@@ -99,7 +118,7 @@ static int recv_frame(int fd, unsigned types, uint32_t min_len, uint32_t max_len
     *body = malloc(h->len ? h->len : 1);
     if (NULL == *body)
         return px_peer_fail(PX_ERR_OUT_OF_RESOURCE, "connecting to %s: out of memory", peer);
-    rc = recv_all(fd, *body, h->len, deadline, peer);
+    rc = recv_all(o, fd, *body, h->len, deadline, peer);
     if (rc != PX_SUCCESS) {
         free(*body);
         *body = NULL;
@@ -154,9 +173,7 @@ int px_peer_connect_opts(const px_peer_opts_t *o, const char *contact, const voi
             rc = px_peer_fail(PX_ERR_UNREACH, "px_peer_connect: %s: %s", peer, strerror(errno));
             goto fail;
         }
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        int ms = px_peer_ms_until(deadline);
-        if (ms == 0 || poll(&pfd, 1, ms) <= 0) {
+        if (!wait_fd(o, fd, POLLOUT, deadline)) {
             rc = px_peer_fail(PX_ERR_TIMEOUT,
                               "px_peer_connect: %s did not answer within %g s "
                               "(peer_connect_timeout): unreachable, or a host that drops "
@@ -186,10 +203,10 @@ int px_peer_connect_opts(const px_peer_opts_t *o, const char *contact, const voi
     uint8_t hello[PX_PEER_HDR_LEN + PX_PEER_HELLO_LEN];
     px_peer_hdr_write(hello, PX_PEER_T_HELLO, PX_PEER_HELLO_LEN);
     px_peer_hello_write(hello + PX_PEER_HDR_LEN, &me);
-    rc = send_all(fd, hello, sizeof hello, deadline, peer);
+    rc = send_all(o, fd, hello, sizeof hello, deadline, peer);
     px_peer_hdr_t h;
     if (rc == PX_SUCCESS)
-        rc = recv_frame(fd, 1u << PX_PEER_T_CHALLENGE, PX_PEER_HELLO_LEN, PX_PEER_HELLO_LEN,
+        rc = recv_frame(o, fd, 1u << PX_PEER_T_CHALLENGE, PX_PEER_HELLO_LEN, PX_PEER_HELLO_LEN,
                         deadline, peer, &h, &body);
     if (rc != PX_SUCCESS)
         goto fail_io;
@@ -223,9 +240,9 @@ int px_peer_connect_opts(const px_peer_opts_t *o, const char *contact, const voi
                 auth + PX_PEER_HDR_LEN);
     if (len)
         memcpy(auth + PX_PEER_HDR_LEN + PX_PEER_MAC_LEN, payload, len);
-    rc = send_all(fd, auth, alen, deadline, peer);
+    rc = send_all(o, fd, auth, alen, deadline, peer);
     if (rc == PX_SUCCESS)
-        rc = recv_frame(fd, 1u << PX_PEER_T_ACCEPT, PX_PEER_MAC_LEN,
+        rc = recv_frame(o, fd, 1u << PX_PEER_T_ACCEPT, PX_PEER_MAC_LEN,
                         (uint32_t)(PX_PEER_MAC_LEN + o->max_payload), deadline, peer, &h, &body);
     if (rc != PX_SUCCESS)
         goto fail_io;
@@ -277,6 +294,12 @@ fail:
 int px_peer_connect(const char *contact, const void *payload, size_t len, double timeout,
                     px_peer_conn_t **conn)
 {
+    return px_peer_connect_serving(contact, payload, len, timeout, NULL, NULL, conn);
+}
+
+int px_peer_connect_serving(const char *contact, const void *payload, size_t len, double timeout,
+                            px_peer_serve_fn serve, void *arg, px_peer_conn_t **conn)
+{
     px_peer_opts_t o;
     px_peer_secret_t s;
     *conn = NULL;
@@ -300,6 +323,8 @@ int px_peer_connect(const char *contact, const void *payload, size_t len, double
     }
     if (timeout > 0)
         o.timeout = timeout;
+    o.serve = serve;
+    o.serve_arg = arg;
     rc = px_peer_connect_opts(&o, contact, payload, len, conn);
     px_peer_secret_free(&s);
     return rc;

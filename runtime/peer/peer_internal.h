@@ -71,6 +71,7 @@ enum {
     PX_PEER_R_PROTOCOL = 4,  /* a malformed frame */
     PX_PEER_R_TOO_LARGE = 5, /* a payload above the listener's peer_max_payload */
     PX_PEER_R_VERSION = 6,   /* a protocol version the listener does not speak */
+    PX_PEER_R_NO_FDS = 7,    /* the listener's process is out of descriptors */
 };
 
 typedef struct px_peer_hdr {
@@ -131,6 +132,10 @@ typedef struct px_peer_opts {
     double timeout;                 /* seconds; a handshake's bound on both sides */
     size_t max_payload;
     int max_pending;
+    /* The connector's wait: called at least every millisecond while it
+     * waits for its socket (NULL: it only waits). */
+    px_peer_serve_fn serve;
+    void *serve_arg;
 } px_peer_opts_t;
 
 /* The options from the peer_* variables; the secret is loaded into *secret

@@ -65,6 +65,14 @@ struct px_peer_listener {
     px_peer_reply_fn reply_fn;
     px_peer_release_fn release_fn;
     void *reply_arg;
+    /* Out of descriptors (EMFILE, ENFILE): a descriptor kept in reserve is
+     * closed to accept and refuse the connection that waits (else the
+     * listening socket stays readable and the progress loop spins); without
+     * one, the listening socket leaves the epoll set until paused_until. */
+    int spare_fd;
+    bool fds_out; /* logged once per episode: cleared by an accept that works */
+    bool paused;  /* the listening socket is out of the epoll set */
+    double paused_until;
 };
 
 void px_peer_listener_set_reply(px_peer_listener_t *l, px_peer_reply_fn reply,
@@ -455,9 +463,55 @@ int px_peer_listener_adopt(px_peer_listener_t *l, int fd, const char *from)
     return PX_SUCCESS;
 }
 
+/* accept() failed with err (not EAGAIN): out of descriptors (EMFILE,
+ * ENFILE) or kernel memory (ENOBUFS, ENOMEM). The connection that waits is
+ * taken with the spare descriptor and refused, so the listening socket is
+ * not left readable (the progress loop would spin on it); without a spare
+ * the listening socket pauses for 100 ms. Logged once until an accept works. */
+static void accept_failed(px_peer_listener_t *l, int err)
+{
+    bool fds = err == EMFILE || err == ENFILE;
+    if (!l->fds_out)
+        PX_OUTPUT_VERBOSE(1, px_peer_output(),
+                          "listener %s cannot accept connections: %s%s; connectors are "
+                          "refused until it can (logged once until an accept works)",
+                          l->contact, strerror(err),
+                          fds ? " (this process is at its descriptor limit: raise ulimit -n or "
+                                "close descriptors)"
+                              : "");
+    l->fds_out = true;
+    if (fds && l->spare_fd >= 0) {
+        close(l->spare_fd);
+        l->spare_fd = -1;
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            uint8_t f[PX_PEER_HDR_LEN + 4];
+            px_peer_hdr_write(f, PX_PEER_T_REFUSE, 4);
+            f[12] = f[13] = f[14] = 0, f[15] = PX_PEER_R_NO_FDS;
+            ssize_t r = send(fd, f, sizeof f, MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)r;
+            close(fd);
+        }
+        l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+            return;
+    }
+    if (!l->paused && 0 == epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->fd, NULL)) {
+        l->paused = true;
+        l->paused_until = px_peer_now() + 0.1;
+    }
+}
+
 int px_peer_accept_progress(px_peer_listener_t *l, px_peer_conn_t **conn)
 {
     *conn = NULL;
+    if (l->paused && px_peer_now() >= l->paused_until) {
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+        if (0 == epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->fd, &ev))
+            l->paused = false;
+        else
+            l->paused_until = px_peer_now() + 0.1;
+    }
     if (NULL == l->ready) {
         struct epoll_event ev[32];
         int n = epoll_wait(l->epfd, ev, 32, 0);
@@ -468,8 +522,16 @@ int px_peer_accept_progress(px_peer_listener_t *l, px_peer_conn_t **conn)
                     socklen_t sl = sizeof sa;
                     int fd =
                         accept4(l->fd, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd < 0)
+                    if (fd < 0 && errno == EINTR)
+                        continue;
+                    if (fd < 0 && errno == ECONNABORTED)
+                        continue; /* that one left the queue; others may wait */
+                    if (fd < 0) {
+                        if (errno != EAGAIN && errno != EWOULDBLOCK)
+                            accept_failed(l, errno);
                         break;
+                    }
+                    l->fds_out = false;
                     char from[48], a[INET_ADDRSTRLEN] = "?";
                     inet_ntop(AF_INET, &sa.sin_addr, a, sizeof a);
                     snprintf(from, sizeof from, "%s:%u", a, (unsigned)ntohs(sa.sin_port));
@@ -517,6 +579,8 @@ int px_peer_accept(px_peer_listener_t *l, double timeout, px_peer_conn_t **conn)
         for (int i = 0; i < l->npend; i++)
             if (l->pend[i]->deadline < next)
                 next = l->pend[i]->deadline;
+        if (l->paused && l->paused_until < next)
+            next = l->paused_until;
         int wait = px_peer_ms_until(next);
         struct pollfd pfd = {.fd = l->epfd, .events = POLLIN};
         poll(&pfd, 1, wait < ms ? wait : ms);
@@ -574,6 +638,7 @@ int px_peer_listen_opts(const px_peer_opts_t *o, const void *payload, size_t len
     if (NULL == l)
         return px_peer_fail(PX_ERR_OUT_OF_RESOURCE, "px_peer_listen: out of memory");
     l->fd = l->epfd = -1;
+    l->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     l->timeout = o->timeout > 0 ? o->timeout : 10;
     l->max_payload = o->max_payload;
     l->max_pending = o->max_pending > 0 ? o->max_pending : 16;
@@ -633,6 +698,8 @@ int px_peer_listen_opts(const px_peer_opts_t *o, const void *payload, size_t len
         *contact = l->contact;
     return PX_SUCCESS;
 fail:
+    if (l->spare_fd >= 0)
+        close(l->spare_fd);
     if (l->fd >= 0)
         close(l->fd);
     if (l->epfd >= 0)
@@ -680,6 +747,8 @@ void px_peer_listener_close(px_peer_listener_t *l)
     }
     close(l->fd);
     close(l->epfd);
+    if (l->spare_fd >= 0)
+        close(l->spare_fd);
     free(l->pend);
     px_peer_secret_free(&l->secret);
     free(l->payload);

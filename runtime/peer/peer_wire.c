@@ -110,6 +110,9 @@ const char *px_peer_reason_str(uint32_t reason)
         return "the payload is larger than the listener's peer_max_payload";
     case PX_PEER_R_VERSION:
         return "the listener speaks another protocol version";
+    case PX_PEER_R_NO_FDS:
+        return "the listener's process is out of file descriptors (its ulimit -n): it takes "
+               "connections again once some close";
     default:
         return "an unknown reason";
     }

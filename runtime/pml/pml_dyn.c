@@ -204,6 +204,13 @@ static int listener_progress(void)
     return n;
 }
 
+/* px_connect's wait: the listener's handshakes go on (px_peer_connect_serving). */
+static void serve_listener(void *arg)
+{
+    (void)arg;
+    listener_progress();
+}
+
 /* ------------------------------------------------------------------ leaving */
 
 /* Has peer d's connection closed? (Nothing is sent on it after the
@@ -336,7 +343,11 @@ static int rt_connect(const char *contact, int *peer)
         return rc;
     }
     px_peer_conn_t *conn = NULL;
-    rc = px_peer_connect(contact, offer, olen, 0, &conn);
+    /* While it waits, this process's own listener (if it has one) keeps
+     * accepting: two processes connecting to each other at once both
+     * finish. Without one, the wait is a plain poll. */
+    rc = px_peer_connect_serving(contact, offer, olen, 0, listener ? serve_listener : NULL, NULL,
+                                 &conn);
     free(offer);
     if (rc != PX_SUCCESS) {
         px_show_error("px_connect: %s", px_peer_last_error());

@@ -159,6 +159,7 @@ struct px_btl_ofi_module {
     px_btl_base_reasons_t reasons; /* strings handed out by add_procs */
     px_btl_endpoint_t **dyn;       /* dynamic peers by slot (ofi_dyn.c) */
     uint32_t dyn_cap, dyn_gen;
+    uint32_t dyn_in_av; /* dynamic peers' addresses in the address vector */
 };
 
 extern const px_btl_component_t px_btl_ofi_component;

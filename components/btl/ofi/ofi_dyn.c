@@ -21,6 +21,7 @@
 #include <string.h>
 #include "components/btl/ofi/ofi.h"
 #include "core/util/error.h"
+#include "core/util/output.h"
 
 #define PX_BTL_OFI_DYN_MAGIC 0x6f666964u /* "ofid" */
 #define DYN_SLOTS_MAX        65536
@@ -132,6 +133,7 @@ static int take_part(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, const void *
     }
     ep->addr = fa;
     ep->in_av = true;
+    m->dyn_in_av++;
     ep->send_as = PX_BTL_OFI_DYN_SRC(h.id);
     ep->failed = false;
     return PX_SUCCESS;
@@ -143,8 +145,14 @@ static void dyn_free(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
     if (slot < m->dyn_cap && m->dyn[slot] == ep)
         m->dyn[slot] = NULL;
     px_btl_ofi_probe_close(ep);
-    if (ep->in_av)
+    if (ep->in_av) {
         fi_av_remove(m->av, &ep->addr, 1, 0);
+        m->dyn_in_av--;
+    }
+    PX_OUTPUT_VERBOSE(10, px_btl_ofi_output,
+                      "btl/ofi: dynamic peer %08x removed; dynamic peers' addresses in the "
+                      "address vector: %u",
+                      (unsigned)ep->dyn_id, (unsigned)m->dyn_in_av);
     free(ep);
 }
 
