@@ -226,6 +226,7 @@ static int coll_check(px_coll_group_t *g, px_coll_args_t *a, bool nb, void **scr
                       fn, g->size,
                       PX_ERR_GROUP_FAILED == g->failed ? "another member gave up on it"
                                                        : px_strerror(g->failed));
+        px_rt_coll_name_failed(g, fn, 1.0);
         return PX_ERR_GROUP_FAILED;
     }
     const bool root_op = PX_COLL_BCAST == a->opid || PX_COLL_SCATTER == a->opid ||

@@ -21,6 +21,11 @@
  *             survivor prints "collective failed: ERR", disconnects K, forms
  *             a new group of the others (key = IDX), checks an allreduce and
  *             prints "regrouped ok"; member K loops until killed
+ *   idle K    form the group, a barrier, print "ready"; member K waits to be
+ *             killed; the others wait for DIR/killed (the test kills K
+ *             first), progress half a second (nothing pending with K when
+ *             its connection closes), then an allreduce must fail: they
+ *             print "collective failed: ERR"
  *   absent A  member A connects but never calls px_group_from_peers (it waits
  *             for DIR/end); the others call it with a 3 s bound and print
  *             "formation failed: ERR"
@@ -428,6 +433,28 @@ int main(int argc, char **argv)
         fflush(stdout);
         if (PX_SUCCESS == rc)
             return fail("the group formed with different member lists", PX_ERR_FATAL);
+    } else if (0 == strcmp(mode, "idle")) {
+        if ((rc = form(id_of, n, 0, 30, &g)) != PX_SUCCESS)
+            return fail("px_group_from_peers", rc);
+        if ((rc = px_group_barrier(g)) != PX_SUCCESS)
+            return fail("barrier", rc);
+        say("ready%s", "");
+        char killed[4096];
+        snprintf(killed, sizeof killed, "%s/killed", dir);
+        double t0 = px_wtime();
+        while (access(killed, F_OK) != 0 && px_wtime() - t0 < 120)
+            px_progress(); /* the victim waits here to be killed */
+        if (idx == arg)
+            return fail("the member to be killed was not killed", PX_ERR_TIMEOUT);
+        for (t0 = px_wtime(); px_wtime() - t0 < 0.5;)
+            px_progress(); /* its connection closes while nothing is pending with it */
+        uint32_t one = 1, total = 0;
+        rc = px_allreduce(&one, &total, 1, PX_UINT32, PX_SUM, g);
+        printf("member %d: collective failed: %s\n", idx, px_strerror(rc));
+        fflush(stdout);
+        if (PX_SUCCESS == rc)
+            return fail("an allreduce with a dead member succeeded", PX_ERR_FATAL);
+        px_group_free(&g);
     } else if (0 == strcmp(mode, "ring")) {
         /* each lists itself and its two neighbours: every pair listed is
          * mutual and every count is 3, but no two members list the same set */

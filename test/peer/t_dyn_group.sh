@@ -6,7 +6,8 @@
 # (PX_MCA_btl=self,ofi): 4 members form a group, agree on its order and run
 # every collective on sizes from 4 B to 1.2 MB per member with every result
 # checked; 3 members: one killed in the middle of allreduces (the others fail
-# with an error naming it, form a group of the two survivors and go on); a
+# with an error naming it, form a group of the two survivors and go on); one
+# killed while nothing is pending with it (the next allreduce fails); a
 # member that connected but never joins (the others get a timeout naming
 # it); member lists that differ in count or in processes (every member gets
 # an error).
@@ -91,6 +92,26 @@ scenario() {
     check "$s: ... then disconnect it, form a group of the survivors and carry on" \
         test "$bad" = 0 -a "$(cat "$T/$s-kill"/*.out | grep -c 'regrouped ok')" = 2
     [ "$bad" = 0 ] || show "$T/$s-kill"/*.out "$T/$s-kill"/*.err
+    # 3 members, member 2 killed while nothing is pending with it, then an allreduce
+    start "$s-idle" 3 idle 2
+    for _ in $(seq 1 600); do
+        [ "$(cat "$T/$s-idle"/*.out 2>/dev/null | grep -c ready)" = 3 ] && break
+        sleep 0.05
+    done
+    victim=${mp[2]}
+    kill -9 "$victim"
+    wait "$victim" 2>/dev/null
+    touch "$T/$s-idle/killed"
+    for _ in $(seq 1 600); do
+        [ "$(cat "$T/$s-idle"/*.out | grep -c 'collective failed')" = 2 ] && break
+        sleep 0.05
+    done
+    check "$s: member killed while idle: the others' next allreduce fails (not waits)" \
+        test "$(cat "$T/$s-idle/0.out" "$T/$s-idle/1.out" | grep -c 'collective failed')" = 2
+    check "$s: ... naming it (pid $victim) on both" \
+        test "$(grep -l "pid $victim" "$T/$s-idle/0.err" "$T/$s-idle/1.err" | wc -l)" = 2
+    kill -9 "${mp[0]}" "${mp[1]}" 2>/dev/null
+    wait "${mp[0]}" "${mp[1]}" 2>/dev/null
     check "$s: every member reached every other over $s" \
         test "$(cat "$T/$s-ok"/*.out | grep -c " over $s\$")" = 12
 }
