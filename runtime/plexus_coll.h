@@ -37,12 +37,28 @@ PX_EXPORT px_group_t *px_group_world(void);
  * gets *newgroup = NULL. Each new group has its own tag space: its
  * collectives never match another group's messages or point-to-point ones. */
 PX_EXPORT int px_group_split(px_group_t *parent, int color, int key, px_group_t **newgroup);
-/* Free a group made by px_group_split (*group becomes NULL). Not collective;
+/* Collective over the processes listed: form a group of connected peers
+ * (docs/peers.md). Every member calls it with its own ids of the members:
+ * px_rank() for itself, the peer ids px_connect / px_accept gave for the
+ * others (ranks of its own job may be members too), in any order. The group
+ * is ordered by `key`, then by a random identity each process draws at
+ * px_init: the same order on every member (px_group_rank says where this one
+ * is; px_group_world_rank gives this process's id of a member). Members whose
+ * lists differ (another count, another process) get PX_ERR_BAD_PARAM with a
+ * message naming the member that disagreed; a member that does not call it
+ * leaves the others with PX_ERR_TIMEOUT after `timeout` seconds, naming it.
+ * Collectives then run on it as on any group; a member that dies fails them
+ * (PX_ERR_PEER_FAILED or PX_ERR_GROUP_FAILED, the message names it) and the
+ * others may free the group and form a new one. */
+PX_EXPORT int px_group_from_peers(const int *members, int n, int key, double timeout,
+                                  px_group_t **group);
+/* Free a group made by px_group_split or px_group_from_peers (*group becomes NULL). Not collective;
  * no collective on it may be in progress. */
 PX_EXPORT int px_group_free(px_group_t **group);
 PX_EXPORT int px_group_rank(const px_group_t *group);
 PX_EXPORT int px_group_size(const px_group_t *group);
-/* The world rank of group rank `rank` (negative: out of range). */
+/* The world rank of group rank `rank` (negative: out of range); in a group of
+ * connected peers, this process's id of that member (a rank or a peer id). */
 PX_EXPORT int px_group_world_rank(const px_group_t *group, int rank);
 
 /* Blocking collectives. sendbuf may be PX_IN_PLACE where MPI allows it:

@@ -87,6 +87,8 @@ static int coll_progress(void)
         if (0 == rc)
             continue;
         active_remove(r);
+        if (rc < 0)
+            px_rt_coll_name_failed(op->s.group, "a non-blocking collective", 0);
         px_pml_request_complete(r, rc < 0 ? rc : PX_SUCCESS);
         done++;
     }
@@ -224,6 +226,7 @@ static int coll_check(px_coll_group_t *g, px_coll_args_t *a, bool nb, void **scr
                       fn, g->size,
                       PX_ERR_GROUP_FAILED == g->failed ? "another member gave up on it"
                                                        : px_strerror(g->failed));
+        px_rt_coll_name_failed(g, fn, 1.0);
         return PX_ERR_GROUP_FAILED;
     }
     const bool root_op = PX_COLL_BCAST == a->opid || PX_COLL_SCATTER == a->opid ||
@@ -391,6 +394,8 @@ static int coll_blocking_locked(px_coll_group_t *g, px_coll_args_t *a)
     if (rc != PX_SUCCESS || trivial)
         return rc;
     rc = px_coll_base_blocking(g, a);
+    if (PX_UNLIKELY(rc != PX_SUCCESS && rc != PX_ERR_TRUNCATE))
+        px_rt_coll_name_failed(g, api_names[a->opid][0], 1.0);
     if (PX_UNLIKELY(avg) && PX_SUCCESS == rc)
         px_coll_scale(a->rbuf, a->count, a->dtype, (double)g->size);
     if (PX_UNLIKELY(scratch != NULL))

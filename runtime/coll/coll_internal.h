@@ -20,6 +20,9 @@
 extern px_coll_group_t *px_rt_coll_world_group;
 bool px_rt_coll_group_ok(const px_coll_group_t *g, const char *fn);
 void px_rt_coll_groups_fini(void);
+/* A collective `fn` on `g` failed: when `g` has connected peers, name the
+ * members that failed, giving progress up to `wait` seconds to notice one. */
+void px_rt_coll_name_failed(const px_coll_group_t *g, const char *fn, double wait);
 /* coll.c: is a non-blocking collective on `g` still in progress? */
 bool px_rt_coll_group_busy(const px_coll_group_t *g);
 

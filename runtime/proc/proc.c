@@ -250,8 +250,8 @@ void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet)
     if (!p->failed && !quiet)
         px_show_error("runtime: %s is gone: %s; its pending sends and receives fail with \"%s\"",
                       px_rt_peer_name(id, name, sizeof name), why, px_strerror(error));
-    else
-        error = p->failed;
+    else if (p->failed)
+        error = p->failed; /* quiet and not failed yet: it fails with `error` all the same */
     p->failed = error;
     p->failed_here = false;
     fail_publish(id, error, why, true);

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# examples/peers (README.md there): install Plexus into a staging root, build
+# the example's server and client out of tree with its Makefile (the
+# installed headers and plexus.pc only), start them separately (no
+# launcher), kill the server in the middle of the client's rounds, start it
+# again, and check the client saw the failure naming the server, retried the
+# contact until the new server answered, and carried on to the end with
+# every checksum good.
+. "$PX_SRC/test/lib/tap.sh"
+tmp=$(mktemp -d)
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+dest=$tmp/root
+
+make -C "$PX_BUILD" install DESTDIR="$dest" >"$tmp/install.log" 2>&1
+check "make install into a staging root" test $? -eq 0
+pc=$(find "$dest" -name plexus.pc | head -1)
+[ -n "$pc" ] || { not_ok "plexus.pc is installed"; tap_done; }
+export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$dest
+libdir=$(cd "$(dirname "$pc")/.." && pwd)
+doc=$(find "$dest" -type d -path '*share/doc/plexus/examples/peers' | head -1)
+check "the example is installed in share/doc/plexus/examples/peers" test -n "$doc"
+[ -n "$doc" ] || doc=$PX_SRC/examples/peers
+cp -r "$doc" "$tmp/ex"
+san=""
+[ -n "${PX_TEST_SANITIZER:-}" ] && san="-fsanitize=address,undefined"
+make -C "$tmp/ex" CFLAGS="-O2 -g -Wall -Wextra -Werror $san" >"$tmp/build.log" 2>&1
+check "the example builds out of tree with its Makefile, warnings as errors" \
+    test -x "$tmp/ex/peer_server" -a -x "$tmp/ex/peer_client"
+[ -x "$tmp/ex/peer_client" ] || { sed 's/^/# /' "$tmp/build.log" | tail -10; tap_done; }
+
+umask 077
+head -c 32 /dev/urandom | base64 >"$tmp/secret"
+chmod 600 "$tmp/secret"
+export PX_MCA_peer_secret_file=$tmp/secret LD_LIBRARY_PATH=$libdir
+if timeout 60 "$PX_BUILD/test/peer/dyn_app" contact 2>&1 | grep -q "built without libsodium"; then
+    skip "the example" "built without libsodium (install libsodium-dev, configure again)"
+    tap_done
+fi
+c=$tmp/contact
+# no timeout(1) wrappers: $! must be the program's pid (the test kills the
+# server and looks for its pid); the client gives up by itself after 60 s
+# without a server, the restarted server after one session
+"$tmp/ex/peer_server" "$c" 0 >"$tmp/s1.out" 2>"$tmp/s1.err" </dev/null &
+s1=$!
+pids+=("$s1")
+"$tmp/ex/peer_client" "$c" 600 2 >"$tmp/c.out" 2>"$tmp/c.err" </dev/null &
+cl=$!
+pids+=("$cl")
+for _ in $(seq 1 1200); do
+    grep -q "client: round 200" "$tmp/c.out" 2>/dev/null && break
+    sleep 0.05
+done
+check "the client connected and exchanged 200 rounds with the first server" \
+    grep -q "client: round 200" "$tmp/c.out"
+kill -9 "$s1"
+wait "$s1" 2>/dev/null
+for _ in $(seq 1 200); do
+    grep -q "lost the server" "$tmp/c.out" && break
+    sleep 0.05
+done
+sleep 0.5
+"$tmp/ex/peer_server" "$c" 1 >"$tmp/s2.out" 2>"$tmp/s2.err" </dev/null &
+s2=$!
+pids+=("$s2")
+wait "$cl"
+rc=$?
+wait "$s2"
+src=$?
+check "the client finished (exit $rc) and the restarted server ended cleanly (exit $src)" \
+    test "$rc" -eq 0 -a "$src" -eq 0
+check "the client saw the server fail, naming it (pid $s1)" \
+    contains "$(cat "$tmp/c.out")" "lost the server (pid $s1"
+check "... and the library's message names it too" contains "$(cat "$tmp/c.err")" "pid $s1"
+grep -h "pid $s1" "$tmp/c.err" | head -1 | cut -c1-300 | sed 's/^/# /'
+check "the client retried until the restarted server (pid $s2) answered" \
+    contains "$(cat "$tmp/c.out")" "connected to the server, pid $s2"
+check "... and carried on: 600 rounds, every checksum good, one reconnect" \
+    contains "$(cat "$tmp/c.out")" "client: done: 600 rounds, 0 checksum errors, 1 reconnects"
+check "the restarted server served the rest of the session" \
+    contains "$(cat "$tmp/s2.out")" "the client said bye"
+[ "$rc" = 0 ] || sed 's/^/# /' "$tmp/c.out" "$tmp/c.err" "$tmp/s2.out" "$tmp/s2.err" | tail -20
+tap_done
