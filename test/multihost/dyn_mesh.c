@@ -23,7 +23,8 @@
  * peers by name. An operation with a peer that fails (the peer died or left)
  * prints "ME: FAILED with NAME (peer ID): ERROR" and the peer is dropped;
  * the others carry on. The end prints "ME: done: V messages verified, B bad,
- * failed peers: LIST" and exits 0 when no message was bad. Lines "ME: round
+ * failed peers: LIST" and exits 0 when no message was bad. "ME: pid P
+ * listening at CONTACT" comes first. Lines "ME: round
  * R" after each round let the test time a kill; "ME: peer NAME is ID over
  * TRANSPORT" name each connection's transport.
  */
@@ -261,7 +262,7 @@ int main(int argc, char **argv)
         say("cannot write %s", path);
         return 2;
     }
-    say("listening at %s", contact);
+    say("pid %ld listening at %s", (long)getpid(), contact);
 
     /* Connect to the CONNECT list in a shuffled order. */
     char *targets[MAXP];
