@@ -12,7 +12,7 @@ pkgs=(
   # tests: verbs clients run on the software libibverbs (test/softverbs)
   ibverbs-utils perftest
   # peers for benchmarks and the multi-host test launcher
-  openmpi-bin libopenmpi-dev ucx-utils
+  openmpi-bin libopenmpi-dev ucx-utils libucx-dev
   # tests: a Slurm cluster made by test/multihost/t_slurm.sh (srun --mpi=pmix:
   # mpi_pmix_v4.so is in slurm-wlm-basic-plugins; it loads libpmix-dev's libpmix.so)
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge

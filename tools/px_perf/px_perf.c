@@ -31,6 +31,13 @@
  *          [--title T] [--load L] [--y COLS]
  *                                draw saved results only (no run): one line
  *                                per file (px_perf_plot.c)
+ *   pxrun -n 2 px_perf --connect [--conns N] [--reps R] [--sizes ...] [--csv]
+ *                                peers that connect later (px_perf_connect.c): N fresh
+ *                                connections of rank 1 to rank 0's contact, px_connect
+ *                                to the first round trip (median, p90, p99), then
+ *                                latency and bandwidth with a connected peer against
+ *                                the job rank in R interleaved rounds (needs
+ *                                PX_MCA_peer_secret_file)
  *   pxrun -n 2 px_perf --xfer [--xfer-mem alloc|reg] [--transport NAME] [--sizes ...]
  *                                one-sided transfers (runtime/plexus_xfer.h) from
  *                                rank 0 into rank 1's region: write (+ flush) and
@@ -183,6 +190,11 @@ static int usage(void)
          "       pxrun -n 2 px_perf --xfer [--xfer-mem alloc|reg] [--transport NAME]\n"
          "                                   one-sided transfers: write+flush and read\n"
          "                                   latency, window-64 bandwidth, batch rate\n"
+         "       pxrun -n 2 px_perf --connect [--conns N] [--reps R] [--sizes ...] [--csv]\n"
+         "                                   connection setup (px_connect to the first round\n"
+         "                                   trip, N fresh connections) and a connected peer's\n"
+         "                                   latency and bandwidth against a job rank's, R\n"
+         "                                   interleaved rounds (PX_MCA_peer_secret_file)\n"
          "       pxrun -n N px_perf --coll OP [--sizes ...] [--iters N] [--csv]\n"
          "                                   collective latency over all ranks: allreduce,\n"
          "                                   bcast, allgather, alltoall, barrier (8 B-64 "
@@ -253,6 +265,15 @@ static int parse_options(int *argc, char ***argv, px_perf_opts_t *o)
             if (*end || n < 1 || n > 1000)
                 px_perf_die("--reps '%s': expected a number of timed blocks from 1 to 1000", v);
             o->reps = (int)n;
+            i++;
+        } else if (!strcmp(a, "--connect")) {
+            o->connect = 1;
+        } else if (!strcmp(a, "--conns") && v) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 100000)
+                px_perf_die("--conns '%s': expected a number of connections from 1 to 100000", v);
+            o->conns = (int)n;
             i++;
         } else if (!strcmp(a, "--xfer")) {
             o->xfer = 1;
@@ -340,9 +361,11 @@ int main(int argc, char **argv)
         px_perf_die("--plot draws the table of a run, not %s", o.btl    ? "--btl's ping-pong"
                                                                : o.coll ? "--coll's table"
                                                                         : "--xfer's table");
+    if (o.plot && o.connect)
+        px_perf_die("--plot draws the table of a run, not %s", "--connect's tables");
     if (o.coll)
         return px_perf_coll(o.coll, o.sizes, o.nsizes, o.iters, o.csv);
-    if (!o.nsizes)
+    if (!o.nsizes && !o.connect) /* --connect has its own default sizes */
         for (size_t i = 0; i < sizeof default_sizes / sizeof default_sizes[0]; i++)
             if (default_sizes[i] >= o.minb && default_sizes[i] <= o.maxb)
                 o.sizes[o.nsizes++] = default_sizes[i];
@@ -364,6 +387,8 @@ int main(int argc, char **argv)
         px_finalize();
         return 2;
     }
+    if (o.connect)
+        return px_perf_connect(&o);
     if (o.btl) {
         px_perf_btl(o.sizes, o.nsizes, o.iters);
         px_finalize();

@@ -3,7 +3,8 @@
  * and starts one mode; each mode is a file of its own: px_perf_msg.c (the
  * default: latency, bandwidth, bidirectional bandwidth and message rate over
  * the messaging API), px_perf_local.c (--memcpy, --floor: no library),
- * px_perf_btl.c (--btl), px_perf_xfer.c (--xfer), px_perf_coll.c (--coll);
+ * px_perf_btl.c (--btl), px_perf_xfer.c (--xfer), px_perf_coll.c (--coll),
+ * px_perf_connect.c (--connect);
  * px_perf_plot.c draws (--plot).
  */
 #ifndef PX_PERF_H
@@ -29,6 +30,7 @@ typedef struct px_perf_opts {
     px_perf_table_t *series[PX_PERF_MAX_SIZES]; /* --series, read while parsing */
     int nseries;
     const char *xfer_mem, *xfer_transport; /* --xfer-mem, --transport */
+    int connect, conns;                    /* --connect, --conns N */
 } px_perf_opts_t;
 
 /* One row of a --vs peer's results. */
@@ -52,6 +54,9 @@ void px_perf_btl(const size_t *sizes, int nsizes, long iters_override);
 void px_perf_xfer(const size_t *sizes, int nsizes, long iters_override, const char *mem,
                   const char *transport, bool csv);
 int px_perf_coll(const char *op, const size_t *sizes, int nsizes, long iters_override, int csv);
+/* Runs after px_init with at least 2 ranks and calls px_finalize: connection
+ * setup and a connected peer against a job rank (--connect). */
+int px_perf_connect(const px_perf_opts_t *o);
 /* Runs after px_init with at least 2 ranks; calls px_finalize, then draws
  * the results when o->plot is set. */
 int px_perf_msg(const px_perf_opts_t *o, const px_perf_peer_row_t *peer, int npeer);
