@@ -22,8 +22,9 @@
 
 pxrun_job_t px;
 
-void pxrun_fail(int code, const char *what)
+void pxrun_fail(int code, int culprit, const char *what)
 {
+    (void)culprit;
     if (!px.have_failure) {
         px.have_failure = true;
         px.exit_code = code;

@@ -19,6 +19,8 @@ if [ -x "$pxrun" ]; then
     check "pxrun -n 2, rank 1 aborts: pxrun exits non-zero" test "$rc" -ne 0
     check "pxrun -n 2, rank 1 aborts: the message is shown" contains "$out" "probe abort from rank 1"
     check "pxrun -n 2, rank 1 aborts: the job ends within 10 s" test $(( $(date +%s) - start )) -lt 10
+    check "pxrun -n 2, rank 1 aborts: pxrun ends the one other rank (the aborting one is not counted)" \
+        eval 'contains "$out" "ending the other 1 rank" && ! contains "$out" "ending the other 2"'
 
     out=$(PX_MCA_runtime_wait_timeout=1 timeout 60 "$pxrun" -n 2 "$probe" wait </dev/null 2>&1); rc=$?
     check "runtime_wait_timeout=1: the receive fails with a timeout" contains "$out" "wait: timed out after 1."

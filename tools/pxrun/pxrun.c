@@ -352,12 +352,14 @@ static void describe_status(int ws, char *buf, size_t len)
         snprintf(buf, len, "exited with status %d", WEXITSTATUS(ws));
 }
 
-void pxrun_fail(int code, const char *what)
+void pxrun_fail(int code, int culprit, const char *what)
 {
     if (!px.have_failure) {
         px.have_failure = true;
         px.exit_code = code;
         int others = alive_count();
+        if (culprit >= 0 && culprit < px.n && px.ranks[culprit].alive)
+            others--;
         if (others)
             fprintf(stderr, "pxrun: %s; ending the other %d rank%s\n", what, others,
                     others == 1 ? "" : "s");
@@ -396,7 +398,8 @@ static void reap(void)
                 describe_status(ws, d, sizeof d);
                 snprintf(msg, sizeof msg, "rank %d (pid %d) %s%s", i, (int)pid, d,
                          nofin ? " without calling px_finalize" : "");
-                pxrun_fail(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : (bad ? WEXITSTATUS(ws) : 1), msg);
+                pxrun_fail(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : (bad ? WEXITSTATUS(ws) : 1), -1,
+                           msg);
             }
             pxrun_check_fence_orphaned();
             break;

@@ -118,7 +118,10 @@ extern pxrun_job_t px;
 /* pxrun.c: job control. */
 /* The job fails with exit status `code` (the first failure wins), saying
  * `what` on stderr; the ranks are ended. */
-void pxrun_fail(int code, const char *what);
+/* The job fails with `code` (first failure wins): say `what` and end the
+ * ranks. `culprit`: the rank that caused it and ends by itself (an abort),
+ * not counted among "the other ranks" being ended; -1 for none. */
+void pxrun_fail(int code, int culprit, const char *what);
 
 /* pxrun_server.c: the modex service. */
 void pxrun_accept_conns(void);

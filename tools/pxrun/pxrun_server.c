@@ -94,7 +94,7 @@ void pxrun_check_fence_orphaned(void)
             snprintf(msg, sizeof msg,
                      "rank %d exited while %d other rank%s waited for it in a fence", i, px.nfenced,
                      px.nfenced == 1 ? "" : "s");
-            pxrun_fail(1, msg);
+            pxrun_fail(1, -1, msg);
             return;
         }
 }
@@ -215,7 +215,7 @@ static int handle_frame(int ci, uint32_t op, const char *payload, uint32_t len)
         char text[600];
         snprintf(text, sizeof text, "rank %d called abort with status %d%s%.*s", c->rank, st,
                  ml ? ": " : "", (int)(ml > 500 ? 500 : ml), cur.bad ? "" : (const char *)msg);
-        pxrun_fail(st > 0 && st < 256 ? st : 1, text);
+        pxrun_fail(st > 0 && st < 256 ? st : 1, c->rank, text);
         return 0;
     }
     case PX_PXRUN_OP_BYE:

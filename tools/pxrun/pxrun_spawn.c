@@ -160,7 +160,7 @@ void pxrun_spawn_all(void)
         if (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC) || (i == 0 && pipe2(pi, O_CLOEXEC))) {
             fprintf(stderr, "pxrun: error: cannot create pipes for rank %d: %s\n", i,
                     strerror(errno));
-            pxrun_fail(1, "could not start every rank");
+            pxrun_fail(1, -1, "could not start every rank");
             break;
         }
         posix_spawn_file_actions_t fa;
@@ -190,7 +190,7 @@ void pxrun_spawn_all(void)
             char msg[PATH_MAX + 100];
             snprintf(msg, sizeof msg, "rank %d could not start %s: %s", i, px.argv[0],
                      strerror(rc));
-            pxrun_fail(PXRUN_EXIT_NOEXEC, msg);
+            pxrun_fail(PXRUN_EXIT_NOEXEC, -1, msg);
             break;
         }
         r->pid = pid;
