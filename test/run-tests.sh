@@ -6,6 +6,10 @@
 # PX_TEST_TIMEOUT (seconds, default 600) bounds each program.
 # PX_TEST_EXCLUDE (a regex, default none): tests whose path matches are not run
 # (test/tsan/run-tsan.sh leaves out those that exercise no threads).
+# PX_TEST_SKIP_SOURCE_ONLY=1: shell tests marked "# px-test: source-only"
+# (they read the source tree and build scratch copies, never BUILD_DIR, so a
+# second build flavour runs them identically) are not run; a line names them.
+# .ci/run sets it for the sanitizer build, after the normal build ran them.
 set -u
 build=$(cd "${1:?usage: run-tests.sh BUILD_DIR [filter]}" && pwd)
 filter=${2:-.}
@@ -23,7 +27,7 @@ export HOME=${PX_TEST_HOME:-$(mktemp -d)}
 export PX_MCA_mca_component_path=$build/.libs
 timeout_s=${PX_TEST_TIMEOUT:-600}
 passed=0 failed=0 skipped=0
-failures=()
+failures=() not_run=()
 logdir=$build/test-logs
 mkdir -p "$logdir"
 
@@ -79,9 +83,16 @@ done < <(find "$build/test" -type f -name '*_test' -perm -u+x -not -path '*/.lib
 while IFS= read -r t; do
     [[ $t =~ $filter ]] || continue
     [ -n "$exclude" ] && [[ $t =~ $exclude ]] && continue
+    if [ "${PX_TEST_SKIP_SOURCE_ONLY:-0}" = 1 ] && grep -q '^# px-test: source-only' "$t"; then
+        not_run+=("${t#"$src"/}")
+        continue
+    fi
     run_shell "$t"
 done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null | sort)
 
+if [ ${#not_run[@]} -gt 0 ]; then
+    echo "Not run in this build (source-only, PX_TEST_SKIP_SOURCE_ONLY=1): ${not_run[*]}"
+fi
 if [ ${#failures[@]} -gt 0 ]; then
     echo "Failures:"
     printf '  %s\n' "${failures[@]}"

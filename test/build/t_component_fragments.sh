@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: source-only (reads the source tree, never the build under test)
 # A component is its folder: components/<fw>/<name>/ with its configure.m4 and
 # Makefile.inc, found by autogen.sh. configure.ac and the top-level Makefile.am
 # name no component; in a scratch copy of the tree, components dropped into

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: source-only (reads the source tree, never the build under test)
 # Each component stands on its own fragments (docs/writing-a-component.md):
 #  - a library a component uses (X_CFLAGS or X_LIBS in its Makefile.inc,
 #    PX_HAVE_X in its sources) is checked by its own configure.m4

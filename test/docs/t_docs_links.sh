@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: source-only (reads the source tree, never the build under test)
 # The documentation's links and installation:
 # - every relative link of README.md and docs/**/*.md ([text](page.md),
 #   [text](page.md#section), [text](#section)) names a file that exists and,
