@@ -250,7 +250,7 @@ void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet)
     if (!p->failed && !quiet)
         px_show_error("runtime: %s is gone: %s; its pending sends and receives fail with \"%s\"",
                       px_rt_peer_name(id, name, sizeof name), why, px_strerror(error));
-    else
+    else if (p->failed) /* quiet and not failed before: it fails now, with `error` */
         error = p->failed;
     p->failed = error;
     p->failed_here = false;

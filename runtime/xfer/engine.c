@@ -498,10 +498,12 @@ int px_xfer_peer_check(px_xfer_peer_t *p)
     px_rt_dyn_t *d = px_rt_dyn_find(p->id);
     if (!d || d->gone || !d->conn)
         return failed;
+    /* A process that ended loses its memory (the transport's ESRCH) a moment
+     * before its descriptors: a refusal waits up to 50 ms for the close. */
     struct pollfd pfd = {.fd = px_peer_conn_fd(d->conn), .events = POLLIN | POLLRDHUP};
     char c;
-    if (poll(&pfd, 1, 0) <= 0 || (!(pfd.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) &&
-                                  0 != recv(pfd.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT)))
+    if (poll(&pfd, 1, 50) <= 0 || (!(pfd.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) &&
+                                   0 != recv(pfd.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT)))
         return failed;
     /* As messaging's watch of the connection would say within a millisecond. */
     px_rt_fail_peer_gone(p->id, PX_ERR_PEER_FAILED,
@@ -523,6 +525,9 @@ void px_xfer_peer_failed(int rank, int error, const char *why)
         return;
     }
     if (p->dynamic) {
+        /* A connected peer whose transport failed is gone (the runtime
+         * released its messaging too): its requests fail as a dead peer's. */
+        error = PX_ERR_PEER_FAILED;
         char name[300];
         p->why = px_asprintf("%s is gone: %s", px_xfer_peer_name(rank, name, sizeof name),
                              why ? why : "the peer failed");

@@ -103,6 +103,10 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
                             "never an id px_connect or px_accept gave)",
                             peer);
     px_xfer_peer_name(peer, pname, sizeof pname);
+    int failed = atomic_load(&pp->failed);
+    if (failed)
+        return px_xfer_api_error(failed, "px_xfer_key_import", "%s failed: %s", pname,
+                                 pp->why ? pp->why : "?");
     px_xfer_key_t k;
     char why[200];
     if (PX_SUCCESS != px_xfer_key_parse(key, length, &k, why, sizeof why))
@@ -128,10 +132,6 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
         return px_xfer_api_error(PX_ERR_BAD_PARAM, "px_xfer_key_import",
                                  "the key is refused: it was exported by rank %d, not by rank %d",
                                  (int)k.owner, peer);
-    int failed = atomic_load(&pp->failed);
-    if (failed)
-        return px_xfer_api_error(failed, "px_xfer_key_import", "%s failed: %s", pname,
-                                 pp->why ? pp->why : "?");
     if (peer == px_rt.rank) {
         /* Our own region: it must exist, as the key says. */
         bool took0;

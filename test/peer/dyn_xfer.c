@@ -122,6 +122,7 @@ static void hammer(int peer, const cmd_t *c, int session)
     int rc = px_xfer_key_import(peer, c->key, c->klen, &rm);
     if (rc != PX_SUCCESS) {
         printf("session %d: hammer import: %s\n", session, px_xfer_last_error());
+        px_disconnect(peer);
         return;
     }
     size_t n = px_xfer_remote_length(rm), chunk = 256u << 10;
@@ -164,9 +165,20 @@ static void hammer(int peer, const cmd_t *c, int session)
         }
         px_xfer_batch_reset(b);
     }
-    px_xfer_batch_free(&b);
-    if ((rc = px_xfer_remote_release(&rm)) != PX_SUCCESS)
-        printf("session %d: release: %s\n", session, px_xfer_last_error());
+    px_xfer_batch_free(&b); /* freed by the last callback when a transport still holds some */
+    /* Release the peer: its transports let go of what they held for it
+     * (their callbacks come), after which its remote can be released. */
+    rc = px_disconnect(peer);
+    printf("session %d: disconnect %s\n", session, px_strerror(rc));
+    int tries = 0;
+    for (; tries < 500; ++tries) {
+        px_xfer_progress();
+        if (PX_SUCCESS == px_xfer_remote_release(&rm))
+            break;
+        usleep(10000);
+    }
+    printf("session %d: the dead peer's remote released %s\n", session,
+           tries < 500 ? "ok" : "FAILED");
     px_xfer_free(&loc);
     free(mem);
 }
@@ -281,6 +293,7 @@ static int server(const char *file, int sessions)
                 r.sum = (uint64_t)rc;
             } else if (C_HAMMER == c->op) {
                 hammer(p, c, s);
+                p = -1; /* disconnected */
                 break;
             } else if (C_BYE == c->op)
                 break;
@@ -290,7 +303,7 @@ static int server(const char *file, int sessions)
             if (reg[i])
                 px_xfer_free(&reg[i]);
         free(mem[1]);
-        rc = px_disconnect(p);
+        rc = p >= 0 ? px_disconnect(p) : PX_SUCCESS;
         printf("session %d: done, disconnect %s, fds %d\n", s, px_strerror(rc), nfds());
         fflush(stdout);
     }
