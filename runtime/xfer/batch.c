@@ -262,7 +262,7 @@ static void count_slot(px_xfer_slot_t *s)
 {
     atomic_fetch_add_explicit(&s->local->inflight, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->remote->inflight, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&px_xfer.peers[s->peer].inflight, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->remote->pp->inflight, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&px_xfer.work, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->batch->pending, 1, memory_order_relaxed);
     s->counted = true;
@@ -277,7 +277,7 @@ static void release_refs(px_xfer_slot_t *s)
 /* Off whatever list its state puts it on. */
 static void unlink_slot(px_xfer_slot_t *s)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[s->peer];
+    px_xfer_peer_t *p = s->remote->pp;
     switch (sstate(s)) {
     case PX_XFER_S_HELD:
         px_list_remove_item(&p->held, &s->link);
@@ -300,7 +300,7 @@ static void unlink_slot(px_xfer_slot_t *s)
  * transport still names it. */
 static void slot_end(px_xfer_slot_t *s)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[s->peer];
+    px_xfer_peer_t *p = s->remote->pp;
     unlink_slot(s);
     const bool hold = s->outstanding > 0; /* a transport still names it */
     if (PX_UNLIKELY(hold && !s->counted))
@@ -343,7 +343,7 @@ static void slot_act(px_xfer_slot_t *s, px_xfer_pstatus_t st)
         set_state(s, PX_XFER_S_ACTIVE);
         return;
     case PX_XFER_P_NO_RESOURCES:
-        px_list_remove_item(&px_xfer.peers[s->peer].alist, &s->link);
+        px_list_remove_item(&s->remote->pp->alist, &s->link);
         px_list_append(&px_xfer.runq, &s->link);
         set_state(s, PX_XFER_S_BLOCKED);
         return;
@@ -371,7 +371,7 @@ void px_xfer_slot_event(px_xfer_slot_t *s, px_xfer_pstatus_t st)
 
 void px_xfer_slot_start(px_xfer_slot_t *s)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[s->peer];
+    px_xfer_peer_t *p = s->remote->pp;
     int failed = atomic_load_explicit(&p->failed, memory_order_acquire);
     if (PX_UNLIKELY(failed)) {
         slot_error(s, failed, true, "the peer failed: %s", p->why ? p->why : "?");
@@ -392,7 +392,7 @@ void px_xfer_slot_start(px_xfer_slot_t *s)
 void px_xfer_slot_resume(px_xfer_slot_t *s)
 {
     px_list_remove_item(&px_xfer.runq, &s->link);
-    px_list_append(&px_xfer.peers[s->peer].alist, &s->link);
+    px_list_append(&s->remote->pp->alist, &s->link);
     set_state(s, PX_XFER_S_RUNNING);
     slot_act(s, s->path->resume(s));
 }
@@ -405,8 +405,10 @@ void px_xfer_slot_abort(px_xfer_slot_t *s, int rc, const char *what)
 
 void px_xfer_held_start(int peer)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[peer];
+    px_xfer_peer_t *p = px_xfer_peer_get(peer);
     px_list_item_t *it;
+    if (!p)
+        return;
     while (px_list_is_empty(&p->notes) && (it = px_list_remove_first(&p->held)) != NULL) {
         px_xfer_slot_t *s = px_container_of(it, px_xfer_slot_t, link);
         set_state(s, PX_XFER_S_QUEUED);
@@ -463,7 +465,7 @@ static bool prepare(px_xfer_batch_t *b, px_xfer_slot_t *s, const px_xfer_request
                         "out of bounds: remote offset %zu + length %zu is past the end of the "
                         "peer's region (%zu bytes); refused here, nothing was sent",
                         s->roff, s->len, rm->len);
-    px_xfer_peer_t *p = &px_xfer.peers[s->peer];
+    px_xfer_peer_t *p = s->remote->pp;
     int failed = atomic_load_explicit(&p->failed, memory_order_acquire);
     if (PX_UNLIKELY(failed))
         return fail_now(s, failed, "the peer failed: %s", p->why ? p->why : "?");
@@ -657,9 +659,8 @@ static inline bool single_inline(int op, px_xfer_region_t *local, size_t loff,
                     !remote->fast || loff > local->len || length > local->len - loff ||
                     roff > remote->len || length > remote->len - roff))
         return false;
-    if (PX_UNLIKELY(
-            atomic_load_explicit(&px_xfer.peers[remote->peer].failed, memory_order_relaxed) ||
-            px_xfer_remote_freed(remote) || px_xfer.verbose >= 10))
+    if (PX_UNLIKELY(atomic_load_explicit(&remote->pp->failed, memory_order_relaxed) ||
+                    px_xfer_remote_freed(remote) || px_xfer.verbose >= 10))
         return false;
     if (PX_XFER_WRITE == op)
         memcpy(remote->fast + roff, local->base + loff, length);
@@ -697,9 +698,8 @@ static void end_failed(px_xfer_slot_t *s)
     slot_end(s);
 }
 
-void px_xfer_batch_peer_failed(int rank)
+void px_xfer_batch_peer_failed(px_xfer_peer_t *p)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[rank];
     int failed = atomic_load(&p->failed);
     const char *why = p->why ? p->why : "?";
     px_xfer_slot_t *s;
@@ -708,7 +708,7 @@ void px_xfer_batch_peer_failed(int rank)
     while (it != px_list_get_end(&px_xfer.runq)) {
         px_list_item_t *nx = px_list_get_next(it);
         s = px_container_of(it, px_xfer_slot_t, link);
-        if (s->peer == rank) {
+        if (s->remote->pp == p) {
             slot_error(s, failed, true, "the peer failed: %s", why);
             end_failed(s);
         }
@@ -729,7 +729,7 @@ void px_xfer_batch_peer_failed(int rank)
         slot_error(s, failed, true, "the peer failed: %s", why);
         slot_end(s);
     }
-    px_xfer_notes_drop(rank);
+    px_xfer_notes_drop(p);
 }
 
 void px_xfer_batch_finalize(void)
@@ -738,9 +738,11 @@ void px_xfer_batch_finalize(void)
     double until = px_wtime() + 5.0;
     for (;;) {
         bool busy = !px_mpsc_empty(&px_xfer.queue) || !px_list_is_empty(&px_xfer.runq);
-        for (int r = 0; r < px_xfer.npeers && !busy; ++r) {
-            for (px_list_item_t *it = px_list_get_first(&px_xfer.peers[r].alist);
-                 it != px_list_get_end(&px_xfer.peers[r].alist) && !busy; it = px_list_get_next(it))
+        for (int r = 0; r < px_xfer.npeers + px_xfer.ndyn && !busy; ++r) {
+            px_xfer_peer_t *p =
+                r < px_xfer.npeers ? &px_xfer.peers[r] : px_xfer.dyn[r - px_xfer.npeers];
+            for (px_list_item_t *it = px_list_get_first(&p->alist);
+                 it != px_list_get_end(&p->alist) && !busy; it = px_list_get_next(it))
                 busy = px_container_of(it, px_xfer_slot_t, link)->path->transport_ops;
         }
         if (!busy || px_wtime() > until)
@@ -769,13 +771,14 @@ void px_xfer_batch_finalize(void)
         }
         node = next;
     }
-    for (int r = 0; r < px_xfer.npeers; ++r) {
-        px_xfer_peer_t *p = &px_xfer.peers[r];
+    for (int r = 0; r < px_xfer.npeers + px_xfer.ndyn; ++r) {
+        px_xfer_peer_t *p =
+            r < px_xfer.npeers ? &px_xfer.peers[r] : px_xfer.dyn[r - px_xfer.npeers];
         if (!atomic_load(&p->failed)) {
             free(p->why);
             p->why = strdup("px_finalize was called while the request was in flight");
             atomic_store(&p->failed, PX_ERR_NOT_INITIALIZED);
         }
-        px_xfer_batch_peer_failed(r);
+        px_xfer_batch_peer_failed(p);
     }
 }

@@ -11,13 +11,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include "core/mca/var.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/printf.h"
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
+#include "runtime/peer/peer.h"
 #include "runtime/xfer/xfer.h"
 
 px_xfer_engine_t px_xfer = {
@@ -196,25 +200,34 @@ static void px_xfer_apply_priority(void)
     free(copy);
 }
 
-/* The transfer engine serves the job's ranks only (dynamic peers are issue
- * 23's next step): a message from anyone else (a dynamic peer arrives with
- * src_rank PX_BTL_RANK_DYNAMIC) is dropped before a handler indexes its
- * tables by the sender. */
+/* Every message of the engine is attributed by the transport that carried
+ * it: a rank's by its rank, a dynamic peer's (src_rank PX_BTL_RANK_DYNAMIC)
+ * by the endpoint it came through (px_rt_am_source), never by its header.
+ * Handlers see the sender's rank or peer id in src_rank; a message from
+ * nobody this process knows (a peer already disconnected, a forged sender)
+ * is dropped before a handler looks anything up by it. */
 static PX_COLD void xfer_am_foreign(const px_btl_receive_descriptor_t *d, const char *what)
 {
     PX_OUTPUT_VERBOSE(1, px_xfer.output,
-                      "a transfer-engine message (%s) from sender %d, not a rank of this job "
-                      "(a dynamic peer: the transfer engine does not serve those yet); dropped",
+                      "a transfer-engine message (%s) from sender %d, neither a rank of this job "
+                      "nor a connected peer (disconnected already?); dropped",
                       what, d->src_rank);
 }
 #define XFER_AM_GUARD(fn)                                                                          \
     static void guard_##fn(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)             \
     {                                                                                              \
-        if (PX_UNLIKELY(d->src_rank < 0 || d->src_rank >= px_xfer.npeers)) {                       \
+        if (PX_LIKELY(d->src_rank >= 0 && d->src_rank < px_xfer.npeers)) {                         \
+            fn(btl, d);                                                                            \
+            return;                                                                                \
+        }                                                                                          \
+        int src = d->src_rank < 0 ? px_rt_am_source(d) : -2;                                       \
+        if (src < PX_RT_DYN_BASE) {                                                                \
             xfer_am_foreign(d, #fn);                                                               \
             return;                                                                                \
         }                                                                                          \
-        fn(btl, d);                                                                                \
+        px_btl_receive_descriptor_t dd = *d;                                                       \
+        dd.src_rank = src;                                                                         \
+        fn(btl, &dd);                                                                              \
     }
 XFER_AM_GUARD(px_xfer_am_notify)
 XFER_AM_GUARD(px_xfer_am_write)
@@ -275,11 +288,19 @@ int px_xfer_init(void)
         for (size_t r = 0; r < t->nprocs; ++r)
             if ((int)r != px_rt.rank && px_bitmap_is_set_bit(&t->reach[i].reachable, (int)r))
                 m->reaches_other = true;
+        /* A network module that serves dynamic peers reaches other processes
+         * once they connect: regions are registered with it (a singleton's
+         * ofi, say). */
+        if (m->reg && (m->put || m->get) && px_btl_base_dyn_capable(m->btl))
+            m->reaches_other = true;
     }
     px_xfer_apply_priority();
     px_xfer.vtab_mod = -1;
     px_xfer.vtab_tried = false;
+    px_xfer.dyn = NULL;
+    px_xfer.ndyn = px_xfer.dyn_cap = 0;
     for (int r = 0; r < px_rt.size; ++r) {
+        px_xfer.peers[r].id = r;
         PX_OBJ_CONSTRUCT(&px_xfer.peers[r].alist, px_list_t);
         PX_OBJ_CONSTRUCT(&px_xfer.peers[r].held, px_list_t);
         PX_OBJ_CONSTRUCT(&px_xfer.peers[r].notes, px_list_t);
@@ -340,6 +361,15 @@ void px_xfer_finalize(void)
     free(px_xfer.peers);
     px_xfer.peers = NULL;
     px_xfer.npeers = 0;
+    while (px_xfer.ndyn > 0) { /* the remotes went above: every one is unnamed */
+        px_xfer_peer_t *p = px_xfer.dyn[px_xfer.ndyn - 1];
+        p->released = true;
+        p->refs = 0;
+        px_xfer_peer_unref(p);
+    }
+    free(px_xfer.dyn);
+    px_xfer.dyn = NULL;
+    px_xfer.dyn_cap = 0;
     PX_OBJ_DESTRUCT(&px_xfer.regions);
     PX_OBJ_DESTRUCT(&px_xfer.runq);
     PX_OBJ_DESTRUCT(&px_xfer.regions_list);
@@ -367,18 +397,146 @@ int px_xfer_enable_threads(void)
 
 /* ------------------------------------------------------------ failures */
 
+static void peer_destroy(px_xfer_peer_t *p)
+{
+    free(p->why);
+    free(p->revoked);
+    PX_OBJ_DESTRUCT(&p->alist);
+    PX_OBJ_DESTRUCT(&p->held);
+    PX_OBJ_DESTRUCT(&p->notes);
+    free(p);
+}
+
+px_xfer_peer_t *px_xfer_peer_dyn(int id, bool make)
+{
+    if (id < PX_RT_DYN_BASE || !px_xfer.ready)
+        return NULL;
+    bool took;
+    px_xfer_lock_take(&took);
+    px_xfer_peer_t *p = NULL;
+    for (int i = 0; i < px_xfer.ndyn && !p; ++i)
+        if (px_xfer.dyn[i]->id == id)
+            p = px_xfer.dyn[i];
+    px_rt_dyn_t *d = p || !make ? NULL : px_rt_dyn_find(id);
+    if (d && d->peer.btl && !d->peer.failed && !d->gone) {
+        p = calloc(1, sizeof *p);
+        if (p && px_xfer.ndyn == px_xfer.dyn_cap) {
+            int cap = px_xfer.dyn_cap ? 2 * px_xfer.dyn_cap : 8;
+            px_xfer_peer_t **n = realloc(px_xfer.dyn, (size_t)cap * sizeof *n);
+            if (n) {
+                px_xfer.dyn = n;
+                px_xfer.dyn_cap = cap;
+            }
+        }
+        if (p && px_xfer.ndyn < px_xfer.dyn_cap) {
+            p->id = id;
+            p->dynamic = true;
+            snprintf(p->name, sizeof p->name, "%s", d->name[0] ? d->name : "peer ?");
+            PX_OBJ_CONSTRUCT(&p->alist, px_list_t);
+            PX_OBJ_CONSTRUCT(&p->held, px_list_t);
+            PX_OBJ_CONSTRUCT(&p->notes, px_list_t);
+            p->vtab_mod = -1;
+            p->stage_mod = -1;
+            for (int i = 0; i < px_xfer.nmods; ++i)
+                if (px_xfer.mods[i].btl == d->peer.eager_btl)
+                    p->stage_mod = i;
+            px_xfer.dyn[px_xfer.ndyn++] = p;
+        } else {
+            free(p);
+            p = NULL;
+        }
+    }
+    px_xfer_lock_drop(took);
+    return p;
+}
+
+void px_xfer_peer_unref(px_xfer_peer_t *p)
+{
+    if (!p->dynamic || (p->refs > 0 && --p->refs > 0) || !p->released)
+        return;
+    for (int i = 0; i < px_xfer.ndyn; ++i)
+        if (px_xfer.dyn[i] == p) {
+            px_xfer.dyn[i] = px_xfer.dyn[--px_xfer.ndyn];
+            break;
+        }
+    peer_destroy(p);
+}
+
+const char *px_xfer_peer_name(int id, char *buf, size_t len)
+{
+    if (id >= 0 && id < px_xfer.npeers) {
+        snprintf(buf, len, "rank %d (host %s)", id, px_xfer_host(id));
+        return buf;
+    }
+    px_xfer_peer_t *p = px_xfer_peer_get(id);
+    if (p)
+        snprintf(buf, len, "%s", p->name);
+    else
+        px_rt_peer_name(id, buf, len);
+    return buf;
+}
+
+/* A dynamic peer is gone: nothing more goes to it (every request on it
+ * fails at submission, before a transport endpoint of it is named). Its
+ * remotes keep their handles (the application releases them); the regions
+ * it revoked are forgotten; its record is freed with its last remote. */
+static void peer_release(px_xfer_peer_t *p)
+{
+    p->released = true;
+    free(p->revoked);
+    p->revoked = NULL;
+    p->nrevoked = p->revoked_cap = 0;
+    p->refs++; /* px_xfer_peer_unref drops it and frees p when no remote names it */
+    px_xfer_peer_unref(p);
+}
+
+int px_xfer_peer_check(px_xfer_peer_t *p)
+{
+    int failed = atomic_load(&p->failed);
+    if (failed || !p->dynamic)
+        return failed;
+    px_rt_dyn_t *d = px_rt_dyn_find(p->id);
+    if (!d || d->gone || !d->conn)
+        return failed;
+    /* A process that ended loses its memory (the transport's ESRCH) a moment
+     * before its descriptors: a refusal waits up to 50 ms for the close. */
+    struct pollfd pfd = {.fd = px_peer_conn_fd(d->conn), .events = POLLIN | POLLRDHUP};
+    char c;
+    if (poll(&pfd, 1, 50) <= 0 || (!(pfd.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) &&
+                                   0 != recv(pfd.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT)))
+        return failed;
+    /* As messaging's watch of the connection would say within a millisecond. */
+    px_rt_fail_peer_gone(p->id, PX_ERR_PEER_FAILED,
+                         "its connection closed: it disconnected or exited", false);
+    return atomic_load(&p->failed);
+}
+
 void px_xfer_peer_failed(int rank, int error, const char *why)
 {
-    if (!px_xfer.ready || rank < 0 || rank >= px_xfer.npeers)
-        return;
-    px_xfer_peer_t *p = &px_xfer.peers[rank];
-    if (atomic_load(&p->failed))
+    if (!px_xfer.ready || rank < 0)
         return;
     bool took;
     px_xfer_lock_take(&took);
-    p->why = strdup(why ? why : "the peer failed");
+    px_xfer_peer_t *p = px_xfer_peer_get(rank);
+    if (!p || atomic_load(&p->failed)) {
+        if (p && p->dynamic && !p->released)
+            peer_release(p);
+        px_xfer_lock_drop(took);
+        return;
+    }
+    if (p->dynamic) {
+        /* A connected peer whose transport failed is gone (the runtime
+         * released its messaging too): its requests fail as a dead peer's. */
+        error = PX_ERR_PEER_FAILED;
+        char name[300];
+        p->why = px_asprintf("%s is gone: %s", px_xfer_peer_name(rank, name, sizeof name),
+                             why ? why : "the peer failed");
+    } else
+        p->why = strdup(why ? why : "the peer failed");
     atomic_store_explicit(&p->failed, error ? error : PX_ERR_PEER_FAILED, memory_order_release);
-    px_xfer_batch_peer_failed(rank);
+    px_xfer_batch_peer_failed(p);
+    if (p->dynamic)
+        peer_release(p);
     px_xfer_lock_drop(took);
 }
 

@@ -30,9 +30,9 @@ static void note_free(px_xfer_note_t *n)
 
 /* Send the peer's notes while no request to it is active; once none waits,
  * start what was held behind them. */
-static int notes_try(int peer)
+static int notes_try(px_xfer_peer_t *p)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[peer];
+    const int peer = p->id;
     int n = 0;
     px_list_item_t *it;
     while (0 == p->active && (it = px_list_get_first(&p->notes)) != px_list_get_end(&p->notes)) {
@@ -42,7 +42,7 @@ static int notes_try(int peer)
         if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc)
             return n; /* retried from progress */
         if (rc != PX_SUCCESS)
-            PX_OUTPUT_VERBOSE(1, px_xfer.output, "a notification to rank %d was dropped: %s", peer,
+            PX_OUTPUT_VERBOSE(1, px_xfer.output, "a notification to peer %d was dropped: %s", peer,
                               px_strerror(rc));
         px_list_remove_item(&p->notes, it);
         note_free(note);
@@ -55,8 +55,8 @@ static int notes_try(int peer)
 
 void px_xfer_note_arrive(px_xfer_note_t *n)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[n->peer];
-    if (atomic_load(&p->failed)) {
+    px_xfer_peer_t *p = px_xfer_peer_get(n->peer);
+    if (!p || atomic_load(&p->failed)) {
         atomic_fetch_sub(&px_xfer.work, 1);
         PX_OBJ_DESTRUCT(&n->link);
         free(n);
@@ -64,7 +64,7 @@ void px_xfer_note_arrive(px_xfer_note_t *n)
     }
     px_list_append(&p->notes, &n->link);
     px_xfer.notes_waiting++;
-    notes_try(n->peer);
+    notes_try(p);
 }
 
 int px_xfer_notes_run(void)
@@ -72,13 +72,15 @@ int px_xfer_notes_run(void)
     int n = 0;
     for (int r = 0; r < px_xfer.npeers && px_xfer.notes_waiting; ++r)
         if (!px_list_is_empty(&px_xfer.peers[r].notes))
-            n += notes_try(r);
+            n += notes_try(&px_xfer.peers[r]);
+    for (int r = 0; r < px_xfer.ndyn && px_xfer.notes_waiting; ++r)
+        if (!px_list_is_empty(&px_xfer.dyn[r]->notes))
+            n += notes_try(px_xfer.dyn[r]);
     return n;
 }
 
-void px_xfer_notes_drop(int peer)
+void px_xfer_notes_drop(px_xfer_peer_t *p)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[peer];
     px_list_item_t *it;
     while ((it = px_list_remove_first(&p->notes)) != NULL)
         note_free(px_container_of(it, px_xfer_note_t, link));
@@ -101,18 +103,26 @@ int px_xfer_notify(int peer, const void *message, size_t length)
     if (PX_UNLIKELY(!px_xfer.ready))
         return px_xfer_api_error(PX_ERR_NOT_INITIALIZED, "px_xfer_notify",
                                  "Plexus is not initialised");
-    if (PX_UNLIKELY(peer < 0 || peer >= px_xfer.npeers || length > PX_XFER_NOTIFY_MAX ||
-                    (length && !message)))
+    px_xfer_peer_t *p = NULL;
+    if (PX_LIKELY(peer >= 0 && peer < px_xfer.npeers))
+        p = &px_xfer.peers[peer];
+    else if (peer >= PX_RT_DYN_BASE && !(p = px_xfer_peer_dyn(peer, true)))
+        return px_xfer_fail(PX_ERR_PEER_FAILED,
+                            "px_xfer_notify: peer %d is not connected (disconnected, gone, or "
+                            "never an id px_connect or px_accept gave)",
+                            peer);
+    if (PX_UNLIKELY(!p || length > PX_XFER_NOTIFY_MAX || (length && !message)))
         return px_xfer_api_error(
             PX_ERR_BAD_PARAM, "px_xfer_notify",
-            "peer %d, %zu bytes at %p: expected a rank from 0 to %d and at most %d "
-            "bytes",
+            "peer %d, %zu bytes at %p: expected a rank from 0 to %d or a connected peer's id, "
+            "and at most %d bytes",
             peer, length, message, px_xfer.npeers - 1, PX_XFER_NOTIFY_MAX);
-    int failed = atomic_load_explicit(&px_xfer.peers[peer].failed, memory_order_acquire);
-    if (failed)
-        return px_xfer_fail(failed, "px_xfer_notify: rank %d (host %s) failed: %s", peer,
-                            px_xfer_host(peer),
-                            px_xfer.peers[peer].why ? px_xfer.peers[peer].why : "?");
+    int failed = atomic_load_explicit(&p->failed, memory_order_acquire);
+    if (failed) {
+        char name[300];
+        return px_xfer_fail(failed, "px_xfer_notify: %s failed: %s",
+                            px_xfer_peer_name(peer, name, sizeof name), p->why ? p->why : "?");
+    }
     px_xfer_note_t *n = malloc(sizeof *n + length);
     if (!n)
         return px_xfer_fail(PX_ERR_OUT_OF_RESOURCE, "px_xfer_notify: out of memory");

@@ -25,7 +25,8 @@ char *px_xfer_reason(const px_xfer_slot_t *s, const char *fmt, va_list ap)
 {
     char what[400];
     vsnprintf(what, sizeof what, fmt, ap);
-    return px_asprintf("rank %d (host %s), transport %s: %s", s->peer, px_xfer_host(s->peer),
+    char name[300];
+    return px_asprintf("%s, transport %s: %s", px_xfer_peer_name(s->peer, name, sizeof name),
                        s->tlabel && *s->tlabel ? s->tlabel : "(none chosen)", what);
 }
 
@@ -106,7 +107,7 @@ int px_xfer_path_choose_any(px_xfer_slot_t *s, const char *tname)
          * another process's memory without registering it (CMA on the same
          * host); put/get that registers memory (a network's RDMA) is kept. */
         if (!tname && s->len < px_xfer.stage_below && s->peer != px_rt.rank &&
-            (!px_xfer.stage_auto || (!m->reg && px_xfer.peers[s->peer].stage_mod >= 0)))
+            (!px_xfer.stage_auto || (!m->reg && s->remote->pp->stage_mod >= 0)))
             goto stage;
         s->path = &px_xfer_path_rails;
         s->nrails = 1;
@@ -154,7 +155,7 @@ int px_xfer_path_choose_any(px_xfer_slot_t *s, const char *tname)
     atomic_fetch_add_explicit(&px_xfer.n_striped, 1, memory_order_relaxed);
     return PX_SUCCESS;
 stage : {
-    int sm = px_xfer.peers[s->peer].stage_mod;
+    int sm = s->remote->pp->stage_mod;
     s->path = &px_xfer_path_stage;
     s->tlabel = sm >= 0 ? px_xfer.mods[sm].label_stage : "stage";
     return PX_SUCCESS;

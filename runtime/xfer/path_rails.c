@@ -17,8 +17,8 @@
 static px_xfer_pstatus_t rails_status(const px_xfer_slot_t *s)
 {
     if (s->outstanding) /* a failed peer's request is final now; the callbacks release it */
-        return s->error && atomic_load(&px_xfer.peers[s->peer].failed) ? PX_XFER_P_ERROR
-                                                                       : PX_XFER_P_IN_PROGRESS;
+        return s->error && atomic_load(&s->remote->pp->failed) ? PX_XFER_P_ERROR
+                                                               : PX_XFER_P_IN_PROGRESS;
     if (s->error)
         return PX_XFER_P_ERROR;
     return s->done >= s->len ? PX_XFER_P_DONE : PX_XFER_P_IN_PROGRESS;
@@ -104,11 +104,10 @@ static px_xfer_pstatus_t rails_schedule(px_xfer_slot_t *s)
             s->rops[k]--;
             if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc)
                 return PX_XFER_P_NO_RESOURCES; /* resumed from progress */
-            int failed = atomic_load(&px_xfer.peers[s->peer].failed);
+            int failed = px_xfer_peer_check(s->remote->pp);
             char what[400];
             snprintf(what, sizeof what, "the transport refused the %s of %zu bytes: %s",
-                     write ? "put" : "get", c,
-                     failed ? px_xfer.peers[s->peer].why : px_strerror(rc));
+                     write ? "put" : "get", c, failed ? s->remote->pp->why : px_strerror(rc));
             px_xfer_slot_error(s, failed ? failed : rc, failed != 0, what);
         }
     }

@@ -102,7 +102,8 @@ static char *pool_buf(int b)
 static size_t stage_chunk(int peer)
 {
     size_t c = px_xfer.pool_size;
-    px_btl_module_t *m = px_rt.peers[peer].eager_btl;
+    px_rt_peer_t *rp = px_rt_peer_find(peer);
+    px_btl_module_t *m = rp ? rp->eager_btl : NULL;
     size_t room = m && m->btl_max_send_size > sizeof(px_xfer_stage_hdr_t)
                       ? m->btl_max_send_size - sizeof(px_xfer_stage_hdr_t)
                       : 0;
@@ -161,10 +162,10 @@ static px_xfer_pstatus_t stage_schedule(px_xfer_slot_t *s)
         pool_put(b);
         if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc)
             return PX_XFER_P_NO_RESOURCES;
-        int failed = atomic_load(&px_xfer.peers[s->peer].failed);
+        int failed = px_xfer_peer_check(s->remote->pp);
         char what[300];
         snprintf(what, sizeof what, "the staged %s could not be sent: %s", write ? "write" : "read",
-                 failed ? px_xfer.peers[s->peer].why : px_strerror(rc));
+                 failed ? s->remote->pp->why : px_strerror(rc));
         px_xfer_slot_error(s, failed ? failed : rc, failed != 0, what);
     }
     return stage_status(s);
@@ -211,7 +212,7 @@ static px_xfer_slot_t *stage_owner(const px_xfer_stage_hdr_t *h, int src, const 
     if (!px_xfer.pool || h->cookie >= px_xfer.pool_count ||
         px_xfer.pool_owner[h->cookie] != (px_xfer_slot_t *)(uintptr_t)h->token ||
         NULL == px_xfer.pool_owner[h->cookie] || POOL_PROXY == px_xfer.pool_owner[h->cookie]) {
-        if (!atomic_load(&px_xfer.peers[src].failed))
+        if (!px_xfer_peer_error(src))
             PX_OUTPUT_VERBOSE(1, px_xfer.output,
                               "a staged %s from rank %d names no request in flight "
                               "(buffer %u); dropped",

@@ -25,6 +25,11 @@ int px_xfer_progress_try(void)
         return -1;
     px_xfer_tl_progressing = true;
     int n = px_progress_engine(); /* the transports, then px_xfer_progress_cb */
+    /* A connected peer leaves through its connection, which messaging's
+     * progress hooks watch (runtime/pml/pml_dyn.c, every millisecond at
+     * most): the engine's waits must notice it too. */
+    if (PX_UNLIKELY(px_rt.ndyn > 0 && px_rt.nprogress > 0))
+        n += px_rt_progress_hooks();
     if (!atomic_load_explicit(&px_xfer.cb_registered, memory_order_relaxed))
         n += px_xfer_work();
     px_xfer_tl_progressing = false;
@@ -57,9 +62,11 @@ void px_xfer_need_progress(void)
 {
     /* Any progress (a messaging wait too) drives the queue from now on. Not
      * in a process alone: its messaging waits tell a wait that can never end
-     * by an empty progress engine, and its engine runs the work itself. */
+     * by an empty progress engine, and its engine runs the work itself;
+     * unless it has connected peers, whose staged requests and revocations
+     * must be answered while it waits for messages. */
     if (PX_LIKELY(atomic_load_explicit(&px_xfer.cb_registered, memory_order_acquire)) ||
-        px_rt.size < 2)
+        (px_rt.size < 2 && 0 == px_rt.ndyn))
         return;
     bool took;
     px_xfer_lock_take(&took);
@@ -148,13 +155,21 @@ int px_xfer_work(void)
 
 static bool peer_idle(const void *arg)
 {
-    int peer = *(const int *)arg;
-    if (peer >= 0)
-        return 0 == atomic_load_explicit(&px_xfer.peers[peer].inflight, memory_order_acquire);
+    px_xfer_peer_t *p = (px_xfer_peer_t *)arg;
+    if (p)
+        return 0 == atomic_load_explicit(&p->inflight, memory_order_acquire);
     for (int r = 0; r < px_xfer.npeers; ++r)
         if (atomic_load_explicit(&px_xfer.peers[r].inflight, memory_order_acquire))
             return false;
-    return true;
+    /* Dynamic peers: the table may change while another thread progresses. */
+    bool took, idle = true;
+    if (px_xfer.ndyn && px_xfer_lock_try(&took)) {
+        for (int r = 0; r < px_xfer.ndyn && idle; ++r)
+            idle = 0 == atomic_load_explicit(&px_xfer.dyn[r]->inflight, memory_order_acquire);
+        px_xfer_lock_drop(took);
+    } else if (px_xfer.ndyn)
+        idle = false;
+    return idle;
 }
 
 int px_xfer_flush(int peer)
@@ -162,24 +177,39 @@ int px_xfer_flush(int peer)
     if (PX_UNLIKELY(!px_xfer.ready))
         return px_xfer_api_error(PX_ERR_NOT_INITIALIZED, "px_xfer_flush",
                                  "Plexus is not initialised");
-    if (PX_UNLIKELY(peer < -1 || peer >= px_xfer.npeers))
+    px_xfer_peer_t *p = NULL;
+    if (peer >= 0 && peer < px_xfer.npeers)
+        p = &px_xfer.peers[peer];
+    else if (peer >= PX_RT_DYN_BASE) {
+        /* A connected peer the engine has no state for has nothing in flight. */
+        p = px_xfer_peer_dyn(peer, true);
+        if (!p)
+            return px_xfer_fail(PX_ERR_PEER_FAILED,
+                                "px_xfer_flush: peer %d is not connected (disconnected, gone, or "
+                                "never an id px_connect or px_accept gave)",
+                                peer);
+    } else if (PX_UNLIKELY(peer != -1))
         return px_xfer_api_error(PX_ERR_BAD_PARAM, "px_xfer_flush",
-                                 "peer %d: expected -1 or 0 to %d", peer, px_xfer.npeers - 1);
-    if (!peer_idle(&peer)) {
-        int rc = px_xfer_wait_loop(peer_idle, &peer, px_xfer_wait_limit());
+                                 "peer %d: expected -1, a rank from 0 to %d or a connected "
+                                 "peer's id",
+                                 peer, px_xfer.npeers - 1);
+    char name[300];
+    if (!peer_idle(p)) {
+        /* p stays: a request in flight holds a remote that names it. */
+        int rc = px_xfer_wait_loop(peer_idle, p, px_xfer_wait_limit());
         if (rc != PX_SUCCESS)
             return px_xfer_fail(rc,
-                                "px_xfer_flush: requests to %s%d still in flight after %g s "
+                                "px_xfer_flush: requests to %s still in flight after %g s "
                                 "(runtime_wait_timeout)",
-                                peer < 0 ? "rank " : "rank ", peer, px_xfer_wait_limit());
+                                p ? px_xfer_peer_name(peer, name, sizeof name) : "every peer",
+                                px_xfer_wait_limit());
     }
     atomic_thread_fence(memory_order_release);
-    if (peer >= 0) {
-        int failed = atomic_load_explicit(&px_xfer.peers[peer].failed, memory_order_acquire);
+    if (p) {
+        int failed = atomic_load_explicit(&p->failed, memory_order_acquire);
         if (PX_UNLIKELY(failed))
-            return px_xfer_fail(failed, "px_xfer_flush: rank %d (host %s) failed: %s", peer,
-                                px_xfer_host(peer),
-                                px_xfer.peers[peer].why ? px_xfer.peers[peer].why : "?");
+            return px_xfer_fail(failed, "px_xfer_flush: %s failed: %s",
+                                px_xfer_peer_name(peer, name, sizeof name), p->why ? p->why : "?");
     }
     return PX_SUCCESS;
 }

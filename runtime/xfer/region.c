@@ -294,7 +294,9 @@ int px_xfer_free(px_xfer_region_t **region)
     bool net = false;
     for (int i = 0; i < px_xfer.nmods; ++i)
         net |= px_xfer.mods[i].reg && r->reg[i] && px_xfer.mods[i].reaches_other;
-    if (net && took && atomic_load(&r->exported) && px_xfer.npeers > 1) {
+    /* Connected peers map no validity word of ours (btl/shm maps shareable
+     * memory for ranks only): they are told too, whatever the transport. */
+    if (took && atomic_load(&r->exported) && ((net && px_xfer.npeers > 1) || px_rt.ndyn > 0)) {
         r->magic = 0;
         px_xfer_lock_drop(took);
         px_xfer_revoke(r->id);

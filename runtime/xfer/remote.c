@@ -31,10 +31,10 @@ static int rail_cmp(const void *a, const void *b)
 }
 
 /* Map (or find mapped) the peer's allocation described by `e`. */
-static px_xfer_map_t *map_get(int peer, int mod, const px_xfer_key_t *k,
+static px_xfer_map_t *map_get(px_xfer_peer_t *p, int mod, const px_xfer_key_t *k,
                               const px_xfer_key_entry_t *e, px_btl_endpoint_t *ep)
 {
-    px_xfer_peer_t *p = &px_xfer.peers[peer];
+    const int peer = p->id;
     for (px_xfer_map_t *m = p->maps; m; m = m->next)
         if (m->mod == mod && m->region_id == k->region_id) {
             m->refs++;
@@ -75,7 +75,7 @@ static void remote_unmap(px_xfer_remote_t *rm)
     rm->ctl = NULL;
     if (!m || --m->refs > 0)
         return;
-    px_xfer_peer_t *p = &px_xfer.peers[rm->peer];
+    px_xfer_peer_t *p = rm->pp;
     for (px_xfer_map_t **pp = &p->maps; *pp; pp = &(*pp)->next)
         if (*pp == m) {
             *pp = m->next;
@@ -88,32 +88,50 @@ static void remote_unmap(px_xfer_remote_t *rm)
 int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_t **remote)
 {
     XFER_READY("px_xfer_key_import");
-    if (!remote || peer < 0 || peer >= px_rt.size)
+    const bool dyn = peer >= PX_RT_DYN_BASE;
+    if (!remote || peer < 0 || (peer >= px_rt.size && !dyn))
         return px_xfer_api_error(
             PX_ERR_BAD_PARAM, "px_xfer_key_import",
-            "peer %d, remote %p: expected a rank from 0 to %d and a place for the "
-            "remote",
+            "peer %d, remote %p: expected a rank from 0 to %d or a connected peer's id, and a "
+            "place for the remote",
             peer, (void *)remote, px_rt.size - 1);
+    char pname[300];
+    px_xfer_peer_t *pp = dyn ? px_xfer_peer_dyn(peer, true) : &px_xfer.peers[peer];
+    if (!pp)
+        return px_xfer_fail(PX_ERR_PEER_FAILED,
+                            "px_xfer_key_import: peer %d is not connected (disconnected, gone, or "
+                            "never an id px_connect or px_accept gave)",
+                            peer);
+    px_xfer_peer_name(peer, pname, sizeof pname);
+    int failed = atomic_load(&pp->failed);
+    if (failed)
+        return px_xfer_api_error(failed, "px_xfer_key_import", "%s failed: %s", pname,
+                                 pp->why ? pp->why : "?");
     px_xfer_key_t k;
     char why[200];
     if (PX_SUCCESS != px_xfer_key_parse(key, length, &k, why, sizeof why))
         return px_xfer_api_error(PX_ERR_BAD_PARAM, "px_xfer_key_import",
-                                 "the key from rank %d is refused: %s", peer, why);
-    if (k.job_hash != px_xfer.job_hash)
+                                 "the key from %s is refused: %s", pname, why);
+    /* A connected peer is another job (or none): its key names its own job
+     * and rank, which this process cannot check; the channel it came by
+     * vouches for it, and its regions are reached only through its
+     * transports' endpoints. */
+    if (dyn) {
+        if (k.job_hash == px_xfer.job_hash && k.owner == px_rt.rank)
+            return px_xfer_api_error(PX_ERR_BAD_PARAM, "px_xfer_key_import",
+                                     "the key given as %s's is this process's own (job hash "
+                                     "%016llx, rank %d)",
+                                     pname, (unsigned long long)k.job_hash, (int)k.owner);
+    } else if (k.job_hash != px_xfer.job_hash)
         return px_xfer_api_error(
             PX_ERR_BAD_PARAM, "px_xfer_key_import",
             "the key from rank %d is refused: it was exported by another job (job "
             "hash %016llx, this job's %016llx)",
             peer, (unsigned long long)k.job_hash, (unsigned long long)px_xfer.job_hash);
-    if (k.owner != peer)
+    else if (k.owner != peer)
         return px_xfer_api_error(PX_ERR_BAD_PARAM, "px_xfer_key_import",
                                  "the key is refused: it was exported by rank %d, not by rank %d",
                                  (int)k.owner, peer);
-    int failed = atomic_load(&px_xfer.peers[peer].failed);
-    if (failed)
-        return px_xfer_api_error(failed, "px_xfer_key_import", "rank %d (host %s) failed: %s", peer,
-                                 px_xfer_host(peer),
-                                 px_xfer.peers[peer].why ? px_xfer.peers[peer].why : "?");
     if (peer == px_rt.rank) {
         /* Our own region: it must exist, as the key says. */
         bool took0;
@@ -136,12 +154,22 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
     PX_OBJ_CONSTRUCT(&rm->link, px_list_item_t);
     rm->magic = PX_XFER_REMOTE_MAGIC;
     rm->peer = peer;
+    rm->pp = pp;
     rm->id = k.region_id;
     rm->addr = k.addr;
     rm->len = (size_t)k.length;
     atomic_init(&rm->inflight, 0);
     bool took;
     px_xfer_lock_take(&took);
+    if (dyn && atomic_load(&pp->failed)) { /* it went meanwhile */
+        px_xfer_lock_drop(took);
+        PX_OBJ_DESTRUCT(&rm->link);
+        free(rm);
+        return px_xfer_fail(PX_ERR_PEER_FAILED, "px_xfer_key_import: %s failed: %s", pname,
+                            pp->why ? pp->why : "?");
+    }
+    pp->refs += dyn;
+    px_rt_dyn_t *dy = dyn ? px_rt_dyn_find(peer) : NULL;
     /* Its owner withdrew it already: requests fail as for a freed region. */
     atomic_init(&rm->revoked, peer != px_rt.rank && px_xfer_is_revoked(peer, k.region_id));
     const px_btl_base_table_t *t = &px_rt.table;
@@ -159,16 +187,28 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
             if (px_xfer.mods[i].comp_id == en->comp_id &&
                 px_xfer.mods[i].comp_index == en->comp_index)
                 mi = i;
-        if (mi < 0 || !px_bitmap_is_set_bit(&t->reach[mi].reachable, peer))
+        px_btl_endpoint_t *ep = NULL;
+        if (mi >= 0 && dy && dy->dp) {
+            /* A connected peer: the endpoint its connection made on that
+             * module. Shareable memory and validity tables are mapped for
+             * ranks of the job only (btl/shm): its regions are reached by
+             * put/get (CMA on this host) or staged. */
+            for (int j = 0; j < dy->dp->nmodules; ++j)
+                if (dy->dp->modules[j] == px_xfer.mods[mi].btl)
+                    ep = dy->dp->endpoints[j];
+            if (PX_XFER_ENTRY_RDMA != en->kind)
+                ep = NULL;
+        } else if (mi >= 0 && !dyn && px_bitmap_is_set_bit(&t->reach[mi].reachable, peer))
+            ep = t->reach[mi].endpoints[peer];
+        if (!ep)
             continue; /* a transport this process lacks, or one that does not reach the peer */
         px_xfer_mod_t *m = &px_xfer.mods[mi];
-        px_btl_endpoint_t *ep = t->reach[mi].endpoints[peer];
         px_xfer_rail_t *rl = &rm->rails[rm->nrails];
         memset(rl, 0, sizeof *rl);
         rl->mod = mi;
         rl->ep = ep;
         if (PX_XFER_ENTRY_VALID == en->kind) {
-            px_xfer_peer_t *p = &px_xfer.peers[peer];
+            px_xfer_peer_t *p = pp;
             uint32_t slot;
             if (!m->map || en->len < 4)
                 continue;
@@ -183,7 +223,7 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
         if (PX_XFER_ENTRY_MAP == en->kind) {
             if (!m->map || rm->map)
                 continue;
-            px_xfer_map_t *map = map_get(peer, mi, &k, en, ep);
+            px_xfer_map_t *map = map_get(pp, mi, &k, en, ep);
             if (!map) {
                 PX_OUTPUT_VERBOSE(1, px_xfer.output,
                                   "rank %d's region %llx could not be mapped through %s: "
@@ -234,9 +274,9 @@ int px_xfer_key_import(int peer, const void *key, size_t length, px_xfer_remote_
                                     px_xfer.mods[rm->rails[i].mod].comp_index,
                                     PX_XFER_RAIL_MAP == rm->rails[i].kind ? "mapped" : "put/get");
         px_output(px_xfer.output,
-                  "imported rank %d's region %llx (%zu bytes): direct paths, best first: "
+                  "imported %s's region %llx (%zu bytes): direct paths, best first: "
                   "%s%s",
-                  peer, (unsigned long long)rm->id, rm->len, rm->nrails ? list : "none",
+                  pname, (unsigned long long)rm->id, rm->len, rm->nrails ? list : "none",
                   rm->fast ? "; copied by the submitting thread" : "");
     }
     px_xfer_lock_drop(took);
@@ -276,6 +316,7 @@ int px_xfer_remote_release(px_xfer_remote_t **remote)
     px_list_remove_item(&px_xfer.remotes, &rm->link);
     remote_unmap(rm);
     rm->magic = 0;
+    px_xfer_peer_unref(rm->pp);
     px_xfer_lock_drop(took);
     PX_OBJ_DESTRUCT(&rm->link);
     free(rm);

@@ -19,14 +19,18 @@
 typedef struct px_xfer_revoke_wait {
     struct px_xfer_revoke_wait *next;
     uint64_t id;
-    _Atomic unsigned char got[]; /* [npeers]: answered (or need not) */
+    int n;                       /* peers asked: the ranks, then the connected peers */
+    int *ids;                    /* [n]: their ranks or ids */
+    _Atomic unsigned char got[]; /* [n]: answered (or need not) */
 } px_xfer_revoke_wait_t;
 
 static px_xfer_revoke_wait_t *revoke_waits; /* lock held */
 
 bool px_xfer_is_revoked(int peer, uint64_t id)
 {
-    const px_xfer_peer_t *p = &px_xfer.peers[peer];
+    const px_xfer_peer_t *p = px_xfer_peer_get(peer);
+    if (!p)
+        return false;
     for (size_t i = 0; i < p->nrevoked; ++i)
         if (p->revoked[i] == id)
             return true;
@@ -39,7 +43,8 @@ static bool revoke_hdr(const px_btl_receive_descriptor_t *d, px_xfer_stage_hdr_t
     size_t dl;
     if (!px_xfer.ready || !px_xfer_stage_hdr(d, h, &dl, what))
         return false;
-    if (d->src_rank < 0 || d->src_rank >= px_xfer.npeers || d->src_rank == px_rt.rank) {
+    if (d->src_rank < 0 || (d->src_rank >= px_xfer.npeers && d->src_rank < PX_RT_DYN_BASE) ||
+        d->src_rank == px_rt.rank) {
         px_show_error("a %s names rank %d as its sender (the job has %d); dropped", what,
                       d->src_rank, px_xfer.npeers);
         return false;
@@ -60,8 +65,8 @@ void px_xfer_am_revoke(px_btl_module_t *btl, const px_btl_receive_descriptor_t *
         if (rm->peer == src && rm->id == h.region)
             atomic_store_explicit(&rm->revoked, true, memory_order_release);
     }
-    px_xfer_peer_t *p = &px_xfer.peers[src];
-    if (!px_xfer_is_revoked(src, h.region)) {
+    px_xfer_peer_t *p = src < PX_RT_DYN_BASE ? &px_xfer.peers[src] : px_xfer_peer_dyn(src, true);
+    if (p && !px_xfer_is_revoked(src, h.region)) {
         if (p->nrevoked == p->revoked_cap) {
             size_t cap = p->revoked_cap ? 2 * p->revoked_cap : 16;
             uint64_t *n = realloc(p->revoked, cap * sizeof *n);
@@ -84,7 +89,9 @@ void px_xfer_am_rvack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
         return;
     for (px_xfer_revoke_wait_t *w = revoke_waits; w; w = w->next)
         if ((uint64_t)(uintptr_t)w == h.token && w->id == h.region)
-            atomic_store(&w->got[d->src_rank], 1);
+            for (int i = 0; i < w->n; ++i)
+                if (w->ids[i] == d->src_rank)
+                    atomic_store(&w->got[i], 1);
 }
 
 static double revoke_now(void)
@@ -96,17 +103,28 @@ static double revoke_now(void)
 
 void px_xfer_revoke(uint64_t region_id)
 {
-    int n = px_xfer.npeers;
+    bool took;
+    px_xfer_lock_take(&took);
+    /* The ranks, and the peers connected now (one that connects later never
+     * had the key). */
+    int n = px_xfer.npeers + px_rt.ndyn;
     px_xfer_revoke_wait_t *w = calloc(1, sizeof *w + (size_t)n);
     unsigned char *sent = calloc(1, (size_t)n ? (size_t)n : 1);
-    if (!w || !sent) {
+    int *ids = calloc((size_t)n ? (size_t)n : 1, sizeof *ids);
+    if (!w || !sent || !ids) {
+        px_xfer_lock_drop(took);
         free(w);
         free(sent);
+        free(ids);
         return;
     }
     w->id = region_id;
-    bool took;
-    px_xfer_lock_take(&took);
+    w->n = n;
+    w->ids = ids;
+    for (int p = 0; p < px_xfer.npeers; ++p)
+        ids[p] = p;
+    for (int i = 0; i < px_rt.ndyn; ++i)
+        ids[px_xfer.npeers + i] = px_rt.dyn[i]->id;
     w->next = revoke_waits;
     revoke_waits = w;
     px_xfer_lock_drop(took);
@@ -119,12 +137,12 @@ void px_xfer_revoke(uint64_t region_id)
         for (int p = 0; p < n; ++p) {
             if (atomic_load(&w->got[p]))
                 continue;
-            if (p == px_rt.rank || atomic_load(&px_xfer.peers[p].failed)) {
+            if (ids[p] == px_rt.rank || px_xfer_peer_error(ids[p])) {
                 atomic_store(&w->got[p], 1);
                 continue;
             }
             if (!sent[p]) {
-                int rc = px_xfer_send(p, PX_XFER_AM_REVOKE, &h, sizeof h, NULL, 0);
+                int rc = px_xfer_send(ids[p], PX_XFER_AM_REVOKE, &h, sizeof h, NULL, 0);
                 if (PX_SUCCESS == rc)
                     sent[p] = 1;
                 else if (PX_ERR_TEMP_OUT_OF_RESOURCE != rc) {
@@ -155,6 +173,7 @@ void px_xfer_revoke(uint64_t region_id)
     px_xfer_lock_drop(took);
     free(w);
     free(sent);
+    free(ids);
 }
 
 long px_xfer_revoked_inflight(int peer, uint64_t id)

@@ -18,10 +18,11 @@
 int px_xfer_send(int peer, px_btl_tag_t am, const void *hdr, size_t hlen, const void *data,
                  size_t dlen)
 {
-    px_rt_peer_t *rp = &px_rt.peers[peer];
-    px_btl_module_t *m = rp->eager_btl;
-    if (atomic_load(&px_xfer.peers[peer].failed))
-        return atomic_load(&px_xfer.peers[peer].failed);
+    int failed = px_xfer_peer_error(peer);
+    if (failed)
+        return failed;
+    px_rt_peer_t *rp = px_rt_peer_find(peer);
+    px_btl_module_t *m = rp ? rp->eager_btl : NULL;
     if (!m)
         return PX_ERR_UNREACH;
     if (m->btl_sendi) {
@@ -120,7 +121,8 @@ static uint8_t target_check(const px_xfer_stage_hdr_t *h, px_xfer_region_t **out
         return PX_XFER_ST_NOREGION;
     if (h->offset > r->len || h->len > r->len - h->offset)
         return PX_XFER_ST_BOUNDS;
-    px_btl_module_t *m = px_rt.peers[peer].eager_btl;
+    px_rt_peer_t *rp = px_rt_peer_find(peer);
+    px_btl_module_t *m = rp ? rp->eager_btl : NULL;
     if (m && h->len + sizeof *h > m->btl_max_send_size)
         return PX_XFER_ST_BOUNDS;
     return PX_XFER_ST_OK;
@@ -156,11 +158,11 @@ int px_xfer_stage_jobs(void)
     while (it != px_list_get_end(&px_xfer.jobs)) {
         px_xfer_job_t *j = px_container_of(it, px_xfer_job_t, link);
         int rc = job_run(j);
-        if (rc > 0 && !atomic_load(&px_xfer.peers[j->peer].failed)) {
+        if (rc > 0 && !px_xfer_peer_error(j->peer)) {
             it = px_list_get_next(it); /* a revocation answer that must wait: skip it */
             continue;
         }
-        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc && !atomic_load(&px_xfer.peers[j->peer].failed))
+        if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc && !px_xfer_peer_error(j->peer))
             break;
         it = px_list_remove_item(&px_xfer.jobs, it);
         job_free(j);

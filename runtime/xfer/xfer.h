@@ -166,12 +166,16 @@ typedef struct px_xfer_rail {
     unsigned char handle[PX_XFER_MAX_HANDLE] __attribute__((aligned(16)));
 } px_xfer_rail_t;
 
+typedef struct px_xfer_peer px_xfer_peer_t;
+
 struct px_xfer_remote {
     px_list_item_t link; /* on px_xfer.remotes */
     uint64_t magic;
     int peer;
-    uint64_t id;   /* the owner's region id */
-    uint64_t addr; /* the data's address in the owner */
+    px_xfer_peer_t *pp; /* the engine's state for that peer (a dynamic peer's lives while a
+                         * remote names it) */
+    uint64_t id;        /* the owner's region id */
+    uint64_t addr;      /* the data's address in the owner */
     size_t len;
     char *mapped;                  /* the data in our mapping (NULL: not mapped) */
     const px_xfer_ctl_t *ctl;      /* the owner's control page, mapped */
@@ -297,7 +301,7 @@ typedef struct px_xfer_stage_hdr {
 } px_xfer_stage_hdr_t;
 enum { PX_XFER_ST_OK = 0, PX_XFER_ST_NOREGION = 1, PX_XFER_ST_BOUNDS = 2 };
 
-typedef struct px_xfer_peer {
+struct px_xfer_peer {
     _Atomic int failed; /* 0, or the error that ended it */
     int stage_mod;      /* the module its staged messages take (-1: none) */
     char *why;          /* set before failed */
@@ -312,7 +316,15 @@ typedef struct px_xfer_peer {
     int vtab_mod;
     uint64_t *revoked; /* ids of its regions it revoked (imports of them are revoked) */
     size_t nrevoked, revoked_cap;
-} px_xfer_peer_t;
+    /* A dynamic peer's (px_connect / px_accept; docs/peers.md): made at first
+     * use, released when its connection goes (px_disconnect, or it left or
+     * died), freed once no remote names it any more. */
+    int id;         /* its rank, or its dynamic peer id */
+    bool dynamic;   /* id >= PX_RT_DYN_BASE: in px_xfer.dyn, not px_xfer.peers */
+    bool released;  /* its transports are gone: nothing may be sent to it */
+    int refs;       /* remotes that name it (dynamic) */
+    char name[256]; /* "peer N (host H, pid P, contact C)" (dynamic) */
+};
 
 /* A staged-path reply or chunk the target could not send yet. */
 typedef struct px_xfer_job {
@@ -337,8 +349,11 @@ typedef struct px_xfer_engine {
     _Atomic long work; /* queued and unfinished items: progress has something to do */
     int nmods;
     px_xfer_mod_t mods[PX_XFER_MAX_MODULES];
-    px_xfer_peer_t *peers;
+    px_xfer_peer_t *peers; /* [npeers]: the job's ranks */
     int npeers;
+    /* Dynamic peers the engine has state for, any order (lock held). */
+    px_xfer_peer_t **dyn;
+    int ndyn, dyn_cap;
     uint64_t job_hash;
     uint64_t next_id;
     px_hash_table_t regions; /* id -> region */
@@ -393,8 +408,30 @@ int px_xfer_register_params(void);
 bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes);
 int px_xfer_init(void);
 void px_xfer_finalize(void);
-/* Peer `rank` failed (from the runtime's failure paths). */
+/* Peer `rank` (or dynamic peer id) failed (from the runtime's failure
+ * paths). A dynamic peer's state is then released: what was sent to it
+ * fails, its remotes lose their paths, and its record goes with its last
+ * remote (it disconnected, left or died; a later connection is a new peer). */
 void px_xfer_peer_failed(int rank, int error, const char *why);
+/* The engine's state for a rank or a dynamic peer id: NULL for a dynamic peer
+ * the engine has no state for (`make`: create it for a live connected peer;
+ * takes the lock unless held). */
+PX_NOINLINE px_xfer_peer_t *px_xfer_peer_dyn(int id, bool make);
+static inline px_xfer_peer_t *px_xfer_peer_get(int id)
+{
+    if (PX_LIKELY((unsigned)id < (unsigned)px_xfer.npeers))
+        return &px_xfer.peers[id];
+    return px_xfer_peer_dyn(id, false);
+}
+/* A transport refused an operation to p: when p is a connected peer whose
+ * connection closed (it died before its transport noticed), fail it now
+ * (the runtime's notice). Returns p's failure, or 0. Lock held. */
+int px_xfer_peer_check(px_xfer_peer_t *p);
+/* A remote naming dynamic peer p went (lock held): frees p once released
+ * and unnamed. */
+void px_xfer_peer_unref(px_xfer_peer_t *p);
+/* "rank R (host H)" or a dynamic peer's name, for messages. */
+const char *px_xfer_peer_name(int id, char *buf, size_t len);
 /* This thread's batch of one (px_xfer_write/read). */
 px_xfer_batch_t *px_xfer_tl_batch(void);
 void px_xfer_forget_tl_batch(void);
@@ -474,8 +511,8 @@ static inline bool px_xfer_slot_final(const px_xfer_slot_t *s)
 }
 /* Start the peer's held requests (its notifications went out; progress). */
 void px_xfer_held_start(int peer);
-/* Fail what is queued, blocked, held or active for `rank` (lock held). */
-void px_xfer_batch_peer_failed(int rank);
+/* Fail what is queued, blocked, held or active for peer p (lock held). */
+void px_xfer_batch_peer_failed(px_xfer_peer_t *p);
 /* Finalize: fail everything still in flight. */
 void px_xfer_batch_finalize(void);
 
@@ -505,8 +542,23 @@ void px_xfer_note_arrive(px_xfer_note_t *n);
  * start what was held behind them (progress). */
 int px_xfer_notes_run(void);
 /* Drop a failed peer's notifications. */
-void px_xfer_notes_drop(int peer);
+void px_xfer_notes_drop(px_xfer_peer_t *p);
 void px_xfer_inbox_finalize(void);
+
+/* Whether peer `id` (a rank, or a dynamic peer the engine may have no
+ * state for) failed or is gone: its error, else 0. */
+static inline int px_xfer_peer_error(int id)
+{
+    px_xfer_peer_t *p = px_xfer_peer_get(id);
+    if (PX_LIKELY(p != NULL))
+        return atomic_load_explicit(&p->failed, memory_order_acquire);
+    if (id >= PX_RT_DYN_BASE) { /* its connection may have closed quietly (no failure code) */
+        px_rt_dyn_t *d = px_rt_dyn_find(id);
+        return !d || d->gone || !d->peer.btl ? PX_ERR_PEER_FAILED : d->peer.failed;
+    }
+    px_rt_peer_t *rp = px_rt_peer_find(id);
+    return !rp || !rp->btl ? PX_ERR_PEER_FAILED : rp->failed;
+}
 
 /* path_stage.c */
 void px_xfer_stage_finalize(void);
