@@ -107,7 +107,8 @@ static inline int api_recv(void *buf, size_t len, int source, int tag, px_status
                 break;
             px_list_remove_item(&px_rt.unexpected, &u->super.super);
             size_t n = u->len <= len ? u->len : len;
-            memcpy(buf, u->data, n);
+            if (n) /* px_recv(NULL, 0, ...) is valid: memcpy's NULL is not */
+                memcpy(buf, u->data, n);
             int rc = u->len <= len ? PX_SUCCESS : PX_ERR_TRUNCATE;
             if (status) {
                 status->source = u->src;

@@ -554,7 +554,12 @@ static int run(int connector, int cycles)
                     printf("# %s: rss not compared under a sanitizer (LeakSanitizer checks "
                            "leaks)\n",
                            side);
-                check(fds <= fds10 && maps <= maps10 && (san || rss - rss10 < 1024), what);
+                /* The sanitizer's allocator also maps more of its own
+                 * regions as its quarantine fills: a few more mappings
+                 * there (a leaked segment per cycle would be hundreds). */
+                check(fds <= fds10 && maps <= maps10 + (san ? 16 : 0) &&
+                          (san || rss - rss10 < 1024),
+                      what);
                 if (have_sv && sv_now) {
                     /* Queue pairs, completion queues, memory regions and
                      * protection domains of the RDMA device (softverbs). */
