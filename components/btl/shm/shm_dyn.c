@@ -80,14 +80,30 @@ static uint64_t ns_inode(const char *which)
 /* What this process puts in its part (and compares a peer's with). */
 static bool my_identity(px_btl_shm_dyn_part_t *me)
 {
+    /* Read once per process (five system calls on /proc each time cost a
+     * connection about 3 x 15 of them on each side): the boot id cannot
+     * change, nor can the namespaces of a process that did not call
+     * unshare or setns. A forked child (another pid) reads its own. */
+    static px_btl_shm_dyn_part_t cached;
+    static bool have;
     memset(me, 0, sizeof *me);
     me->magic = PX_BTL_SHM_DYN_MAGIC;
     me->version = PX_BTL_SHM_DYN_VERSION;
     me->uid = (uint32_t)getuid();
     me->pid = (int32_t)getpid();
-    me->pidns = ns_inode("pid");
-    me->ipcns = ns_inode("ipc");
-    return read_boot_id(me->boot_id) && me->pidns && me->ipcns;
+    if (!have || cached.pid != me->pid) {
+        memset(&cached, 0, sizeof cached);
+        cached.pid = me->pid;
+        cached.pidns = ns_inode("pid");
+        cached.ipcns = ns_inode("ipc");
+        have = read_boot_id(cached.boot_id) && cached.pidns && cached.ipcns;
+        if (!have)
+            return false;
+    }
+    me->pidns = cached.pidns;
+    me->ipcns = cached.ipcns;
+    memcpy(me->boot_id, cached.boot_id, sizeof me->boot_id);
+    return true;
 }
 
 const char *px_btl_shm_dyn_part_check(const void *buf, size_t len,
