@@ -17,7 +17,7 @@ pkgs=(
   # mpi_pmix_v4.so is in slurm-wlm-basic-plugins; it loads libpmix-dev's libpmix.so)
   slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge
   # tests: namespaces, process tools, sanitizers
-  iproute2 procps psmisc util-linux hyperfine clang libclang-rt-14-dev clang-format
+  iproute2 procps psmisc util-linux strace hyperfine clang libclang-rt-14-dev clang-format
   # tests: libplexus.so's ABI against the committed baseline (test/abi/t_abi_baseline.sh)
   abigail-tools
   # tests: reading px_info --json (test/runtime/t_var_ranges.sh)
