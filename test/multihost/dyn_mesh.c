@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "runtime/plexus.h"
+#include "test/peer/dyn_util.h"
 
 #define MAXP     16
 #define MAXLEN   (1u << 20)
@@ -87,14 +88,6 @@ static void fill(unsigned char *b, size_t n, uint32_t seed)
         x = x * 1103515245u + 12345u;
         b[i] = (unsigned char)(x >> 16);
     }
-}
-
-static uint64_t sum(const unsigned char *b, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; ++i)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -183,11 +176,11 @@ static void round_with(int r, int first, int last)
                 size_t n = msg_len(p->name, me, r);
                 unsigned char *want = malloc(n ? n : 1);
                 fill(want, n, mix(p->name, me, (uint32_t)r + 1000));
-                if (st.length != n || st.source != p->id || sum(p->in, n) != sum(want, n)) {
+                if (st.length != n || st.source != p->id || dyn_sum(p->in, n) != dyn_sum(want, n)) {
                     say("BAD message from %s in round %d: %zu bytes (expected %zu) from %d, "
                         "checksum %s",
                         p->name, r, st.length, n, st.source,
-                        sum(p->in, n) == sum(want, n) ? "ok" : "differs");
+                        dyn_sum(p->in, n) == dyn_sum(want, n) ? "ok" : "differs");
                     bad++;
                 } else {
                     verified++;

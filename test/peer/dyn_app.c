@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/plexus.h"
+#include "test/peer/dyn_util.h"
 
 #define MAXLEN (4u << 20)
 
@@ -66,45 +67,6 @@ static void fill(unsigned char *b, size_t n, unsigned seed)
         x = x * 1103515245u + 12345u;
         b[i] = (unsigned char)(x >> 16);
     }
-}
-
-static uint64_t sum(const unsigned char *b, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; ++i)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-static const char *read_contact(const char *file, char *buf, size_t len)
-{
-    for (int i = 0; i < 400; ++i) {
-        FILE *f = fopen(file, "r");
-        if (f) {
-            size_t n = fread(buf, 1, len - 1, f);
-            fclose(f);
-            buf[n] = 0;
-            char *nl = strchr(buf, '\n');
-            if (nl) {
-                *nl = 0;
-                return buf;
-            }
-        }
-        usleep(50000);
-    }
-    return NULL;
-}
-
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
 }
 
 /* What a connection could leave behind: open descriptors, memfds among
@@ -153,7 +115,7 @@ static int count_tree(const char *path)
 static usage_t usage(void)
 {
     const char *dir = getenv("DYN_APP_SHM_DIR");
-    usage_t u = {count_fds(), 0, count_tree(dir && *dir ? dir : "/dev/shm"), -1, 0};
+    usage_t u = {dyn_count_fds(), 0, count_tree(dir && *dir ? dir : "/dev/shm"), -1, 0};
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
     while (d && (e = readdir(d))) {
@@ -270,9 +232,9 @@ static int exchange(int p, unsigned char *out, unsigned char *in, int round)
         rc = px_recv(in, MAXLEN, p, 2, &st);
         if (rc != PX_SUCCESS)
             return fail("px_recv", rc);
-        if (st.length != n || sum(in, n) != sum(out, n) || st.source != p) {
+        if (st.length != n || dyn_sum(in, n) != dyn_sum(out, n) || st.source != p) {
             printf("FAIL echo of %zu bytes: got %zu from %d, checksum %s\n", n, st.length,
-                   st.source, sum(in, n) == sum(out, n) ? "ok" : "differs");
+                   st.source, dyn_sum(in, n) == dyn_sum(out, n) ? "ok" : "differs");
             return 1;
         }
     }
@@ -289,7 +251,7 @@ static int exchange(int p, unsigned char *out, unsigned char *in, int round)
     rc = px_wait(&rq, &st);
     if (rc != PX_SUCCESS)
         return fail("px_wait any", rc);
-    if (st.source != p || st.length != 5000 || sum(in, 5000) != sum(out, 5000)) {
+    if (st.source != p || st.length != 5000 || dyn_sum(in, 5000) != dyn_sum(out, 5000)) {
         printf("FAIL wildcard echo: source %d (peer %d), %zu bytes\n", st.source, p, st.length);
         return 1;
     }
@@ -301,7 +263,7 @@ static int exchange(int p, unsigned char *out, unsigned char *in, int round)
 static int cycles(const char *file, int n)
 {
     char c[512];
-    if (!read_contact(file, c, sizeof c))
+    if (!dyn_read_contact(file, c, sizeof c, 20))
         return fail("no contact in the file", PX_ERR_TIMEOUT);
     int fds1 = -1, last = -1;
     for (int i = 0; i < n; ++i) {
@@ -319,11 +281,12 @@ static int cycles(const char *file, int n)
         if ((rc = px_send("", 0, p, 3)) != PX_SUCCESS || (rc = px_disconnect(p)) != PX_SUCCESS)
             return fail("bye", rc);
         if (0 == i)
-            fds1 = count_fds();
+            fds1 = dyn_count_fds();
         if (i + 1 == warm_up(n))
             print_usage("client", "after warm-up", usage());
     }
-    printf("cycles %d: descriptors after the first %d, after the last %d\n", n, fds1, count_fds());
+    printf("cycles %d: descriptors after the first %d, after the last %d\n", n, fds1,
+           dyn_count_fds());
     print_usage("client", "after the last", usage());
     return 0;
 }
@@ -353,7 +316,7 @@ static int mutual(const char *mine, const char *theirs)
     if (rc != PX_SUCCESS)
         return fail("px_contact", rc);
     write_contact(mine, me);
-    if (!read_contact(theirs, c, sizeof c))
+    if (!dyn_read_contact(theirs, c, sizeof c, 20))
         return fail("no contact of the other process", PX_ERR_TIMEOUT);
     int out, in;
     if ((rc = px_connect(c, &out)) != PX_SUCCESS)
@@ -421,7 +384,7 @@ static int edge(void)
 static int twice(const char *file)
 {
     char c[512];
-    if (!read_contact(file, c, sizeof c))
+    if (!dyn_read_contact(file, c, sizeof c, 20))
         return fail("no contact in the file", PX_ERR_TIMEOUT);
     int p1, p2, rc;
     if ((rc = px_connect(c, &p1)) != PX_SUCCESS || (rc = px_connect(c, &p2)) != PX_SUCCESS)
@@ -491,7 +454,7 @@ static int fdhog(const char *file)
 static int client(const char *file, int conns)
 {
     char c[512];
-    if (!read_contact(file, c, sizeof c))
+    if (!dyn_read_contact(file, c, sizeof c, 20))
         return fail("no contact in the file", PX_ERR_TIMEOUT);
     unsigned char *out = malloc(MAXLEN), *in = malloc(MAXLEN);
     int last = -1;
@@ -558,7 +521,7 @@ int main(int argc, char **argv)
     } else if (0 == strcmp(argv[1], "hold")) {
         char c[512];
         int p;
-        if (!read_contact(argv[2], c, sizeof c))
+        if (!dyn_read_contact(argv[2], c, sizeof c, 20))
             return fail("no contact", PX_ERR_TIMEOUT);
         rc = px_connect(c, &p);
         if (rc != PX_SUCCESS)
@@ -572,7 +535,7 @@ int main(int argc, char **argv)
     } else if (0 == strcmp(argv[1], "connect-only")) {
         char c[512];
         int p;
-        if (!read_contact(argv[2], c, sizeof c))
+        if (!dyn_read_contact(argv[2], c, sizeof c, 20))
             return fail("no contact", PX_ERR_TIMEOUT);
         rc = px_connect(c, &p);
         printf("px_connect: %s\n", px_strerror(rc));

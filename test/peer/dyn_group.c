@@ -43,6 +43,7 @@
 #include <unistd.h>
 #include "runtime/plexus.h"
 #include "runtime/plexus_coll.h"
+#include "test/peer/dyn_util.h"
 
 #define MAXN 8
 
@@ -62,25 +63,6 @@ static void say(const char *fmt, const char *arg)
     printf(fmt, arg);
     printf("\n");
     fflush(stdout);
-}
-
-static const char *read_contact(const char *file, char *buf, size_t len)
-{
-    for (int i = 0; i < 1200; ++i) {
-        FILE *f = fopen(file, "r");
-        if (f) {
-            size_t k = fread(buf, 1, len - 1, f);
-            fclose(f);
-            buf[k] = 0;
-            char *nl = strchr(buf, '\n');
-            if (nl) {
-                *nl = 0;
-                return buf;
-            }
-        }
-        usleep(50000);
-    }
-    return NULL;
 }
 
 static int connect_all(const char *dir)
@@ -112,7 +94,7 @@ static int connect_all(const char *dir)
         int j = lower[k];
         char c[512];
         snprintf(path, sizeof path, "%s/%d.contact", dir, j);
-        if (!read_contact(path, c, sizeof c))
+        if (!dyn_read_contact(path, c, sizeof c, 60))
             return fail("no contact file from a lower member", PX_ERR_TIMEOUT);
         int p;
         rc = px_connect(c, &p);

@@ -23,6 +23,7 @@
 #include "runtime/plexus.h"
 #include "runtime/runtime.h"
 #include "frameworks/btl/btl.h"
+#include "test/peer/dyn_util.h"
 
 static void inject(int tag, int src_rank, px_btl_endpoint_t *ep, px_btl_module_t *btl,
                    const void *hdr, size_t hlen)
@@ -43,25 +44,6 @@ static void inject(int tag, int src_rank, px_btl_endpoint_t *ep, px_btl_module_t
     px_btl_base_active_message_trigger[tag].cbfunc(btl, &d);
 }
 
-static const char *read_contact(const char *file, char *buf, size_t len)
-{
-    for (int i = 0; i < 400; ++i) {
-        FILE *f = fopen(file, "r");
-        if (f) {
-            size_t n = fread(buf, 1, len - 1, f);
-            fclose(f);
-            buf[n] = 0;
-            char *nl = strchr(buf, '\n');
-            if (nl) {
-                *nl = 0;
-                return buf;
-            }
-        }
-        usleep(50000);
-    }
-    return NULL;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 3 || px_init(&argc, &argv) != PX_SUCCESS)
@@ -69,7 +51,7 @@ int main(int argc, char **argv)
     int p, rc, value = 0;
     if (0 == strcmp(argv[1], "client")) {
         char c[512];
-        if (!read_contact(argv[2], c, sizeof c) || (rc = px_connect(c, &p)) != PX_SUCCESS)
+        if (!dyn_read_contact(argv[2], c, sizeof c, 20) || (rc = px_connect(c, &p)) != PX_SUCCESS)
             return 3;
         /* wait for the server's go (its injections done), then the real one */
         rc = px_recv(&value, sizeof value, p, 8, NULL);

@@ -40,6 +40,7 @@
 #include <unistd.h>
 #include "runtime/plexus.h"
 #include "runtime/plexus_xfer.h"
+#include "test/peer/dyn_util.h"
 
 #define RLEN ((4u << 20) + (64u << 10))
 
@@ -66,45 +67,6 @@ static void fill(unsigned char *b, size_t n, unsigned seed)
         x = x * 1103515245u + 12345u;
         b[i] = (unsigned char)(x >> 16);
     }
-}
-
-static uint64_t sum(const unsigned char *b, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; ++i)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
-
-static int nfds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
-static const char *read_contact(const char *file, char *buf, size_t len)
-{
-    for (int i = 0; i < 400; ++i) {
-        FILE *f = fopen(file, "r");
-        if (f) {
-            size_t n = fread(buf, 1, len - 1, f);
-            fclose(f);
-            buf[n] = 0;
-            char *nl = strchr(buf, '\n');
-            if (nl) {
-                *nl = 0;
-                return buf;
-            }
-        }
-        usleep(50000);
-    }
-    return NULL;
 }
 
 static int send_cmd(int peer, cmd_t *c)
@@ -198,10 +160,10 @@ static int pull(int peer, const cmd_t *c, int session)
         return fail("server: px_xfer_register", rc);
     if ((rc = px_xfer_read(loc, 0, rm, 0, n)) != PX_SUCCESS)
         return fail("server: px_xfer_read of the client's region", rc);
-    uint64_t got = sum(mem, n);
+    uint64_t got = dyn_sum(mem, n);
     for (size_t i = 0; i < n; ++i)
         mem[i] ^= 0x5a;
-    uint64_t wrote = sum(mem, n);
+    uint64_t wrote = dyn_sum(mem, n);
     /* in pieces of several sizes, then flush */
     size_t off = 0;
     for (size_t sz = 8; off < n; sz = sz < (1u << 20) ? sz * 8 : sz) {
@@ -270,7 +232,7 @@ static int server(const char *file, int sessions)
             }
             if (C_CHECK == c->op) {
                 r.sum = c->off + c->len <= RLEN && mem[c->region & 1]
-                            ? sum(mem[c->region & 1] + c->off, c->len)
+                            ? dyn_sum(mem[c->region & 1] + c->off, c->len)
                             : 0;
             } else if (C_NOTE == c->op) {
                 int from = -1;
@@ -278,7 +240,7 @@ static int server(const char *file, int sessions)
                 uint64_t msg[3] = {0};
                 rc = px_xfer_notify_recv(&from, msg, sizeof msg, &len, 30);
                 r.sum = PX_SUCCESS == rc && from == p && len == sizeof msg &&
-                        msg[2] + msg[1] <= RLEN && sum(mem[1] + msg[2], msg[1]) == msg[0];
+                        msg[2] + msg[1] <= RLEN && dyn_sum(mem[1] + msg[2], msg[1]) == msg[0];
                 printf("session %d: notification from %d (%s): the writes before it are %s\n", s,
                        from, px_strerror(rc), r.sum ? "there" : "NOT there");
             } else if (C_PULL == c->op) {
@@ -304,7 +266,7 @@ static int server(const char *file, int sessions)
                 px_xfer_free(&reg[i]);
         free(mem[1]);
         rc = p >= 0 ? px_disconnect(p) : PX_SUCCESS;
-        printf("session %d: done, disconnect %s, fds %d\n", s, px_strerror(rc), nfds());
+        printf("session %d: done, disconnect %s, fds %d\n", s, px_strerror(rc), dyn_count_fds());
         fflush(stdout);
     }
     free(c);
@@ -322,7 +284,7 @@ typedef struct conn {
 static int open_conn(const char *file, conn_t *k)
 {
     char buf[512];
-    const char *contact = read_contact(file, buf, sizeof buf);
+    const char *contact = dyn_read_contact(file, buf, sizeof buf, 20);
     if (!contact)
         return fail("no contact", PX_ERR_TIMEOUT);
     int rc = px_connect(contact, &k->peer);
@@ -409,7 +371,7 @@ static int client(const char *file)
                 rc = px_xfer_flush(p);
             px_xfer_status_t st;
             px_xfer_batch_test(b, 0, &st);
-            bool ok = PX_SUCCESS == rc && check(p, reg, off, n) == sum(mem, n);
+            bool ok = PX_SUCCESS == rc && check(p, reg, off, n) == dyn_sum(mem, n);
             bad += !ok;
             printf("region %d: write %zu B via %s: %s\n", reg, n, st.transport,
                    ok ? "ok" : (rc ? px_xfer_last_error() : "WRONG DATA"));
@@ -436,8 +398,8 @@ static int client(const char *file)
         /* the reads: what the owner holds there now (earlier writes changed it) */
         for (int i = 0; i < 8 && ok; ++i)
             ok = check(p, reg, roff[i], r[2 * i + 1].length) ==
-                 sum(mem + r[2 * i + 1].local_offset, r[2 * i + 1].length);
-        ok = ok && check(p, reg, 0, 8u << 16) == sum(mem, 8u << 16);
+                 dyn_sum(mem + r[2 * i + 1].local_offset, r[2 * i + 1].length);
+        ok = ok && check(p, reg, 0, 8u << 16) == dyn_sum(mem, 8u << 16);
         bad += !ok;
         printf("region %d: batch of 16 (8 writes, 8 reads), flush: %s\n", reg,
                ok ? "ok" : (rc ? px_xfer_last_error() : "WRONG DATA"));
@@ -449,7 +411,7 @@ static int client(const char *file)
         px_xfer_request_t r = {PX_XFER_WRITE, loc, 0, k.rm[1], off, n, NULL};
         px_xfer_batch_reset(b);
         px_xfer_batch_submit(b, &r, 1, NULL);
-        uint64_t msg[3] = {sum(mem, n), n, off};
+        uint64_t msg[3] = {dyn_sum(mem, n), n, off};
         if ((rc = px_xfer_notify(p, msg, sizeof msg)) != PX_SUCCESS)
             return fail("px_xfer_notify", rc);
         cmd_t c = {.op = C_NOTE};
@@ -464,7 +426,7 @@ static int client(const char *file)
     /* the server reads and writes this process's region, then notifies */
     {
         fill(mem, RLEN, 55);
-        uint64_t before = sum(mem, RLEN);
+        uint64_t before = dyn_sum(mem, RLEN);
         cmd_t c = {.op = C_PULL};
         size_t kl;
         px_xfer_key_export(loc, c.key, sizeof c.key, &kl);
@@ -474,7 +436,7 @@ static int client(const char *file)
         size_t len = 0;
         uint64_t msg[2] = {0};
         rc = px_xfer_notify_recv(&from, msg, sizeof msg, &len, 60);
-        bool ok = PX_SUCCESS == rc && from == p && msg[0] == before && msg[1] == sum(mem, RLEN);
+        bool ok = PX_SUCCESS == rc && from == p && msg[0] == before && msg[1] == dyn_sum(mem, RLEN);
         bad += !ok;
         printf("the server read and wrote this region, then notified (from %d): %s\n", from,
                ok ? "ok" : "FAILED");
@@ -499,7 +461,7 @@ static int client(const char *file)
         /* the connection goes on: the other region still works */
         fill(mem, 4096, 9);
         ok = ok && PX_SUCCESS == px_xfer_write(loc, 0, k.rm[1], 100, 4096) &&
-             PX_SUCCESS == px_xfer_flush(p) && check(p, 1, 100, 4096) == sum(mem, 4096);
+             PX_SUCCESS == px_xfer_flush(p) && check(p, 1, 100, 4096) == dyn_sum(mem, 4096);
         bad += !ok;
         printf("freed during reads: that request fails, the connection goes on: %s\n",
                ok ? "ok" : "FAILED");
@@ -539,24 +501,24 @@ static int cycles(const char *file, int n)
         int rc = px_xfer_write(loc, 0, k.rm[i & 1], 64, sizeof buf);
         if (PX_SUCCESS == rc)
             rc = px_xfer_flush(k.peer);
-        if (PX_SUCCESS != rc || check(k.peer, i & 1, 64, sizeof buf) != sum(buf, sizeof buf))
+        if (PX_SUCCESS != rc || check(k.peer, i & 1, 64, sizeof buf) != dyn_sum(buf, sizeof buf))
             return fail("cycle write", rc);
         if ((rc = px_xfer_read(loc, 0, k.rm[(i + 1) & 1], 0, sizeof buf)) != PX_SUCCESS)
             return fail("cycle read", rc);
         if (bye(&k))
             return 1;
         if (0 == i)
-            first = nfds();
+            first = dyn_count_fds();
     }
     px_xfer_free(&loc);
-    printf("cycles: %d, fds after the first %d, after the last %d\n", n, first, nfds());
+    printf("cycles: %d, fds after the first %d, after the last %d\n", n, first, dyn_count_fds());
     return 0;
 }
 
 static int hold(const char *file)
 {
     char buf[512];
-    const char *contact = read_contact(file, buf, sizeof buf);
+    const char *contact = dyn_read_contact(file, buf, sizeof buf, 20);
     int p, rc;
     if (!contact || (rc = px_connect(contact, &p)) != PX_SUCCESS)
         return fail("px_connect", contact ? rc : PX_ERR_TIMEOUT);

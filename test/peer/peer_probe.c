@@ -28,20 +28,7 @@
 #include "core/util/error.h"
 #include "runtime/peer/peer.h"
 #include "runtime/plexus.h"
-
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    if (NULL == d)
-        return -1;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
+#include "test/peer/dyn_util.h"
 
 static size_t heap_in_use(void)
 {
@@ -67,7 +54,7 @@ static int do_listen(const char *file, const char *payload, int count, double ti
         printf("listen: %s\n", px_peer_last_error());
         return 1;
     }
-    int fds0 = count_fds();
+    int fds0 = dyn_count_fds();
     write_contact(file, contact);
     printf("contact %s\n", contact);
     fflush(stdout);
@@ -90,15 +77,15 @@ static int do_listen(const char *file, const char *payload, int count, double ti
                    (unsigned)id->pid, (int)len, p);
         px_peer_conn_close(c);
     }
-    printf("listener fds before %d after %d heap after ten %zu after last %zu\n", fds0, count_fds(),
-           heap0, heap_in_use());
+    printf("listener fds before %d after %d heap after ten %zu after last %zu\n", fds0,
+           dyn_count_fds(), heap0, heap_in_use());
     px_peer_listener_close(l);
     return rc;
 }
 
 static int do_connect(const char *contact, const char *payload, int count)
 {
-    int fds0 = count_fds();
+    int fds0 = dyn_count_fds();
     size_t heap0 = 0;
     for (int i = 0; i < count; i++) {
         px_peer_conn_t *c;
@@ -119,7 +106,7 @@ static int do_connect(const char *contact, const char *payload, int count)
                                       more appears in the second cycle, whatever the count) */
     }
     printf("connector fds before %d after %d heap after ten %zu after last %zu\n", fds0,
-           count_fds(), heap0, heap_in_use());
+           dyn_count_fds(), heap0, heap_in_use());
     return 0;
 }
 
