@@ -13,15 +13,9 @@
 B=$PX_BUILD
 app=$B/test/peer/dyn_app
 need_built "$app"
-export PX_MCA_mca_component_path=$B/.libs
-T=$(mktemp -d)
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-umask 077
-head -c 32 /dev/urandom | base64 >"$T/secret"
-head -c 32 /dev/urandom | base64 >"$T/other"
-chmod 600 "$T/secret" "$T/other"
-export PX_MCA_peer_secret_file=$T/secret
+. "$PX_SRC/test/lib/peers.sh"
+peers_setup
+head -c 32 /dev/urandom | base64 >"$T/other" # a secret the server does not hold
 
 if timeout 60 "$app" contact 2>&1 | grep -q "built without libsodium"; then
     skip "dynamic peers" "built without libsodium (install libsodium-dev, configure again)"
