@@ -25,10 +25,10 @@ pair() {
 
 # single copy (process_vm_readv/writev) on: the peer offers get/put
 export PX_MCA_btl_shm_single_copy=cma
-# Under the sanitizers (each cycle several times slower; LeakSanitizer checks
+# Under the sanitizers (ASan, TSan: each cycle several times slower; LeakSanitizer checks
 # for leaks at exit) 200 cycles; 1,000 in the normal build.
 CYC=1000
-[ -n "${PX_TEST_SANITIZER:-}" ] && CYC=200
+[ -n "${PX_TEST_SANITIZER:-}${PX_TEST_TSAN:-}" ] && CYC=200
 pair shm $CYC
 unset PX_MCA_btl_shm_single_copy
 check "shm: $CYC connect/remove cycles with messages and get/put, both sides pass" \
