@@ -81,15 +81,6 @@ static size_t msg_len(const char *from, const char *to, int r)
     }
 }
 
-static void fill(unsigned char *b, size_t n, uint32_t seed)
-{
-    uint32_t x = seed | 1;
-    for (size_t i = 0; i < n; ++i) {
-        x = x * 1103515245u + 12345u;
-        b[i] = (unsigned char)(x >> 16);
-    }
-}
-
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
 {
@@ -158,7 +149,7 @@ static void round_with(int r, int first, int last)
         if (!p->live)
             continue;
         size_t n = msg_len(me, p->name, r);
-        fill(p->out, n, mix(me, p->name, (uint32_t)r + 1000));
+        dyn_fill(p->out, n, mix(me, p->name, (uint32_t)r + 1000));
         int rc = px_irecv(p->in, MAXLEN, p->id, TAG_DATA, &rr[i]);
         if (rc == PX_SUCCESS)
             rc = px_isend(p->out, n, p->id, TAG_DATA, &sr[i]);
@@ -175,7 +166,7 @@ static void round_with(int r, int first, int last)
             } else {
                 size_t n = msg_len(p->name, me, r);
                 unsigned char *want = malloc(n ? n : 1);
-                fill(want, n, mix(p->name, me, (uint32_t)r + 1000));
+                dyn_fill(want, n, mix(p->name, me, (uint32_t)r + 1000));
                 if (st.length != n || st.source != p->id || dyn_sum(p->in, n) != dyn_sum(want, n)) {
                     say("BAD message from %s in round %d: %zu bytes (expected %zu) from %d, "
                         "checksum %s",

@@ -60,15 +60,6 @@ static int fail(const char *what, int rc)
     return 1;
 }
 
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; ++i) {
-        x = x * 1103515245u + 12345u;
-        b[i] = (unsigned char)(x >> 16);
-    }
-}
-
 /* What a connection could leave behind: open descriptors, memfds among
  * them, entries in /dev/shm, resident memory (KiB, /proc/self/statm). */
 typedef struct {
@@ -223,7 +214,7 @@ static int exchange(int p, unsigned char *out, unsigned char *in, int round)
     static const size_t sizes[] = {0, 1, 100, 4000, 65536, 300000, MAXLEN};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; ++k) {
         size_t n = sizes[k];
-        fill(out, n, (unsigned)(round * 31 + k));
+        dyn_fill(out, n, (unsigned)(round * 31 + k));
         memset(in, 0, n);
         int rc = px_send(out, n, p, 1);
         if (rc != PX_SUCCESS)
@@ -240,7 +231,7 @@ static int exchange(int p, unsigned char *out, unsigned char *in, int round)
     }
     /* wildcard: the server takes the second message with PX_ANY_SOURCE;
      * here the echo is taken with PX_ANY_SOURCE too */
-    fill(out, 5000, 99);
+    dyn_fill(out, 5000, 99);
     px_request_t *rq;
     int rc = px_irecv(in, MAXLEN, PX_ANY_SOURCE, PX_ANY_TAG, &rq);
     if (rc != PX_SUCCESS)

@@ -3,7 +3,7 @@
  * started separately and meet through a contact file (test/peer/dyn_app.c,
  * dyn_xfer.c, dyn_group.c, dyn_hdr_probe.c, peer_probe.c,
  * test/multihost/dyn_mesh.c): reading a contact another process writes,
- * checksumming payloads, counting open descriptors.
+ * filling and checksumming payloads, counting open descriptors.
  */
 #ifndef PX_TEST_DYN_UTIL_H
 #define PX_TEST_DYN_UTIL_H
@@ -13,6 +13,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+/* A pseudo-random pattern of n bytes from `seed`: what a sender writes and a
+ * receiver regenerates to check, in every program that includes this. */
+static inline void dyn_fill(unsigned char *b, size_t n, unsigned seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; ++i) {
+        x = x * 1103515245u + 12345u;
+        b[i] = (unsigned char)(x >> 16);
+    }
+}
 
 /* FNV-1a over b[0..n): the payload checksums both sides compare. */
 static inline uint64_t dyn_sum(const unsigned char *b, size_t n)

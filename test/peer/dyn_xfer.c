@@ -60,15 +60,6 @@ static int fail(const char *what, int rc)
     return 1;
 }
 
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; ++i) {
-        x = x * 1103515245u + 12345u;
-        b[i] = (unsigned char)(x >> 16);
-    }
-}
-
 static int send_cmd(int peer, cmd_t *c)
 {
     return px_send(c, offsetof(cmd_t, key) + c->klen, peer, 1);
@@ -220,8 +211,8 @@ static int server(const char *file, int sessions)
                     PX_SUCCESS != (rc = px_xfer_register(mem[1], RLEN, &reg[1])))
                     return fail("server: regions", rc);
                 mem[0] = px_xfer_region_base(reg[0]);
-                fill(mem[0], RLEN, 1);
-                fill(mem[1], RLEN, 2);
+                dyn_fill(mem[0], RLEN, 1);
+                dyn_fill(mem[1], RLEN, 2);
                 size_t kl[2];
                 unsigned char keys[2 * PX_XFER_KEY_MAX];
                 px_xfer_key_export(reg[0], keys, PX_XFER_KEY_MAX, &kl[0]);
@@ -343,7 +334,7 @@ static int client(const char *file)
     px_xfer_batch_alloc(16, &b);
     int bad = 0;
     for (int reg = 0; reg < 2; ++reg) {
-        fill(want, RLEN, (unsigned)reg + 1);
+        dyn_fill(want, RLEN, (unsigned)reg + 1);
         /* reads: the server's pattern */
         for (int i = 0; i < nsizes; ++i) {
             size_t off = (size_t)(i * 4099) % (RLEN - sizes[i]), n = sizes[i];
@@ -362,7 +353,7 @@ static int client(const char *file)
         /* writes, checked by the server's checksum */
         for (int i = 0; i < nsizes; ++i) {
             size_t off = (size_t)(i * 7919) % (RLEN - sizes[i]), n = sizes[i];
-            fill(mem, n, 100u + (unsigned)i);
+            dyn_fill(mem, n, 100u + (unsigned)i);
             px_xfer_request_t r = {PX_XFER_WRITE, loc, 0, k.rm[reg], off, n, NULL};
             px_xfer_batch_reset(b);
             px_xfer_batch_submit(b, &r, 1, NULL);
@@ -378,7 +369,7 @@ static int client(const char *file)
         }
         /* a batch of 16: 8 writes of 64 KiB, 8 reads of 8 B .. 1 MiB */
         px_xfer_request_t r[16];
-        fill(mem, 8u << 16, 300u + (unsigned)reg);
+        dyn_fill(mem, 8u << 16, 300u + (unsigned)reg);
         memset(mem + (1u << 20), 0, 2u << 20);
         size_t roff[8];
         for (int i = 0; i < 8; ++i) {
@@ -407,7 +398,7 @@ static int client(const char *file)
     /* a notification after writes: the server sees them when it gets it */
     {
         size_t off = 12345, n = 3u << 20;
-        fill(mem, n, 77);
+        dyn_fill(mem, n, 77);
         px_xfer_request_t r = {PX_XFER_WRITE, loc, 0, k.rm[1], off, n, NULL};
         px_xfer_batch_reset(b);
         px_xfer_batch_submit(b, &r, 1, NULL);
@@ -425,7 +416,7 @@ static int client(const char *file)
     }
     /* the server reads and writes this process's region, then notifies */
     {
-        fill(mem, RLEN, 55);
+        dyn_fill(mem, RLEN, 55);
         uint64_t before = dyn_sum(mem, RLEN);
         cmd_t c = {.op = C_PULL};
         size_t kl;
@@ -459,7 +450,7 @@ static int client(const char *file)
         rc = px_recv(&c, sizeof c, p, 3, &st);
         bool ok = PX_ERR_NOT_FOUND == last && PX_SUCCESS == rc && 0 == c.sum;
         /* the connection goes on: the other region still works */
-        fill(mem, 4096, 9);
+        dyn_fill(mem, 4096, 9);
         ok = ok && PX_SUCCESS == px_xfer_write(loc, 0, k.rm[1], 100, 4096) &&
              PX_SUCCESS == px_xfer_flush(p) && check(p, 1, 100, 4096) == dyn_sum(mem, 4096);
         bad += !ok;
@@ -497,7 +488,7 @@ static int cycles(const char *file, int n)
         conn_t k = {0};
         if (open_conn(file, &k))
             return 1;
-        fill(buf, sizeof buf, (unsigned)i);
+        dyn_fill(buf, sizeof buf, (unsigned)i);
         int rc = px_xfer_write(loc, 0, k.rm[i & 1], 64, sizeof buf);
         if (PX_SUCCESS == rc)
             rc = px_xfer_flush(k.peer);
