@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 /* A pseudo-random pattern of n bytes from `seed`: what a sender writes and a
  * receiver regenerates to check, in every program that includes this. */
@@ -50,7 +50,8 @@ static inline const char *dyn_read_contact(const char *file, char *buf, size_t l
                 return buf;
             }
         }
-        usleep(50000);
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
     }
     return NULL;
 }
