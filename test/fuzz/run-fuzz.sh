@@ -12,6 +12,8 @@
 #   PX_FUZZ_SEED fixes libFuzzer's random seed (CI sets it, so a CI run is
 #   repeatable; developers fuzz with a new seed each run). PX_FUZZ_PARALLEL
 #   harnesses run at once (default: the number of cores), each one process.
+#   PX_FUZZ_BUILD_ONLY=1: configure and build libplexus.a, then stop (CI
+#   builds it in the background while other tests run).
 # Needs clang and libclang-rt-<version>-dev (libFuzzer, sanitizers).
 set -u
 secs=${1:-20}
@@ -45,6 +47,7 @@ fi
 echo "# building libplexus.a"
 make -j"${PX_FUZZ_JOBS:-2}" libplexus.la >make-fuzz.out 2>&1 ||
     { echo "run-fuzz: building libplexus failed, see $build/make-fuzz.out" >&2; exit 2; }
+[ -n "${PX_FUZZ_BUILD_ONLY:-}" ] && { echo "# built $build/.libs/libplexus.a"; exit 0; }
 libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p; s/^SODIUM_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
 mkdir -p fuzz/bin fuzz/corpus fuzz/artifacts fuzz/logs
 # The C files of a source list a component's Makefile.inc defines (what the
