@@ -118,6 +118,10 @@ PX_EXPORT double px_registry_base_timeout(void);
  * naming each component and why it declined. */
 PX_EXPORT int px_registry_base_select(px_registry_module_t **module);
 PX_EXPORT int px_registry_base_close(void);
-PX_EXPORT extern struct px_mca_framework px_registry_base_framework;
+/* The framework object (for px_info and tools). Exported as a function, not
+ * as data: exported variables are frozen (docs/abi.md, "No new exported
+ * data"); the object itself is the library's own. */
+PX_EXPORT struct px_mca_framework *px_registry_base_framework_get(void);
+extern struct px_mca_framework px_registry_base_framework;
 
 #endif
