@@ -139,7 +139,8 @@ int px_name_entry_encode(const px_name_entry_t *e, char **out, size_t *len)
     json_object_object_add(o, "host", json_object_new_string(e->host));
     json_object_object_add(o, "pid", json_object_new_int64(e->pid));
     json_object_object_add(o, "owner", json_object_new_string(owner));
-    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    const char *s =
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     int rc = PX_SUCCESS;
     *out = s ? strdup(s) : NULL;
     if (NULL == *out)
