@@ -122,8 +122,6 @@ static int p2p_query(int *priority, px_registry_module_t **module)
 }
 
 const px_registry_component_t px_registry_p2p_component = {
-    .base = PX_MCA_COMPONENT_HEADER("registry", PX_REGISTRY_API_MAJOR, PX_REGISTRY_API_MINOR,
-                                    PX_REGISTRY_API_RELEASE, "p2p", 1, 0, 0, p2p_register, NULL,
-                                    p2p_close_component),
+    .base = PX_REGISTRY_COMPONENT_HEADER("p2p", 1, 0, 0, p2p_register, NULL, p2p_close_component),
     .query = p2p_query,
 };

@@ -11,6 +11,8 @@
  *                              and "elapsed_ms=<ms>"; exit 2 NOT_FOUND,
  *                              3 NOT_AVAILABLE, 4 TIMEOUT, 5 BAD_PARAM, 1 other
  *   list PREFIX                "key=<key> value=<value>" per entry
+ *   bench NAME N               N gets of NAME in a row: prints the median,
+ *                              min and max time of one (for measurements)
  *   local                      put, get, del, list and qualify on this
  *                              process's own names (prints each check)
  *   hostile A.B.C.D PORT MODE N   open N connections to a listener and hold
@@ -311,6 +313,27 @@ int main(int argc, char **argv)
         free(v);
         free(k);
         rc = exit_code(rc);
+    } else if (!strcmp(cmd, "bench") && argc == 4) {
+        char *k = key_of(argv[2]);
+        int n = atoi(argv[3]);
+        double *t = calloc((size_t)(n > 0 ? n : 1), sizeof *t);
+        for (int i = 0; i < n && rc == 0; ++i) {
+            void *v = NULL;
+            size_t len = 0;
+            double t0 = now_ms();
+            rc = exit_code(m->get(m, k, &v, &len));
+            t[i] = (now_ms() - t0) * 1e3;
+            free(v);
+        }
+        for (int i = 1; i < n; ++i) /* insertion sort: n is small */
+            for (int j = i; j > 0 && t[j] < t[j - 1]; --j) {
+                double x = t[j];
+                t[j] = t[j - 1], t[j - 1] = x;
+            }
+        if (rc == 0 && n > 0)
+            printf("gets=%d median_us=%.1f min_us=%.1f max_us=%.1f\n", n, t[n / 2], t[0], t[n - 1]);
+        free(t);
+        free(k);
     } else if (!strcmp(cmd, "list") && argc == 3) {
         char *k = key_of(argv[2]);
         int r = m->list(m, k, print_entry, NULL);
