@@ -1,7 +1,7 @@
 /*
  * p2p_component.c: registry/p2p's variables and query. It needs no service,
- * so it is always available, with a low priority: a store that is configured
- * (redis, etcd, pmix) wins over it.
+ * so it is always available, with the lowest priority (1): any store that is
+ * configured (redis, etcd, pmix, a third party's plugin) wins over it.
  */
 #include "components/registry/p2p/p2p.h"
 #include <stdio.h>
@@ -10,18 +10,19 @@
 #include "core/util/output.h"
 
 px_registry_p2p_vars_t px_registry_p2p_vars = {
-    .priority = 10, .port = 0, .max_clients = 64, .list_max = 4 << 20, .verbose = 1};
+    .priority = 1, .port = 0, .max_clients = 64, .list_max = 4 << 20, .verbose = 1};
 static int p2p_output = -1;
 
 #define P2P_AT(field) .offset = PX_MCA_VAR_AT(px_registry_p2p_vars_t, field)
 static const px_mca_var_field_t p2p_var_table[] = {
     {.name = "priority",
      .help = "Priority of registry/p2p (no service: each process answers lookups of its own "
-             "names); a configured store's component has a higher one",
+             "names); the lowest, so that any store that is configured (redis, etcd, pmix, a "
+             "plugin) wins",
      .type = PX_MCA_VAR_TYPE_INT,
      .info_level = 9,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
-     .dflt = "10",
+     .dflt = "1",
      .min = "0",
      .max = "100",
      P2P_AT(priority)},
