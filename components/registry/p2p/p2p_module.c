@@ -109,7 +109,7 @@ typedef struct {
     char contact[32];
     const char *ns, *name; /* remote: namespace and the name at the owner */
     size_t ns_len, name_len;
-    size_t qual_len; /* bytes of "<ns>/a.b.c.d:port/" in the key given (0: none) */
+    size_t qual_len; /* bytes of "<ns>/a.b.c.d:port[/]" in the key given (0: none) */
 } p2p_key_t;
 
 /* Read key (or a list prefix); PX_ERR_BAD_PARAM with a message when it names
@@ -146,13 +146,13 @@ static int split_key(px_registry_p2p_module_t *m, const char *key, bool prefix, 
     }
     const char *name = *slash ? slash + 1 : slash;
     k->qual_len = (size_t)(name - key);
+    snprintf(k->contact, sizeof k->contact, "%.*s", (int)fl, rest);
     if (m->listener && k->addr == m->contact_addr && k->port == m->contact_port) {
         /* this process's own address: a local name */
         snprintf(k->local, sizeof k->local, "%s/%s", ns, name);
         return PX_SUCCESS;
     }
     k->remote = true;
-    snprintf(k->contact, sizeof k->contact, "%.*s", (int)fl, rest);
     k->ns = ns;
     k->ns_len = nsl;
     k->name = name;
@@ -339,8 +339,8 @@ typedef struct {
     px_registry_p2p_entry_t *e;
 } listed_t;
 
-static int list_local(px_registry_p2p_module_t *m, const char *match, size_t qual_len,
-                      const char *given, px_registry_list_fn_t fn, void *arg)
+static int list_local(px_registry_p2p_module_t *m, const char *match, const char *contact,
+                      px_registry_list_fn_t fn, void *arg)
 {
     /* copy the matches under the lock, call back without it */
     px_registry_p2p_table_t *t = &m->table;
@@ -366,8 +366,8 @@ static int list_local(px_registry_p2p_module_t *m, const char *match, size_t qua
         px_registry_p2p_entry_t *e = it.value;
         listed_t *x = &l[n];
         /* asked as "<ns>/a.b.c.d:port/...": keys come back the same way */
-        x->key = qual_len ? px_asprintf("%.*s%s", (int)qual_len, given, it.key_str + nsl + 1)
-                          : strdup(it.key_str);
+        x->key = contact ? px_asprintf("%s/%s/%s", ns, contact, it.key_str + nsl + 1)
+                         : strdup(it.key_str);
         x->e = malloc(sizeof *e + e->len + 1);
         if (!x->key || !x->e) {
             free(x->key);
@@ -398,7 +398,7 @@ static int p2p_list(px_registry_module_t *mod, const char *prefix, px_registry_l
     if (rc != PX_SUCCESS)
         return rc;
     if (!k.remote)
-        return list_local(m, k.local, k.qual_len, prefix, fn, arg);
+        return list_local(m, k.local, k.qual_len ? k.contact : NULL, fn, arg);
     px_registry_p2p_answer_t a;
     uint8_t *body = NULL;
     char why[512];
@@ -436,7 +436,7 @@ static int p2p_list(px_registry_module_t *mod, const char *prefix, px_registry_l
         }
         if (nl < k.name_len || memcmp(name, k.name, k.name_len) != 0)
             continue; /* not asked for: ignored */
-        char *full = px_asprintf("%.*s%.*s", (int)k.qual_len, prefix, (int)nl, name);
+        char *full = px_asprintf("%.*s/%s/%.*s", (int)k.ns_len, k.ns, k.contact, (int)nl, name);
         void *copy = malloc(vl + 1);
         if (!full || !copy) {
             free(full);

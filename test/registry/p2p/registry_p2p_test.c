@@ -12,6 +12,7 @@
 #include <check.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +311,66 @@ START_TEST(hostile_clients)
 }
 END_TEST
 
+/* The module's calls change the table while the listener's thread reads it:
+ * a thread puts, replaces and removes entries while lookups and listings go
+ * through the listener; every answer is a whole value that was put (run
+ * under ThreadSanitizer too). */
+static atomic_int writer_stop;
+static void *writer(void *arg)
+{
+    (void)arg;
+    char key[64], val[256];
+    for (unsigned i = 0; !atomic_load(&writer_stop); ++i) {
+        snprintf(key, sizeof key, "plexus/w/%u", i % 50);
+        int n = snprintf(val, sizeof val, "v%u", i);
+        memset(val + n, 'a' + (int)(i % 26), 100);
+        px_registry_p2p_table_put(&table, key, val, (size_t)n + 100, 0);
+        if (i % 3 == 0) {
+            pthread_mutex_lock(&table.lock);
+            void *v = NULL;
+            if (px_hash_table_get_value_str(&table.entries, key, &v) == PX_SUCCESS) {
+                px_hash_table_remove_value_str(&table.entries, key);
+                free(v);
+            }
+            pthread_mutex_unlock(&table.lock);
+        }
+    }
+    return NULL;
+}
+
+START_TEST(table_concurrent)
+{
+    start(5, 16);
+    pthread_t t;
+    atomic_store(&writer_stop, 0);
+    ck_assert_int_eq(pthread_create(&t, NULL, writer, NULL), 0);
+    int found = 0;
+    for (int i = 0; i < 300; ++i) {
+        px_registry_p2p_answer_t a;
+        uint8_t *body = NULL;
+        char why[512] = "", key[32];
+        snprintf(key, sizeof key, "w/%d", i % 50);
+        int op = i % 10 == 0 ? PX_REGISTRY_P2P_LIST : PX_REGISTRY_P2P_GET;
+        ck_assert_msg(ask(op, "plexus", op == PX_REGISTRY_P2P_LIST ? "w/" : key, 5, &a, &body,
+                          why) == PX_SUCCESS,
+                      "%s", why);
+        if (op == PX_REGISTRY_P2P_GET && a.status == PX_REGISTRY_P2P_OK) {
+            /* "v<i>" then 100 times one letter */
+            ck_assert(a.body_len > 100 && body[0] == 'v');
+            uint8_t c = body[a.body_len - 1];
+            for (size_t j = a.body_len - 100; j < a.body_len; ++j)
+                ck_assert_int_eq(body[j], c);
+            ++found;
+        }
+        free(body);
+    }
+    atomic_store(&writer_stop, 1);
+    pthread_join(t, NULL);
+    ck_assert_int_gt(found, 0);
+    stop();
+}
+END_TEST
+
 /* A hostile owner's answer through a socketpair: what the client makes of it. */
 static int answer_of(const void *bytes, size_t n, bool close_after, int op, char *why)
 {
@@ -353,4 +414,4 @@ START_TEST(hostile_owner)
 END_TEST
 
 PX_CHECK_MAIN("registry_p2p", NULL, NULL, 60, request_roundtrip, request_malformed, answer_checks,
-              hostport, listener_answers, hostile_clients, hostile_owner)
+              hostport, listener_answers, table_concurrent, hostile_clients, hostile_owner)

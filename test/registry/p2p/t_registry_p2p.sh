@@ -65,6 +65,8 @@ contains "$(out g3)" "key=plexus/$A/kv/block-8 value=eight" ||
     not_ok "listed keys are qualified with the owner's address"
 run g4 list "$A"
 check "listing $A gives all three of its names" [ "$(grep -c '^key=' "$T/g4.out")" -eq 3 ]
+contains "$(out g4)" "key=plexus/$A/solo value=one" ||
+    not_ok "listing the address alone gives keys qualified with it and a '/'"
 PX_MCA_registry_namespace=tenant-b run g5 get "$A/kv/block-7"
 check "an asker of another namespace gets NOT_FOUND (exit $(rc g5))" [ "$(rc g5)" -eq 2 ]
 contains "$(out g5)" "names live in namespace \"plexus\", not \"tenant-b\"" ||
