@@ -11,6 +11,8 @@ pkgs=(
   libhiredis-dev redis-server redis-tools
   # authentication of peers that connect after start (runtime/peer, HMAC-SHA256)
   libsodium-dev
+  # entries of named segments in a registry (runtime/name, JSON)
+  libjson-c-dev
   # tests: verbs clients run on the software libibverbs (test/softverbs)
   ibverbs-utils perftest
   # peers for benchmarks and the multi-host test launcher
