@@ -20,6 +20,8 @@
  * cache was flushed gets EVAL.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +120,43 @@ static struct timeval tv_of(double s)
     return tv;
 }
 
+/* hiredis writes with write(): on a connection the server reset, that
+ * raises SIGPIPE, which would end an application that did not ignore it.
+ * The calling thread blocks it around each hiredis call and takes back a
+ * SIGPIPE that call raised (one already pending stays). */
+typedef struct {
+    sigset_t old;
+    bool was_pending;
+} pipe_guard_t;
+
+static void pipe_block(pipe_guard_t *g)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigemptyset(&pending);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &set, &g->old);
+}
+
+static void pipe_unblock(pipe_guard_t *g)
+{
+    if (!g->was_pending) {
+        sigset_t set, pending;
+        sigemptyset(&pending);
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE) == 1) {
+            sigemptyset(&set);
+            sigaddset(&set, SIGPIPE);
+            struct timespec zero = {0, 0};
+            while (sigtimedwait(&set, NULL, &zero) < 0 && EINTR == errno)
+                ;
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 static void disconnect(redis_module_t *m)
 {
     if (m->c) {
@@ -181,9 +220,12 @@ static redisReply *command(redis_module_t *m, double budget, int argc, const cha
                            const size_t *lens, int *rc, char *why, size_t why_len)
 {
     redisSetTimeout(m->c, tv_of(budget));
+    pipe_guard_t g;
+    pipe_block(&g);
     errno = 0;
     redisReply *r = redisCommandArgv(m->c, argc, argv, lens);
     int e = errno;
+    pipe_unblock(&g);
     if (r)
         return r;
     bool t = timed_out(m->c, e);
