@@ -174,6 +174,24 @@ p "$EA,$EF" "get fo/2"
 check "first endpoint down at start: the second is selected" contains "$out" "get fo/2: value=second"
 check "... saying it took over" contains "$err" "$EF took over ($EA: cannot connect"
 
+# ---- failover: the first endpoint stops answering (SIGSTOP) on an open connection
+redis_start G || not_ok "a redis-server to stop starts"
+EG=127.0.0.1:$REDIS_PORT_G
+rm -f "$T/f1" "$T/f2"
+(
+    for i in $(seq 300); do [ -e "$T/f1" ] && break; sleep 0.1; done
+    kill -STOP "$REDIS_PID_G"
+    touch "$T/f2"
+) &
+bg=$!
+p "$EG,$EF" "put st/1 a" "touch $T/f1" "wait $T/f2" "put st/2 b" "get st/2"
+wait "$bg"
+check "a stopped first endpoint: put goes to the second within the same call" contains "$out" "put st/2: ok"
+check "... and get reads it there" contains "$out" "get st/2: value=b"
+check "... saying the second took over because the first did not answer" \
+    contains "$err" "$EF took over ($EG: no answer"
+kill -CONT "$REDIS_PID_G"
+
 # ---- a server restarted (empty) on the same port ----
 redis_start R || not_ok "fourth redis-server starts"
 ER=127.0.0.1:$REDIS_PORT_R

@@ -371,6 +371,7 @@ static int call(redis_module_t *m, double deadline, int script, int argc, const 
             break;
         }
         double budget = (0 == attempt && m->n_eps > 1) ? left / 2 : left;
+        double until = now_s() + budget; /* this attempt's end: the rest is the retry's */
         int ep = m->cur;
         char what[1024];
         int r2 = PX_SUCCESS;
@@ -384,7 +385,7 @@ static int call(redis_module_t *m, double deadline, int script, int argc, const 
                 argv[1] = m->sha[script];
                 lens[1] = strlen(m->sha[script]);
             }
-            r = command(m, deadline - now_s(), argc, argv, lens, &r2, what, sizeof what);
+            r = command(m, until - now_s(), argc, argv, lens, &r2, what, sizeof what);
             if (r && script >= 0 && REDIS_REPLY_ERROR == r->type &&
                 0 == strncmp(r->str, "NOSCRIPT", 8)) {
                 /* The script cache was flushed: send the script itself. */
@@ -393,7 +394,7 @@ static int call(redis_module_t *m, double deadline, int script, int argc, const 
                 lens[0] = 4;
                 argv[1] = scripts[script];
                 lens[1] = strlen(scripts[script]);
-                r = command(m, deadline - now_s(), argc, argv, lens, &r2, what, sizeof what);
+                r = command(m, until - now_s(), argc, argv, lens, &r2, what, sizeof what);
             }
             if (r && REDIS_REPLY_ERROR == r->type && passing_error(r)) {
                 snprintf(what, sizeof what, "%.300s", r->str);
