@@ -9,9 +9,11 @@ pkgs=(
   libhwloc-dev libibverbs-dev libfabric-dev libfabric-bin libpmix-dev
   # authentication of peers that connect after start (runtime/peer, HMAC-SHA256)
   libsodium-dev
+  # entries of named segments in a registry (runtime/name, JSON)
+  libjson-c-dev
   # registry/etcd (etcd v3's HTTP/JSON gateway: libcurl, json-c); its tests
   # start Debian's etcd (etcd-server) and write with etcdctl (etcd-client)
-  libcurl4-openssl-dev libjson-c-dev etcd-server etcd-client
+  libcurl4-openssl-dev etcd-server etcd-client
   # tests: verbs clients run on the software libibverbs (test/softverbs)
   ibverbs-utils perftest
   # peers for benchmarks and the multi-host test launcher
