@@ -43,15 +43,15 @@ static int px_registry_etcd_register(void)
     return px_mca_var_register_table("registry", "etcd", px_registry_etcd_vars, -1, NULL);
 }
 
-static int px_registry_etcd_open(void)
-{
-    /* Once per process; libcurl 7.84+ makes it thread-safe. */
-    return CURLE_OK == curl_global_init(CURL_GLOBAL_DEFAULT) ? PX_SUCCESS : PX_ERR_NOT_AVAILABLE;
-}
+/* libcurl is set up only when the endpoints are set (query), so a process
+ * that does not use etcd does not pay for it. */
+static bool px_registry_etcd_curl_ready = false;
 
 static int px_registry_etcd_close(void)
 {
-    curl_global_cleanup();
+    if (px_registry_etcd_curl_ready)
+        curl_global_cleanup();
+    px_registry_etcd_curl_ready = false;
     return PX_SUCCESS;
 }
 
@@ -61,6 +61,14 @@ static int px_registry_etcd_query(int *priority, px_registry_module_t **module)
     *module = NULL;
     if (NULL == px_registry_etcd_endpoints || '\0' == px_registry_etcd_endpoints[0])
         return PX_ERR_NOT_AVAILABLE; /* registry_etcd_endpoints is not set */
+    if (!px_registry_etcd_curl_ready) {
+        /* libcurl 7.84+ makes it thread-safe; the base calls query once */
+        if (CURLE_OK != curl_global_init(CURL_GLOBAL_DEFAULT)) {
+            px_show_error("registry/etcd: libcurl could not be initialized (curl_global_init)");
+            return PX_ERR_NOT_AVAILABLE;
+        }
+        px_registry_etcd_curl_ready = true;
+    }
     int rc = px_registry_etcd_module_create(px_registry_etcd_endpoints, module);
     if (PX_SUCCESS != rc)
         return rc;
@@ -69,7 +77,7 @@ static int px_registry_etcd_query(int *priority, px_registry_module_t **module)
 }
 
 const px_registry_component_t px_registry_etcd_component = {
-    .base = PX_REGISTRY_COMPONENT_HEADER("etcd", 1, 0, 0, px_registry_etcd_register,
-                                         px_registry_etcd_open, px_registry_etcd_close),
+    .base = PX_REGISTRY_COMPONENT_HEADER("etcd", 1, 0, 0, px_registry_etcd_register, NULL,
+                                         px_registry_etcd_close),
     .query = px_registry_etcd_query,
 };

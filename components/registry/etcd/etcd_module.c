@@ -281,7 +281,9 @@ static int etcd_put(px_registry_module_t *base, const char *key, const void *val
     int rc = PX_ERR_OUT_OF_RESOURCE;
     if (NULL == k || NULL == v)
         goto out;
-    body = malloc(3 * strlen(v) + 3 * strlen(k) + 512);
+    /* the create transaction names the key 4 times, the value 3 times */
+    size_t cap = 4 * (strlen(k) + strlen(v)) + 1024;
+    body = malloc(cap);
     if (NULL == body)
         goto out;
     rc = m->lease ? PX_SUCCESS : grant(m);
@@ -290,7 +292,7 @@ static int etcd_put(px_registry_module_t *base, const char *key, const void *val
         char put[96];
         snprintf(put, sizeof put, "\"lease\":\"%lld\"", m->lease);
         if (PX_REGISTRY_PUT_ANY == how) {
-            sprintf(body, "{\"key\":\"%s\",\"value\":\"%s\",%s}", k, v, put);
+            snprintf(body, cap, "{\"key\":\"%s\",\"value\":\"%s\",%s}", k, v, put);
             rc = etcd_call(m, PX_REGISTRY_ETCD_PUT, "/v3/kv/put", body, &a, what);
         } else {
             sprintf(
@@ -382,19 +384,21 @@ static int etcd_del(px_registry_module_t *base, const char *key, const void *val
     int rc = PX_ERR_OUT_OF_RESOURCE;
     if (NULL == k || (value && NULL == v))
         goto out;
-    body = malloc(2 * strlen(k) + (v ? strlen(v) : 0) + 256);
+    /* the delete transaction names the key 3 times, the value once */
+    size_t cap = 4 * (strlen(k) + (v ? strlen(v) : 0)) + 512;
+    body = malloc(cap);
     if (NULL == body)
         goto out;
     px_registry_etcd_answer_t a;
     if (NULL == value) {
-        sprintf(body, "{\"key\":\"%s\"}", k);
+        snprintf(body, cap, "{\"key\":\"%s\"}", k);
         rc = etcd_call(m, PX_REGISTRY_ETCD_DELETE, "/v3/kv/deleterange", body, &a, what);
     } else {
-        sprintf(body,
-                "{\"compare\":[{\"target\":\"VALUE\",\"key\":\"%s\",\"value\":\"%s\"}],"
-                "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}],"
-                "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}]}",
-                k, v, k, k);
+        snprintf(body, cap,
+                 "{\"compare\":[{\"target\":\"VALUE\",\"key\":\"%s\",\"value\":\"%s\"}],"
+                 "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}],"
+                 "\"failure\":[{\"request_range\":{\"key\":\"%s\",\"keys_only\":true}}]}",
+                 k, v, k, k);
         rc = etcd_call(m, PX_REGISTRY_ETCD_TXN, "/v3/kv/txn", body, &a, what);
     }
     if (PX_SUCCESS != rc)

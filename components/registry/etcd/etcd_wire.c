@@ -382,7 +382,7 @@ static void parse_error(json_object *o, json_object *err, px_registry_etcd_answe
         int64_t v = json_object_get_int64(c);
         a->code = v >= 0 && v < 100 ? (int)v : -1;
     }
-    if (NULL == msg)
+    if (NULL == msg || '\0' == msg[0])
         msg = "(no message)";
     px_registry_etcd_printable(msg, strlen(msg), a->message, sizeof a->message);
 }
