@@ -52,7 +52,8 @@ export PX_MCA_registry_etcd_endpoints=$(etcd_url a)
 args=(create a v1 create a v1 create a v2 get a put a v2 get a del a v1 del a v2 del a v2 get a
     delany nothing create l v create l0 v create l.x v)
 for i in $(seq 1 40); do args+=(put "l/$i" "value-$i"); done
-args+=(list l/ touch "$T/basic" wait "$T/basic-checked")
+long=$(head -c 505 /dev/zero | tr '\0' 'n') # "plexus/" + 505: the longest key (512 bytes)
+args+=(list l/ create "$long" v get "$long" del "$long" v touch "$T/basic" wait "$T/basic-checked")
 "$D" "${args[@]}" >"$T/basic.out" 2>"$T/basic.err" &
 dp=$!
 until_ok 20 test -e "$T/basic"
@@ -74,6 +75,9 @@ check "delany of an absent name: PX_ERR_NOT_FOUND" contains "$(line 'delany noth
 check "list over two pages finds exactly the 40 names under l/ (not l, l0, l.x)" \
     contains "$(line 'list l/:' "$T/basic.out")" "rc=0 n=40"
 check "... with their values" [ "$(grep -c '^item plexus/l/[0-9]*=value-[0-9]*$' "$T/basic.out")" -eq 40 ]
+check "the longest key (512 bytes): create, get and delete-if-same work" \
+    [ "$(grep -c "^\(create\|del\) $long: rc=0" "$T/basic.out")" -eq 2 ] &&
+    contains "$(line "get $long:" "$T/basic.out")" "value=v"
 lease=$(etcdctl_at a get plexus/l -w json | python3 -c 'import json,sys; print(json.load(sys.stdin)["kvs"][0].get("lease", 0))')
 check "entries carry the process's lease (etcdctl: lease $lease)" [ "${lease:-0}" != 0 ]
 touch "$T/basic-checked"
