@@ -165,7 +165,7 @@ export PX_MCA_registry_etcd_endpoints=$(etcd_url b)
 "$D" create s v touch "$T/stop1" wait "$T/stop2" get s hb touch "$T/stop3" >"$T/stop.out" 2>"$T/stop.err" &
 dp=$!
 until_ok 20 test -e "$T/stop1"
-kill -STOP "${etcd_pid[b]}"
+kill -STOP "${etcd_pid[b]}"; ps -o pid,stat,comm -p "${etcd_pid[b]}" | sed "s/^/# /"
 touch "$T/stop2"
 until_ok 10 test -e "$T/stop3"
 kill -CONT "${etcd_pid[b]}"
