@@ -8,6 +8,7 @@
 #   etcd_start NAME [CLUSTER]  start member NAME (etcd_ports first); CLUSTER:
 #                              "n1=http://...,n2=..." for a multi-member cluster
 #   etcd_wait NAME             wait (at most 30 s) until it answers: 0 / 1
+#   etcd_up NAME               etcd_start + etcd_wait, on new ports if taken
 #   etcd_url NAME              its client URL
 #   etcd_kill NAME / etcd_wipe NAME   kill -9 / remove its data
 #   etcdctl_at NAME ARGS...    etcdctl (API 3) against it
@@ -46,12 +47,29 @@ etcdctl_at() {
 etcd_wait() {
     local end=$((SECONDS + 30))
     while [ $SECONDS -lt $end ]; do
+        # ours must be alive: a port taken meanwhile by another process (an
+        # etcd of another test) would answer in its place
+        kill -0 "${etcd_pid[$1]}" 2>/dev/null || break
         ETCDCTL_API=3 etcdctl --endpoints="$(etcd_url "$1")" --dial-timeout=1s \
-            --command-timeout=1s endpoint health >/dev/null 2>&1 && return 0
+            --command-timeout=1s endpoint health >/dev/null 2>&1 &&
+            kill -0 "${etcd_pid[$1]}" 2>/dev/null && return 0
         sleep 0.1
     done
     echo "# etcd $1 did not become healthy; its log:"
     tail -5 "$T/etcd-$1.log" | sed 's/^/# /'
+    return 1
+}
+# etcd_up NAME: start a single member and wait for it, on new ports when
+# the ones chosen were taken meanwhile (up to 3 tries): 0 / 1
+etcd_up() {
+    local try
+    for try in 1 2 3; do
+        etcd_start "$1"
+        etcd_wait "$1" && return 0
+        etcd_kill "$1"
+        etcd_wipe "$1"
+        unset "etcd_cport[$1]" "etcd_pport[$1]"
+    done
     return 1
 }
 etcd_kill() {

@@ -27,8 +27,7 @@ if ! grep -q '^#define PX_HAVE_SODIUM 1' "$B/config.h"; then
 fi
 need_built "$app" "$names"
 peers_setup
-etcd_start e
-etcd_wait e || { not_ok "etcd starts on 127.0.0.1:${etcd_cport[e]}"; tap_done; }
+etcd_up e || { not_ok "etcd starts on 127.0.0.1:${etcd_cport[e]}"; tap_done; }
 export PX_MCA_registry=etcd PX_MCA_registry_etcd_endpoints=$(etcd_url e)
 export PX_MCA_registry_lease=3 PX_MCA_registry_heartbeat=0.5 PX_MCA_registry_cache_ttl=0
 export PX_MCA_registry_watch_interval=0.1 PX_MCA_registry_timeout=2
@@ -79,7 +78,7 @@ check "publishing a name another live process holds: already exists" contains "$
 etcd_kill e
 etcd_wipe e
 etcd_start e
-etcd_wait e
+etcd_wait e || not_ok "etcd e restarts on its port ${etcd_cport[e]}"
 check "etcd restarted empty: the live owner's entry is back within a heartbeat (+2 s)" \
     until_ok 3 has_key plexus/kv/block-1
 out=$(timeout -s KILL 60 "$app" read kv/block-1 $SIZE 7 2>&1)

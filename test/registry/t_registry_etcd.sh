@@ -44,8 +44,7 @@ until_ok() {
 has_key() { [ -n "$(etcdctl_at "$1" get --print-value-only "$2" 2>/dev/null)" ]; }
 no_key() { etcdctl_at "$1" get "$2" >/dev/null 2>&1 && [ -z "$(etcdctl_at "$1" get "$2" 2>/dev/null)" ]; }
 
-etcd_start a
-etcd_wait a || { not_ok "etcd starts on 127.0.0.1:${etcd_cport[a]}"; tap_done; }
+etcd_up a || { not_ok "etcd starts on 127.0.0.1:${etcd_cport[a]}"; tap_done; }
 export PX_MCA_registry_etcd_endpoints=$(etcd_url a)
 
 # ---- put, get, del, list, create-only ----
@@ -118,7 +117,7 @@ check "entry present before the restart" has_key a plexus/keep
 etcd_kill a
 etcd_wipe a
 etcd_start a
-etcd_wait a
+etcd_wait a || not_ok "etcd a restarts on its port ${etcd_cport[a]}"
 check "the live process puts its entry again within a heartbeat (+2 s slack)" \
     until_ok 3 has_key a plexus/keep
 check "... with a new lease, saying so (naming the endpoint)" \
@@ -127,8 +126,7 @@ kill $dp 2>/dev/null
 wait $dp 2>/dev/null
 
 # ---- fail-over between two independent etcd servers ----
-etcd_start b
-etcd_wait b
+etcd_up b || not_ok "etcd b starts"
 PX_MCA_registry_etcd_endpoints="$(etcd_url a),$(etcd_url b)"
 export PX_MCA_registry_etcd_endpoints
 "$D" create f v touch "$T/fo1" wait "$T/fo2" create g v get g create h v touch "$T/fo3" \
