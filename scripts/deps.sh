@@ -13,6 +13,9 @@ pkgs=(
   libsodium-dev
   # entries of named segments in a registry (runtime/name, JSON)
   libjson-c-dev
+  # registry/etcd (etcd v3's HTTP/JSON gateway: libcurl, json-c); its tests
+  # start Debian's etcd (etcd-server) and write with etcdctl (etcd-client)
+  libcurl4-openssl-dev etcd-server etcd-client
   # tests: verbs clients run on the software libibverbs (test/softverbs)
   ibverbs-utils perftest
   # peers for benchmarks and the multi-host test launcher

@@ -470,3 +470,34 @@ put("name_entry", "nested", "[" * 40 + "]" * 40)
 put("name_entry", "trailing", ent + " x")
 put("name_entry", "b64", "AAECAwQFBgc=")
 put("name_entry", "name", "kv/block-7")
+
+# registry/etcd: etcd gateway answers; byte 0 = the request kind (0 range,
+# 1 put, 2 delete, 3 txn, 4 grant, 5 keepalive, 6 revoke)
+hdr = '"header":{"cluster_id":"1","member_id":"2","revision":"7","raft_term":"2"}'
+for i, (k, v) in enumerate([
+        (0, '{%s,"kvs":[{"key":"cGxleHVzL2E=","create_revision":"2","mod_revision":"2",'
+            '"version":"1","value":"eHl6","lease":"5"}],"count":"1"}' % hdr),
+        (0, '{%s,"kvs":[{"key":"cGxleHVzL2E=","value":"eA=="},{"key":"cGxleHVzL2I="}],'
+            '"more":true,"count":"3"}' % hdr),
+        (0, '{%s}' % hdr),
+        (1, '{%s}' % hdr),
+        (2, '{%s,"deleted":"1"}' % hdr),
+        (3, '{%s,"succeeded":true,"responses":[{"response_put":{"header":{"revision":"3"}}}]}' % hdr),
+        (3, '{%s,"responses":[{"response_txn":{"header":{},"succeeded":true,"responses":'
+            '[{"response_put":{}}]}}]}' % hdr),
+        (3, '{%s,"responses":[{"response_range":{"kvs":[{"key":"YQ==","value":"Yg=="}],'
+            '"count":"1"}}]}' % hdr),
+        (3, '{%s,"succeeded":true,"responses":[{"response_delete_range":{"deleted":"1"}}]}' % hdr),
+        (4, '{%s,"ID":"4111120269368035334","TTL":"5"}' % hdr),
+        (5, '{"result":{%s,"ID":"4111120269368035342","TTL":"5"}}\n' % hdr),
+        (5, '{"result":{%s,"ID":"12345"}}' % hdr),
+        (5, '{"error":{"grpc_code":5,"http_code":404,"message":"etcdserver: requested lease '
+            'not found","http_status":"Not Found"}}'),
+        (6, '{"error":"etcdserver: requested lease not found","message":"etcdserver: '
+            'requested lease not found","code":5}'),
+        (0, '{"kvs":[{"key":1}]}'),
+        (0, '{"kvs":[{"key":"AAA=","value":"YQ="}]}'),
+        (4, '{"ID":"-1","TTL":"99999999999999999999"}'),
+        (0, '[1,2,3]'),
+]):
+    put("registry_etcd", "%02d" % i, bytes([k]) + v.encode())

@@ -29,6 +29,7 @@ all+=(peer_contact peer_accept) # runtime/peer: contact strings, the listener's 
 all+=(btl_dyn) # the BTL base's dynamic peer payload
 all+=(name_entry) # runtime/name: registry entries (JSON) written by anyone
 all+=(registry_p2p_request registry_p2p_answer) # registry/p2p: its listener's and client's parsers
+all+=(registry_etcd) # registry/etcd: what an etcd endpoint answers
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
@@ -68,6 +69,7 @@ one() {
     [ "$h" = pxrun_server ] && extra="$src/tools/pxrun/pxrun_server.c"
     case $h in ofi_*) extra=$(component_sources PX_BTL_OFI_WIRE_SOURCES) ;; esac
     case $h in verbs_*) extra=$(component_sources PX_BTL_VERBS_WIRE_SOURCES) ;; esac
+    [ "$h" = registry_etcd ] && extra="$(component_sources PX_REGISTRY_ETCD_WIRE_SOURCES) $(sed -n 's/^JSONC_CFLAGS = //p; s/^JSONC_LIBS = //p' Makefile | tr '\n' ' ')"
     if [ "$h" = btl_dyn ]; then # with btl/verbs's part reader where verbs is built
         extra=$(component_sources PX_BTL_VERBS_WIRE_SOURCES)
         [ -n "$extra" ] && extra="$extra -DPX_FUZZ_BTL_DYN_VERBS"

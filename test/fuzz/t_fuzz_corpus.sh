@@ -9,12 +9,13 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 for h in var_file var_value selection pxrun_client pxrun_server runtime_am xfer_key xfer_am xfer_map \
     shm_fbox shm_queue shm_modex ofi_modex ofi_recv verbs_modex verbs_recv peer_contact peer_accept \
-    btl_dyn name_entry registry_p2p_request registry_p2p_answer; do
+    btl_dyn name_entry registry_p2p_request registry_p2p_answer registry_etcd; do
     bin=$PX_BUILD/test/fuzz/fuzz_$h
     dir=$PX_SRC/test/fuzz/corpus/$h
     n=$(find "$dir" -type f | wc -l)
     # btl/ofi's and btl/verbs's harnesses are built where their library's headers are.
-    case $h in ofi_*) need="PX_HAVE_OFI libfabric" ;; verbs_*) need="PX_HAVE_VERBS libibverbs" ;; *) need="" ;; esac
+    case $h in ofi_*) need="PX_HAVE_OFI libfabric" ;; verbs_*) need="PX_HAVE_VERBS libibverbs" ;;
+        registry_etcd) need="PX_HAVE_JSONC json-c" ;; *) need="" ;; esac
     if [ -n "$need" ] && [ ! -x "$bin" ] && ! grep -q "^#define ${need% *} 1" "$PX_BUILD/config.h"; then
         skip "$h corpus" "not built: configure found no ${need#* } headers"
         continue
