@@ -101,6 +101,19 @@ typedef struct px_registry_component {
     int (*query)(int *priority, px_registry_module_t **module);
 } px_registry_component_t;
 
+/* Fill a registry component's px_mca_component_t header (.base) with this
+ * framework's API version and its sizes in the build fingerprint (the base
+ * refuses a plugin built with other sizes of these structs):
+ *   const px_registry_component_t px_registry_mine_component = {
+ *       .base = PX_REGISTRY_COMPONENT_HEADER("mine", 1, 0, 0, reg, NULL, NULL),
+ *       .query = mine_query};
+ */
+#define PX_REGISTRY_COMPONENT_HEADER(name, maj, min, rel, reg, opn, cls)                           \
+    PX_MCA_COMPONENT_HEADER_FP("registry", PX_REGISTRY_API_MAJOR, PX_REGISTRY_API_MINOR,           \
+                               PX_REGISTRY_API_RELEASE, (name), (maj), (min), (rel), (reg), (opn), \
+                               (cls), sizeof(px_registry_component_t),                             \
+                               sizeof(px_registry_module_t), 0, 0)
+
 /* ---- frameworks/registry/base: settings every store shares ---- */
 
 /* Namespace (tenant) prefix every key starts with ("plexus" by default,
@@ -118,6 +131,10 @@ PX_EXPORT double px_registry_base_timeout(void);
  * naming each component and why it declined. */
 PX_EXPORT int px_registry_base_select(px_registry_module_t **module);
 PX_EXPORT int px_registry_base_close(void);
-PX_EXPORT extern struct px_mca_framework px_registry_base_framework;
+/* The framework object (for px_info and tools). Exported as a function, not
+ * as data: exported variables are frozen (docs/abi.md, "No new exported
+ * data"); the object itself is the library's own. */
+PX_EXPORT struct px_mca_framework *px_registry_base_framework_get(void);
+extern struct px_mca_framework px_registry_base_framework;
 
 #endif

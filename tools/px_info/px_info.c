@@ -23,13 +23,15 @@
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 #include "frameworks/coll/coll.h"
+#include "frameworks/registry/registry.h"
 #include "tools/px_info/px_info.h"
 
 /* The frameworks px_info shows (core/ never names them; tools may). */
-static px_mca_framework_t *const all_frameworks[] = {
+static px_mca_framework_t *all_frameworks[] = {
     &px_btl_base_framework,
     &px_boot_base_framework,
     &px_coll_base_framework,
+    NULL, /* registry: px_registry_base_framework_get() (not exported as data) */
     NULL,
 };
 
@@ -154,6 +156,7 @@ static const char *gone_state(const char *framework, const char *name)
 
 static void gather(px_info_t *info)
 {
+    all_frameworks[3] = px_registry_base_framework_get();
     int n = 0;
     while (all_frameworks[n])
         n++;
