@@ -26,6 +26,7 @@ all+=(xfer_am xfer_map)
 all+=(peer_contact peer_accept) # runtime/peer: contact strings, the listener's framing
 all+=(btl_dyn) # the BTL base's dynamic peer payload
 all+=(name_entry) # runtime/name: registry entries (JSON) written by anyone
+all+=(registry_p2p_request registry_p2p_answer) # registry/p2p: its listener's and client's parsers
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
