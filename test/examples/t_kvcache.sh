@@ -51,9 +51,11 @@ umask 077
 head -c 32 /dev/urandom | base64 >"$tmp/secret"
 chmod 600 "$tmp/secret"
 export PX_MCA_peer_secret_file=$tmp/secret LD_LIBRARY_PATH=$libdir
-# the plugins of the staging root (the installed ones may be older or absent)
-plugdir=$(dirname "$(find "$dest" -name 'px_registry_*.so' -o -name 'px_btl_shm.so' | head -1)")
-[ -n "$plugdir" ] && [ "$plugdir" != . ] && export PX_MCA_mca_component_path=$plugdir
+# the plugins of the staging root (the library looks in its configured
+# folder, which the staging root is not)
+plugdir=$(find "$dest" -type d -path '*/lib/plexus' | head -1)
+[ -n "$plugdir" ] && export PX_MCA_mca_component_path=$plugdir
+info=$(find "$dest" -type f -name px_info -path '*/bin/*' | head -1)
 # a short lease, so a killed writer's names expire within the test
 export PX_MCA_registry_lease=3 PX_MCA_registry_heartbeat=1 PX_MCA_registry_namespace=t_kvcache_$$
 if timeout 60 "$PX_BUILD/test/peer/dyn_app" contact 2>&1 | grep -q "built without libsodium"; then
@@ -78,6 +80,9 @@ redis_up() { # start redis-server on $rport, empty, no persistence
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
     skip "redis: writers and readers over registry/redis" \
         "no redis-server/redis-cli (scripts/deps.sh installs redis-server)"
+elif ! "$info" 2>/dev/null | grep -q "MCA registry: redis"; then
+    skip "redis: writers and readers over registry/redis" \
+        "registry/redis is not built (configure found no hiredis: install libhiredis-dev, configure again)"
 else
     up=0
     for _ in 1 2 3 4 5; do
