@@ -7,6 +7,8 @@ pkgs=(
   build-essential autoconf automake libtool libltdl-dev pkg-config check git
   # optional transports and topology
   libhwloc-dev libibverbs-dev libfabric-dev libfabric-bin libpmix-dev
+  # registry/redis (hiredis) and the redis server its tests start (test/registry/*redis*)
+  libhiredis-dev redis-server redis-tools
   # authentication of peers that connect after start (runtime/peer, HMAC-SHA256)
   libsodium-dev
   # entries of named segments in a registry (runtime/name, JSON)

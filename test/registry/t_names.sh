@@ -202,6 +202,21 @@ check "... naming it" contains "$out" "no name \"nothing/here\" in registry dirs
 touch "$T/c3/stop"
 wait_for "$T/o3" "finalized" 30
 
+# ---- a name taken by another process while its owner's entry was gone
+start_owner take/x 4096 1 "$T/c6" "$T/o6"
+pid_a=$owner_pid
+timeout 60 "$names" del take/x >/dev/null 2>&1
+start_owner take/x 4096 2 "$T/c7" "$T/o7"
+check "another process publishes a name removed from the store" grep -q "publish take/x: success" "$T/o7"
+wait_for "$T/o6" "was taken by another process" 10
+check "the first owner's heartbeat finds it taken: drops it and says so" grep -q "the name \"take/x\" (key \"plexus/take/x\") of this process was taken by another process (host $(hostname), pid $owner_pid)" "$T/o6"
+out=$(timeout 60 "$names" get take/x 2>&1)
+check "... and does not overwrite it" contains "$out" "pid $owner_pid"
+touch "$T/c6/stop" "$T/c7/stop"
+wait_for "$T/o6" "finalized" 30
+wait_for "$T/o7" "finalized" 30
+check "the first owner's px_finalize leaves the name it lost alone" grep -q "finalized: success" "$T/o6"
+
 # ---- px_finalize unpublishes
 start_owner fin/x 4096 1 "$T/c4" "$T/o4"
 check "the entry of fin/x is in the store" test -f "$store/plexus%2Ffin%2Fx"
