@@ -9,7 +9,8 @@
 #    each of its blocks in a line and reads on with writer 2's; redis is
 #    restarted empty: the reader reads on, writer 2's names are in redis
 #    again after one heartbeat and a new reader opens them all; writer 1's
-#    names are gone (expired) from the store.
+#    names are gone (expired) from the store; writer 1 started again (another
+#    generation) publishes them again and the reader reads them again.
 #  - over p2p (no service): two writers write their qualified names to files,
 #    the reader reads them, writer 1 is killed, the reader names its blocks
 #    and reads on.
@@ -102,7 +103,7 @@ else
     wait_for "serving" "$tmp/w1.out" && wait_for "serving" "$tmp/w2.out"
     check "redis: both writers published 4 blocks each" \
         grep -q "published 4 blocks of 262144 bytes.*registry redis" "$tmp/w1.out" "$tmp/w2.out"
-    "$R" --list kv/t/ --wait-names 8 --duration 25 --refresh 0.5 --batch 3 \
+    "$R" --list kv/t/ --wait-names 8 --duration 30 --refresh 0.5 --batch 3 \
         >"$tmp/r1.out" 2>"$tmp/r1.err" </dev/null &
     r1=$!
     pids+=("$r1")
@@ -157,10 +158,25 @@ else
     sleep 1.5
     check "redis: the first reader read on across the restart" \
         bash -c "tail -n +$((mark + 1)) '$tmp/r1.out' | grep -Eq 'decode: [1-9][0-9]* blocks/s, .*4 names open, 4 lost, 0 checksum errors'"
+    # writer 1 started again, another generation: the reader opens its names again
+    "$W" --model t --writer 1 --blocks 4 --block-size 256k --generation 2 \
+        >"$tmp/w1b.out" 2>"$tmp/w1b.err" </dev/null &
+    w1b=$!
+    pids+=("$w1b")
+    for _ in $(seq 1 300); do
+        [ "$(count "decode: kv/t/1/" "$tmp/r1.out")" -ge 4 ] && break
+        sleep 0.05
+    done
+    check "redis: writer 1 started again: the reader opens its 4 names again" \
+        test "$(grep -c "decode: kv/t/1/[0-3] is back" "$tmp/r1.out")" -eq 4
+    check "... and reads all 8 with good checksums (the new generation's pattern)" \
+        wait_for "8 names open, 0 lost, 0 checksum errors" "$tmp/r1.out" 10
     wait "$r1"
     r1rc=$?
-    check "redis: the reader ended cleanly (exit $r1rc), 0 checksum errors, writer 1's 4 names lost" \
-        grep -Eq "decode: done: [1-9][0-9]* blocks read .* 0 checksum errors; 4 names lost: kv/t/1/" "$tmp/r1.out"
+    check "redis: the reader ended cleanly (exit $r1rc), 0 checksum errors, no name lost at the end" \
+        grep -Eq "decode: done: [1-9][0-9]* blocks read .* 0 checksum errors; 0 names lost" "$tmp/r1.out"
+    kill -TERM "$w1b"
+    wait "$w1b"
     test "$r1rc" = 0 || sed 's/^/# /' "$tmp/r1.out" "$tmp/r1.err" | tail -15
     kill -TERM "$w2"
     wait "$w2"
