@@ -1,0 +1,182 @@
+/*
+ * registry_pmix.c: registry/pmix under mpirun, through the framework's
+ * module (px_registry_base_select), for test/multihost/t_registry_pmix.sh.
+ * Each check prints "ok <rank> <what>" or "FAIL <rank> <what>: ..." and the
+ * program exits 1 after any failure.
+ *
+ *   registry_pmix ranks      2-4 ranks of one mpirun: rank 0 puts, the others
+ *                            get; a duplicate by another rank is EXISTS (put
+ *                            CREATE and ANY, del), rank 0's renewal succeeds;
+ *                            a missing key is NOT_FOUND within the timeout;
+ *                            del, list, an over-long key
+ *   registry_pmix select     only select: prints "selected <name>" (exit 0)
+ *                            or "select failed <code>" (exit 3)
+ *   registry_pmix put KEY VALUE FLAG   put, print "put ok", wait until FLAG
+ *                            exists (another job's test), then exit without del
+ *   registry_pmix get KEY    print "got <value>" or "get <code name>"
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "frameworks/registry/registry.h"
+#include "runtime/plexus.h"
+
+static int failures;
+static int me;
+
+static void expect(int ok, const char *what, int rc)
+{
+    if (ok)
+        printf("ok %d %s\n", me, what);
+    else {
+        printf("FAIL %d %s: got %d (%s)\n", me, what, rc, px_strerror(rc));
+        failures++;
+    }
+    fflush(stdout);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int ranks(px_registry_module_t *m)
+{
+    char key[256], other[256];
+    snprintf(key, sizeof key, "%s/test/block", px_registry_base_namespace());
+    snprintf(other, sizeof other, "%s/test/missing", px_registry_base_namespace());
+    const char value[] = "bytes\0with a NUL";
+    const size_t vlen = sizeof value; /* the NUL inside counts */
+    int rc;
+    if (0 == me) {
+        rc = m->put(m, key, value, vlen, PX_REGISTRY_PUT_CREATE);
+        expect(PX_SUCCESS == rc, "rank 0 put CREATE of a new key", rc);
+    }
+    px_barrier();
+    void *got = NULL;
+    size_t len = 0;
+    rc = m->get(m, key, &got, &len);
+    expect(PX_SUCCESS == rc && vlen == len && 0 == memcmp(got, value, vlen) &&
+               '\0' == ((char *)got)[len],
+           "get returns rank 0's bytes (NUL inside and after)", rc);
+    free(got);
+    px_barrier();
+    if (1 == me) {
+        rc = m->put(m, key, "other", 5, PX_REGISTRY_PUT_CREATE);
+        expect(PX_ERR_EXISTS == rc, "put CREATE by another rank is EXISTS", rc);
+        rc = m->put(m, key, "other", 5, PX_REGISTRY_PUT_ANY);
+        expect(PX_ERR_EXISTS == rc, "put ANY over another rank's entry is EXISTS", rc);
+        rc = m->del(m, key, NULL, 0);
+        expect(PX_ERR_EXISTS == rc, "del of another rank's entry is EXISTS", rc);
+        rc = m->del(m, key, "other", 5);
+        expect(PX_ERR_EXISTS == rc, "del with other bytes is EXISTS", rc);
+        /* The same bytes: counts as present, not ours to remove, but put
+         * CREATE of exactly those bytes is success (the contract). */
+        rc = m->put(m, key, value, vlen, PX_REGISTRY_PUT_CREATE);
+        expect(PX_SUCCESS == rc, "put CREATE of the same bytes by another rank succeeds", rc);
+    }
+    px_barrier();
+    if (0 == me) {
+        for (int i = 0; i < 3; ++i) {
+            rc = m->put(m, key, value, vlen, PX_REGISTRY_PUT_CREATE);
+            expect(PX_SUCCESS == rc, "rank 0 renews its entry (put CREATE, same bytes)", rc);
+        }
+    }
+    px_barrier();
+    got = NULL;
+    rc = m->get(m, key, &got, &len);
+    expect(PX_SUCCESS == rc && vlen == len && 0 == memcmp(got, value, vlen),
+           "the duplicate attempts left rank 0's bytes", rc);
+    free(got);
+    double t0 = now();
+    got = (void *)1;
+    rc = m->get(m, other, &got, &len);
+    double took = now() - t0;
+    expect(PX_ERR_NOT_FOUND == rc && NULL == got, "get of a missing key is NOT_FOUND", rc);
+    expect(took < px_registry_base_timeout(), "... within registry_timeout", rc);
+    px_barrier();
+    if (0 == me) {
+        rc = m->put(m, key, "moved", 5, PX_REGISTRY_PUT_ANY);
+        expect(PX_SUCCESS == rc, "rank 0 put ANY replaces its own entry", rc);
+    }
+    px_barrier();
+    got = NULL;
+    rc = m->get(m, key, &got, &len);
+    expect(PX_SUCCESS == rc && 5 == len && 0 == memcmp(got, "moved", 5),
+           "everyone sees the replaced bytes", rc);
+    free(got);
+    px_barrier();
+    if (0 == me) {
+        rc = m->del(m, key, value, vlen);
+        expect(PX_ERR_EXISTS == rc, "rank 0 del with its old bytes is EXISTS", rc);
+        rc = m->del(m, key, "moved", 5);
+        expect(PX_SUCCESS == rc, "rank 0 del of its entry", rc);
+        rc = m->del(m, key, NULL, 0);
+        expect(PX_ERR_NOT_FOUND == rc, "del again is NOT_FOUND", rc);
+    }
+    px_barrier();
+    rc = m->get(m, key, &got, &len);
+    expect(PX_ERR_NOT_FOUND == rc, "after del, get is NOT_FOUND everywhere", rc);
+    if (1 == me) {
+        rc = m->put(m, key, "second", 6, PX_REGISTRY_PUT_CREATE);
+        expect(PX_SUCCESS == rc, "after del another rank may take the key", rc);
+        rc = m->del(m, key, NULL, 0);
+        expect(PX_SUCCESS == rc, "... and remove it (value NULL)", rc);
+    }
+    rc = m->list(m, px_registry_base_namespace(), NULL, NULL);
+    expect(PX_ERR_NOT_SUPPORTED == rc, "list is NOT_SUPPORTED", rc);
+    char *longkey = malloc(PX_REGISTRY_KEY_MAX + 1);
+    memset(longkey, 'k', PX_REGISTRY_KEY_MAX);
+    longkey[PX_REGISTRY_KEY_MAX] = '\0';
+    rc = m->get(m, longkey, &got, &len);
+    expect(PX_ERR_BAD_PARAM == rc, "a 512-byte key (PMIx takes 511) is BAD_PARAM", rc);
+    free(longkey);
+    px_barrier();
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    int rc = px_init(&argc, &argv);
+    if (PX_SUCCESS != rc) {
+        fprintf(stderr, "px_init failed: %s\n", px_strerror(rc));
+        return 2;
+    }
+    me = px_rank();
+    const char *mode = argc > 1 ? argv[1] : "ranks";
+    px_registry_module_t *m = NULL;
+    rc = px_registry_base_select(&m);
+    if (PX_SUCCESS != rc || NULL == m) {
+        printf("select failed %d\n", rc);
+        px_finalize();
+        return 3;
+    }
+    printf("selected %s\n", m->name);
+    fflush(stdout);
+    int ret = 0;
+    if (0 == strcmp(mode, "ranks")) {
+        ret = ranks(m);
+    } else if (0 == strcmp(mode, "put") && argc > 4) {
+        rc = m->put(m, argv[2], argv[3], strlen(argv[3]), PX_REGISTRY_PUT_CREATE);
+        printf("put %s\n", PX_SUCCESS == rc ? "ok" : px_strerror(rc));
+        fflush(stdout);
+        for (int i = 0; i < 600 && access(argv[4], F_OK) != 0; ++i)
+            usleep(100000);
+    } else if (0 == strcmp(mode, "get") && argc > 2) {
+        void *v = NULL;
+        size_t len = 0;
+        rc = m->get(m, argv[2], &v, &len);
+        if (PX_SUCCESS == rc)
+            printf("got %.*s\n", (int)len, (char *)v);
+        else
+            printf("get %s\n", PX_ERR_NOT_FOUND == rc ? "NOT_FOUND" : px_strerror(rc));
+        free(v);
+    }
+    px_registry_base_close();
+    px_finalize();
+    return ret;
+}
