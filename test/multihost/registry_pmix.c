@@ -9,6 +9,9 @@
  *                            CREATE and ANY, del), rank 0's renewal succeeds;
  *                            a missing key is NOT_FOUND within the timeout;
  *                            del, list, an over-long key
+ *   registry_pmix lease      2 ranks, registry_lease short: rank 1's entry, never
+ *                            renewed, reads as absent once its lease is over,
+ *                            and rank 0 may take the key over
  *   registry_pmix select     only select: prints "selected <name>" (exit 0)
  *                            or "select failed <code>" (exit 3)
  *   registry_pmix put KEY VALUE FLAG   put, print "put ok", wait until FLAG
@@ -139,6 +142,53 @@ static int ranks(px_registry_module_t *m)
     return failures ? 1 : 0;
 }
 
+static int lease(px_registry_module_t *m)
+{
+    char key[256];
+    snprintf(key, sizeof key, "%s/test/leased", px_registry_base_namespace());
+    int rc;
+    if (1 == me) {
+        rc = m->put(m, key, "short", 5, PX_REGISTRY_PUT_CREATE);
+        expect(PX_SUCCESS == rc, "rank 1 put CREATE (not renewed afterwards)", rc);
+    }
+    px_barrier();
+    void *got = NULL;
+    size_t len = 0;
+    if (0 == me) {
+        rc = m->get(m, key, &got, &len);
+        expect(PX_SUCCESS == rc && 5 == len, "rank 0 reads it within the lease", rc);
+        free(got);
+        rc = m->put(m, key, "mine", 4, PX_REGISTRY_PUT_CREATE);
+        expect(PX_ERR_EXISTS == rc, "put CREATE over it within the lease is EXISTS", rc);
+        /* Wait past the lease (the test sets it short). */
+        double end = now() + px_registry_base_lease() + 0.5;
+        while (now() < end)
+            usleep(50000);
+        got = (void *)1;
+        rc = m->get(m, key, &got, &len);
+        expect(PX_ERR_NOT_FOUND == rc && NULL == got, "after the lease it is NOT_FOUND", rc);
+        rc = m->put(m, key, "mine", 4, PX_REGISTRY_PUT_CREATE);
+        expect(PX_SUCCESS == rc, "put CREATE takes the expired key over", rc);
+    }
+    px_barrier();
+    if (1 == me) {
+        got = NULL;
+        rc = m->get(m, key, &got, &len);
+        expect(PX_SUCCESS == rc && 4 == len && 0 == memcmp(got, "mine", 4),
+               "rank 1 reads rank 0's entry", rc);
+        free(got);
+        rc = m->del(m, key, NULL, 0);
+        expect(PX_ERR_EXISTS == rc, "rank 1 cannot remove rank 0's entry", rc);
+    }
+    px_barrier();
+    if (0 == me) {
+        rc = m->del(m, key, NULL, 0);
+        expect(PX_SUCCESS == rc, "rank 0 removes it", rc);
+    }
+    px_barrier();
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     int rc = px_init(&argc, &argv);
@@ -160,6 +210,8 @@ int main(int argc, char **argv)
     int ret = 0;
     if (0 == strcmp(mode, "ranks")) {
         ret = ranks(m);
+    } else if (0 == strcmp(mode, "lease")) {
+        ret = lease(m);
     } else if (0 == strcmp(mode, "put") && argc > 4) {
         rc = m->put(m, argv[2], argv[3], strlen(argv[3]), PX_REGISTRY_PUT_CREATE);
         printf("put %s\n", PX_SUCCESS == rc ? "ok" : px_strerror(rc));

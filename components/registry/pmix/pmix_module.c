@@ -11,8 +11,13 @@
  *    0 meaning all of them, and Open MPI 4.1 waits for a missing key forever
  *    whatever the value; without it a missing key is PMIX_ERR_NOT_FOUND at once.
  *  - Entries are byte objects published with PMIX_PERSIST_PROC in the range of
- *    registry_pmix_range: the launcher, not a lease, ends them (with the
- *    process, or with its job: docs/registry.md).
+ *    registry_pmix_range. Open MPI 4.1 keeps a process's entries after it
+ *    ends (until its mpirun ends; in an ompi-server until that server ends),
+ *    so each entry carries its own lease: a 16-byte header (magic "pxpm",
+ *    version, the wall-clock time in ms at which it expires: the writer's
+ *    now + registry_lease) before the value. The base's renewal publishes it
+ *    again with a new time; an expired entry reads as absent and may be
+ *    taken over. Hosts' clocks must agree well within the lease.
  *  - PMIx servers differ on a key that is already published: the standard
  *    (and PRRTE) refuse it with PMIX_ERR_DUPLICATE_KEY, Open MPI 4.1 replaces
  *    the value silently. So PUT_CREATE looks the key up first and looks again
@@ -23,6 +28,7 @@
  *  - PMIx cannot list keys: list is PX_ERR_NOT_SUPPORTED with a message.
  */
 #include <pmix.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +37,12 @@
 #include "core/mca/framework.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
+
+/* The header before every value: magic, version, 3 zero bytes, expiry
+ * (ms since the epoch, big-endian). */
+#define PX_RPMIX_HDR     16
+#define PX_RPMIX_VERSION 1
+static const char px_rpmix_magic[4] = {'p', 'x', 'p', 'm'};
 
 static pmix_proc_t px_rpmix_me;
 static bool px_rpmix_inited; /* our own reference on PMIx (PMIx_Init is counted) */
@@ -47,17 +59,31 @@ typedef struct px_rpmix_req {
     int type;    /* PMIx type of the value */
     size_t size; /* its size (byte objects and strings) */
     char *bytes; /* a copy when it is a byte object not over the limit */
+    /* the parsed header (px_rpmix_parse) */
+    bool plexus;        /* a registry/pmix entry of a version we read */
+    int version;        /* its version (0: no header) */
+    uint64_t expiry_ms; /* when its lease ends */
+    bool expired;
     pmix_info_t info[4];
     size_t ninfo;
     char *keys[2];
     char key[PMIX_MAX_KEYLEN + 1];
 } px_rpmix_req_t;
 
+static void px_rpmix_parse(px_rpmix_req_t *r);
+
 static double px_rpmix_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t px_rpmix_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 static px_rpmix_req_t *px_rpmix_req_new(const char *key)
@@ -118,7 +144,7 @@ static void px_rpmix_lookup_cb(pmix_status_t status, pmix_pdata_t data[], size_t
         r->type = data[i].value.type;
         if (PMIX_BYTE_OBJECT == data[i].value.type) {
             r->size = data[i].value.data.bo.size;
-            if (r->size <= PX_REGISTRY_VALUE_MAX) {
+            if (r->size <= PX_REGISTRY_VALUE_MAX + PX_RPMIX_HDR) {
                 r->bytes = malloc(r->size + 1);
                 if (r->bytes) {
                     if (r->size)
@@ -235,12 +261,35 @@ static int px_rpmix_lookup(const char *key, px_rpmix_req_t **out)
         px_rpmix_req_release(r);
         return ret;
     }
+    px_rpmix_parse(r);
     *out = r;
     return PX_SUCCESS;
 }
 
+/* Read the header of a looked-up entry (someone else's bytes: untrusted). */
+static void px_rpmix_parse(px_rpmix_req_t *r)
+{
+    r->plexus = false;
+    r->expired = false;
+    r->version = 0;
+    if (PMIX_BYTE_OBJECT != r->type || NULL == r->bytes || r->size < PX_RPMIX_HDR ||
+        0 != memcmp(r->bytes, px_rpmix_magic, sizeof px_rpmix_magic))
+        return;
+    const unsigned char *h = (const unsigned char *)r->bytes;
+    r->version = h[4];
+    if (r->version < 1 || r->version > PX_RPMIX_VERSION)
+        return;
+    uint64_t e = 0;
+    for (int i = 8; i < 16; ++i)
+        e = (e << 8) | h[i];
+    r->expiry_ms = e;
+    r->expired = e <= px_rpmix_wall_ms();
+    r->plexus = true;
+}
+
 /* A looked-up entry that is not ours to read: not a byte object (another
- * program's PMIx_Publish, e.g. MPI_Publish_name's strings) or oversized. */
+ * program's PMIx_Publish, e.g. MPI_Publish_name's strings), no header of
+ * ours, a newer version, or oversized. */
 static int px_rpmix_check_entry(const px_rpmix_req_t *r)
 {
     if (PMIX_BYTE_OBJECT != r->type) {
@@ -250,22 +299,35 @@ static int px_rpmix_check_entry(const px_rpmix_req_t *r)
                       PMIx_Data_type_string((pmix_data_type_t)r->type));
         return PX_ERR_BAD_PARAM;
     }
-    if (r->size > PX_REGISTRY_VALUE_MAX) {
+    if (r->size > PX_REGISTRY_VALUE_MAX + PX_RPMIX_HDR) {
         px_show_error("registry/pmix: key \"%s\" published by %s:%u holds %zu bytes, more than "
-                      "the %d a registry entry may have",
+                      "the %d a registry entry may have (with its %d-byte header)",
                       r->key, r->holder.nspace, (unsigned)r->holder.rank, r->size,
-                      PX_REGISTRY_VALUE_MAX);
+                      PX_REGISTRY_VALUE_MAX, PX_RPMIX_HDR);
         return PX_ERR_BAD_PARAM;
     }
     if (NULL == r->bytes)
         return PX_ERR_OUT_OF_RESOURCE;
+    if (!r->plexus) {
+        if (r->version > PX_RPMIX_VERSION)
+            px_show_error("registry/pmix: key \"%s\" published by %s:%u is a registry/pmix "
+                          "entry of version %d; this Plexus reads versions 1 to %d",
+                          r->key, r->holder.nspace, (unsigned)r->holder.rank, r->version,
+                          PX_RPMIX_VERSION);
+        else
+            px_show_error("registry/pmix: key \"%s\" published by %s:%u holds %zu bytes without "
+                          "registry/pmix's header (magic \"pxpm\"): not a Plexus entry",
+                          r->key, r->holder.nspace, (unsigned)r->holder.rank, r->size);
+        return PX_ERR_BAD_PARAM;
+    }
     return PX_SUCCESS;
 }
 
+/* Whether the entry is one of ours holding exactly these bytes. */
 static bool px_rpmix_same(const px_rpmix_req_t *r, const void *value, size_t len)
 {
-    return PMIX_BYTE_OBJECT == r->type && r->bytes && r->size == len &&
-           (0 == len || 0 == memcmp(r->bytes, value, len));
+    return r->plexus && r->size - PX_RPMIX_HDR == len &&
+           (0 == len || 0 == memcmp(r->bytes + PX_RPMIX_HDR, value, len));
 }
 
 static bool px_rpmix_mine(const px_rpmix_req_t *r)
@@ -278,9 +340,25 @@ static int px_rpmix_publish(const char *key, const void *value, size_t len)
     px_rpmix_req_t *r = px_rpmix_req_new(key);
     if (NULL == r)
         return PX_ERR_OUT_OF_RESOURCE;
-    pmix_byte_object_t bo = {.bytes = (char *)value, .size = len}; /* PMIX_INFO_LOAD copies */
-    PMIX_INFO_LOAD(&r->info[r->ninfo], key, &bo, PMIX_BYTE_OBJECT);
+    char *buf = malloc(PX_RPMIX_HDR + len);
+    if (NULL == buf) {
+        r->refs = 1;
+        px_rpmix_req_release(r);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    unsigned char *h = (unsigned char *)buf;
+    memcpy(h, px_rpmix_magic, sizeof px_rpmix_magic);
+    h[4] = PX_RPMIX_VERSION;
+    h[5] = h[6] = h[7] = 0;
+    uint64_t e = px_rpmix_wall_ms() + (uint64_t)(px_registry_base_lease() * 1000.0);
+    for (int i = 15; i >= 8; --i, e >>= 8)
+        h[i] = (unsigned char)(e & 0xff);
+    if (len)
+        memcpy(buf + PX_RPMIX_HDR, value, len);
+    pmix_byte_object_t bo = {.bytes = buf, .size = PX_RPMIX_HDR + len};
+    PMIX_INFO_LOAD(&r->info[r->ninfo], key, &bo, PMIX_BYTE_OBJECT); /* copies */
     r->ninfo++;
+    free(buf);
     px_rpmix_add_range(r);
     pmix_persistence_t persist = PMIX_PERSIST_PROC;
     PMIX_INFO_LOAD(&r->info[r->ninfo], PMIX_PERSISTENCE, &persist, PMIX_PERSIST);
@@ -333,11 +411,26 @@ static int px_rpmix_unpublish(const char *key)
 
 static int px_rpmix_exists(const px_rpmix_req_t *r)
 {
-    px_show_error("registry/pmix: key \"%s\" is held by %s:%u (another process of %s) with "
-                  "other bytes; PMIx lets only its publisher replace or remove it",
+    px_show_error("registry/pmix: key \"%s\" is held by %s:%u (a process of %s); PMIx lets "
+                  "only its publisher replace or remove it",
                   r->key, r->holder.nspace, (unsigned)r->holder.rank,
                   0 == strcmp(r->holder.nspace, px_rpmix_me.nspace) ? "this job" : "another job");
     return PX_ERR_EXISTS;
+}
+
+/* Publish over an entry of ours (a renewal, a new value) or an expired one:
+ * Open MPI's server replaces it; a server that refuses duplicates needs it
+ * removed first, which works for our own entries only. */
+static int px_rpmix_republish(const char *key, const void *value, size_t len, bool mine)
+{
+    int ret = px_rpmix_publish(key, value, len);
+    if (PX_ERR_EXISTS == ret && mine) {
+        ret = px_rpmix_unpublish(key);
+        if (PX_SUCCESS != ret && PX_ERR_NOT_FOUND != ret)
+            return ret;
+        ret = px_rpmix_publish(key, value, len);
+    }
+    return ret;
 }
 
 static int px_rpmix_put(px_registry_module_t *m, const char *key, const void *value, size_t len,
@@ -359,29 +452,42 @@ static int px_rpmix_put(px_registry_module_t *m, const char *key, const void *va
         return PX_ERR_BAD_PARAM;
     }
     px_rpmix_req_t *old = NULL;
+    bool mine = false;
     ret = px_rpmix_lookup(key, &old);
     if (PX_SUCCESS == ret) {
-        /* Already there with these bytes: a renewal. PMIX_PERSIST_PROC
-         * entries need none, and the entry is as it should be. */
-        if (px_rpmix_same(old, value, len)) {
+        mine = px_rpmix_mine(old);
+        bool live = old->plexus && !old->expired;
+        if (live && px_rpmix_same(old, value, len) && !mine) {
+            /* Another process holds exactly these bytes: present, as the
+             * contract asks; its owner renews it. */
             px_rpmix_req_release(old);
             return PX_SUCCESS;
         }
-        if (PX_REGISTRY_PUT_CREATE == how || !px_rpmix_mine(old)) {
+        /* Live and someone else's with other bytes (or not Plexus's at all):
+         * not ours to replace. */
+        if (!mine && (live || !old->plexus)) {
+            ret = old->plexus ? px_rpmix_exists(old) : px_rpmix_check_entry(old);
+            px_rpmix_req_release(old);
+            return PX_ERR_EXISTS == ret ? ret : PX_ERR_EXISTS;
+        }
+        if (mine && live && !px_rpmix_same(old, value, len) && PX_REGISTRY_PUT_CREATE == how) {
             ret = px_rpmix_exists(old);
             px_rpmix_req_release(old);
             return ret;
         }
+        if (!live)
+            PX_OUTPUT_VERBOSE(10, px_registry_base_framework_get()->output,
+                              "registry/pmix: key \"%s\" of %s:%u expired; taking it over", key,
+                              old->holder.nspace, (unsigned)old->holder.rank);
         px_rpmix_req_release(old);
-        /* PUT_ANY over our own entry: a server that refuses duplicates
-         * needs it removed first; Open MPI's replaces it anyway. */
-        ret = px_rpmix_unpublish(key);
-        if (PX_SUCCESS != ret && PX_ERR_NOT_FOUND != ret)
-            return ret;
-    } else if (PX_ERR_NOT_FOUND != ret) {
+        /* Ours (a renewal: the same bytes with a new expiry; or a new value
+         * with PUT_ANY), or expired. */
+        ret = px_rpmix_republish(key, value, len, mine);
+    } else if (PX_ERR_NOT_FOUND == ret) {
+        ret = px_rpmix_publish(key, value, len);
+    } else {
         return ret;
     }
-    ret = px_rpmix_publish(key, value, len);
     if (PX_SUCCESS != ret && PX_ERR_EXISTS != ret)
         return ret;
     /* Look again: another process may have published the key between our
@@ -396,7 +502,7 @@ static int px_rpmix_put(px_registry_module_t *m, const char *key, const void *va
     }
     if (PX_SUCCESS != ret)
         return ret;
-    ret = px_rpmix_same(old, value, len) ? PX_SUCCESS : px_rpmix_exists(old);
+    ret = px_rpmix_same(old, value, len) && !old->expired ? PX_SUCCESS : px_rpmix_exists(old);
     px_rpmix_req_release(old);
     return ret;
 }
@@ -414,10 +520,26 @@ static int px_rpmix_get(px_registry_module_t *m, const char *key, void **value, 
     if (PX_SUCCESS != ret)
         return ret;
     ret = px_rpmix_check_entry(r);
+    if (PX_SUCCESS == ret && r->expired) {
+        PX_OUTPUT_VERBOSE(10, px_registry_base_framework_get()->output,
+                          "registry/pmix: key \"%s\" of %s:%u expired %.3f s ago (its owner "
+                          "stopped renewing it): not found",
+                          key, r->holder.nspace, (unsigned)r->holder.rank,
+                          1e-3 * (double)(px_rpmix_wall_ms() - r->expiry_ms));
+        ret = PX_ERR_NOT_FOUND;
+    }
     if (PX_SUCCESS == ret) {
-        *value = r->bytes; /* with its NUL after the bytes */
-        *len = r->size;
-        r->bytes = NULL;
+        size_t n = r->size - PX_RPMIX_HDR;
+        char *out = malloc(n + 1);
+        if (NULL == out) {
+            ret = PX_ERR_OUT_OF_RESOURCE;
+        } else {
+            if (n)
+                memcpy(out, r->bytes + PX_RPMIX_HDR, n);
+            out[n] = '\0';
+            *value = out;
+            *len = n;
+        }
     }
     px_rpmix_req_release(r);
     return ret;
@@ -433,11 +555,19 @@ static int px_rpmix_del(px_registry_module_t *m, const char *key, const void *va
     ret = px_rpmix_lookup(key, &r);
     if (PX_SUCCESS != ret)
         return ret;
+    bool mine = px_rpmix_mine(r);
+    if (r->plexus && r->expired) {
+        /* Absent for everyone; clean our own stale entry up anyway. */
+        px_rpmix_req_release(r);
+        if (mine)
+            (void)px_rpmix_unpublish(key);
+        return PX_ERR_NOT_FOUND;
+    }
     if (value && !px_rpmix_same(r, value, len)) {
         px_rpmix_req_release(r);
         return PX_ERR_EXISTS; /* not the entry the caller means: its business */
     }
-    if (!px_rpmix_mine(r)) {
+    if (!mine) {
         ret = px_rpmix_exists(r);
         px_rpmix_req_release(r);
         return ret;

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# registry/pmix under Debian's mpirun (Open MPI 4.1 and its PMIx server):
+# 2 and 4 ranks of one job share names (rank 0 puts, the others get), a
+# duplicate by another rank is EXISTS, renewals succeed, a missing key is
+# NOT_FOUND within registry_timeout, del and list; an entry whose lease ran
+# out reads as absent and may be taken over; two separate jobs share names
+# through ompi-server and do not without it; a process not under mpirun (or
+# under mpirun without boot/pmix) gets the component's reason for declining.
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+P=$B/test/multihost/registry_pmix
+command -v mpirun >/dev/null || { not_ok "mpirun is installed (openmpi-bin)"; tap_done; }
+check "plugin plexus_registry_pmix.so is built" test -e "$B/.libs/plexus_registry_pmix.so"
+[ -x "$P" ] || { not_ok "test program $P is built (make check)"; tap_done; }
+T=$(mktemp -d)
+OS_PID=
+cleanup() {
+    [ -n "$OS_PID" ] && kill "$OS_PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+ROOT=()
+[ "$(id -u)" = 0 ] && ROOT=(--allow-run-as-root)
+MPIRUN=(timeout -s KILL 120 mpirun --oversubscribe "${ROOT[@]}"
+    -x PX_MCA_mca_component_path="$B/.libs" -x PX_MCA_registry=pmix)
+count() { grep -c "$1" "$2"; }
+
+# ---- one job, 2 and 4 ranks ----
+for n in 2 4; do
+    "${MPIRUN[@]}" -np $n -x PX_MCA_registry_timeout=3 "$P" ranks >"$T/out" 2>"$T/err" </dev/null
+    rc=$?
+    check "-np $n ranks: exit 0" test $rc -eq 0
+    [ $rc -eq 0 ] || { grep FAIL "$T/out" | head -10; head -10 "$T/err"; } | sed 's/^/# /'
+    check "-np $n: every rank selected registry pmix" test "$(count '^selected pmix' "$T/out")" -eq $n
+    check "-np $n: no check failed" test "$(count '^FAIL' "$T/out")" -eq 0
+    out=$(cat "$T/out")
+    for r in $(seq 1 $((n - 1))); do
+        check "-np $n: rank $r gets rank 0's bytes" \
+            contains "$out" "ok $r get returns rank 0's bytes (NUL inside and after)"
+        check "-np $n: rank $r gets NOT_FOUND for a missing key within registry_timeout" \
+            contains "$out" "ok $r ... within registry_timeout"
+    done
+    check "-np $n: a duplicate put CREATE by rank 1 is EXISTS" \
+        contains "$out" "ok 1 put CREATE by another rank is EXISTS"
+    check "-np $n: ... and so is put ANY and del of rank 0's entry" \
+        test "$(grep -c -e 'ok 1 put ANY over another' -e "ok 1 del of another rank's entry" "$T/out")" -eq 2
+    check "-np $n: the EXISTS message names the holder" \
+        contains "$(cat "$T/err")" "is held by"
+    check "-np $n: rank 0 renews its entry three times" \
+        test "$(count '^ok 0 rank 0 renews its entry' "$T/out")" -eq 3
+    check "-np $n: del, then NOT_FOUND on every rank" \
+        test "$(count 'after del, get is NOT_FOUND everywhere' "$T/out")" -eq $n
+    check "-np $n: list is NOT_SUPPORTED with a message" \
+        contains "$(cat "$T/err")" "registry/pmix: cannot list the keys under"
+done
+
+# ---- lease: an entry nobody renews expires ----
+"${MPIRUN[@]}" -np 2 -x PX_MCA_registry_lease=1 -x PX_MCA_registry_heartbeat=0.3 "$P" lease \
+    >"$T/out" 2>"$T/err" </dev/null
+rc=$?
+check "lease: exit 0" test $rc -eq 0
+[ $rc -eq 0 ] || { grep FAIL "$T/out"; head -10 "$T/err"; } | sed 's/^/# /'
+out=$(cat "$T/out")
+check "lease: rank 1's entry is read within its lease" contains "$out" "ok 0 rank 0 reads it within the lease"
+check "lease: NOT_FOUND once the lease is over" contains "$out" "ok 0 after the lease it is NOT_FOUND"
+check "lease: rank 0 takes the expired key over" contains "$out" "ok 0 put CREATE takes the expired key over"
+check "lease: no check failed" test "$(count '^FAIL' "$T/out")" -eq 0
+
+# ---- two jobs: through ompi-server, and without it ----
+if command -v ompi-server >/dev/null; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        timeout -s KILL 150 ompi-server --no-daemonize -r "$T/uri" >"$T/os.log" 2>&1 &
+    OS_PID=$!
+    for _ in $(seq 100); do [ -s "$T/uri" ] && break; sleep 0.1; done
+    check "ompi-server wrote its URI" test -s "$T/uri"
+    SRV=(--ompi-server "file:$T/uri")
+    KEY=plexus/test/xjob-$$
+    "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$P" put "$KEY" from-job-a "$T/flag" >"$T/a.out" 2>"$T/a.err" </dev/null &
+    A=$!
+    for _ in $(seq 300); do grep -q '^put ' "$T/a.out" 2>/dev/null && break; sleep 0.1; done
+    check "job A put its name" contains "$(cat "$T/a.out")" "put ok"
+    "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$P" get "$KEY" >"$T/b.out" 2>"$T/b.err" </dev/null
+    check "job B (same ompi-server) gets job A's name" contains "$(cat "$T/b.out")" "got from-job-a"
+    "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$P" put "$KEY" from-job-c "$T/flag-none-$$" \
+        >"$T/c.out" 2>"$T/c.err" </dev/null &
+    C=$!
+    for _ in $(seq 300); do grep -q '^put ' "$T/c.out" 2>/dev/null && break; sleep 0.1; done
+    kill $C 2>/dev/null
+    wait $C 2>/dev/null
+    check "job C's put CREATE of job A's name is EXISTS" contains "$(cat "$T/c.out")" "put already exists"
+    check "... naming a process of another job" contains "$(cat "$T/c.err")" "(a process of another job)"
+    "${MPIRUN[@]}" -np 1 "$P" get "$KEY" >"$T/d.out" 2>"$T/d.err" </dev/null
+    check "a job without --ompi-server does not see it (mpirun's own data server)" \
+        contains "$(cat "$T/d.out")" "get NOT_FOUND"
+    touch "$T/flag"
+    wait $A
+    check "job A ends cleanly" test $? -eq 0
+else
+    skip "two jobs through ompi-server" "ompi-server is not installed (openmpi-bin)"
+fi
+
+# ---- no PMIx launcher ----
+PX_MCA_mca_component_path="$B/.libs" PX_MCA_registry=pmix timeout -s KILL 60 "$P" select \
+    >"$T/out" 2>"$T/err" </dev/null
+rc=$?
+check "not under mpirun: selection fails (exit 3, got $rc)" test $rc -eq 3
+check "... pmix says why: no PMIx launcher" \
+    contains "$(cat "$T/err")" "registry/pmix declined: this process was not started by a PMIx launcher"
+"${MPIRUN[@]}" -np 1 -x PX_MCA_boot=singleton "$P" select >"$T/out" 2>"$T/err" </dev/null
+check "under mpirun with boot=singleton: pmix says PMIx is not initialized (boot/pmix not selected)" \
+    contains "$(cat "$T/err")" "boot/pmix was not selected"
+tap_done
