@@ -19,6 +19,8 @@
 #include "core/util/printf.h"
 #include "core/util/progress.h"
 #include "frameworks/boot/boot.h"
+#include "frameworks/registry/registry.h"
+#include "runtime/name/name.h"
 #include "runtime/peer/peer.h"
 #include "runtime/xfer/xfer.h"
 
@@ -160,6 +162,12 @@ int px_init(int *argc, char ***argv)
     if (rc != PX_SUCCESS)
         goto fail;
 
+    /* The registry framework's variables (and its components'): the
+     * framework itself opens at the first px_name_* call. */
+    rc = px_mca_framework_register(&px_registry_base_framework);
+    if (rc != PX_SUCCESS)
+        goto fail;
+
     /* Every framework and allowed component has registered its variables:
      * warn about PX_MCA_* names and file entries that match none (fatal with
      * mca_base_strict). */
@@ -207,6 +215,8 @@ int px_init(int *argc, char ***argv)
     rc = px_xfer_init();
     if (PX_SUCCESS == rc)
         rc = px_rt_fail_subscribe(xfer_peer_failed);
+    if (PX_SUCCESS == rc)
+        px_name_init(); /* its hook on px_xfer_free */
     if (rc != PX_SUCCESS) {
         px_show_error("px_init: the transfer engine could not start: %s", px_strerror(rc));
         goto fail;
@@ -278,6 +288,9 @@ int px_finalize(void)
         return PX_ERR_NOT_INITIALIZED;
     }
     int rc = PX_SUCCESS;
+    /* This process's names first (within registry_timeout), so nobody opens
+     * a name whose owner is going; then the heartbeat thread stops. */
+    px_name_finalize();
     /* Nobody tears down a transport a peer still uses. When the barrier
      * fails (a failed peer, a timeout), this rank has still taken part in
      * every round it could (px_barrier), so no healthy rank waits for it, and

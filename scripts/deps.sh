@@ -9,6 +9,8 @@ pkgs=(
   libhwloc-dev libibverbs-dev libfabric-dev libfabric-bin libpmix-dev
   # authentication of peers that connect after start (runtime/peer, HMAC-SHA256)
   libsodium-dev
+  # entries of named segments in a registry (runtime/name, JSON)
+  libjson-c-dev
   # tests: verbs clients run on the software libibverbs (test/softverbs)
   ibverbs-utils perftest
   # peers for benchmarks and the multi-host test launcher

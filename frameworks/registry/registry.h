@@ -101,6 +101,19 @@ typedef struct px_registry_component {
     int (*query)(int *priority, px_registry_module_t **module);
 } px_registry_component_t;
 
+/* Fill a registry component's px_mca_component_t header (.base) with this
+ * framework's API version and its sizes in the build fingerprint (the base
+ * refuses a plugin built with other sizes of these structs):
+ *   const px_registry_component_t px_registry_mine_component = {
+ *       .base = PX_REGISTRY_COMPONENT_HEADER("mine", 1, 0, 0, reg, NULL, NULL),
+ *       .query = mine_query};
+ */
+#define PX_REGISTRY_COMPONENT_HEADER(name, maj, min, rel, reg, opn, cls)                           \
+    PX_MCA_COMPONENT_HEADER_FP("registry", PX_REGISTRY_API_MAJOR, PX_REGISTRY_API_MINOR,           \
+                               PX_REGISTRY_API_RELEASE, (name), (maj), (min), (rel), (reg), (opn), \
+                               (cls), sizeof(px_registry_component_t),                             \
+                               sizeof(px_registry_module_t), 0, 0)
+
 /* ---- frameworks/registry/base: settings every store shares ---- */
 
 /* Namespace (tenant) prefix every key starts with ("plexus" by default,

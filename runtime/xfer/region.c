@@ -269,6 +269,13 @@ px_xfer_region_t *px_xfer_region_find(uint64_t id)
     return v;
 }
 
+static _Atomic(px_xfer_free_hook_t) free_hook;
+
+void px_xfer_set_free_hook(px_xfer_free_hook_t hook)
+{
+    atomic_store(&free_hook, hook);
+}
+
 int px_xfer_free(px_xfer_region_t **region)
 {
     XFER_READY("px_xfer_free");
@@ -277,6 +284,9 @@ int px_xfer_free(px_xfer_region_t **region)
                                  "%p is not a region (freed already, or never one)",
                                  region ? (void *)*region : NULL);
     px_xfer_region_t *r = *region;
+    px_xfer_free_hook_t hook = atomic_load(&free_hook);
+    if (hook && 0 == atomic_load(&r->inflight))
+        hook(r);
     bool took;
     px_xfer_lock_take(&took);
     long n = atomic_load(&r->inflight);

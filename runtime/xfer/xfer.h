@@ -408,6 +408,11 @@ int px_xfer_register_params(void);
 bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes);
 int px_xfer_init(void);
 void px_xfer_finalize(void);
+/* A layer above (the names layer, runtime/name) is told when a region is
+ * about to be freed (px_xfer_free, before anything is taken down; without
+ * the engine's lock), so its names go with it. NULL: none. */
+typedef void (*px_xfer_free_hook_t)(px_xfer_region_t *region);
+void px_xfer_set_free_hook(px_xfer_free_hook_t hook);
 /* Peer `rank` (or dynamic peer id) failed (from the runtime's failure
  * paths). A dynamic peer's state is then released: what was sent to it
  * fails, its remotes lose their paths, and its record goes with its last

@@ -26,6 +26,7 @@
 #   runtime/pml/                   (pml: messaging)
 #   runtime/xfer/, runtime/xfer*   (xfer: the transfer engine)
 #   runtime/coll/                  (coll: groups and collectives)
+#   runtime/name/                  (name: named segments, above messaging and the transfer engine)
 #   runtime/*.c, runtime/runtime.h (init: px_init, px_finalize)
 # runtime/<sub>/*_internal.h belongs to runtime/<sub>/ alone.
 set -u
@@ -65,6 +66,7 @@ rt_sub_of() {
     runtime/pml/*) sub=pml subrank=2 ;;
     runtime/xfer/* | runtime/xfer*) sub=xfer subrank=2 ;;
     runtime/coll/*) sub=coll subrank=3 ;;
+    runtime/name/*) sub=name subrank=3 ;;
     *) sub=init subrank=4 ;;
     esac
 }

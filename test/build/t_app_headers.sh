@@ -10,7 +10,7 @@
 . "$PX_SRC/test/lib/tap.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-APP_TIER="plexus.h plexus_types.h runtime/plexus.h runtime/plexus_coll.h runtime/plexus_xfer.h"
+APP_TIER="plexus.h plexus_types.h runtime/plexus.h runtime/plexus_coll.h runtime/plexus_xfer.h runtime/plexus_name.h plexus_name.h"
 
 make -C "$PX_BUILD" install DESTDIR="$tmp/root" >"$tmp/install.log" 2>&1
 check "make install into a staging root" test $? -eq 0
