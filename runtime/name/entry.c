@@ -71,6 +71,10 @@ long px_name_b64_decode(const char *in, size_t n, unsigned char *out, size_t cap
             if (v[k] < 0)
                 return -1;
         }
+        /* Strict: the bits padding leaves unused are zero (one encoding per
+         * byte string). */
+        if ((2 == pad && (v[1] & 15) != 0) || (1 == pad && (v[2] & 3) != 0))
+            return -1;
         uint32_t w =
             (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         size_t take = 3 - (size_t)pad;
@@ -139,7 +143,8 @@ int px_name_entry_encode(const px_name_entry_t *e, char **out, size_t *len)
     json_object_object_add(o, "host", json_object_new_string(e->host));
     json_object_object_add(o, "pid", json_object_new_int64(e->pid));
     json_object_object_add(o, "owner", json_object_new_string(owner));
-    const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+    const char *s =
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
     int rc = PX_SUCCESS;
     *out = s ? strdup(s) : NULL;
     if (NULL == *out)

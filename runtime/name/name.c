@@ -513,10 +513,11 @@ static void region_freed(px_xfer_region_t *region)
 
 /* ---- opening ---- */
 
-/* Read `key`'s value, from the cache when it is fresh enough (fresh_only:
- * never from the cache). */
-static int read_entry(const char *key, bool fresh, void **value, size_t *len)
+/* Read `key`'s value, from the cache when it is fresh enough (fresh: never
+ * from the cache); *hit says whether it came from the cache. */
+static int read_entry(const char *key, bool fresh, void **value, size_t *len, bool *hit)
 {
+    *hit = false;
     double t = now(), ttl = px_registry_base_cache_ttl();
     cached_t **pp = &cache;
     for (; *pp; pp = &(*pp)->next)
@@ -528,6 +529,7 @@ static int read_entry(const char *key, bool fresh, void **value, size_t *len)
             return PX_ERR_OUT_OF_RESOURCE;
         memcpy(*value, (*pp)->value, (*pp)->len + 1);
         *len = (*pp)->len;
+        *hit = true;
         return PX_SUCCESS;
     }
     int rc = px_registry_base_get(key, value, len);
@@ -556,6 +558,20 @@ static int read_entry(const char *key, bool fresh, void **value, size_t *len)
         c->at = c->value ? t : 0;
     }
     return PX_SUCCESS;
+}
+
+/* Whether a live connection to the entry's owner exists (its id in *peer). */
+static bool reachable(const px_name_entry_t *e, int *peer)
+{
+    for (conn_t *c = conns; c; c = c->next)
+        if (0 == strcmp(c->contact, e->contact) && c->owner == e->owner) {
+            px_rt_dyn_t *d = px_rt_dyn_find(c->peer);
+            if (d && !d->gone) {
+                *peer = c->peer;
+                return true;
+            }
+        }
+    return false;
 }
 
 /* The peer id of the entry's owner: this process, a connection made
@@ -600,12 +616,27 @@ static int owner_peer(const char *fn, const char *name, const px_name_entry_t *e
 }
 
 /* Read, decode and reach the entry of h->key into h (the previous remote,
- * if any, is the caller's). */
+ * if any, is the caller's). An entry from the cache that cannot be reached
+ * (its owner moved or ended since) is read again from the store, once. */
 static int resolve(const char *fn, px_name_t *h, bool fresh)
 {
     void *value = NULL;
     size_t len = 0;
-    int rc = read_entry(h->key, fresh, &value, &len);
+    bool hit = false;
+    int rc = read_entry(h->key, fresh, &value, &len, &hit);
+    if (hit) {
+        px_name_entry_t *e = malloc(sizeof *e);
+        char why[300];
+        int peer;
+        bool usable = e && px_name_entry_decode(value, len, e, why, sizeof why) == PX_SUCCESS &&
+                      (e->owner == instance_id || reachable(e, &peer));
+        free(e);
+        if (!usable) {
+            free(value);
+            value = NULL;
+            rc = read_entry(h->key, true, &value, &len, &hit);
+        }
+    }
     if (PX_ERR_NOT_FOUND == rc) {
         px_show_error("%s: no name \"%s\" in registry %s (namespace \"%s\", key \"%s\"): it was "
                       "never published, its owner unpublished it or ended (entries expire "
@@ -710,7 +741,8 @@ int px_name_refresh(px_name_t *h)
         return rc;
     void *value = NULL;
     size_t len = 0;
-    rc = read_entry(h->key, true, &value, &len);
+    bool hit;
+    rc = read_entry(h->key, true, &value, &len, &hit);
     if (PX_ERR_NOT_FOUND == rc) {
         px_show_error("px_name_refresh: the name \"%s\" is gone from registry %s (key \"%s\"): "
                       "its owner (host %s, pid %ld) unpublished it, ended, or its lease ran out",

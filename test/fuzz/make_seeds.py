@@ -454,3 +454,19 @@ put("btl_dyn", "verbs-short", dyn(1, [dpart("verbs", verbs_dyn()[:-1])]))
 put("btl_dyn", "verbs-no-gid", dyn(1, [dpart("verbs", verbs_dyn(lid=0, gid=b"\0" * 16))]))
 put("btl_dyn", "bad-kind", dyn(7, [dpart("self", SELF)]))
 put("btl_dyn", "version-2", dyn(1, [dpart("self", SELF)], ver=2))
+
+
+# registry entries (runtime/name/entry.c): JSON written by anyone
+ent = ('{"plexus":1,"kind":"region","contact":"tcp://127.0.0.1:4000/ab12","key":"AAECAwQFBgc=",'
+       '"length":4096,"host":"node1","pid":1234,"owner":"0123456789abcdef"}')
+put("name_entry", "region", ent)
+put("name_entry", "contact", '{"plexus":1,"kind":"contact","contact":"tcp://h:1/x","host":"h",'
+    '"pid":9,"owner":"00000000000000ff","extra":[1,2,{"a":null}]}')
+put("name_entry", "newer", '{"plexus":2,"kind":"region"}')
+put("name_entry", "bad-b64", ent.replace("AAECAwQFBgc=", "AAEC=wQF"))
+put("name_entry", "types", ent.replace('"length":4096', '"length":"4096"'))
+put("name_entry", "huge-int", ent.replace('"pid":1234', '"pid":99999999999999999999999'))
+put("name_entry", "nested", "[" * 40 + "]" * 40)
+put("name_entry", "trailing", ent + " x")
+put("name_entry", "b64", "AAECAwQFBgc=")
+put("name_entry", "name", "kv/block-7")

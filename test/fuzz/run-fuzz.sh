@@ -25,6 +25,7 @@ all+=(ofi_modex ofi_recv verbs_modex verbs_recv) # btl/ofi, btl/verbs wire check
 all+=(xfer_am xfer_map)
 all+=(peer_contact peer_accept) # runtime/peer: contact strings, the listener's framing
 all+=(btl_dyn) # the BTL base's dynamic peer payload
+all+=(name_entry) # runtime/name: registry entries (JSON) written by anyone
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
@@ -45,7 +46,7 @@ fi
 echo "# building libplexus.a"
 make -j"${PX_FUZZ_JOBS:-2}" libplexus.la >make-fuzz.out 2>&1 ||
     { echo "run-fuzz: building libplexus failed, see $build/make-fuzz.out" >&2; exit 2; }
-libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p; s/^SODIUM_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
+libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p; s/^SODIUM_LIBS = //p; s/^JSONC_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
 mkdir -p fuzz/bin fuzz/corpus fuzz/artifacts fuzz/logs
 # The C files of a source list a component's Makefile.inc defines (what the
 # harnesses of test/fuzz/Makefile.inc compile in), from the top of the tree.

@@ -9,7 +9,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 for h in var_file var_value selection pxrun_client pxrun_server runtime_am xfer_key xfer_am xfer_map \
     shm_fbox shm_queue shm_modex ofi_modex ofi_recv verbs_modex verbs_recv peer_contact peer_accept \
-    btl_dyn; do
+    btl_dyn name_entry; do
     bin=$PX_BUILD/test/fuzz/fuzz_$h
     dir=$PX_SRC/test/fuzz/corpus/$h
     n=$(find "$dir" -type f | wc -l)
