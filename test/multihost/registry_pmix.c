@@ -12,12 +12,20 @@
  *   registry_pmix lease      2 ranks, registry_lease short: rank 1's entry, never
  *                            renewed, reads as absent once its lease is over,
  *                            and rank 0 may take the key over
+ *   registry_pmix names      2-4 ranks, through the names API (plexus_name.h):
+ *                            rank 0 publishes a 1 MiB region, keeps it past
+ *                            several leases (the heartbeat renews it), the
+ *                            others open the name and read it whole with the
+ *                            transfer engine and check the pattern; list is
+ *                            NOT_SUPPORTED; after unpublish, a refresh of the
+ *                            opened name is NOT_FOUND
  *   registry_pmix select     only select: prints "selected <name>" (exit 0)
  *                            or "select failed <code>" (exit 3)
  *   registry_pmix put KEY VALUE FLAG   put, print "put ok", wait until FLAG
  *                            exists (another job's test), then exit without del
  *   registry_pmix get KEY    print "got <value>" or "get <code name>"
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +33,8 @@
 #include <unistd.h>
 #include "frameworks/registry/registry.h"
 #include "runtime/plexus.h"
+#include "runtime/plexus_name.h"
+#include "runtime/plexus_xfer.h"
 
 static int failures;
 static int me;
@@ -189,6 +199,84 @@ static int lease(px_registry_module_t *m)
     return failures ? 1 : 0;
 }
 
+static unsigned char pat(size_t i)
+{
+    uint32_t x = (uint32_t)i * 2654435761u;
+    return (unsigned char)(x >> 13 ^ x >> 24);
+}
+
+static int no_list(const px_name_info_t *info, void *arg)
+{
+    (void)info;
+    (void)arg;
+    return 0;
+}
+
+static int names(void)
+{
+    const size_t size = 1 << 20;
+    const char *name = "pmix-test/block";
+    int rc;
+    px_xfer_region_t *region = NULL;
+    const char *reg = px_name_registry();
+    expect(reg && 0 == strcmp(reg, "pmix"), "px_name_registry() is pmix", 0);
+    if (0 == me) {
+        rc = px_xfer_alloc(size, &region);
+        expect(PX_SUCCESS == rc, "rank 0 allocates 1 MiB", rc);
+        unsigned char *b = px_xfer_region_base(region);
+        for (size_t i = 0; i < size; ++i)
+            b[i] = pat(i);
+        rc = px_name_publish(name, region);
+        expect(PX_SUCCESS == rc, "rank 0 publishes it under a name", rc);
+        /* Several leases long (the test sets a short one): only the
+         * heartbeat's renewals keep the name alive meanwhile. */
+        double end = now() + 3 * px_registry_base_lease();
+        while (now() < end)
+            usleep(20000);
+    }
+    px_barrier();
+    px_name_t *h = NULL;
+    if (0 != me) {
+        rc = px_name_open(name, &h);
+        expect(PX_SUCCESS == rc, "open the name (after three leases: renewed)", rc);
+        if (PX_SUCCESS == rc) {
+            expect(PX_NAME_REGION == px_name_kind(h), "it is a region", 0);
+            px_xfer_remote_t *rm = px_name_remote(h);
+            expect(rm && size == px_xfer_remote_length(rm), "of 1 MiB", 0);
+            px_xfer_region_t *mine = NULL;
+            rc = px_xfer_alloc(size, &mine);
+            if (PX_SUCCESS == rc && rm)
+                rc = px_xfer_read(mine, 0, rm, 0, size);
+            expect(PX_SUCCESS == rc, "read it whole with the transfer engine", rc);
+            if (PX_SUCCESS == rc) {
+                const unsigned char *b = px_xfer_region_base(mine);
+                size_t bad = 0;
+                for (size_t i = 0; i < size; ++i)
+                    bad += b[i] != pat(i);
+                expect(0 == bad, "the bytes are rank 0's pattern", (int)bad);
+            }
+            px_xfer_free(&mine);
+        }
+        rc = px_name_list("pmix-test", no_list, NULL);
+        expect(PX_ERR_NOT_SUPPORTED == rc, "px_name_list is NOT_SUPPORTED under pmix", rc);
+    }
+    px_barrier();
+    if (0 == me) {
+        rc = px_name_unpublish(name);
+        expect(PX_SUCCESS == rc, "rank 0 unpublishes", rc);
+    }
+    px_barrier();
+    if (h) {
+        rc = px_name_refresh(h);
+        expect(PX_ERR_NOT_FOUND == rc, "after unpublish, px_name_refresh is NOT_FOUND", rc);
+        px_name_close(&h);
+    }
+    px_barrier();
+    if (region)
+        px_xfer_free(&region);
+    return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     int rc = px_init(&argc, &argv);
@@ -198,6 +286,11 @@ int main(int argc, char **argv)
     }
     me = px_rank();
     const char *mode = argc > 1 ? argv[1] : "ranks";
+    if (0 == strcmp(mode, "names")) {
+        int ret = names();
+        px_finalize();
+        return ret;
+    }
     px_registry_module_t *m = NULL;
     rc = px_registry_base_select(&m);
     if (PX_SUCCESS != rc || NULL == m) {

@@ -3,9 +3,12 @@
 # 2 and 4 ranks of one job share names (rank 0 puts, the others get), a
 # duplicate by another rank is EXISTS, renewals succeed, a missing key is
 # NOT_FOUND within registry_timeout, del and list; an entry whose lease ran
-# out reads as absent and may be taken over; two separate jobs share names
-# through ompi-server and do not without it; a process not under mpirun (or
-# under mpirun without boot/pmix) gets the component's reason for declining.
+# out reads as absent and may be taken over; the names API end to end (rank 0
+# publishes a region, the heartbeat renews it past several leases, the others
+# open it and read it whole); two separate jobs share names, and a named
+# region's bytes, through ompi-server, and do not without it; a process not
+# under mpirun (or under mpirun without boot/pmix) gets the component's reason
+# for declining.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 P=$B/test/multihost/registry_pmix
@@ -24,6 +27,11 @@ ROOT=()
 MPIRUN=(timeout -s KILL 120 mpirun --oversubscribe "${ROOT[@]}"
     -x PX_MCA_mca_component_path="$B/.libs" -x PX_MCA_registry=pmix)
 count() { grep -c "$1" "$2"; }
+# The names API connects processes on demand: they must share a secret.
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$T/secret"
+chmod 600 "$T/secret"
+MPIRUN+=(-x PX_MCA_peer_secret_file="$T/secret")
+NP=$B/test/registry/name_probe
 
 # ---- one job, 2 and 4 ranks ----
 for n in 2 4; do
@@ -66,6 +74,22 @@ check "lease: NOT_FOUND once the lease is over" contains "$out" "ok 0 after the 
 check "lease: rank 0 takes the expired key over" contains "$out" "ok 0 put CREATE takes the expired key over"
 check "lease: no check failed" test "$(count '^FAIL' "$T/out")" -eq 0
 
+# ---- the names API, end to end ----
+"${MPIRUN[@]}" -np 3 -x PX_MCA_registry_lease=1 -x PX_MCA_registry_heartbeat=0.3 "$P" names \
+    >"$T/out" 2>"$T/err" </dev/null
+rc=$?
+check "names: exit 0" test $rc -eq 0
+[ $rc -eq 0 ] || { grep FAIL "$T/out"; head -10 "$T/err"; } | sed 's/^/# /'
+check "names: px_name_registry() is pmix on every rank" \
+    test "$(count 'ok [0-9] px_name_registry() is pmix' "$T/out")" -eq 3
+check "names: ranks 1 and 2 open rank 0's name after three leases (renewed by the heartbeat)" \
+    test "$(count 'open the name (after three leases: renewed)' "$T/out")" -eq 2
+check "names: ... and read its 1 MiB with rank 0's pattern" \
+    test "$(count "the bytes are rank 0's pattern" "$T/out")" -eq 2
+check "names: after unpublish the opened name is gone (NOT_FOUND)" \
+    test "$(count 'after unpublish, px_name_refresh is NOT_FOUND' "$T/out")" -eq 2
+check "names: no check failed" test "$(count '^FAIL' "$T/out")" -eq 0
+
 # ---- two jobs: through ompi-server, and without it ----
 if command -v ompi-server >/dev/null; then
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
@@ -95,6 +119,25 @@ if command -v ompi-server >/dev/null; then
     touch "$T/flag"
     wait $A
     check "job A ends cleanly" test $? -eq 0
+    # A named region across the two jobs (test/registry/name_probe).
+    if [ -x "$NP" ]; then
+        mkdir -p "$T/ctl"
+        "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$NP" owner pmix-test/xjob-region 262144 7 "$T/ctl" \
+            >"$T/o.out" 2>"$T/o.err" </dev/null &
+        O=$!
+        for _ in $(seq 300); do grep -q published "$T/o.out" 2>/dev/null && break; sleep 0.1; done
+        check "job A publishes a region under a name" contains "$(cat "$T/o.out")" "published"
+        "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$NP" read pmix-test/xjob-region 262144 7 \
+            >"$T/r.out" 2>"$T/r.err" </dev/null
+        check "job B opens it by name, connects and reads it (pattern checked)" \
+            contains "$(cat "$T/r.out")" "read ok"
+        [ -z "$(grep 'read ok' "$T/r.out")" ] && head -5 "$T/r.err" | sed 's/^/# /'
+        touch "$T/ctl/stop"
+        wait $O
+        check "job A unpublishes and ends cleanly" test $? -eq 0
+    else
+        not_ok "test program $NP is built (make check)"
+    fi
 else
     skip "two jobs through ompi-server" "ompi-server is not installed (openmpi-bin)"
 fi

@@ -80,9 +80,6 @@ static int px_registry_pmix_query(int *priority, px_registry_module_t **module)
 }
 
 const px_registry_component_t px_registry_pmix_component = {
-    .base = PX_MCA_COMPONENT_HEADER_FP(
-        "registry", PX_REGISTRY_API_MAJOR, PX_REGISTRY_API_MINOR, PX_REGISTRY_API_RELEASE, "pmix",
-        1, 0, 0, px_registry_pmix_register, NULL, NULL, sizeof(px_registry_component_t),
-        sizeof(px_registry_module_t), 0, 0),
+    .base = PX_REGISTRY_COMPONENT_HEADER("pmix", 1, 0, 0, px_registry_pmix_register, NULL, NULL),
     .query = px_registry_pmix_query,
 };
