@@ -19,6 +19,10 @@
  *                            transfer engine and check the pattern; list is
  *                            NOT_SUPPORTED; after unpublish, a refresh of the
  *                            opened name is NOT_FOUND
+ *   registry_pmix crash NAME FLAG   publish this process's contact under NAME
+ *                            (the heartbeat renews it), print "published",
+ *                            and once FLAG exists die of SIGKILL (a crash:
+ *                            nothing unpublished)
  *   registry_pmix select     only select: prints "selected <name>" (exit 0)
  *                            or "select failed <code>" (exit 3)
  *   registry_pmix put KEY VALUE FLAG   put, print "put ok", wait until FLAG
@@ -26,6 +30,7 @@
  *   registry_pmix get KEY    print "got <value>" or "get <code name>"
  */
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +291,14 @@ int main(int argc, char **argv)
     }
     me = px_rank();
     const char *mode = argc > 1 ? argv[1] : "ranks";
+    if (0 == strcmp(mode, "crash") && argc > 3) {
+        rc = px_name_publish_contact(argv[2]);
+        printf("%s\n", PX_SUCCESS == rc ? "published" : px_strerror(rc));
+        fflush(stdout);
+        for (int i = 0; i < 1200 && access(argv[3], F_OK) != 0; ++i)
+            usleep(50000);
+        kill(getpid(), SIGKILL);
+    }
     if (0 == strcmp(mode, "names")) {
         int ret = names();
         px_finalize();

@@ -119,6 +119,24 @@ if command -v ompi-server >/dev/null; then
     touch "$T/flag"
     wait $A
     check "job A ends cleanly" test $? -eq 0
+    # A crashed owner's names expire: nothing unpublishes them, the
+    # ompi-server keeps them, their lease header ends them.
+    CKEY=plexus/pmix-test/crash-$$
+    "${MPIRUN[@]}" "${SRV[@]}" -np 1 -x PX_MCA_registry_lease=1 -x PX_MCA_registry_heartbeat=0.3 \
+        "$P" crash pmix-test/crash-$$ "$T/die" >"$T/k.out" 2>"$T/k.err" </dev/null &
+    K=$!
+    for _ in $(seq 300); do grep -q published "$T/k.out" 2>/dev/null && break; sleep 0.1; done
+    check "crash: job A publishes its contact" contains "$(cat "$T/k.out")" "published"
+    sleep 2.5 # 2.5 leases: only renewals keep it
+    "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$P" get "$CKEY" >"$T/k1.out" 2>&1 </dev/null
+    check "crash: another job reads it after 2.5 leases (renewed)" contains "$(cat "$T/k1.out")" "got "
+    touch "$T/die"
+    wait $K
+    check "crash: job A died (exit $?)" test $? -ne 0
+    sleep 1.5 # past the lease of the last renewal
+    "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$P" get "$CKEY" >"$T/k2.out" 2>&1 </dev/null
+    check "crash: a lease after the crash the name is NOT_FOUND" \
+        contains "$(cat "$T/k2.out")" "get NOT_FOUND"
     # A named region across the two jobs (test/registry/name_probe).
     if [ -x "$NP" ]; then
         mkdir -p "$T/ctl"
