@@ -160,6 +160,20 @@ else
     skip "two jobs through ompi-server" "ompi-server is not installed (openmpi-bin)"
 fi
 
+# ---- two jobs: the first mpirun serves the second (--report-uri) ----
+RKEY=plexus/test/report-uri-$$
+"${MPIRUN[@]}" --report-uri "$T/ruri" -np 1 "$P" put "$RKEY" from-first "$T/rflag" \
+    >"$T/ra.out" 2>"$T/ra.err" </dev/null &
+RA=$!
+for _ in $(seq 300); do grep -q '^put ' "$T/ra.out" 2>/dev/null && break; sleep 0.1; done
+check "report-uri: the first job put its name and wrote its URI" \
+    test -s "$T/ruri" -a -n "$(grep 'put ok' "$T/ra.out")"
+"${MPIRUN[@]}" --ompi-server "file:$T/ruri" -np 1 "$P" get "$RKEY" >"$T/rb.out" 2>"$T/rb.err" </dev/null
+check "report-uri: a second job given --ompi-server file:<that URI> gets it" \
+    contains "$(cat "$T/rb.out")" "got from-first"
+touch "$T/rflag"
+wait $RA
+
 # ---- no PMIx launcher ----
 PX_MCA_mca_component_path="$B/.libs" PX_MCA_registry=pmix timeout -s KILL 60 "$P" select \
     >"$T/out" 2>"$T/err" </dev/null
