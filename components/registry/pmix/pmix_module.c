@@ -368,8 +368,10 @@ static int px_rpmix_publish(const char *key, const void *value, size_t len)
     r->ninfo++;
     pmix_status_t rc = PMIx_Publish_nb(r->info, r->ninfo, px_rpmix_op_cb, r);
     if (PMIX_SUCCESS != rc) {
-        r->refs = 1;
+        r->refs = 1; /* the callback will not run */
         px_rpmix_req_release(r);
+        if (PMIX_OPERATION_SUCCEEDED == rc)
+            return PX_SUCCESS; /* done at once, no callback */
         if (PMIX_ERR_DUPLICATE_KEY == rc)
             return PX_ERR_EXISTS; /* the caller looks and says */
         return px_rpmix_fail("PMIx_Publish", key, rc);
@@ -394,8 +396,10 @@ static int px_rpmix_unpublish(const char *key)
     px_rpmix_add_range(r);
     pmix_status_t rc = PMIx_Unpublish_nb(r->keys, r->info, r->ninfo, px_rpmix_op_cb, r);
     if (PMIX_SUCCESS != rc) {
-        r->refs = 1;
+        r->refs = 1; /* the callback will not run */
         px_rpmix_req_release(r);
+        if (PMIX_OPERATION_SUCCEEDED == rc)
+            return PX_SUCCESS;
         return PMIX_ERR_NOT_FOUND == rc ? PX_ERR_NOT_FOUND
                                         : px_rpmix_fail("PMIx_Unpublish", key, rc);
     }
