@@ -9,7 +9,8 @@
  * Messages are matched by (source, tag) in the order they were sent between
  * one pair of processes; PX_ANY_SOURCE and PX_ANY_TAG match anything. Tags
  * are >= 0. Every call returns PX_SUCCESS or a negative code (px_strerror).
- * Thread support: one thread at a time calls into Plexus (see docs/api.md).
+ * Thread support (docs/threads.md): px_init gives PX_THREAD_SERIALIZED (one
+ * thread at a time calls into Plexus); px_init_thread asks for a level.
  */
 #ifndef PLEXUS_H
 #define PLEXUS_H
@@ -33,7 +34,24 @@ typedef struct px_status {
 
 /* px_request_t, an opaque handle, and the return codes are in plexus_types.h. */
 
+/* Thread levels (docs/threads.md), in increasing order as in MPI:
+ *  SINGLE: one thread in the process; FUNNELED: several, only the one that
+ *  called px_init_thread calls Plexus; SERIALIZED: any thread, one at a time
+ *  (what px_init gives); MULTIPLE: any thread, any call, at any time. */
+#define PX_THREAD_SINGLE     0
+#define PX_THREAD_FUNNELED   1
+#define PX_THREAD_SERIALIZED 2
+#define PX_THREAD_MULTIPLE   3
+
 PX_EXPORT int px_init(int *argc, char ***argv);
+/* px_init (no arguments to parse) asking for thread level `required`;
+ * *provided is the level given:
+ * the highest this build and runtime_thread_max allow, up to `required`
+ * (check it: a lower level is not an error). PX_ERR_BAD_PARAM when
+ * `required` is not one of PX_THREAD_*. */
+PX_EXPORT int px_init_thread(int required, int *provided);
+/* The level px_init / px_init_thread provided. */
+PX_EXPORT int px_query_thread(int *provided);
 PX_EXPORT int px_finalize(void);
 PX_EXPORT int px_initialized(void);
 

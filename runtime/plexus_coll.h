@@ -15,7 +15,9 @@
  * group ranks. Returns PX_SUCCESS or a negative code (px_strerror); when a
  * member fails during a collective the others return an error (see
  * docs/coll.md, "Failures") and the group can no longer be used.
- * Thread support as for plexus.h: one thread at a time.
+ * Thread support as for plexus.h (docs/threads.md): under PX_THREAD_MULTIPLE,
+ * collectives on distinct groups may run from different threads at once; one
+ * group's collectives are called by one thread at a time.
  */
 #ifndef PLEXUS_COLL_H
 #define PLEXUS_COLL_H

@@ -21,8 +21,8 @@
  * transport and the reason (an out-of-bounds offset is refused before
  * anything is sent).
  *
- * Threads (the engine's own rules; the messaging API of plexus.h stays one
- * thread at a time):
+ * Threads (the engine's own rules; for the messaging API of plexus.h see
+ * px_init_thread and docs/threads.md):
  *  - Any thread may call any px_xfer function, several at once.
  *  - A batch belongs to the thread that uses it: one thread at a time submits
  *    to it, resets or frees it; any thread may read its statuses
@@ -40,10 +40,10 @@
  *    (PX_ERR_BAD_PARAM, saying how many).
  *  - When some threads use px_xfer while another is inside a messaging call
  *    (px_send, px_recv, px_wait, px_barrier, a collective, ...), call px_xfer_enable_threads()
- *    once first: from then on the messaging calls take the same progress lock
- *    (an uncontended mutex each), so the transports are never driven by two
- *    threads at once. Without it, messaging calls and px_xfer calls must not
- *    overlap in time.
+ *    once first (px_init_thread(PX_THREAD_MULTIPLE) does it): from then on the
+ *    messaging calls take the same progress lock (an uncontended mutex each),
+ *    so the transports are never driven by two threads at once. Without it,
+ *    messaging calls and px_xfer calls must not overlap in time.
  */
 #ifndef PLEXUS_XFER_H
 #define PLEXUS_XFER_H

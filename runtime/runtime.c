@@ -236,6 +236,8 @@ int px_init(int *argc, char ***argv)
         px_rt.initialized = false;
         goto fail;
     }
+    /* Today's level: one thread at a time, no lock taken. */
+    px_rt.thread_level = PX_THREAD_SERIALIZED;
     return PX_SUCCESS;
 
 fail:
@@ -314,6 +316,59 @@ int px_finalize(void)
         px_show_warning("px_finalize: objects were still alive (listed above)");
 #endif
     return rc;
+}
+
+static const char *thread_level_name(int level)
+{
+    static const char *const names[] = {"PX_THREAD_SINGLE", "PX_THREAD_FUNNELED",
+                                        "PX_THREAD_SERIALIZED", "PX_THREAD_MULTIPLE"};
+    return level >= PX_THREAD_SINGLE && level <= PX_THREAD_MULTIPLE ? names[level] : "?";
+}
+
+int px_init_thread(int required, int *provided)
+{
+    if (required < PX_THREAD_SINGLE || required > PX_THREAD_MULTIPLE) {
+        px_show_error("px_init_thread: required thread level %d is invalid (valid: "
+                      "PX_THREAD_SINGLE %d, PX_THREAD_FUNNELED %d, PX_THREAD_SERIALIZED %d, "
+                      "PX_THREAD_MULTIPLE %d)",
+                      required, PX_THREAD_SINGLE, PX_THREAD_FUNNELED, PX_THREAD_SERIALIZED,
+                      PX_THREAD_MULTIPLE);
+        return PX_ERR_BAD_PARAM;
+    }
+    if (NULL == provided) {
+        px_show_error("px_init_thread: provided is NULL (it receives the level given)");
+        return PX_ERR_BAD_PARAM;
+    }
+    int rc = px_init(NULL, NULL);
+    if (rc != PX_SUCCESS)
+        return rc;
+    /* The build always has threads; every transport runs threaded, those that
+     * do not say they are thread-safe serialized by the base (the API lock,
+     * docs/threads.md), so only runtime_thread_max lowers the level. */
+    int level = required < px_rt.thread_max ? required : px_rt.thread_max;
+    if (PX_THREAD_MULTIPLE == level && (rc = px_xfer_enable_threads()) != PX_SUCCESS) {
+        px_show_error("px_init_thread: turning on the API lock failed: %s", px_strerror(rc));
+        px_finalize();
+        return rc;
+    }
+    if (level < required && px_rt.verbose > 0)
+        px_output(px_rt.output, "px_init_thread: %s asked, %s given (runtime_thread_max)",
+                  thread_level_name(required), thread_level_name(level));
+    px_rt.thread_level = level;
+    *provided = level;
+    return PX_SUCCESS;
+}
+
+int px_query_thread(int *provided)
+{
+    if (NULL == provided)
+        return PX_ERR_BAD_PARAM;
+    if (!px_rt.initialized) {
+        px_show_error("px_query_thread: called before px_init (or after px_finalize)");
+        return PX_ERR_NOT_INITIALIZED;
+    }
+    *provided = px_rt.thread_level;
+    return PX_SUCCESS;
 }
 
 int px_initialized(void)

@@ -43,9 +43,8 @@ static int p2p_test(px_request_t *r, int *error)
 
 static int p2p_progress(void)
 {
-    static unsigned pauses;
-    if (PX_UNLIKELY(px_rt_api_shared) && 0 == (++pauses & 255))
-        px_rt_api_pause(); /* a long collective lets px_xfer threads in now and then */
+    if (PX_UNLIKELY(px_rt_api_shared))
+        px_rt_api_pause(); /* hands the lock to a thread waiting for it, each pass */
     return px_pml_progress_once();
 }
 

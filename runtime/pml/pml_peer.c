@@ -25,6 +25,14 @@ static const px_mca_var_enum_value_t rndv_values[] = {
     {0, NULL},
 };
 
+static const px_mca_var_enum_value_t thread_values[] = {
+    {PX_THREAD_SINGLE, "single"},
+    {PX_THREAD_FUNNELED, "funneled"},
+    {PX_THREAD_SERIALIZED, "serialized"},
+    {PX_THREAD_MULTIPLE, "multiple"},
+    {0, NULL},
+};
+
 #define PX_RT_AT(field) .offset = PX_MCA_VAR_AT(px_runtime_t, field)
 static const px_mca_var_field_t px_rt_vars[] = {
     {.name = "tiny_limit",
@@ -65,6 +73,16 @@ static const px_mca_var_field_t px_rt_vars[] = {
      .dflt = "0",
      .min = "0",
      PX_RT_AT(wait_timeout)},
+    {.name = "thread_max",
+     .help = "Highest thread level px_init_thread provides (single, funneled, serialized, "
+             "multiple; docs/threads.md): a lower one makes px_init_thread report it in "
+             "*provided and run at it",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = thread_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "multiple",
+     PX_RT_AT(thread_max)},
     {.name = "verbose",
      .help = "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize discards (messages "
              "never received, from each rank, and receives never matched)",

@@ -131,7 +131,7 @@ static void describe(char *buf, size_t n, const px_request_t *r, const char *who
 int px_pml_wait_slow(px_request_t *r, const char *who)
 {
     double start = 0;
-    unsigned spins = 0, pauses = 0;
+    unsigned spins = 0;
     char what[512];
     while (!r->complete) {
         int n = px_pml_progress_once();
@@ -148,8 +148,8 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
             req_give_up(r, what);
             return PX_ERR_TIMEOUT;
         }
-        if (PX_UNLIKELY(px_rt_api_shared) && 0 == (++pauses & 255))
-            px_rt_api_pause(); /* let px_xfer threads take the lock now and then */
+        if (PX_UNLIKELY(px_rt_api_shared))
+            px_rt_api_pause(); /* hand the lock to a thread blocked on it, each pass */
         if (px_rt.wait_timeout > 0 && 0 == (++spins & 1023)) {
             double t = now();
             if (0 == start)

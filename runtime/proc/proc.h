@@ -101,8 +101,10 @@ typedef struct px_runtime {
     size_t eager_limit;
     int rndv_protocol;
     double wait_timeout;
-    int verbose; /* runtime_verbose */
-    int output;  /* its output stream */
+    int thread_max;   /* runtime_thread_max */
+    int thread_level; /* the level px_init / px_init_thread provided */
+    int verbose;      /* runtime_verbose */
+    int output;       /* its output stream */
     /* Test hook (PX_RT_TEST_UX_FAIL=N, read at init): the Nth unexpected-message
      * record cannot be allocated. 0: off. */
     unsigned long ux_fail_countdown;

@@ -6,7 +6,7 @@
 #   CFLAGS="-O1 -g -fsanitize=thread", builds the library, tools and test
 #   programs, and runs test/run-tests.sh on it with FILTER-REGEX (default: the
 #   object system and utility tests, whose lifo/free-list/atomic tests run
-#   several threads, and the btl, runtime, shm, pxrun, coll, verbs and xfer tests). A
+#   several threads, and the btl, runtime, shm, pxrun, coll, verbs, xfer and threads tests). A
 #   ThreadSanitizer report makes the program exit with status 66, which fails
 #   its test; the reports are listed at the end. Ends with run-tests.sh's
 #   "N passed, N failed" line; exit status 0 only when it says 0 failed and no
@@ -16,7 +16,7 @@ set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${PX_TSAN_BUILD:-$src/build-tsan}
 cc=${PX_TSAN_CC:-clang}
-filter=${1:-'test/(class|util|btl|runtime|shm|pxrun|coll|verbs|xfer)/'}
+filter=${1:-'test/(class|util|btl|runtime|shm|pxrun|coll|verbs|xfer|threads)/'}
 # -mcx16 on x86_64: the LIFO's 16-byte CAS is then emitted inline, where
 # ThreadSanitizer instruments it; through libatomic it is invisible to TSan,
 # which then reports false races on the items it orders.

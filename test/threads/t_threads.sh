@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# PX_THREAD_MULTIPLE (docs/threads.md): test/threads/threads_stress on 4 ranks
+# with 8 threads each (tagged traffic with wildcard receives, requests waited
+# on by other threads, collectives on per-thread groups, transfer-engine
+# batches, all at once) over shm and over ofi (tcp;ofi_rxm); px_init_thread's
+# levels: runtime_thread_max lowers *provided, a bad level is refused with a
+# message naming the valid ones, px_init gives serialized.
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+PXRUN=$B/tools/pxrun/pxrun
+P=$B/test/threads/threads_stress
+need_built "$PXRUN" "$P"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
+run() { timeout -s KILL 300 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+
+for tr in shm ofi; do
+    if [ $tr = ofi ]; then
+        envs=(PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
+    else
+        envs=(PX_MCA_btl=self,shm)
+    fi
+    run env "${envs[@]}" "$PXRUN" -n 4 "$P"
+    check "over $tr: 4 ranks x 8 threads exit 0" test $rc -eq 0
+    [ $rc -eq 0 ] || head -20 "$T/err" | sed 's/^/# /'
+    check "over $tr: every rank checked its messages, requests, groups and transfers" \
+        test "$(grep -c '^threads ok' "$T/out")" -eq 4
+done
+
+run "$P" level 3
+check "px_init_thread(MULTIPLE) alone: provided multiple" contains "$(cat "$T/out")" "init_thread 3 rc 0 provided 3"
+check "... px_query_thread says multiple" contains "$(cat "$T/out")" "query rc 0 level 3"
+run env PX_MCA_runtime_thread_max=serialized "$P" level 3
+check "runtime_thread_max=serialized: MULTIPLE asked, SERIALIZED provided (not an error)" \
+    contains "$(cat "$T/out")" "init_thread 3 rc 0 provided 2"
+check "... px_query_thread says serialized" contains "$(cat "$T/out")" "query rc 0 level 2"
+run env PX_MCA_runtime_thread_max=multiple "$P" level 1
+check "FUNNELED asked: FUNNELED provided" contains "$(cat "$T/out")" "init_thread 1 rc 0 provided 1"
+run "$P" level 7
+check "required 7: PX_ERR_BAD_PARAM" contains "$(cat "$T/out")" "init_thread 7 rc -"
+check "... the message names the value and the valid levels" \
+    contains "$(cat "$T/err")" "required thread level 7 is invalid (valid: PX_THREAD_SINGLE 0"
+check "... and Plexus can be initialised after it" contains "$(cat "$T/out")" "query rc 0 level 3"
+run "$P" level -1
+check "required -1: refused" contains "$(cat "$T/err")" "required thread level -1 is invalid"
+tap_done
