@@ -41,7 +41,9 @@ redis_start() {
         pids+=("$pid")
         local i
         for i in $(seq 100); do
-            if redis-cli -h 127.0.0.1 -p "$p" ping 2>/dev/null | grep -q PONG; then
+            # the server that answers must be this one (process_id), not
+            # another test's that took the port first
+            if redis-cli -h 127.0.0.1 -p "$p" info server 2>/dev/null | tr -d '\r' | grep -qx "process_id:$pid"; then
                 eval "REDIS_PORT_$name=$p REDIS_PID_$name=$pid"
                 return 0
             fi
