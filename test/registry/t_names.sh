@@ -57,24 +57,7 @@ for v in registry_namespace registry_lease registry_heartbeat registry_timeout r
     check "px_info shows the variable $v" contains "$out" "\"$v\""
 done
 
-wait_for() { # FILE TEXT SECONDS
-    local i
-    for ((i = 0; i < $3 * 20; i++)); do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "# $1 has no \"$2\" after $3 s:" >&2
-    sed 's/^/#   /' "$1" >&2
-    return 1
-}
-start_owner() { # NAME SIZE SEED CTL OUT
-    mkdir -p "$4"
-    timeout -s KILL 300 "$app" owner "$1" "$2" "$3" "$4" >"$5" 2>&1 </dev/null &
-    pids+=($!)
-    wait_for "$5" "^published" 60
-    owner_pid=$(sed -n 's/^published by pid \([0-9]*\)$/\1/p' "$5")
-    pids+=("$owner_pid")
-}
+. "$PX_SRC/test/registry/names_lib.sh"
 SIZE=1048576
 
 # ---- publish, open, read

@@ -37,25 +37,7 @@ export PX_MCA_registry=redis PX_MCA_registry_redis_endpoints=127.0.0.1:$REDIS_PO
 export PX_MCA_registry_namespace=t/redis PX_MCA_registry_lease=3 PX_MCA_registry_heartbeat=0.5
 export PX_MCA_registry_cache_ttl=0 PX_MCA_registry_watch_interval=0.1
 
-wait_for() { # FILE TEXT SECONDS
-    local i
-    for ((i = 0; i < $3 * 20; i++)); do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "# $1 has no \"$2\" after $3 s:" >&2
-    sed 's/^/#   /' "$1" >&2
-    return 1
-}
-start_owner() { # NAME SIZE SEED CTL OUT
-    mkdir -p "$4"
-    timeout -s KILL 300 "$app" owner "$1" "$2" "$3" "$4" >"$5" 2>&1 </dev/null &
-    pids+=($!)
-    disown $! 2>/dev/null # no "Killed" line from the shell when the owner is killed
-    wait_for "$5" "^published" 60
-    owner_pid=$(sed -n 's/^published by pid \([0-9]*\)$/\1/p' "$5")
-    pids+=("$owner_pid")
-}
+. "$PX_SRC/test/registry/names_lib.sh"
 SIZE=1048576
 
 # ---- publish, open, read with the checksum
