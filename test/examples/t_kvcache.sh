@@ -15,10 +15,10 @@
 #    the reader reads them, writer 1 is killed, the reader names its blocks
 #    and reads on.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/example.sh"
 tmp=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
-dest=$tmp/root
 # wait_for TEXT FILE [SECONDS]: until FILE holds TEXT (default 30 s)
 wait_for() {
     local n=$((${3:-30} * 20))
@@ -31,27 +31,9 @@ wait_for() {
 # count TEXT FILE: lines of FILE holding TEXT
 count() { grep -cF -- "$1" "$2" 2>/dev/null || true; }
 
-make -C "$PX_BUILD" install DESTDIR="$dest" >"$tmp/install.log" 2>&1
-check "make install into a staging root" test $? -eq 0
-pc=$(find "$dest" -name plexus.pc | head -1)
-[ -n "$pc" ] || { not_ok "plexus.pc is installed"; tap_done; }
-export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$dest
-libdir=$(cd "$(dirname "$pc")/.." && pwd)
-doc=$(find "$dest" -type d -path '*share/doc/plexus/examples/kvcache' | head -1)
-check "the example is installed in share/doc/plexus/examples/kvcache" test -n "$doc"
-[ -n "$doc" ] || doc=$PX_SRC/examples/kvcache
-cp -r "$doc" "$tmp/ex"
-san=""
-[ -n "${PX_TEST_SANITIZER:-}" ] && san="-fsanitize=address,undefined"
-make -C "$tmp/ex" CFLAGS="-O2 -g -Wall -Wextra -Werror $san" >"$tmp/build.log" 2>&1
-check "the example builds out of tree with its Makefile, warnings as errors" \
-    test -x "$tmp/ex/kv_prefill" -a -x "$tmp/ex/kv_decode"
-[ -x "$tmp/ex/kv_decode" ] || { sed 's/^/# /' "$tmp/build.log" | tail -10; tap_done; }
-
-umask 077
-head -c 32 /dev/urandom | base64 >"$tmp/secret"
-chmod 600 "$tmp/secret"
-export PX_MCA_peer_secret_file=$tmp/secret LD_LIBRARY_PATH=$libdir
+example_build kvcache kv_prefill kv_decode
+example_secret
+export LD_LIBRARY_PATH=$libdir
 # the plugins of the staging root (the library looks in its configured
 # folder, which the staging root is not)
 plugdir=$(find "$dest" -type d -path '*/lib/plexus' | head -1)

@@ -11,34 +11,16 @@
 # block; after the kill the client's one-sided requests fail naming the
 # server, and it imports the restarted server's key and carries on.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/example.sh"
 tmp=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
-dest=$tmp/root
 # absent TEXT FILE...: no FILE holds TEXT
 absent() { ! grep -qF -- "$1" "${@:2}"; }
 
-make -C "$PX_BUILD" install DESTDIR="$dest" >"$tmp/install.log" 2>&1
-check "make install into a staging root" test $? -eq 0
-pc=$(find "$dest" -name plexus.pc | head -1)
-[ -n "$pc" ] || { not_ok "plexus.pc is installed"; tap_done; }
-export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$dest
-libdir=$(cd "$(dirname "$pc")/.." && pwd)
-doc=$(find "$dest" -type d -path '*share/doc/plexus/examples/peers' | head -1)
-check "the example is installed in share/doc/plexus/examples/peers" test -n "$doc"
-[ -n "$doc" ] || doc=$PX_SRC/examples/peers
-cp -r "$doc" "$tmp/ex"
-san=""
-[ -n "${PX_TEST_SANITIZER:-}" ] && san="-fsanitize=address,undefined"
-make -C "$tmp/ex" CFLAGS="-O2 -g -Wall -Wextra -Werror $san" >"$tmp/build.log" 2>&1
-check "the example builds out of tree with its Makefile, warnings as errors" \
-    test -x "$tmp/ex/peer_server" -a -x "$tmp/ex/peer_client"
-[ -x "$tmp/ex/peer_client" ] || { sed 's/^/# /' "$tmp/build.log" | tail -10; tap_done; }
-
-umask 077
-head -c 32 /dev/urandom | base64 >"$tmp/secret"
-chmod 600 "$tmp/secret"
-export PX_MCA_peer_secret_file=$tmp/secret LD_LIBRARY_PATH=$libdir
+example_build peers peer_server peer_client
+example_secret
+export LD_LIBRARY_PATH=$libdir
 if timeout 60 "$PX_BUILD/test/peer/dyn_app" contact 2>&1 | grep -q "built without libsodium"; then
     skip "the example" "built without libsodium (install libsodium-dev, configure again)"
     tap_done
