@@ -166,12 +166,14 @@ int px_registry_redis_parse_endpoints(const char *text, px_registry_redis_endpoi
             free(e);
             return PX_ERR_BAD_PARAM;
         }
-        snprintf(e[k].host, sizeof e[k].host, "%s", host);
+        /* host is shorter than e[k].host (checked above); the precisions
+         * say so to the compiler's truncation warnings too */
+        snprintf(e[k].host, sizeof e[k].host, "%.255s", host);
         e[k].port = (int)pn;
         if (strchr(host, ':'))
-            snprintf(e[k].label, sizeof e[k].label, "[%s]:%d", host, e[k].port);
+            snprintf(e[k].label, sizeof e[k].label, "[%.255s]:%d", host, e[k].port);
         else
-            snprintf(e[k].label, sizeof e[k].label, "%s:%d", host, e[k].port);
+            snprintf(e[k].label, sizeof e[k].label, "%.255s:%d", host, e[k].port);
         k++;
         if (NULL == end)
             break;
