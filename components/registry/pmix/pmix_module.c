@@ -577,7 +577,33 @@ static int px_rpmix_del(px_registry_module_t *m, const char *key, const void *va
         return ret;
     }
     px_rpmix_req_release(r);
-    return px_rpmix_unpublish(key);
+    ret = px_rpmix_unpublish(key);
+    if (PX_SUCCESS != ret)
+        return ret;
+    /* Open MPI's server may answer the unpublish before its data server
+     * applied it: another process's lookup right after (even after a
+     * barrier) could still find the entry. Every lookup goes to that one data
+     * server, so once this process's own lookup misses, everyone's does: wait
+     * for that, within registry_timeout, so a del that returned is seen. */
+    uint64_t end = px_rpmix_wall_ms() + (uint64_t)(px_registry_base_timeout() * 1000.0);
+    for (;;) {
+        px_rpmix_req_t *q = NULL;
+        int lr = px_rpmix_lookup(key, &q);
+        bool gone = PX_ERR_NOT_FOUND == lr || (PX_SUCCESS == lr && !px_rpmix_mine(q));
+        if (q)
+            px_rpmix_req_release(q);
+        if (gone || (PX_SUCCESS != lr && PX_ERR_NOT_FOUND != lr))
+            return PX_SUCCESS;
+        if (px_rpmix_wall_ms() >= end) {
+            PX_OUTPUT_VERBOSE(1, px_registry_base_framework_get()->output,
+                              "registry/pmix: key \"%s\" is still found %.1f s after its "
+                              "unpublish was acknowledged",
+                              key, px_registry_base_timeout());
+            return PX_SUCCESS;
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static int px_rpmix_list(px_registry_module_t *m, const char *prefix, px_registry_list_fn_t fn,
