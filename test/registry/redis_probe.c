@@ -129,7 +129,8 @@ static void run(px_registry_module_t *m, char *cmd)
     } else if (0 == strcmp(op, "list")) {
         lines_t l = {NULL, 0, 0};
         rc = m->list(m, 0 == strcmp(key, "-") ? "" : key, list_cb, &l);
-        qsort(l.lines, l.n, sizeof *l.lines, cmp_line);
+        if (l.n > 0)
+            qsort(l.lines, l.n, sizeof *l.lines, cmp_line);
         printf("list %s: %s %zu\n", key, code(rc), l.n);
         for (size_t i = 0; i < l.n; i++) {
             printf("  %s\n", l.lines[i]);

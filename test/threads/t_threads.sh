@@ -18,6 +18,11 @@ run() { timeout -s KILL 300 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
 for tr in shm ofi; do
     if [ $tr = ofi ]; then
         envs=(PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
+        # Under ASan, LeakSanitizer's exit-time tracer itself crashes
+        # ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal
+        # error") when it stops the ranks' threads over ofi, every run; the
+        # ranks had passed every check. The leak check stays on over shm.
+        [ -n "${PX_TEST_SANITIZER:-}" ] && envs+=("ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
     else
         envs=(PX_MCA_btl=self,shm)
     fi
