@@ -98,7 +98,7 @@ static const char *store_name(void)
 /* Selected registry and entry support, or an error saying why not. */
 static int ready(const char *fn)
 {
-    if (!px_initialized()) {
+    if (!px_rt.initialized) {
         px_show_error("%s: called before px_init (or after px_finalize)", fn);
         return PX_ERR_NOT_INITIALIZED;
     }
@@ -448,7 +448,7 @@ int px_name_unpublish(const char *name)
     int rc = check_name("px_name_unpublish", name, PX_NAME_MAX);
     if (rc != PX_SUCCESS)
         return rc;
-    if (!px_initialized()) {
+    if (!px_rt.initialized) {
         px_show_error("px_name_unpublish: called before px_init (or after px_finalize)");
         return PX_ERR_NOT_INITIALIZED;
     }
@@ -579,7 +579,7 @@ static bool reachable(const px_name_entry_t *e, int *peer)
 static int owner_peer(const char *fn, const char *name, const px_name_entry_t *e, int *peer)
 {
     if (e->owner == instance_id && instance_id != 0) {
-        *peer = px_rank();
+        *peer = px_rt.rank;
         return PX_SUCCESS;
     }
     for (conn_t **pp = &conns; *pp;) {
