@@ -139,6 +139,8 @@ static int ranks(px_registry_module_t *m)
     px_barrier();
     rc = m->get(m, key, &got, &len);
     expect(PX_ERR_NOT_FOUND == rc, "after del, get is NOT_FOUND everywhere", rc);
+    /* Every rank has looked before rank 1 takes the key again. */
+    px_barrier();
     if (1 == me) {
         rc = m->put(m, key, "second", 6, PX_REGISTRY_PUT_CREATE);
         expect(PX_SUCCESS == rc, "after del another rank may take the key", rc);

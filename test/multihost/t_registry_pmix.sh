@@ -41,6 +41,7 @@ for n in 2 4; do
     [ $rc -eq 0 ] || { grep FAIL "$T/out" | head -10; head -10 "$T/err"; } | sed 's/^/# /'
     check "-np $n: every rank selected registry pmix" test "$(count '^selected pmix' "$T/out")" -eq $n
     check "-np $n: no check failed" test "$(count '^FAIL' "$T/out")" -eq 0
+    grep '^FAIL' "$T/out" | sed 's/^/# /'
     out=$(cat "$T/out")
     for r in $(seq 1 $((n - 1))); do
         check "-np $n: rank $r gets rank 0's bytes" \
@@ -57,7 +58,7 @@ for n in 2 4; do
     check "-np $n: rank 0 renews its entry three times" \
         test "$(count '^ok 0 rank 0 renews its entry' "$T/out")" -eq 3
     check "-np $n: del, then NOT_FOUND on every rank" \
-        test "$(count 'after del, get is NOT_FOUND everywhere' "$T/out")" -eq $n
+        test "$(count '^ok [0-9]* after del, get is NOT_FOUND everywhere' "$T/out")" -eq $n
     check "-np $n: list is NOT_SUPPORTED with a message" \
         contains "$(cat "$T/err")" "registry/pmix: cannot list the keys under"
 done
@@ -81,13 +82,13 @@ rc=$?
 check "names: exit 0" test $rc -eq 0
 [ $rc -eq 0 ] || { grep FAIL "$T/out"; head -10 "$T/err"; } | sed 's/^/# /'
 check "names: px_name_registry() is pmix on every rank" \
-    test "$(count 'ok [0-9] px_name_registry() is pmix' "$T/out")" -eq 3
+    test "$(count '^ok [0-9]* px_name_registry() is pmix' "$T/out")" -eq 3
 check "names: ranks 1 and 2 open rank 0's name after three leases (renewed by the heartbeat)" \
-    test "$(count 'open the name (after three leases: renewed)' "$T/out")" -eq 2
+    test "$(count '^ok [0-9]* open the name (after three leases: renewed)' "$T/out")" -eq 2
 check "names: ... and read its 1 MiB with rank 0's pattern" \
-    test "$(count "the bytes are rank 0's pattern" "$T/out")" -eq 2
+    test "$(count "^ok [0-9]* the bytes are rank 0's pattern" "$T/out")" -eq 2
 check "names: after unpublish the opened name is gone (NOT_FOUND)" \
-    test "$(count 'after unpublish, px_name_refresh is NOT_FOUND' "$T/out")" -eq 2
+    test "$(count '^ok [0-9]* after unpublish, px_name_refresh is NOT_FOUND' "$T/out")" -eq 2
 check "names: no check failed" test "$(count '^FAIL' "$T/out")" -eq 0
 
 # ---- two jobs: through ompi-server, and without it ----
