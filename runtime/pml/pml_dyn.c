@@ -12,15 +12,25 @@
  * PX_RT_DYN_BASE, never reused). A progress hook (registered while a
  * listener is open or a peer is connected) advances the listener's
  * handshakes and watches each peer's connection: its closing is how a peer
- * that left or died is noticed on every transport.
+ * that left or died is noticed on every transport. A watcher thread sleeps in
+ * poll() on the listener's descriptor and raises a flag when a connector
+ * knocks or a handshake message arrives; the next progress pass serves it,
+ * so a handshake step costs one pass rather than the hook's 1 ms timer,
+ * without a system call on the messaging fast path. The thread never touches
+ * the listener itself.
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "runtime/peer/peer.h"
@@ -262,8 +272,95 @@ static int watch_conns(void)
 static unsigned stride = 1, passes;
 static double last_read;
 
+/* ------------------------------------------------------------------ the watcher */
+
+static pthread_t watcher;
+static bool watching;
+static int watch_stop = -1; /* eventfd: px_finalize asks the watcher to end */
+static int watch_ack = -1;  /* eventfd: a progress pass served what it saw */
+static atomic_int knock;    /* set by the watcher, cleared by progress */
+
+static bool wait_fd(int fd, int stop)
+{
+    struct pollfd p[2] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
+    for (;;) {
+        int n = poll(p, 2, -1);
+        if (n < 0 && EINTR == errno)
+            continue;
+        return n > 0 && 0 == p[1].revents && (p[0].revents & POLLIN);
+    }
+}
+
+static void *watch_main(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    uint64_t v;
+    while (wait_fd(fd, watch_stop)) {
+        atomic_store_explicit(&knock, 1, memory_order_release);
+        /* Wait for a pass to serve it: the descriptor stays readable
+         * until then, and polling it again would only spin. */
+        if (!wait_fd(watch_ack, watch_stop))
+            break;
+        if (read(watch_ack, &v, sizeof v) < 0 && EAGAIN != errno)
+            break;
+    }
+    return NULL;
+}
+
+/* Start the watcher of the listener just opened. Without it (no thread or
+ * descriptor to spare) the hook's timer still serves the listener. */
+static void watch_start(void)
+{
+    watch_stop = eventfd(0, EFD_CLOEXEC);
+    watch_ack = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int fd = px_peer_listener_fd(listener);
+    if (watch_stop >= 0 && watch_ack >= 0 && fd >= 0 &&
+        0 == pthread_create(&watcher, NULL, watch_main, (void *)(intptr_t)fd)) {
+        watching = true;
+        return;
+    }
+    PX_OUTPUT_VERBOSE(1, px_rt.output,
+                      "px_contact: no watcher thread for the listener (%s); handshakes are "
+                      "served by the progress timer (every 1 ms)",
+                      strerror(errno));
+    if (watch_stop >= 0)
+        close(watch_stop);
+    if (watch_ack >= 0)
+        close(watch_ack);
+    watch_stop = watch_ack = -1;
+}
+
+static void watch_end(void)
+{
+    if (watching) {
+        uint64_t one = 1;
+        if (write(watch_stop, &one, sizeof one) == sizeof one)
+            pthread_join(watcher, NULL);
+        else
+            pthread_detach(watcher); /* cannot happen with an eventfd */
+        watching = false;
+    }
+    if (watch_stop >= 0)
+        close(watch_stop);
+    if (watch_ack >= 0)
+        close(watch_ack);
+    watch_stop = watch_ack = -1;
+    atomic_store_explicit(&knock, 0, memory_order_relaxed);
+}
+
 static int dyn_progress(void)
 {
+    if (atomic_load_explicit(&knock, memory_order_relaxed)) {
+        atomic_store_explicit(&knock, 0, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        int n = listener_progress();
+        uint64_t one = 1;
+        if (write(watch_ack, &one, sizeof one) != sizeof one)
+            next_poll = 0; /* cannot happen: the timer serves it meanwhile */
+        if (n > 0)
+            stride = 1;
+        return n;
+    }
     if (++passes < stride)
         return 0;
     passes = 0;
@@ -301,6 +398,7 @@ static int rt_contact(const char **contact)
             return rc;
         }
         px_peer_listener_set_reply(listener, dyn_reply, dyn_release, NULL);
+        watch_start();
         hook_update();
     }
     *contact = my_contact;
@@ -449,6 +547,7 @@ void px_pml_dyn_finalize(void)
         d->peer.failed_here = false;
         dyn_destroy(d, "px_finalize");
     }
+    watch_end(); /* before the descriptor it polls is closed */
     if (listener)
         px_peer_listener_close(listener); /* releases what it had not delivered */
     listener = NULL;
