@@ -10,6 +10,23 @@ skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $1 # SKIP $2"; }
 check() { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 # contains "text" "needle"
 contains() { case "$1" in *"$2"*) return 0 ;; *) echo "# expected to find: $2" >&2; echo "# in: $1" | head -20 >&2; return 1 ;; esac; }
+# stop_proc PID: SIGSTOP, then wait (up to 5 s) until every thread of PID is
+# stopped: the signal wakes one thread, which stops the others only when it
+# runs, so on a loaded machine another thread may still serve a while.
+proc_stopped() {
+    local st
+    for st in /proc/"$1"/task/*/stat; do
+        [ -r "$st" ] || return 1
+        [ "$(sed 's/.*) //' "$st" | cut -d' ' -f1)" = T ] || return 1
+    done
+}
+stop_proc() {
+    kill -STOP "$1" || return 1
+    local i
+    for i in $(seq 1 200); do proc_stopped "$1" && return 0; sleep 0.025; done
+    echo "# process $1 did not stop within 5 s" >&2
+    return 1
+}
 tap_done() { exit $((_tap_failed > 0)); }
 # need_built FILE...: each FILE (a program or library of the build) exists and
 # is executable; otherwise one not_ok naming the first one missing, and the

@@ -128,7 +128,7 @@ check "... saying stale contact" contains "$out" "stale contact"
 # a listener that does not progress (stopped): the handshake's bound
 new=$(cat "$T/new.c")
 stopped=$(pgrep -P "$spid") # dyn_app, below timeout
-kill -STOP $stopped
+stop_proc $stopped
 attempt stopped "$new"
 check "a listener that does not progress (SIGSTOP): an error, no hang (exit $rc)" test "$rc" -eq 3
 check "... naming the bound ($TO s, peer_connect_timeout)" contains "$out" "within $TO s (peer_connect_timeout)"

@@ -176,6 +176,8 @@ check "a name of 201 bytes: bad parameter (too long)" contains "$out" "it is too
 start_owner del/me 4096 1 "$T/c3" "$T/o3"
 out=$(timeout 60 "$names" del del/me 2>&1)
 check "px_names del removes a name, saying whose it was" contains "$out" "removed del/me (key plexus/del/me in registry dirstore): a region of host $(hostname), pid $owner_pid"
+# written again: the store's lease (the file's age) may have run out meanwhile
+printf 'not json at all' >"$store/plexus%2Fbad%2Fjson"
 out=$(timeout 60 "$names" del bad/json 2>&1)
 check "px_names del removes a foreign entry too" contains "$out" "bytes that were not a Plexus entry"
 out=$(timeout 60 "$names" get nothing/here 2>&1)
@@ -188,9 +190,13 @@ wait_for "$T/o3" "finalized" 30
 # ---- a name taken by another process while its owner's entry was gone
 start_owner take/x 4096 1 "$T/c6" "$T/o6"
 pid_a=$owner_pid
+# The first owner stays stopped while its entry is removed and the name
+# taken: otherwise its heartbeat (0.5 s) may put it back first, as it should.
+check "the first owner is stopped (all its threads)" stop_proc "$pid_a"
 timeout 60 "$names" del take/x >/dev/null 2>&1
 start_owner take/x 4096 2 "$T/c7" "$T/o7"
 check "another process publishes a name removed from the store" grep -q "publish take/x: success" "$T/o7"
+kill -CONT "$pid_a"
 wait_for "$T/o6" "was taken by another process" 10
 check "the first owner's heartbeat finds it taken: drops it and says so" grep -q "the name \"take/x\" (key \"plexus/take/x\") of this process was taken by another process (host $(hostname), pid $owner_pid)" "$T/o6"
 out=$(timeout 60 "$names" get take/x 2>&1)

@@ -101,7 +101,7 @@ pids+=($dp)
 until_ok 20 test -e "$T/stall"
 sleep 1
 check "held entry present" has_key a plexus/stall
-kill -STOP $dp
+stop_proc $dp
 check "stopped past its lease: the entry expires" until_ok 5 no_key a plexus/stall
 kill -CONT $dp
 check "resumed: back within a heartbeat (a new lease, put again)" until_ok 3 has_key a plexus/stall
@@ -163,7 +163,7 @@ export PX_MCA_registry_etcd_endpoints=$(etcd_url b)
 "$D" create s v touch "$T/stop1" wait "$T/stop2" get s hb touch "$T/stop3" >"$T/stop.out" 2>"$T/stop.err" &
 dp=$!
 until_ok 20 test -e "$T/stop1"
-kill -STOP "${etcd_pid[b]}"; ps -o pid,stat,comm -p "${etcd_pid[b]}" | sed "s/^/# /"
+stop_proc "${etcd_pid[b]}"; ps -o pid,stat,comm -p "${etcd_pid[b]}" | sed "s/^/# /"
 touch "$T/stop2"
 until_ok 10 test -e "$T/stop3"
 kill -CONT "${etcd_pid[b]}"

@@ -134,7 +134,7 @@ ES=127.0.0.1:$REDIS_PORT_S
 rm -f "$T/f1" "$T/f2"
 (
     for i in $(seq 300); do [ -e "$T/f1" ] && break; sleep 0.1; done
-    kill -STOP "$REDIS_PID_S"
+    stop_proc "$REDIS_PID_S"
     touch "$T/f2"
 ) &
 bg=$!
@@ -180,7 +180,7 @@ EG=127.0.0.1:$REDIS_PORT_G
 rm -f "$T/f1" "$T/f2"
 (
     for i in $(seq 300); do [ -e "$T/f1" ] && break; sleep 0.1; done
-    kill -STOP "$REDIS_PID_G"
+    stop_proc "$REDIS_PID_G"
     touch "$T/f2"
 ) &
 bg=$!

@@ -117,7 +117,7 @@ check "a listing whose entry overruns it is BAD_PARAM (exit $(rc f4))" [ "$(rc f
 contains "$(out f4)" "overruns the listing" || not_ok "saying so"
 
 # a stopped owner: TIMEOUT within registry_timeout (2 s; 10 s allowed here)
-kill -STOP "$opid"
+check "the owner stopped (all its threads)" stop_proc "$opid"
 run s1 get "$A/kv/block-7"
 kill -CONT "$opid"
 check "a stopped owner gives TIMEOUT (exit $(rc s1))" [ "$(rc s1)" -eq 4 ]
