@@ -2,8 +2,9 @@
  * btl_serial_test.c: the BTL base serializes a module that is not thread-safe
  * (BTL API 3.4, docs/threads.md) and leaves the others alone.
  *  - a test module that counts the threads inside it at once: serialized by
- *    px_btl_base_serialize, 4 threads calling send, sendi, put, alloc/free
- *    and progress never overlap in it, a callback's call back into the same
+ *    px_btl_base_serialize, 4 threads calling send, sendi, put, alloc/free,
+ *    progress and a progress hook of the component's own
+ *    (px_btl_base_progress_locked) never overlap in it, a callback's call back into the same
  *    module does not deadlock, and every call took the lock once;
  *  - the same module declared thread-safe is not wrapped, and two threads are
  *    seen inside it at once (the detector above is real);
@@ -189,6 +190,8 @@ static void *hammer(void *arg)
         ck_assert_int_eq(m->btl_put(m, NULL, buf, 0, NULL, NULL, 1, 0, 0, put_done, NULL, NULL),
                          PX_SUCCESS);
         m->btl_progress(m);
+        /* a component's own progress hook, through the base */
+        px_btl_base_progress_locked(m, fake_progress);
     }
     return NULL;
 }
@@ -253,6 +256,11 @@ START_TEST(thread_safe_module_left_alone)
     for (int i = 0; i < 2; ++i)
         pthread_join(t[i], NULL);
     ck_assert_int_eq(most_inside(), 2);
+    /* A progress hook of the component's own runs directly, without a lock. */
+    wait_for_company = false;
+    long before = atomic_load(&calls);
+    ck_assert_int_eq(px_btl_base_progress_locked(&m, fake_progress), 1);
+    ck_assert_int_eq(atomic_load(&calls), before + 1);
     ck_assert_uint_eq(px_btl_base_serial_locks(&m), 0);
     px_btl_base_unserialize();
 }

@@ -52,6 +52,14 @@ PX_EXPORT int px_btl_base_module_param_range(const px_btl_component_t *component
 PX_EXPORT uint32_t px_btl_base_thread_support(const px_btl_component_t *component);
 /* The same as a word for people and scripts: "multiple" or "serialized". */
 PX_EXPORT const char *px_btl_base_thread_support_name(const px_btl_component_t *component);
+/* For a component that polls a module from a progress callback of its own
+ * (px_progress_register) rather than through btl_progress: run
+ * progress(btl) as the base runs btl_progress, i.e. under the module's lock
+ * when the base serializes it (tried: 0 when another thread is inside the
+ * module), directly otherwise. A module's methods must never be entered
+ * around the base's lock. */
+PX_EXPORT int px_btl_base_progress_locked(px_btl_module_t *btl,
+                                          int (*progress)(px_btl_module_t *btl));
 
 /* ---- put and get as one function ---- */
 

@@ -193,6 +193,19 @@ static int serial_btl_progress(px_btl_module_t *btl)
     return r;
 }
 
+int px_btl_base_progress_locked(px_btl_module_t *btl, int (*progress)(px_btl_module_t *))
+{
+    px_btl_base_serial_t *s = nserial > 0 ? serial_find(btl) : NULL;
+    if (NULL == s)
+        return progress(btl); /* not serialized: no lock, as the base's own progress */
+    if (pthread_mutex_trylock(&s->lock) != 0)
+        return 0;
+    s->locks++;
+    int r = progress(btl);
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}
+
 /* Every method the base wraps: all but btl_finalize, which the base calls
  * after putting the component's methods back. */
 #define SERIAL_METHODS(X)                                                                          \
