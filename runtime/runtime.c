@@ -343,11 +343,22 @@ int px_init_thread(int required, int *provided)
     if (rc != PX_SUCCESS)
         return rc;
     /* The build always has threads; every transport runs threaded, those that
-     * do not say they are thread-safe serialized by the base (the API lock,
+     * do not say they are thread-safe serialized by the BTL base (a lock per
+     * module, below; messaging is also under the API lock today:
      * docs/threads.md), so only runtime_thread_max lowers the level. */
     int level = required < px_rt.thread_max ? required : px_rt.thread_max;
     if (PX_THREAD_MULTIPLE == level && (rc = px_xfer_enable_threads()) != PX_SUCCESS) {
         px_show_error("px_init_thread: turning on the API lock failed: %s", px_strerror(rc));
+        px_finalize();
+        return rc;
+    }
+    /* Transports that are not thread-safe get a lock each from the BTL base
+     * (BTL API 3.4); below MULTIPLE nothing is wrapped and no lock taken. */
+    if (PX_THREAD_MULTIPLE == level &&
+        (rc = px_btl_base_serialize(px_btl_base_modules, px_btl_base_num_modules)) != PX_SUCCESS) {
+        px_show_error("px_init_thread: serializing the transports that are not thread-safe "
+                      "failed: %s",
+                      px_strerror(rc));
         px_finalize();
         return rc;
     }

@@ -598,4 +598,8 @@ const px_btl_component_t px_btl_example_component = {
     .base = PX_BTL_COMPONENT_HEADER("example", 1, 2, 3, px_btl_example_register, NULL, NULL),
     .btl_init = px_btl_example_init,
     .btl_modex_send = px_btl_example_modex_send,
+    /* BTL API 3.4: one socket and a free list without locks, so not
+     * thread-safe; at PX_THREAD_MULTIPLE the base calls the module from one
+     * thread at a time (docs/threads.md, "Rules for component authors"). */
+    .btl_thread_support = PX_BTL_THREADS_SERIALIZED,
 };

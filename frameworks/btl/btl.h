@@ -28,6 +28,11 @@
  * a component built for 3.m loads into a library with 3.n for n >= m; methods
  * added in a minor go at the end of px_btl_module_t and the base calls one
  * only when the module's btl_size covers it (PX_BTL_MODULE_HAS).
+ * 3.4: thread support (btl_thread_support in px_btl_component_t, read only from
+ *      components built for 3.4 or later): PX_BTL_THREADS_MULTIPLE says the
+ *      component's modules take calls from several threads at once; any
+ *      other component (every older plugin) is serialized by the base when
+ *      the process runs at PX_THREAD_MULTIPLE (px_btl_base_serialize).
  * 3.3: dynamic peers (btl_dyn_offer, btl_dyn_accept, btl_dyn_complete,
  *      btl_dyn_remove): a peer that is not a rank of the job, added from an
  *      address blob exchanged by another channel; the base's px_btl_base_dyn_*
@@ -42,7 +47,7 @@
  *      fingerprint (PX_BTL_COMPONENT_HEADER).
  * 2.0: btl_init lost its enable_mpi_threads argument. */
 #define PX_BTL_API_MAJOR   3
-#define PX_BTL_API_MINOR   3
+#define PX_BTL_API_MINOR   4
 #define PX_BTL_API_RELEASE 0
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
@@ -356,6 +361,36 @@ typedef struct px_btl_module {
     /* Later methods go here, each with the minor that added it. */
 } px_btl_module_t;
 
+/* Thread support (3.4): what a component's modules allow of calls from
+ * several threads, in px_btl_component_t.btl_thread_support.
+ *
+ * PX_BTL_THREADS_SERIALIZED (0, and what every component built before 3.4
+ * is taken to say): the module's methods are never called by two threads at
+ * the same time. Calls still come from different threads one after the
+ * other, and memory is ordered between them (a lock is released and taken
+ * in between): a module keeps no per-thread state. When the process runs at
+ * PX_THREAD_MULTIPLE the base makes it so: every method of the module runs
+ * under a lock of that module (px_btl_base_serialize, base_runtime.h),
+ * recursive, so a callback the module runs (an active message, a completion)
+ * may call back into the same module. At SINGLE, FUNNELED and SERIALIZED
+ * no lock is taken.
+ *
+ * PX_BTL_THREADS_MULTIPLE (1): any method of any of the component's modules
+ * may be called from several threads at once (send and sendi beside
+ * progress, put/get beside send, register_mem beside all of them); the
+ * module locks its own state (per peer, per queue, as it pays). Its
+ * callbacks may then run on several threads at once, each on the thread in
+ * the call that completed it, and must not be run with a lock of the module
+ * held that a call back into the module would take again (or the lock must
+ * be recursive). Only btl_add_procs, btl_del_procs, btl_register_error and
+ * btl_finalize are still called by one thread with no other call running,
+ * at either level.
+ *
+ * Either way a component whose modules share mutable state (component
+ * globals) locks that state itself: the base's lock is per module. */
+#define PX_BTL_THREADS_SERIALIZED 0
+#define PX_BTL_THREADS_MULTIPLE   1
+
 /* A BTL component. init returns an array (malloc'ed, the base frees it) of
  * modules, or NULL with *num_modules 0 to decline. */
 typedef struct px_btl_component {
@@ -363,7 +398,18 @@ typedef struct px_btl_component {
     px_btl_module_t **(*btl_init)(int *num_modules, bool enable_progress_threads);
     /* Data the component publishes through the modex before add_procs; may be NULL. */
     int (*btl_modex_send)(void);
+    /* ---- 3.4: read only from a component built for 3.4 or later
+     * (px_btl_base_thread_support). ---- */
+    /* PX_BTL_THREADS_SERIALIZED or PX_BTL_THREADS_MULTIPLE (above); any
+     * other value is taken as SERIALIZED. */
+    uint32_t btl_thread_support;
+    /* Later members go here, each with the minor that added it. */
 } px_btl_component_t;
+
+/* sizeof(px_btl_component_t) of a component built for 3.0 to 3.3 (up to
+ * btl_modex_send). */
+#define PX_BTL_COMPONENT_SIZE_3_3                                                                  \
+    (offsetof(px_btl_component_t, btl_modex_send) + sizeof(int (*)(void)))
 
 /* The value of a module's btl_size. */
 #define PX_BTL_MODULE_SIZE sizeof(px_btl_module_t)
@@ -376,6 +422,10 @@ typedef struct px_btl_component {
 
 /* btl_size of a module built for 3.2 (everything up to btl_mem_unmap). */
 #define PX_BTL_MODULE_SIZE_3_2 (offsetof(px_btl_module_t, btl_mem_unmap) + sizeof(int (*)(void)))
+
+/* btl_size of a module built for 3.3 (everything up to btl_dyn_remove; 3.4
+ * added nothing to the module). */
+#define PX_BTL_MODULE_SIZE_3_3 (offsetof(px_btl_module_t, btl_dyn_remove) + sizeof(int (*)(void)))
 
 /* Whether `module` has `method` (a px_btl_module_t member) set: a method
  * added after 3.0 is read only when the module's btl_size covers it. */

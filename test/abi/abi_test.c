@@ -9,7 +9,10 @@
  *    refuses for it;
  *  - btl/self (3.1) gets the vector calls itself;
  *  - abi30debug (the other PX_ENABLE_DEBUG) and abinewer (a newer minor than
- *    this library) are refused, saying what differs.
+ *    this library) are refused, saying what differs;
+ *  - abi33, built against the frozen BTL API 3.3 header (before components
+ *    declared thread support), loads unchanged and is serialized by the base
+ *    at PX_THREAD_MULTIPLE (docs/threads.md).
  * The base's fallback is also driven with a module whose put fails.
  */
 #define _GNU_SOURCE
@@ -21,6 +24,7 @@
 #include "core/mca/var.h"
 #include "core/util/error.h"
 #include "frameworks/btl/base/base_runtime.h"
+#include "runtime/plexus.h"
 #include "test/mca/mca_test_util.h"
 
 static px_btl_module_t *loop, *self;
@@ -354,6 +358,39 @@ START_TEST(fallback_errors)
 }
 END_TEST
 
+/* A plugin of the minor before thread support: it carries the messaging
+ * layer at PX_THREAD_MULTIPLE, and the base serializes it (its component
+ * struct ends before btl_thread_support: the base must not read that member,
+ * which ASan would report as a global-buffer-overflow in the plugin). */
+START_TEST(minor_3_3_plugin_serialized_at_multiple)
+{
+    setenv("PX_MCA_mca_component_path", ABI_PLUGIN_DIR, 1);
+    setenv("PX_MCA_btl", "abi33", 1);
+    int provided = -1;
+    ck_assert_int_eq(px_init_thread(PX_THREAD_MULTIPLE, &provided), PX_SUCCESS);
+    ck_assert_int_eq(provided, PX_THREAD_MULTIPLE);
+    ck_assert_int_eq(px_btl_base_num_modules, 1);
+    px_btl_module_t *m = px_btl_base_modules[0];
+    const px_btl_component_t *c = m->btl_component;
+    ck_assert_str_eq(c->base.component_name, "abi33");
+    ck_assert_int_eq(c->base.framework_version.minor, 3);
+    ck_assert_uint_eq(m->btl_size, PX_BTL_MODULE_SIZE_3_3);
+    ck_assert_ptr_null(failure_reason("abi33"));
+    ck_assert_uint_eq(px_btl_base_thread_support(c), PX_BTL_THREADS_SERIALIZED);
+    ck_assert_str_eq(px_btl_base_thread_support_name(c), "serialized");
+    ck_assert(px_btl_base_serialized(m));
+    uint64_t before = px_btl_base_serial_locks(m);
+    int v = 42, r = 0;
+    ck_assert_int_eq(px_send(&v, sizeof v, 0, 7), PX_SUCCESS);
+    ck_assert_int_eq(px_recv(&r, sizeof r, PX_ANY_SOURCE, 7, NULL), PX_SUCCESS);
+    ck_assert_int_eq(r, 42);
+    ck_assert_uint_gt(px_btl_base_serial_locks(m), before); /* the message went through it */
+    ck_assert_int_eq(px_finalize(), PX_SUCCESS);
+    /* finalize gave the plugin its own methods back and dropped the lock */
+    ck_assert(!px_btl_base_serialized(m));
+}
+END_TEST
+
 PX_CHECK_MAIN("abi", NULL, NULL, 0, frozen_plugin_loads_and_is_selected,
               frozen_plugin_vector_uses_fallback, native_vector_in_self, other_debug_refused,
-              newer_minor_refused, fallback_errors)
+              newer_minor_refused, fallback_errors, minor_3_3_plugin_serialized_at_multiple)

@@ -11,6 +11,8 @@
  *   LOOP_NEWER_MINOR claim one BTL API minor more than the headers have
  *   LOOP_FROZEN      the include path has test/abi/btl-3.0 first: assert that
  *                    the frozen 3.0 headers are the ones compiled against
+ *   LOOP_FROZEN_MINOR with LOOP_FROZEN: the frozen minor instead of 0
+ *                    (abi33: test/abi/btl-3.3, before thread support)
  * It includes nothing of frameworks/btl/base (a plugin of 3.0 knows only the
  * 3.0 btl.h), and counts its own put/get calls in px_btl_<LOOP_NAME>_rdma_calls.
  */
@@ -32,8 +34,12 @@
 #include "frameworks/btl/btl.h"
 
 #ifdef LOOP_FROZEN
-_Static_assert(PX_BTL_API_MAJOR == 3 && PX_BTL_API_MINOR == 0,
-               "test/abi/btl-3.0 must come first on the include path");
+#ifndef LOOP_FROZEN_MINOR
+#define LOOP_FROZEN_MINOR 0
+#endif
+_Static_assert(PX_BTL_API_MAJOR == 3 && PX_BTL_API_MINOR == LOOP_FROZEN_MINOR,
+               "the frozen headers (test/abi/btl-3.<LOOP_FROZEN_MINOR>) must come first on the "
+               "include path");
 #endif
 #ifdef LOOP_NEWER_MINOR
 static const int loop_api_minor = PX_BTL_API_MINOR + 1;

@@ -4,7 +4,9 @@
 # carries the messaging layer of a 3.1 library (the api_example program alone,
 # with btl=abi30 only); px_info lists its API version and fingerprint; the
 # plugins of another debug setting and of a newer minor are refused, and
-# px_info --show-failed and btl_base_verbose say why.
+# px_info --show-failed and btl_base_verbose say why. The plugin built against
+# the frozen 3.3 header (abi33) loads and shows as serialized (thread support
+# came in 3.4); abi_test runs it at PX_THREAD_MULTIPLE.
 . "$PX_SRC/test/lib/tap.sh"
 plugins=$PX_BUILD/test/abi/.libs
 ex=$PX_BUILD/test/runtime/api_example
@@ -22,6 +24,16 @@ check "px_info --all: exit 0" test "$rc" -eq 0
 check "px_info lists the 3.0 plugin with its API version" contains "$flat" "abi30 (MCA ABI 2, API 3.0.0, component 1.0.0, plugin"
 check "px_info shows the library's fingerprint" contains "$flat" "Build fingerprint: debug="
 check "px_info shows a plugin's fingerprint" contains "$flat" "built with debug="
+# A plugin of BTL API 3.3, before components declared their thread support
+# (3.4): it loads unchanged, and counts as not thread-safe (docs/threads.md).
+check "px_info lists the 3.3 plugin with its API version" contains "$flat" "abi33 (MCA ABI 2, API 3.3.0, component 1.0.0, plugin"
+check "... and shows it serialized by the base, saying why" contains "$flat" "abi33 (MCA ABI 2, API 3.3.0, component 1.0.0, plugin) threads: serialized by the base at PX_THREAD_MULTIPLE (built for btl API 3.3, before components declared thread support)"
+check "... the 3.0 plugin too" contains "$flat" "threads: serialized by the base at PX_THREAD_MULTIPLE (built for btl API 3.0,"
+out=$("$pxinfo" --parsable 2>&1)
+check "px_info --parsable: the 3.3 plugin's thread support" contains "$out" "mca:btl:abi33:threads:serialized"
+out=$(PX_MCA_btl=abi33 timeout 60 "$ex" 2>&1); rc=$?
+check "api_example over the 3.3 plugin alone: exits 0" test "$rc" -eq 0
+check "the ring token travels through the 3.3 plugin" contains "$out" "rank 0 got token 0 from rank 0 (via abi33)"
 
 out=$("$pxinfo" --show-failed 2>&1); rc=$?
 flat=$(echo "$out" | tr -s ' \n' ' ')

@@ -36,11 +36,22 @@ run
 check "no option: exit 0" eq "$rc" 0
 check "no option: version" contains "$out" "Plexus: $version"
 check "no option: configure line" contains "$out" "Configure command line:"
-check "no option: btl/self listed with versions" contains "$out" "MCA btl: self (MCA ABI 2, API 3.3.0, component"
+check "no option: btl/self listed with versions" contains "$out" "MCA btl: self (MCA ABI 2, API 3.4.0, component"
 check "no option: boot/singleton listed" contains "$out" "MCA boot: singleton (MCA ABI 2"
 check "no option: paths" contains "$out" "Override file: $tmp/etc/plexus-mca-params-override.conf"
 check "no option: fits 80 columns" width_ok
 check "no option: nothing on stderr" eq "$err" ""
+# Thread support (BTL API 3.4, docs/threads.md): a line under each BTL; no
+# in-tree transport is thread-safe, so each is serialized at MULTIPLE.
+threads_after() { awk -v c="MCA btl: $1 (" 'index($0, c) { getline; print; exit }' "$tmp/out"; }
+check "no option: btl/self's thread support on the line after it" \
+    contains "$(threads_after self)" "threads: serialized by the base at PX_THREAD_MULTIPLE"
+check "no option: btl/shm's thread support on the line after it" \
+    contains "$(threads_after shm)" "threads: serialized by the base at PX_THREAD_MULTIPLE"
+check "no option: every loaded BTL has a threads line" \
+    eq "$(grep -c '^ *threads: ' "$tmp/out")" "$(grep -cE 'MCA btl: [a-z0-9_]+ \(MCA ABI' "$tmp/out")"
+check "no option: no threads line under another framework" \
+    eq "$(awk '/MCA boot: /{getline; print}' "$tmp/out" | grep -c 'threads:')" 0
 
 run --version
 check "--version: one line" eq "$out" "px_info (Plexus) $version"
@@ -133,7 +144,7 @@ run --mca btl 'self,^shm'
 check "mixed selection list: exit 1" eq "$rc" 1
 check "mixed selection list: error" contains "$err" "mixes including and excluding"
 run --mca btl self
-check "include list: shm shown as excluded" contains "$out" "shm (MCA ABI 2, API 3.3.0, component"
+check "include list: shm shown as excluded" contains "$out" "shm (MCA ABI 2, API 3.4.0, component"
 check "include list: shm marked excluded" contains "$flat" "built-in, excluded)"
 run --mca btl self --selected-only
 check "--selected-only: shm hidden" bash -c '! grep -q "MCA btl: shm" "$0"' "$tmp/out"
@@ -195,12 +206,16 @@ check "--parsable: value line" contains "$out" "mca:btl:self:param:btl_self_eage
 check "--parsable: source line" contains "$out" "mca:btl:self:param:btl_self_eager_limit:source:default"
 check "--parsable: every line is key:value" bash -c '! grep -vE "^[a-z_]+:[^:]*:" "$0"' "$tmp/out"
 run --parsable
-check "--parsable default: component versions" contains "$out" "mca:btl:self:version:api:3.3.0"
+check "--parsable default: component versions" contains "$out" "mca:btl:self:version:api:3.4.0"
 check "--parsable default: package" contains "$out" "package:Plexus $version"
+check "--parsable default: btl/self's thread support" contains "$out" "mca:btl:self:threads:serialized"
+check "--parsable default: btl/shm's thread support" contains "$out" "mca:btl:shm:threads:serialized"
+check "--parsable default: no thread support for other frameworks" \
+    bash -c '! grep -qE "^mca:(boot|coll|registry):[^:]*:threads:" "$0"' "$tmp/out"
 
 run --json --all
 check "--json: exit 0" eq "$rc" 0
-check "--json: valid JSON with the documented keys" perl -MJSON::PP -e '
+check "--json: valid JSON with the documented keys, a BTL's threads" perl -MJSON::PP -e '
     local $/; open my $f, "<", $ARGV[0] or die; my $d = decode_json(<$f>);
     die "schema" unless $d->{schema} eq "plexus.px_info/1";
     for my $k (qw(version mca_abi_version config paths frameworks variables failed)) { die "no $k" unless exists $d->{$k} }
@@ -209,6 +224,10 @@ check "--json: valid JSON with the documented keys" perl -MJSON::PP -e '
     for my $k (qw(name framework component value default source source_where probe_pending level type scope flags enum_values synonyms help)) { die "no var key $k" unless exists $v->{$k} }
     my ($btl) = grep { $_->{name} eq "btl" } @{$d->{frameworks}};
     die "no btl" unless $btl && grep { $_->{name} eq "self" && $_->{origin} eq "built-in" } @{$btl->{components}};
+    my ($self) = grep { $_->{name} eq "self" } @{$btl->{components}};
+    die "self threads: " . ($self->{threads} // "null") unless ($self->{threads} // "") eq "serialized";
+    my ($boot) = grep { $_->{name} eq "boot" } @{$d->{frameworks}};
+    for my $c (@{$boot->{components}}) { die "boot threads key" unless exists $c->{threads} && !defined $c->{threads} }
 ' "$tmp/out"
 PX_MCA_btl_self_eager_limit=2k run --json --var btl_self_eager_limit
 check "--json: environment source recorded" perl -MJSON::PP -e '

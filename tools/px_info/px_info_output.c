@@ -16,6 +16,7 @@
 #include "core/mca/mca_tools.h"
 #include "core/util/error.h"
 #include "core/util/printf.h"
+#include "frameworks/btl/base/base.h"
 #include "frameworks/coll/coll.h"
 #include "tools/px_info/px_info.h"
 
@@ -288,6 +289,29 @@ void px_info_print_header(const px_info_t *info, bool version, bool config, bool
 
 /* ------------------------------------------------------------ components */
 
+/* A loaded BTL component's thread support (BTL API 3.4): "multiple" or
+ * "serialized"; NULL for another framework or a component not loaded. */
+static const char *btl_threads(const px_info_component_t *c)
+{
+    if (NULL == c->component || strcmp(c->framework, "btl") != 0)
+        return NULL;
+    return px_btl_base_thread_support_name((const px_btl_component_t *)c->component);
+}
+
+/* The pretty line under a BTL component: what a user at PX_THREAD_MULTIPLE
+ * gets from it. */
+static char *btl_threads_text(const px_info_component_t *c)
+{
+    const px_mca_component_t *mc = c->component;
+    if (PX_BTL_THREADS_MULTIPLE == px_btl_base_thread_support((const px_btl_component_t *)mc))
+        return strdup("threads: multiple (thread-safe: called from any thread at once)");
+    if (mc->framework_version.minor < 4)
+        return px_asprintf("threads: serialized by the base at PX_THREAD_MULTIPLE (built for "
+                           "btl API %d.%d, before components declared thread support)",
+                           mc->framework_version.major, mc->framework_version.minor);
+    return strdup("threads: serialized by the base at PX_THREAD_MULTIPLE (not thread-safe)");
+}
+
 static bool component_shown(const px_info_t *info, const px_info_component_t *c)
 {
     return !info->selected_only || 0 == strcmp(c->state, "registered");
@@ -318,6 +342,8 @@ void px_info_print_components(const px_info_t *info)
                 }
                 printf("%sorigin:%s\n", pre, c->origin);
                 printf("%sstate:%s\n", pre, c->state);
+                if (btl_threads(c))
+                    printf("%sthreads:%s\n", pre, btl_threads(c));
                 if (c->path)
                     printf("%spath:%s\n", pre, c->path);
                 free(pre);
@@ -345,6 +371,11 @@ void px_info_print_components(const px_info_t *info)
             }
             wrap(label, text);
             free(text);
+            if (btl_threads(c)) {
+                char *threads = btl_threads_text(c);
+                wrap(NULL, threads);
+                free(threads);
+            }
             if (c->path && info->all) {
                 char *from = px_asprintf("from %s", c->path);
                 wrap(NULL, from);
@@ -825,6 +856,7 @@ void px_info_print_json(const px_info_t *info, const int *indices, int n, bool w
                 json_kv("origin", c->origin, 10, false);
                 json_kv("path", c->path, 10, false);
                 json_kv("state", c->state, 10, false);
+                json_kv("threads", btl_threads(c), 10, false);
                 json_key("allowed", 10, false);
                 fputs(c->allowed ? "true" : "false", stdout);
                 printf("\n        }");

@@ -570,4 +570,9 @@ const px_btl_component_t px_btl_ofi_component = {
                                     px_btl_ofi_close),
     .btl_init = px_btl_ofi_init,
     .btl_modex_send = px_btl_ofi_modex_send,
+    /* Not thread-safe: it asks libfabric for FI_THREAD_DOMAIN (the caller
+     * serializes access to a domain; the module has one domain) and its
+     * pending queues and fragment lists have no locks; the base's lock per
+     * module is what FI_THREAD_DOMAIN asks for (docs/threads.md). */
+    .btl_thread_support = PX_BTL_THREADS_SERIALIZED,
 };

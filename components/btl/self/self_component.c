@@ -157,4 +157,8 @@ const px_btl_component_t px_btl_self_component = {
                                     px_btl_self_close),
     .btl_init = px_btl_self_init,
     .btl_modex_send = NULL,
+    /* Not thread-safe: its fragments come from a free list without locks
+     * (thread_safe = false) and a send runs the receiver's callback at once;
+     * the base serializes it at PX_THREAD_MULTIPLE (docs/threads.md). */
+    .btl_thread_support = PX_BTL_THREADS_SERIALIZED,
 };

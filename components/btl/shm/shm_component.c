@@ -485,6 +485,10 @@ const px_btl_component_t px_btl_shm_component = {
                                     px_btl_shm_close),
     .btl_init = px_btl_shm_init,
     .btl_modex_send = px_btl_shm_modex_send,
+    /* Not thread-safe: one consumer drains its receive FIFO, and its
+     * fragment free lists, fast boxes and pending queues have no locks; the
+     * base serializes it at PX_THREAD_MULTIPLE (docs/threads.md). */
+    .btl_thread_support = PX_BTL_THREADS_SERIALIZED,
 };
 
 /* The module's teardown: dynamic peers, shareable memory, the peers' mappings, the

@@ -653,7 +653,9 @@ int px_btl_shm_module_setup(void)
 int px_btl_shm_dyn_progress(void *ctx)
 {
     (void)ctx;
-    return px_btl_shm_progress(&px_btl_shm_module.super);
+    /* Through the base: at PX_THREAD_MULTIPLE it serializes this module
+     * (btl/shm is not thread-safe), its own progress hook included. */
+    return px_btl_base_progress_locked(&px_btl_shm_module.super, px_btl_shm_progress);
 }
 
 px_btl_shm_module_t px_btl_shm_module = {

@@ -607,4 +607,9 @@ const px_btl_component_t px_btl_verbs_component = {
                                     px_btl_verbs_close),
     .btl_init = px_btl_verbs_init,
     .btl_modex_send = px_btl_verbs_modex_send,
+    /* Not thread-safe: its queue pairs, completion queue, registration
+     * cache and fragment lists are driven without locks; the base
+     * serializes each module (one per port) at PX_THREAD_MULTIPLE
+     * (docs/threads.md). */
+    .btl_thread_support = PX_BTL_THREADS_SERIALIZED,
 };

@@ -43,6 +43,24 @@ PX_EXPORT int px_btl_base_register_module_params(const px_btl_component_t *compo
 PX_EXPORT int px_btl_base_module_param_range(const px_btl_component_t *component, const char *param,
                                              const char *min, const char *max);
 
+/* ---- thread support (BTL API 3.4) ---- */
+
+/* What `component` declared in btl_thread_support (btl.h): PX_BTL_THREADS_
+ * MULTIPLE only from a component built for BTL API 3.4 or later that says
+ * so; PX_BTL_THREADS_SERIALIZED for every other (an older plugin never
+ * promised it, an unknown value is not a promise). */
+PX_EXPORT uint32_t px_btl_base_thread_support(const px_btl_component_t *component);
+/* The same as a word for people and scripts: "multiple" or "serialized". */
+PX_EXPORT const char *px_btl_base_thread_support_name(const px_btl_component_t *component);
+/* For a component that polls a module from a progress callback of its own
+ * (px_progress_register) rather than through btl_progress: run
+ * progress(btl) as the base runs btl_progress, i.e. under the module's lock
+ * when the base serializes it (tried: 0 when another thread is inside the
+ * module), directly otherwise. A module's methods must never be entered
+ * around the base's lock. */
+PX_EXPORT int px_btl_base_progress_locked(px_btl_module_t *btl,
+                                          int (*progress)(px_btl_module_t *btl));
+
 /* ---- put and get as one function ---- */
 
 /* The direction of an RDMA transfer. */

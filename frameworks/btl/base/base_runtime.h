@@ -47,6 +47,27 @@ PX_EXPORT int px_btl_base_register_error(px_btl_error_fn cbfunc);
  * framework. */
 PX_EXPORT int px_btl_base_finalize(void);
 
+/* ---- threads (BTL API 3.4, btl.h) ---- */
+
+/* Put every module of `modules` whose component is not thread-safe
+ * (px_btl_base_thread_support) behind a lock of its own: each of its methods
+ * then runs under that lock (recursive; btl_progress only tries it and
+ * polls nothing when another thread is inside the module). The runtime calls
+ * it once the process runs at PX_THREAD_MULTIPLE, with no other thread in
+ * Plexus; never called, no module is wrapped and no lock is taken (SINGLE,
+ * FUNNELED, SERIALIZED). A module already serialized is left as it is.
+ * PX_ERR_OUT_OF_RESOURCE when memory runs out (the modules wrapped so far
+ * stay wrapped). */
+PX_EXPORT int px_btl_base_serialize(px_btl_module_t **modules, int nmodules);
+/* Give every serialized module its component's methods back and drop the
+ * locks (px_btl_base_finalize does, before it finalizes the modules). */
+PX_EXPORT void px_btl_base_unserialize(void);
+/* Whether the base serializes `btl`, and how many times it took its lock
+ * (0 when it does not): for px_perf, tests and debugging; the count is
+ * exact once no other thread is calling the module. */
+PX_EXPORT bool px_btl_base_serialized(const px_btl_module_t *btl);
+PX_EXPORT uint64_t px_btl_base_serial_locks(const px_btl_module_t *btl);
+
 /* Set the callback for an active-message tag (NULL cbfunc: unset). */
 PX_EXPORT int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc,
                                       void *cbdata);

@@ -38,13 +38,15 @@ static const char *const px_btl_base_fp_names[] = {"px_btl_component_t", "px_btl
                                                    "px_btl_descriptor_t",
                                                    "px_btl_active_message_callback_t", NULL};
 static const uint32_t px_btl_base_fp_sizes[PX_BTL_API_MINOR + 1][PX_MCA_FINGERPRINT_FW_SIZES] = {
-    [0] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_0, sizeof(px_btl_descriptor_t),
+    [0] = {PX_BTL_COMPONENT_SIZE_3_3, PX_BTL_MODULE_SIZE_3_0, sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
-    [1] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_1, sizeof(px_btl_descriptor_t),
+    [1] = {PX_BTL_COMPONENT_SIZE_3_3, PX_BTL_MODULE_SIZE_3_1, sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
-    [2] = {sizeof(px_btl_component_t), PX_BTL_MODULE_SIZE_3_2, sizeof(px_btl_descriptor_t),
+    [2] = {PX_BTL_COMPONENT_SIZE_3_3, PX_BTL_MODULE_SIZE_3_2, sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
-    [3] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
+    [3] = {PX_BTL_COMPONENT_SIZE_3_3, PX_BTL_MODULE_SIZE_3_3, sizeof(px_btl_descriptor_t),
+           sizeof(px_btl_active_message_callback_t)},
+    [4] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
 };
 
@@ -469,6 +471,7 @@ int px_btl_base_register_error(px_btl_error_fn cbfunc)
 
 int px_btl_base_finalize(void)
 {
+    px_btl_base_unserialize(); /* the component's own methods, for its finalize */
     for (int i = px_btl_base_num_modules - 1; i >= 0; --i) {
         px_btl_module_t *m = px_btl_base_modules[i];
         if (m->btl_progress)
