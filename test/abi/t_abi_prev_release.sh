@@ -4,7 +4,11 @@
 # on this build's library.
 # - The previous release is 0.1 (commit fad2781, PX_ABI_PREV_COMMIT to
 #   override), taken from git history: its libplexus.so and headers are built
-#   in $PX_BUILD/test/abi/prev (kept between runs, nothing outside the build).
+#   in $PX_BUILD/test/abi/prev (kept between runs, nothing outside the build),
+#   or in PX_ABI_PREV_DIR when set: nothing there depends on the build under
+#   test (the 0.1 library, the program and the plugin are built with plain cc
+#   -O1 -g whatever the build's flags), so CI's sanitizer stage points it at
+#   the normal build's folder and does not build release 0.1 a second time.
 # - test/abi/prev_app.c is compiled against them (a position-independent
 #   program: it copies the exported px_progress_policy into itself) and
 #   examples/btl_example of that release is built as a plugin.
@@ -16,7 +20,7 @@
 . "$PX_SRC/test/lib/tap.sh"
 commit=${PX_ABI_PREV_COMMIT:-fad2781}
 B=$PX_BUILD
-prev=$B/test/abi/prev
+prev=${PX_ABI_PREV_DIR:-$B/test/abi/prev}
 pxrun=$B/tools/pxrun/pxrun
 
 if ! command -v git >/dev/null; then

@@ -30,6 +30,18 @@ wait_for() {
 }
 # count TEXT FILE: lines of FILE holding TEXT
 count() { grep -cF -- "$1" "$2" 2>/dev/null || true; }
+# reports_after LINE FILE REGEX: report lines of FILE after its first LINE lines
+# that match REGEX (extended)
+reports_after() { tail -n +"$(($1 + 1))" "$2" 2>/dev/null | grep -cE -- "$3" || true; }
+# wait_reports LINE FILE REGEX N [SECONDS]: until N such lines (default 30 s)
+wait_reports() {
+    local n=$((${5:-30} * 20))
+    for _ in $(seq 1 $n); do
+        [ "$(reports_after "$1" "$2" "$3")" -ge "$4" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
 
 example_build kvcache kv_prefill kv_decode
 example_secret
@@ -85,7 +97,9 @@ else
     wait_for "serving" "$tmp/w1.out" && wait_for "serving" "$tmp/w2.out"
     check "redis: both writers published 4 blocks each" \
         grep -q "published 4 blocks of 262144 bytes.*registry redis" "$tmp/w1.out" "$tmp/w2.out"
-    "$R" --list kv/t/ --wait-names 8 --duration 30 --refresh 0.5 --batch 3 \
+    # The reader runs until the test stops it (SIGTERM: it ends as at the end of
+    # its duration, printing its summary); the duration only bounds it.
+    "$R" --list kv/t/ --wait-names 8 --duration 120 --refresh 0.5 --batch 3 \
         >"$tmp/r1.out" 2>"$tmp/r1.err" </dev/null &
     r1=$!
     pids+=("$r1")
@@ -137,9 +151,9 @@ else
         grep -q "decode: 4 names open (registry redis)" "$tmp/r2.out"
     check "... with every checksum good" test $r2rc -eq 0
     grep -q "done:.* 0 checksum errors" "$tmp/r2.out" || sed 's/^/# /' "$tmp/r2.out" "$tmp/r2.err" | tail -10
-    sleep 1.5
+    # (a report once a second: wait for one, up to 10 s, rather than a fixed 1.5 s)
     check "redis: the first reader read on across the restart" \
-        bash -c "tail -n +$((mark + 1)) '$tmp/r1.out' | grep -Eq 'decode: [1-9][0-9]* blocks/s, .*4 names open, 4 lost, 0 checksum errors'"
+        wait_reports "$mark" "$tmp/r1.out" 'decode: [1-9][0-9]* blocks/s, .*4 names open, 4 lost, 0 checksum errors' 1 10
     # writer 1 started again, another generation: the reader opens its names again
     "$W" --model t --writer 1 --blocks 4 --block-size 256k --generation 2 \
         >"$tmp/w1b.out" 2>"$tmp/w1b.err" </dev/null &
@@ -151,8 +165,12 @@ else
     done
     check "redis: writer 1 started again: the reader opens its 4 names again" \
         test "$(grep -c "decode: kv/t/1/[0-3] is back" "$tmp/r1.out")" -eq 4
+    # Two reports after the names came back: the second covers a whole second
+    # of reads with all 8 open.
+    back=$(grep -n "decode: kv/t/1/[0-3] is back" "$tmp/r1.out" | tail -1 | cut -d: -f1)
     check "... and reads all 8 with good checksums (the new generation's pattern)" \
-        wait_for "8 names open, 0 lost, 0 checksum errors" "$tmp/r1.out" 10
+        wait_reports "${back:-0}" "$tmp/r1.out" 'decode: [1-9][0-9]* blocks/s, .*8 names open, 0 lost, 0 checksum errors' 2 10
+    kill -TERM "$r1"
     wait "$r1"
     r1rc=$?
     check "redis: the reader ended cleanly (exit $r1rc), 0 checksum errors, no name lost at the end" \
@@ -185,7 +203,8 @@ wait_for "serving" "$tmp/p1.out" && wait_for "serving" "$tmp/p2.out"
 check "p2p: both writers published, their names qualified with their address" \
     grep -Eq "^[0-9.]+:[0-9]+/kv/p/1/0$" "$tmp/p1.names"
 sed 's/^/# /' "$tmp/p1.names" | head -1
-"$R" --names-file "$tmp/p1.names" --names-file "$tmp/p2.names" --wait-names 8 --duration 8 \
+# (stopped by SIGTERM once it read on after the kill; the duration only bounds it)
+"$R" --names-file "$tmp/p1.names" --names-file "$tmp/p2.names" --wait-names 8 --duration 60 \
     --refresh 0.5 >"$tmp/q.out" 2>"$tmp/q.err" </dev/null &
 q=$!
 pids+=("$q")
@@ -194,6 +213,19 @@ check "p2p: the reader opened the 8 names and read them with good checksums" \
     grep -Eq "decode: [0-9]+ blocks/s, [0-9]+\.[0-9]+ GB/s; 8 names open, 0 lost, 0 checksum errors" "$tmp/q.out"
 kill -9 "$p1"
 wait "$p1" 2>/dev/null
+# Two reports after the 4 losses: the second covers a whole second of reads
+# of writer 2's blocks alone.
+wait_for_lost() {
+    for _ in $(seq 1 400); do
+        [ "$(count "decode: lost " "$tmp/q.out")" -ge 4 ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+wait_for_lost
+lostline=$(grep -n "decode: lost " "$tmp/q.out" | tail -1 | cut -d: -f1)
+wait_reports "${lostline:-0}" "$tmp/q.out" 'decode: [1-9][0-9]* blocks/s, .*4 names open, 4 lost, 0 checksum errors' 2 20
+kill -TERM "$q" 2>/dev/null
 wait "$q"
 qrc=$?
 check "p2p: writer 1 killed: the reader names each of its 4 blocks in a line, none of writer 2's" \

@@ -12,8 +12,11 @@
 #   PX_FUZZ_SEED fixes libFuzzer's random seed (CI sets it, so a CI run is
 #   repeatable; developers fuzz with a new seed each run). PX_FUZZ_PARALLEL
 #   harnesses run at once (default: the number of cores), each one process.
-#   PX_FUZZ_BUILD_ONLY=1: configure and build libplexus.a, then stop (CI
-#   builds it in the background while other tests run).
+#   PX_FUZZ_BUILD_ONLY=1: configure and build libplexus.a and link every
+#   harness, then stop (CI builds them in the background while other tests
+#   run). A later run links a harness again only when its binary is older
+#   than libplexus.a or one of the files it is built from (or than this
+#   script), so CI's fuzzing stage spends its time fuzzing.
 # Needs clang and libclang-rt-<version>-dev (libFuzzer, sanitizers).
 set -u
 secs=${1:-20}
@@ -50,7 +53,6 @@ fi
 echo "# building libplexus.a"
 make -j"${PX_FUZZ_JOBS:-2}" libplexus.la >make-fuzz.out 2>&1 ||
     { echo "run-fuzz: building libplexus failed, see $build/make-fuzz.out" >&2; exit 2; }
-[ -n "${PX_FUZZ_BUILD_ONLY:-}" ] && { echo "# built $build/.libs/libplexus.a"; exit 0; }
 libs="$build/.libs/libplexus.a $(sed -n 's/^HWLOC_LIBS = //p; s/^LTDL_LIBS = //p; s/^SODIUM_LIBS = //p; s/^JSONC_LIBS = //p' Makefile | tr '\n' ' ') -ldl -lm -lpthread"
 mkdir -p fuzz/bin fuzz/corpus fuzz/artifacts fuzz/logs
 # The C files of a source list a component's Makefile.inc defines (what the
@@ -60,11 +62,11 @@ component_sources() {
         make -s -f Makefile -f - px-print-sources | tr ' ' '\n' | sed -n "s|^\(.*\.c\)$|$src/\1|p"
 }
 
-# one N H: build and fuzz harness H (number N); its TAP line goes to
-# fuzz/logs/H.result. Harnesses run side by side, one per core
-# (PX_FUZZ_PARALLEL), each single-threaded, each for $secs seconds.
-one() {
-    local n=$1 h=$2 extra="" bin log seeds work start rc took runs cov art what
+# link_one H: link harness H into fuzz/bin/fuzz_H unless it is newer than
+# everything it is built from; status 0 when the binary is there. Its
+# compiler output goes to fuzz/logs/H.build.
+link_one() {
+    local h=$1 extra="" bin=fuzz/bin/fuzz_$1 f stale=0
     [ "$h" = selection ] && extra="$src/test/mca/ptest_base.c"
     [ "$h" = pxrun_server ] && extra="$src/tools/pxrun/pxrun_server.c"
     case $h in ofi_*) extra=$(component_sources PX_BTL_OFI_WIRE_SOURCES) ;; esac
@@ -74,14 +76,36 @@ one() {
         extra=$(component_sources PX_BTL_VERBS_WIRE_SOURCES)
         [ -n "$extra" ] && extra="$extra -DPX_FUZZ_BTL_DYN_VERBS"
     fi
+    if [ -x "$bin" ]; then
+        # The sources named here, the headers of the tree (any may be
+        # included), the library and this script.
+        for f in "$src/test/fuzz/fuzz_$h.c" "$src/test/fuzz/fuzz_util.c" $(printf '%s\n' $extra | grep '\.c$') \
+            "$build/.libs/libplexus.a" "$build/config.h" "$src/test/fuzz/run-fuzz.sh"; do
+            [ "$f" -nt "$bin" ] && stale=1
+        done
+        [ -n "$(find "$src" \( -path "$src/build*" -o -path "$src/.git" \) -prune -o \
+            -name '*.h' -newer "$bin" -print -quit)" ] && stale=1
+        [ $stale = 0 ] && return 0
+    fi
+    rm -f "$bin"
+    # shellcheck disable=SC2086
+    $cc $cflags -fsanitize=fuzzer -I"$src" -I"$build" -o "$bin" \
+        "$src/test/fuzz/fuzz_$h.c" "$src/test/fuzz/fuzz_util.c" $extra $libs >"fuzz/logs/$h.build" 2>&1
+}
+
+# one N H: fuzz harness H (number N; linked first if needed); its TAP line
+# goes to fuzz/logs/H.result. Harnesses run side by side, one per core
+# (PX_FUZZ_PARALLEL), each single-threaded, each for $secs seconds.
+one() {
+    local n=$1 h=$2 bin log seeds work start rc took runs cov art what
     bin=fuzz/bin/fuzz_$h
     log=$build/fuzz/logs/$h.log
-    # shellcheck disable=SC2086
-    if ! $cc $cflags -fsanitize=fuzzer -I"$src" -I"$build" -o "$bin" \
-        "$src/test/fuzz/fuzz_$h.c" "$src/test/fuzz/fuzz_util.c" $extra $libs >"$log" 2>&1; then
+    if ! link_one "$h"; then
+        cp "fuzz/logs/$h.build" "$log"
         echo "not ok $n - $h: does not build (see $log)" >"fuzz/logs/$h.result"
         return
     fi
+    : >"$log"
     seeds=$src/test/fuzz/corpus/$h
     work=fuzz/corpus/$h
     mkdir -p "$work"
@@ -105,6 +129,22 @@ one() {
 }
 
 par=${PX_FUZZ_PARALLEL:-$(nproc)}
+if [ -n "${PX_FUZZ_BUILD_ONLY:-}" ]; then
+    running=0 bad=""
+    for h in "${harnesses[@]}"; do
+        { link_one "$h" || echo "$h" >>fuzz/logs/build-failed; } &
+        running=$((running + 1))
+        if [ "$running" -ge "${PX_FUZZ_JOBS:-2}" ]; then
+            wait -n
+            running=$((running - 1))
+        fi
+    done
+    wait
+    # (a harness that does not link is reported by the fuzzing run, which tries again)
+    [ -f fuzz/logs/build-failed ] && bad=$(tr '\n' ' ' <fuzz/logs/build-failed) && rm -f fuzz/logs/build-failed
+    echo "# built $build/.libs/libplexus.a and ${#harnesses[@]} harness(es)${bad:+; not linked: $bad}"
+    exit 0
+fi
 n=0 failed=0 running=0
 echo "1..${#harnesses[@]}"
 for h in "${harnesses[@]}"; do
