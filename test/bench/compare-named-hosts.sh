@@ -397,7 +397,7 @@ if os.path.exists(sys.argv[3]) and os.path.getsize(sys.argv[3]):
 PY
 if [ "$PRIORITY" = 1 ]; then # every measured process got its nice -20 (the log says)
     pl=$T/prio.measured
-    grep -E '(px_xfer_bench|redis_open_time) ' "$T/prio.log" >"$pl" 2>/dev/null
+    grep -E '(px_xfer_bench|redis_open_time) ' "$T/prio.log" 2>/dev/null | grep -v ' mpirun ' >"$pl"
     echo "# priority: measured processes started at autogroup nice -20: ranks $(grep -- ' --ranks' "$pl" | grep -c 'nice -20'), named $(grep -v -- ' --ranks' "$pl" | grep -c 'nice -20'); other: $(grep -vc 'nice -20' "$pl")"
 fi
 echo
