@@ -117,9 +117,9 @@ static void px_btl_ofi_set_rxm_eager_limit(void)
  * FI_OFI_RXM_CM_PROGRESS_INTERVAL microseconds of fi_cq_read calls, 10000
  * by default. The first transfer to a peer waits for one interval on each
  * side: measured across two namespace hosts (test/bench/compare-named-hosts.sh),
- * 12-16 ms between the request and its answer reaching the initiator's
- * rxm, and 12 ms more before the read left, in a cold open by name to first
- * byte of 30-45 ms. Unless the user set it. */
+ * 16 ms between rxm's connection request and its answer, and 12 ms more
+ * before the read left, in a cold open by name to first
+ * byte of 35-42 ms (20-22 ms at 1000 us). Unless the user set it. */
 static void px_btl_ofi_set_rxm_cm_progress_interval(void)
 {
     if (0 == px_btl_ofi_rxm_cm_progress_interval || getenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL"))
@@ -454,9 +454,9 @@ static const px_mca_var_field_t px_btl_ofi_vars_tail[] = {
      .help = "Microseconds between two looks of libfabric's ofi_rxm at its connection events "
              "(a peer's connection request, the answer to ours) while completions are polled: "
              "btl/ofi sets FI_OFI_RXM_CM_PROGRESS_INTERVAL to this before it loads libfabric, "
-             "unless the environment sets it. rxm's own default, 10000, made the first transfer "
-             "to a new peer wait 20-30 ms (an interval on each side); 0: leave libfabric's "
-             "default",
+             "unless the environment sets it. rxm's own default, 10000, added 15-28 ms to the "
+             "first transfer to a new peer across two hosts (an interval on each side); 0: leave "
+             "libfabric's default",
      .type = PX_MCA_VAR_TYPE_INT,
      .info_level = 6,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
