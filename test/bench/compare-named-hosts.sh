@@ -143,23 +143,6 @@ umask 077
 head -c 32 /dev/urandom | base64 >"$T/secret"
 chmod 600 "$T/secret"
 umask 022
-rport=6379
-if [[ " $STORES " == *" redis "* ]]; then
-    # Reached from other hosts: a password (protected mode refuses them without one),
-    # in files only root reads.
-    umask 077
-    head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$T/redis.pass"
-    printf 'port %s\nbind %s\nsave ""\nappendonly no\ndir %s\nrequirepass %s\n' \
-        $rport "$IP_S" "$T" "$(cat "$T/redis.pass")" >"$T/redis.conf"
-    umask 022
-    timeout -s KILL 3600 ip netns exec "$NS_S" redis-server "$T/redis.conf" >"$T/redis.log" 2>&1 </dev/null &
-    disown $!
-    rping() { REDISCLI_AUTH=$(cat "$T/redis.pass") ip netns exec "$NS_B" redis-cli -h "$IP_S" -p $rport ping 2>/dev/null | grep -q PONG; }
-    for _ in $(seq 50); do rping && break; sleep 0.1; done
-    rping ||
-        { echo "compare-named-hosts: redis-server did not start: $(tail -2 "$T/redis.log")" >&2; exit 2; }
-fi
-
 # Host launchers: a session of its own, with PRIORITY its autogroup at nice -20.
 # orted calls setsid(): its session, and the ranks it starts, get a new
 # autogroup at nice 0 whatever the agent set, so each rank is started through
@@ -198,6 +181,25 @@ else
     map=(--map-by node --bind-to none)
     cpu_t=() cpu_i=()
 fi
+rport=6379
+if [[ " $STORES " == *" redis "* ]]; then
+    # Reached from other hosts: a password (protected mode refuses them without one),
+    # in files only root reads.
+    umask 077
+    head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$T/redis.pass"
+    printf 'port %s\nbind %s\nsave ""\nappendonly no\ndir %s\nrequirepass %s\n' \
+        $rport "$IP_S" "$T" "$(cat "$T/redis.pass")" >"$T/redis.conf"
+    umask 022
+    # the store is part of the named path: its own session, the same priority
+    timeout -s KILL 3600 setsid ip netns exec "$NS_S" "$T/hi" redis-server "$T/redis.conf" \
+        >"$T/redis.log" 2>&1 </dev/null &
+    disown $!
+    rping() { REDISCLI_AUTH=$(cat "$T/redis.pass") ip netns exec "$NS_B" redis-cli -h "$IP_S" -p $rport ping 2>/dev/null | grep -q PONG; }
+    for _ in $(seq 50); do rping && break; sleep 0.1; done
+    rping ||
+        { echo "compare-named-hosts: redis-server did not start: $(tail -2 "$T/redis.log")" >&2; exit 2; }
+fi
+
 # $T/on A|B CMD...: CMD on that host, in a session of its own
 cat >"$T/on" <<ON
 #!/bin/sh
@@ -243,7 +245,7 @@ run() {
     rm -f "$T/name"
     # shellcheck disable=SC2046
     timeout -s KILL 300 "$T/on" A env "${common[@]}" $(regenv "$who" A) "${cpu_t[@]}" "$BENCH" \
-        --mode target --publish "bench/$size" --buffer-size "$buf" --mem "$MEM" \
+        --mode target --publish "bench/$size/$r" --buffer-size "$buf" --mem "$MEM" \
         --name-file "$T/name" </dev/null >"$out.target" 2>&1 &
     local tp=$!
     for _ in $(seq 600); do [ -s "$T/name" ] && break; sleep 0.05; done
@@ -260,15 +262,15 @@ run() {
 
 # opens STORE ROUND: an owner of 64 KiB on A, OPENS readers on B; their lines in $T/open.*
 opens() {
-    local s=$1 r=$2 name=bench/blk extra=() i
-    [ "$s" = p2p ] && extra=(PX_MCA_registry_p2p_port=7100) name=$IP_A:7100/bench/blk
+    local s=$1 r=$2 name=bench/blk/$2 extra=() i
+    [ "$s" = p2p ] && extra=(PX_MCA_registry_p2p_port=7100) name=$IP_A:7100/bench/blk/$r
     rm -f "$T/stop"
     # shellcheck disable=SC2046
     timeout -s KILL 600 "$T/on" A env "${common[@]}" $(regenv "$s" A) "${extra[@]}" "${cpu_t[@]}" \
-        "$OPENT" --owner bench/blk "$T/stop" </dev/null >"$T/owner.$s.$r" 2>&1 &
+        "$OPENT" --owner "bench/blk/$r" "$T/stop" </dev/null >"$T/owner.$s.$r" 2>&1 &
     local op=$!
-    for _ in $(seq 200); do grep -qs "owner bench/blk: success" "$T/owner.$s.$r" && break; sleep 0.05; done
-    if ! grep -q "owner bench/blk: success" "$T/owner.$s.$r"; then
+    for _ in $(seq 200); do grep -qs "owner bench/blk/$r: success" "$T/owner.$s.$r" && break; sleep 0.05; done
+    if ! grep -q "owner bench/blk/$r: success" "$T/owner.$s.$r"; then
         echo "   ($s owner failed: $(tail -1 "$T/owner.$s.$r"))"
     else
         for i in $(seq "$OPENS"); do
