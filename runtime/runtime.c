@@ -7,6 +7,7 @@
  * (job_vars.c) -> add_procs and per-peer selection -> messaging ready ->
  * fence. px_finalize undoes it in reverse order.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,10 +106,39 @@ static char *px_rt_add_failed_components(char *msg)
     return msg;
 }
 
+static int px_init_body(void);
+
+/* Signals an application handles to shut down cleanly (unpublish its names,
+ * px_finalize). A transport's library may install handlers of its own for
+ * them while px_init loads it: libfabric's did for SIGTERM (cleanup, then
+ * exit(1)), so an application's handler never ran and its names stayed in
+ * the store for a lease. px_init gives back every handler, or SIG_IGN, the
+ * application had set before it. */
+static const int px_init_app_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define PX_INIT_NSIG (sizeof(px_init_app_signals) / sizeof(px_init_app_signals[0]))
+
 int px_init(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
+    struct sigaction before[PX_INIT_NSIG];
+    bool saved[PX_INIT_NSIG];
+    for (size_t i = 0; i < PX_INIT_NSIG; i++)
+        saved[i] = 0 == sigaction(px_init_app_signals[i], NULL, &before[i]) &&
+                   SIG_DFL != before[i].sa_handler;
+    int rc = px_init_body();
+    for (size_t i = 0; i < PX_INIT_NSIG; i++) {
+        struct sigaction now;
+        if (!saved[i] || 0 != sigaction(px_init_app_signals[i], NULL, &now))
+            continue;
+        if (now.sa_handler != before[i].sa_handler || now.sa_flags != before[i].sa_flags)
+            sigaction(px_init_app_signals[i], &before[i], NULL);
+    }
+    return rc;
+}
+
+static int px_init_body(void)
+{
     if (px_rt.initialized) {
         px_show_error("px_init: Plexus is already initialised in this process");
         return PX_ERR_EXISTS;

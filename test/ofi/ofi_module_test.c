@@ -583,6 +583,45 @@ START_TEST(rxm_eager_limit_env)
 }
 END_TEST
 
+/* Before libfabric loads, btl/ofi shortens rxm's connection-event interval
+ * (FI_OFI_RXM_CM_PROGRESS_INTERVAL, 10 ms by default: the first transfer to
+ * a new peer waited one interval on each side), unless the user set it. */
+START_TEST(rxm_cm_progress_interval_env)
+{
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode && 0 == strcmp(fork_mode, "no"))
+        return; /* libfabric was loaded by an earlier test of this process */
+    unsetenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL");
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    px_btl_module_t *a = make_module(0);
+    ck_assert_ptr_nonnull(a);
+    const char *v = getenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL");
+    ck_assert_msg(NULL != v, "FI_OFI_RXM_CM_PROGRESS_INTERVAL was not set before libfabric loaded");
+    char want[32];
+    snprintf(want, sizeof(want), "%d", px_btl_ofi_rxm_cm_progress_interval);
+    ck_assert_str_eq(v, want);
+    ck_assert_int_gt(px_btl_ofi_rxm_cm_progress_interval, 0);
+    ck_assert_int_lt(px_btl_ofi_rxm_cm_progress_interval, 10000); /* below rxm's default */
+    a->btl_finalize(a);
+}
+END_TEST
+
+/* The user's own FI_OFI_RXM_CM_PROGRESS_INTERVAL is left as it is. */
+START_TEST(rxm_cm_progress_interval_user)
+{
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode && 0 == strcmp(fork_mode, "no"))
+        return;
+    setenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL", "4321", 1);
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    px_btl_module_t *a = make_module(0);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(getenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL"), "4321");
+    a->btl_finalize(a);
+    unsetenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL");
+}
+END_TEST
+
 /* Send `len` raw bytes from module b to its endpoint ep (the peer), as a
  * broken or hostile peer could: libfabric's inject, retried while connecting. */
 static void send_raw(px_btl_module_t *a, px_btl_module_t *b, px_btl_endpoint_t *ep,
@@ -704,6 +743,8 @@ int main(void)
                             dead_peer_while_connecting,
                             slow_peer_is_not_dead,
                             rxm_eager_limit_env,
+                            rxm_cm_progress_interval_env,
+                            rxm_cm_progress_interval_user,
                             bad_header,
                             bad_modex};
     Suite *s = suite_create("btl_ofi");

@@ -175,6 +175,7 @@ extern px_btl_base_net_vars_t px_btl_ofi_net;
 extern int px_btl_ofi_connect_timeout;
 extern int px_btl_ofi_connect_probe;
 extern size_t px_btl_ofi_rxm_eager_limit;
+extern int px_btl_ofi_rxm_cm_progress_interval;
 extern int px_btl_ofi_verbose;
 extern bool px_btl_ofi_skip_single_host;
 extern int px_btl_ofi_output;

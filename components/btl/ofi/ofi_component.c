@@ -41,6 +41,7 @@ px_btl_base_net_vars_t px_btl_ofi_net = PX_BTL_BASE_NET_VARS_DEFAULTS;
 int px_btl_ofi_connect_timeout = 30;
 int px_btl_ofi_connect_probe = 1;
 size_t px_btl_ofi_rxm_eager_limit = 66 * 1024;
+int px_btl_ofi_rxm_cm_progress_interval = 1000;
 int px_btl_ofi_verbose = 0;
 bool px_btl_ofi_skip_single_host = true;
 static bool px_btl_ofi_discovered; /* px_btl_ofi_all_infos is up to date */
@@ -111,6 +112,23 @@ static void px_btl_ofi_set_rxm_eager_limit(void)
     setenv("FI_OFI_RXM_EAGER_LIMIT", text, 0);
 }
 
+/* Before libfabric loads: rxm handles its connection events (a peer's
+ * connection request, the answer to ours) only every
+ * FI_OFI_RXM_CM_PROGRESS_INTERVAL microseconds of fi_cq_read calls, 10000
+ * by default. The first transfer to a peer waits for one interval on each
+ * side: measured across two namespace hosts (test/bench/compare-named-hosts.sh),
+ * 16 ms between rxm's connection request and its answer, and 12 ms more
+ * before the read left, in a cold open by name to first
+ * byte of 35-42 ms (20-22 ms at 1000 us). Unless the user set it. */
+static void px_btl_ofi_set_rxm_cm_progress_interval(void)
+{
+    if (0 == px_btl_ofi_rxm_cm_progress_interval || getenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL"))
+        return;
+    char text[32];
+    snprintf(text, sizeof(text), "%d", px_btl_ofi_rxm_cm_progress_interval);
+    setenv("FI_OFI_RXM_CM_PROGRESS_INTERVAL", text, 0);
+}
+
 bool px_btl_ofi_lib_load(const char **why)
 {
     static int state; /* 0: not tried, 1: loaded, -1: failed */
@@ -118,6 +136,7 @@ bool px_btl_ofi_lib_load(const char **why)
     if (0 == state) {
         state = -1;
         px_btl_ofi_set_rxm_eager_limit();
+        px_btl_ofi_set_rxm_cm_progress_interval();
         void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
         if (NULL == h) {
             snprintf(reason, sizeof(reason), "cannot load libfabric: %s", dlerror());
@@ -431,6 +450,19 @@ static const px_mca_var_field_t px_btl_ofi_vars_tail[] = {
      .min = "0",
      .max = "67108864",
      .storage = &px_btl_ofi_rxm_eager_limit},
+    {.name = "rxm_cm_progress_interval",
+     .help = "Microseconds between two looks of libfabric's ofi_rxm at its connection events "
+             "(a peer's connection request, the answer to ours) while completions are polled: "
+             "btl/ofi sets FI_OFI_RXM_CM_PROGRESS_INTERVAL to this before it loads libfabric, "
+             "unless the environment sets it. rxm's own default, 10000, added 15-28 ms to the "
+             "first transfer to a new peer across two hosts (an interval on each side); 0: leave "
+             "libfabric's default",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "10000000",
+     .storage = &px_btl_ofi_rxm_cm_progress_interval},
     {.name = "verbose",
      .help = "Verbosity of btl/ofi (0-100)",
      .type = PX_MCA_VAR_TYPE_INT,
