@@ -13,7 +13,9 @@
  * over when that count is not zero (each pass, docs/threads.md), then takes
  * it back once another thread got it. The mutex is what orders memory: a
  * request another thread completed under the lock is seen complete by its
- * owner once the owner holds the lock.
+ * owner once the owner holds the lock. A thread that holds the lock through
+ * the bias (below) is ordered with the others by the release store that
+ * ends its hold and the acquire load of the revoker waiting for it.
  *
  * It lived in the transfer engine (runtime/xfer.c, now runtime/xfer/) until the runtime was
  * split into sub-layers; the engine still calls it as px_xfer_lock_* (the
@@ -102,9 +104,9 @@ static bool bias_usable(void)
 }
 
 /* The mutex is held and the bias belongs to another thread: take it away.
- * wait: wait until the owner left (else return false if it is inside; the
- * bias stays revoked, the owner moves to the mutex when it leaves). */
-static bool bias_revoke(bool wait)
+ * After the membarrier, the owner either saw the bias gone or shows in
+ * bias_inside (after_mutex waits for it to leave). */
+static void bias_revoke(void)
 {
     atomic_store_explicit(&bias_owner, 0, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
@@ -117,22 +119,25 @@ static bool bias_revoke(bool wait)
         abort();
     }
     atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* The mutex was just taken by this thread: revoke another thread's bias,
+ * wait until a (revoked) owner left (a try does not wait: false, the caller
+ * unlocks; the bias stays revoked), count the streak, give the bias to this
+ * thread after BIAS_STREAK acquisitions in a row. */
+static bool after_mutex(bool wait)
+{
+    uintptr_t me = self_id(), owner = atomic_load_explicit(&bias_owner, memory_order_relaxed);
+    if (owner != 0 && owner != me)
+        bias_revoke();
+    /* A revoked owner may still be inside (revoked just now, or by a try
+     * that did not wait for it): the mutex alone is not the lock until it
+     * left. */
     while (atomic_load_explicit(&bias_inside, memory_order_acquire)) {
         if (!wait)
             return false;
         sched_yield();
     }
-    return true;
-}
-
-/* The mutex was just taken by this thread: revoke another thread's bias
- * (waiting for it to leave, or not for a try), count the streak, give the
- * bias to this thread after BIAS_STREAK acquisitions in a row. */
-static bool after_mutex(bool wait)
-{
-    uintptr_t me = self_id(), owner = atomic_load_explicit(&bias_owner, memory_order_relaxed);
-    if (owner != 0 && owner != me && !bias_revoke(wait))
-        return false;
     if (streak_thread != me) {
         streak_thread = me;
         streak = 0;
