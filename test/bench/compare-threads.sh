@@ -75,6 +75,9 @@ if [ -n "$BASE" ]; then
     [ -e "$BASE/.libs/libplexus.so" ] || { echo "compare-threads: $BASE/.libs/libplexus.so is not built" >&2; exit 2; }
 fi
 export LD_LIBRARY_PATH=$B/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export FI_TCP_IFACE=${FI_TCP_IFACE:-lo} # OFI=1: libfabric tcp on loopback
+# Plugins (btl/ofi) from this build (the base build runs over shm only).
+export PX_MCA_mca_component_path=${PX_MCA_mca_component_path:-$B/.libs}
 MPIRUN="mpirun --allow-run-as-root -np 2 --bind-to $BIND"
 have_mpi=0
 [ -x "$MPB" ] && command -v mpirun >/dev/null && have_mpi=1
@@ -109,7 +112,7 @@ contenders_for() { # threads
     fi
     echo "$c"
 }
-OFIMCA="--mca btl self,ofi --mca btl_ofi_provider tcp;ofi_rxm"
+OFIMCA="--mca btl self,ofi --mca btl_ofi_provider_include tcp;ofi_rxm"
 run_one() { # name threads round
     local out="$T/$1.$2.$3" it=$((ITERS / $2)) wi=$((WINDOWS / $2)) ARGS
     [ $it -ge 1 ] || it=1
