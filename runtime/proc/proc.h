@@ -12,6 +12,7 @@
 #ifndef PX_RUNTIME_PROC_PROC_H
 #define PX_RUNTIME_PROC_PROC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "core/class/free_list.h"
@@ -136,11 +137,51 @@ bool px_rt_api_lock(void);
 void px_rt_api_unlock(bool took);
 /* A long wait lets other threads take the lock for a moment. */
 void px_rt_api_pause(void);
+/* The lock's bias (proc_lock.c): a thread that takes the lock again and
+ * again with nobody else taking it is given it, and then enters and leaves
+ * with plain loads and stores. Inline here so that an entry point's fast
+ * path is a few instructions and no call. */
+enum { PX_RT_HELD_NOT = 0, PX_RT_HELD_MUTEX = 1, PX_RT_HELD_BIAS = 2 };
+extern _Thread_local int px_rt_tl_held __attribute__((tls_model("initial-exec")));
+extern _Atomic uintptr_t px_rt_bias_owner; /* the owner's &px_rt_tl_held, or 0 */
+extern _Atomic int px_rt_bias_inside;      /* the owner holds the lock through it */
+/* Enter through the bias if this thread owns it and does not hold the lock. */
+static inline bool px_rt_bias_enter(void)
+{
+    uintptr_t me = (uintptr_t)&px_rt_tl_held;
+    if (px_rt_tl_held != PX_RT_HELD_NOT ||
+        atomic_load_explicit(&px_rt_bias_owner, memory_order_relaxed) != me)
+        return false;
+    atomic_store_explicit(&px_rt_bias_inside, 1, memory_order_relaxed);
+    /* A compiler barrier only: a revoker's membarrier is the CPU fence. */
+    atomic_signal_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&px_rt_bias_owner, memory_order_relaxed) != me) {
+        atomic_store_explicit(&px_rt_bias_inside, 0, memory_order_release);
+        return false;
+    }
+    px_rt_tl_held = PX_RT_HELD_BIAS;
+    return true;
+}
+/* Leave what px_rt_bias_enter took (a wait may have moved it to the mutex). */
+static inline void px_rt_bias_leave(void)
+{
+    if (PX_LIKELY(PX_RT_HELD_BIAS == px_rt_tl_held)) {
+        px_rt_tl_held = PX_RT_HELD_NOT;
+        atomic_store_explicit(&px_rt_bias_inside, 0, memory_order_release);
+    } else {
+        px_rt_lock_drop(true);
+    }
+}
 /* Run `call` (an int expression) under the lock when it is shared. */
 #define PX_RT_API_CALL(call)                                                                       \
     do {                                                                                           \
         if (PX_LIKELY(!px_rt_api_shared))                                                          \
             return (call);                                                                         \
+        if (PX_LIKELY(px_rt_bias_enter())) {                                                       \
+            int px_rc_ = (call);                                                                   \
+            px_rt_bias_leave();                                                                    \
+            return px_rc_;                                                                         \
+        }                                                                                          \
         bool px_took_ = px_rt_api_lock();                                                          \
         int px_rc_ = (call);                                                                       \
         px_rt_api_unlock(px_took_);                                                                \

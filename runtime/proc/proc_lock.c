@@ -13,25 +13,147 @@
  * over when that count is not zero (each pass, docs/threads.md), then takes
  * it back once another thread got it. The mutex is what orders memory: a
  * request another thread completed under the lock is seen complete by its
- * owner once the owner holds the lock.
+ * owner once the owner holds the lock. A thread that holds the lock through
+ * the bias (below) is ordered with the others by the release store that
+ * ends its hold and the acquire load of the revoker waiting for it.
  *
  * It lived in the transfer engine (runtime/xfer.c, now runtime/xfer/) until the runtime was
  * split into sub-layers; the engine still calls it as px_xfer_lock_* (the
  * thin names at the bottom).
  */
 #define _GNU_SOURCE
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "core/util/output.h"
 #include "runtime/proc/proc.h"
 
+/* Initial-exec TLS: one %fs-relative access, not a __tls_get_addr call per
+ * use (the library is linked, not dlopen'ed; glibc keeps room for a few
+ * bytes of initial-exec TLS in libraries loaded later anyway). */
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+
 static pthread_mutex_t px_rt_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local int tl_held; /* this thread holds px_rt_lock */
+/* How this thread holds the lock: not (0), through the mutex, or through
+ * the bias (below). */
+enum { HELD_NOT = PX_RT_HELD_NOT, HELD_MUTEX = PX_RT_HELD_MUTEX, HELD_BIAS = PX_RT_HELD_BIAS };
+_Thread_local int px_rt_tl_held TLS_IE;
+#define tl_held px_rt_tl_held
 bool px_rt_api_shared;
 /* Threads blocked in px_rt_lock_take (try-lockers do not count). */
 static atomic_uint px_rt_lock_waiters;
 /* Times the lock was taken after blocking: a pause waits for it to move. */
 static atomic_uint px_rt_lock_handoffs;
+
+/*
+ * The bias. An uncontended mutex costs two atomic read-modify-writes per call
+ * (lock and unlock), which at MULTIPLE was most of the difference from
+ * SERIALIZED on an 8-byte shm ping-pong. A lock that one thread takes again
+ * and again is given to that thread (bias_owner = its id, the address of its
+ * tl_held): the owner then enters with plain stores and loads (bias_inside =
+ * 1, check bias_owner again) and leaves with a release store, no atomic
+ * read-modify-write and no fence. Any other thread takes the mutex, clears
+ * bias_owner and calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which
+ * puts a full barrier into every running thread of the process: after it,
+ * either the owner sees bias_owner cleared (and queues on the mutex), or the
+ * revoker sees bias_inside set and waits until the owner leaves (the owner's
+ * waits, px_rt_api_pause, notice the revocation each pass and move to the
+ * mutex, so a revoker never waits for a whole blocking call). The bias is
+ * given again, under the mutex, to a thread that took the mutex BIAS_STREAK
+ * times in a row with nobody else taking it between: a revocation (one
+ * membarrier, microseconds) is then paid at most once per BIAS_STREAK
+ * acquisitions. Without membarrier (old kernel, seccomp) there is no bias;
+ * nor while px_rt_api_shared is off (the transfer engine's own uses of the
+ * lock at SERIALIZED keep the mutex).
+ */
+#define BIAS_STREAK 256
+_Atomic uintptr_t px_rt_bias_owner; /* 0: nobody (proc.h enters inline too) */
+_Atomic int px_rt_bias_inside;      /* the owner holds the lock through the bias */
+#define bias_owner  px_rt_bias_owner
+#define bias_inside px_rt_bias_inside
+static int bias_ok;             /* membarrier: 0 not asked yet, 1 usable, -1 not */
+static uintptr_t streak_thread; /* under the mutex: who took it last, how often */
+static unsigned streak;
+
+static int membarrier(int cmd)
+{
+    return (int)syscall(__NR_membarrier, cmd, 0, 0);
+}
+
+static uintptr_t self_id(void)
+{
+    return (uintptr_t)&tl_held;
+}
+
+/* The mutex is held: is membarrier there (asked once, registered)? */
+static bool bias_usable(void)
+{
+    if (0 == bias_ok) {
+        int mask = membarrier(MEMBARRIER_CMD_QUERY);
+        bias_ok = mask >= 0 && (mask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                          0 == membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
+                      ? 1
+                      : -1;
+    }
+    return 1 == bias_ok;
+}
+
+/* The mutex is held and the bias belongs to another thread: take it away.
+ * After the membarrier, the owner either saw the bias gone or shows in
+ * bias_inside (after_mutex waits for it to leave). */
+static void bias_revoke(void)
+{
+    atomic_store_explicit(&bias_owner, 0, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+        membarrier(MEMBARRIER_CMD_GLOBAL) != 0) {
+        /* Both were there when the bias was given; a process has no way to
+         * lose them short of a seccomp filter installed since. */
+        px_show_error("API lock: membarrier failed, cannot take the lock from its biased "
+                      "owner safely; aborting");
+        abort();
+    }
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* The mutex was just taken by this thread: revoke another thread's bias,
+ * wait until a (revoked) owner left (a try does not wait: false, the caller
+ * unlocks; the bias stays revoked), count the streak, give the bias to this
+ * thread after BIAS_STREAK acquisitions in a row. */
+static bool after_mutex(bool wait)
+{
+    uintptr_t me = self_id(), owner = atomic_load_explicit(&bias_owner, memory_order_relaxed);
+    if (owner != 0 && owner != me)
+        bias_revoke();
+    /* A revoked owner may still be inside (revoked just now, or by a try
+     * that did not wait for it): the mutex alone is not the lock until it
+     * left. */
+    while (atomic_load_explicit(&bias_inside, memory_order_acquire)) {
+        if (!wait)
+            return false;
+        sched_yield();
+    }
+    if (streak_thread != me) {
+        streak_thread = me;
+        streak = 0;
+    }
+    /* Only when threads share the library (MULTIPLE, px_xfer_enable_threads):
+     * a serialized program keeps the plain mutex and never asks for
+     * membarrier (its registration costs the kernel an RCU grace period). */
+    if (++streak >= BIAS_STREAK && owner != me && px_rt_api_shared && bias_usable())
+        atomic_store_explicit(&bias_owner, me, memory_order_relaxed);
+    return true;
+}
+
+static inline void bias_leave(void)
+{
+    atomic_store_explicit(&bias_inside, 0, memory_order_release);
+}
 
 /* Take the mutex; a thread that has to block counts itself a waiter. */
 static void lock_counted(void)
@@ -49,9 +171,17 @@ bool px_rt_lock_try(bool *took)
     *took = false;
     if (tl_held)
         return true;
+    if (px_rt_bias_enter()) { /* proc.h */
+        *took = true;
+        return true;
+    }
     if (pthread_mutex_trylock(&px_rt_lock) != 0)
         return false;
-    tl_held = 1;
+    if (!after_mutex(false)) {
+        pthread_mutex_unlock(&px_rt_lock);
+        return false;
+    }
+    tl_held = HELD_MUTEX;
     *took = true;
     return true;
 }
@@ -61,22 +191,30 @@ void px_rt_lock_take(bool *took)
     *took = false;
     if (tl_held)
         return;
-    lock_counted();
-    tl_held = 1;
     *took = true;
+    if (px_rt_bias_enter()) /* proc.h */
+        return;
+    lock_counted();
+    after_mutex(true);
+    tl_held = HELD_MUTEX;
 }
 
 void px_rt_lock_drop(bool took)
 {
     if (!took)
         return;
-    tl_held = 0;
+    if (HELD_BIAS == tl_held) {
+        tl_held = HELD_NOT;
+        bias_leave();
+        return;
+    }
+    tl_held = HELD_NOT;
     pthread_mutex_unlock(&px_rt_lock);
 }
 
 bool px_rt_lock_held(void)
 {
-    return tl_held != 0;
+    return tl_held != HELD_NOT;
 }
 
 bool px_rt_api_lock(void)
@@ -98,13 +236,24 @@ void px_rt_api_pause(void)
      * back after that thread got it; with nobody waiting it costs one
      * relaxed load. The mutex is not fair, so the unlock alone could let
      * this thread take it right back: it yields until the handoff count
-     * moves or the waiter is gone. */
-    if (!px_rt_api_shared || !tl_held)
+     * moves or the waiter is gone. A wait holding the bias checks whether
+     * another thread revoked it, and then moves to the mutex. */
+    if (!px_rt_api_shared)
         return;
-    if (0 == atomic_load_explicit(&px_rt_lock_waiters, memory_order_relaxed))
+    if (HELD_BIAS == tl_held) {
+        if (atomic_load_explicit(&bias_owner, memory_order_relaxed) == self_id())
+            return; /* nobody else asked for the lock */
+        tl_held = HELD_NOT;
+        bias_leave(); /* the revoker waits for this */
+        lock_counted();
+        after_mutex(true);
+        tl_held = HELD_MUTEX;
+        return;
+    }
+    if (!tl_held || 0 == atomic_load_explicit(&px_rt_lock_waiters, memory_order_relaxed))
         return;
     unsigned seen = atomic_load_explicit(&px_rt_lock_handoffs, memory_order_relaxed);
-    tl_held = 0;
+    tl_held = HELD_NOT;
     pthread_mutex_unlock(&px_rt_lock);
     for (int i = 0; i < 1000; ++i) {
         if (atomic_load_explicit(&px_rt_lock_handoffs, memory_order_relaxed) != seen ||
@@ -113,7 +262,8 @@ void px_rt_api_pause(void)
         sched_yield();
     }
     lock_counted(); /* counted, so the thread that got it hands it back in turn */
-    tl_held = 1;
+    after_mutex(true);
+    tl_held = HELD_MUTEX;
 }
 
 /* The names the transfer engine calls (declared in runtime/xfer/xfer.h). */

@@ -9,7 +9,7 @@
 B=$PX_BUILD
 PXRUN=$B/tools/pxrun/pxrun
 P=$B/test/threads/threads_stress
-need_built "$PXRUN" "$P"
+need_built "$PXRUN" "$P" "$B/test/threads/lock_bias"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
@@ -49,4 +49,42 @@ check "... the message names the value and the valid levels" \
 check "... and Plexus can be initialised after it" contains "$(cat "$T/out")" "query rc 0 level 3"
 run "$P" level -1
 check "required -1: refused" contains "$(cat "$T/err")" "required thread level -1 is invalid"
+
+# The API lock's bias (runtime/proc/proc_lock.c): 2 ranks, each one's
+# threads sending to itself.
+run "$PXRUN" -n 2 "$B/test/threads/lock_bias"
+check "lock_bias on 2 ranks exits 0" test $rc -eq 0
+[ $rc -eq 0 ] || head -5 "$T/err" | sed 's/^/# /'
+n=$(sed -n 's/^mutex calls \([0-9]*\) in 4000 pairs$/\1/p' "$T/out" | sort -n | tail -1)
+if [ -n "$n" ]; then
+    # Two mutex calls a pair without the bias (8000); with it, none once given.
+    check "a lone thread at MULTIPLE takes no mutex per call ($n mutex calls in 4000 send+receive pairs)" \
+        test "$n" -lt 400
+else
+    skip "a lone thread at MULTIPLE takes no mutex per call" "not counted: $(head -1 "$T/out")"
+fi
+check "a thread takes the lock from the bias owner blocked in px_recv (both ranks)" \
+    test "$(grep -c '^revoke ok' "$T/out")" -eq 2
+check "two threads ping-pong and take turns (both ranks)" test "$(grep -c '^turns ok' "$T/out")" -eq 2
+n=$(sed -n 's/^turn mutex calls max \([0-9]*\) in 1000 pairs$/\1/p' "$T/out" | sort -n | tail -1)
+if [ -n "$n" ]; then
+    check "each turn's thread is given the bias ($n mutex calls at most in a turn of 1000 pairs)" \
+        test "$n" -lt 1000
+else
+    skip "each turn's thread is given the bias" "not counted (sanitizer build)"
+fi
+
+# The benchmark program of test/bench/compare-threads.sh, a few messages only
+# (it is not timed here): 2 threads per rank at MULTIPLE, one CSV line.
+TB=$B/test/bench/thread_bench_px
+if [ -x "$TB" ]; then
+    run "$PXRUN" -n 2 "$TB" --threads 2 --reps 1 --iters 20 --windows 2 --csv
+    check "thread_bench_px, 2 ranks x 2 threads: exit 0 and one line threads,lat,rate,..." \
+        grep -qE '^2,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+$' "$T/out"
+    run "$PXRUN" -n 2 "$TB" --threads 2 --level serialized
+    check "thread_bench_px refuses --level serialized with 2 threads, saying why" \
+        contains "$(cat "$T/err")" "--level serialized allows one thread only"
+else
+    skip "thread_bench_px" "not built ($TB)"
+fi
 tap_done
