@@ -373,9 +373,8 @@ int px_init_thread(int required, int *provided)
     if (rc != PX_SUCCESS)
         return rc;
     /* The build always has threads; every transport runs threaded, those that
-     * do not say they are thread-safe serialized by the BTL base (a lock per
-     * module, below; messaging is also under the API lock today:
-     * docs/threads.md), so only runtime_thread_max lowers the level. */
+     * do not say they are thread-safe serialized (today by the API lock,
+     * below; docs/threads.md), so only runtime_thread_max lowers the level. */
     int level = required < px_rt.thread_max ? required : px_rt.thread_max;
     if (PX_THREAD_MULTIPLE == level && (rc = px_xfer_enable_threads()) != PX_SUCCESS) {
         px_show_error("px_init_thread: turning on the API lock failed: %s", px_strerror(rc));

@@ -11,8 +11,9 @@
  *  - abi30debug (the other PX_ENABLE_DEBUG) and abinewer (a newer minor than
  *    this library) are refused, saying what differs;
  *  - abi33, built against the frozen BTL API 3.3 header (before components
- *    declared thread support), loads unchanged and is serialized by the base
- *    at PX_THREAD_MULTIPLE (docs/threads.md).
+ *    declared thread support), loads unchanged, counts as serialized and,
+ *    when the base's lock is asked for at PX_THREAD_MULTIPLE, takes it
+ *    (docs/threads.md).
  * The base's fallback is also driven with a module whose put fails.
  */
 #define _GNU_SOURCE

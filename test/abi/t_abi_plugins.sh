@@ -27,8 +27,8 @@ check "px_info shows a plugin's fingerprint" contains "$flat" "built with debug=
 # A plugin of BTL API 3.3, before components declared their thread support
 # (3.4): it loads unchanged, and counts as not thread-safe (docs/threads.md).
 check "px_info lists the 3.3 plugin with its API version" contains "$flat" "abi33 (MCA ABI 2, API 3.3.0, component 1.0.0, plugin"
-check "... and shows it serialized by the base, saying why" contains "$flat" "abi33 (MCA ABI 2, API 3.3.0, component 1.0.0, plugin) threads: serialized by the base at PX_THREAD_MULTIPLE (built for btl API 3.3, before components declared thread support)"
-check "... the 3.0 plugin too" contains "$flat" "threads: serialized by the base at PX_THREAD_MULTIPLE (built for btl API 3.0,"
+check "... and shows it serialized at MULTIPLE, saying why" contains "$flat" "abi33 (MCA ABI 2, API 3.3.0, component 1.0.0, plugin) threads: serialized at PX_THREAD_MULTIPLE (built for btl API 3.3, before components declared thread support)"
+check "... the 3.0 plugin too" contains "$flat" "threads: serialized at PX_THREAD_MULTIPLE (built for btl API 3.0,"
 out=$("$pxinfo" --parsable 2>&1)
 check "px_info --parsable: the 3.3 plugin's thread support" contains "$out" "mca:btl:abi33:threads:serialized"
 out=$(PX_MCA_btl=abi33 timeout 60 "$ex" 2>&1); rc=$?

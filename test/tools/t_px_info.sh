@@ -45,9 +45,9 @@ check "no option: nothing on stderr" eq "$err" ""
 # in-tree transport is thread-safe, so each is serialized at MULTIPLE.
 threads_after() { awk -v c="MCA btl: $1 (" 'index($0, c) { getline; print; exit }' "$tmp/out"; }
 check "no option: btl/self's thread support on the line after it" \
-    contains "$(threads_after self)" "threads: serialized by the base at PX_THREAD_MULTIPLE"
+    contains "$(threads_after self)" "threads: serialized at PX_THREAD_MULTIPLE"
 check "no option: btl/shm's thread support on the line after it" \
-    contains "$(threads_after shm)" "threads: serialized by the base at PX_THREAD_MULTIPLE"
+    contains "$(threads_after shm)" "threads: serialized at PX_THREAD_MULTIPLE"
 check "no option: every loaded BTL has a threads line" \
     eq "$(grep -c '^ *threads: ' "$tmp/out")" "$(grep -cE 'MCA btl: [a-z0-9_]+ \(MCA ABI' "$tmp/out")"
 check "no option: no threads line under another framework" \

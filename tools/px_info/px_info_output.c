@@ -306,10 +306,10 @@ static char *btl_threads_text(const px_info_component_t *c)
     if (PX_BTL_THREADS_MULTIPLE == px_btl_base_thread_support((const px_btl_component_t *)mc))
         return strdup("threads: multiple (thread-safe: called from any thread at once)");
     if (mc->framework_version.minor < 4)
-        return px_asprintf("threads: serialized by the base at PX_THREAD_MULTIPLE (built for "
+        return px_asprintf("threads: serialized at PX_THREAD_MULTIPLE (built for "
                            "btl API %d.%d, before components declared thread support)",
                            mc->framework_version.major, mc->framework_version.minor);
-    return strdup("threads: serialized by the base at PX_THREAD_MULTIPLE (not thread-safe)");
+    return strdup("threads: serialized at PX_THREAD_MULTIPLE (not thread-safe)");
 }
 
 static bool component_shown(const px_info_t *info, const px_info_component_t *c)
