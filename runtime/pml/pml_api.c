@@ -180,7 +180,10 @@ static int fine_wait(px_request_t **request, px_status_t *status, const char *wh
         return PX_SUCCESS;
     }
     if (!req_done(r)) {
-        px_status_t st = r->status;
+        /* Not r->status: the thread that matches it writes it meanwhile. */
+        px_status_t st = {r->peer, r->tag, PX_PML_REQ_SEND == r->type ? r->len : 0, PX_SUCCESS};
+        if (PX_PML_REQ_GENERIC == r->type)
+            st = (px_status_t){PX_ANY_SOURCE, PX_ANY_TAG, 0, PX_SUCCESS};
         int rc = px_pml_wait_slow_fine(r, who);
         if (rc != PX_SUCCESS) {
             st.error = rc;
