@@ -381,13 +381,21 @@ int px_init_thread(int required, int *provided)
         px_finalize();
         return rc;
     }
-    /* Transports that are not thread-safe are serialized by the API lock
-     * today: every transport call at MULTIPLE is made under it, so the BTL
-     * base's lock per module (px_btl_base_serialize, BTL API 3.4) would be
-     * a second uncontended mutex per call for nothing (measured: most of
-     * MULTIPLE's cost over SERIALIZED once the API lock is biased). The
-     * runtime turns it on when it calls transports outside the API lock
-     * (docs/threads.md, "what is left"). */
+    /* runtime_thread_locks=api: transports that are not thread-safe are
+     * serialized by the API lock, under which every transport call at
+     * MULTIPLE is made, so the BTL base's lock per module would be a second
+     * uncontended mutex per call for nothing. fine: point-to-point calls run
+     * without the API lock, so the base's lock per module serializes each
+     * transport that is not thread-safe, and a matching lock the queues
+     * (docs/threads.md). */
+    if (PX_THREAD_MULTIPLE == level && PX_RT_THREAD_LOCKS_FINE == px_rt.thread_locks &&
+        (rc = px_pml_threads_fine()) != PX_SUCCESS) {
+        px_show_error("px_init_thread: turning on the fine-grained locks "
+                      "(runtime_thread_locks=fine) failed: %s",
+                      px_strerror(rc));
+        px_finalize();
+        return rc;
+    }
     if (level < required && px_rt.verbose > 0)
         px_output(px_rt.output, "px_init_thread: %s asked, %s given (runtime_thread_max)",
                   thread_level_name(required), thread_level_name(level));

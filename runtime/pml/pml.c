@@ -39,6 +39,11 @@ static void px_request_destruct(px_request_t *r)
 PX_CLASS_INSTANCE(px_request_t, px_free_list_item_t, px_request_construct, px_request_destruct);
 PX_CLASS_INSTANCE(px_rt_ux_t, px_free_list_item_t, NULL, NULL);
 
+/* Threads (pml_internal.h): fine-grained locks at PX_THREAD_MULTIPLE with
+ * runtime_thread_locks=fine; the matching lock. */
+bool px_pml_fine;
+pthread_mutex_t px_pml_match_lock; /* recursive: made by px_pml_threads_fine */
+
 void px_pml_active_add(px_request_t *r)
 {
     if (!r->on_active) {
@@ -98,10 +103,12 @@ void px_pml_req_fail(px_request_t *r, int error)
 {
     px_pml_pending_remove(r);
     px_pml_active_remove(r);
+    ml_lock(px_pml_fine);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
     }
+    ml_unlock(px_pml_fine);
     px_pml_req_release_regs(r);
     if (PX_SUCCESS == r->status.error || PX_ERR_TRUNCATE == r->status.error)
         r->status.error = error;
@@ -110,9 +117,17 @@ void px_pml_req_fail(px_request_t *r, int error)
 
 void px_pml_req_unhold(px_request_t *r)
 {
-    if (r->released && !req_held(r)) {
-        px_pml_req_release_regs(r);
+    /* In fine mode an eager send's hold is dropped by send_eager_done under
+     * the matching lock, which px_wait's release takes too; a rendezvous
+     * request's callers hold the API lock (its registrations go here). */
+    const bool mt = px_pml_fine;
+    ml_lock(mt);
+    bool now = r->released && !req_held(r);
+    if (now)
         r->released = false;
+    ml_unlock(mt);
+    if (now) {
+        px_pml_req_release_regs(r);
         req_free(r);
     }
 }
@@ -216,11 +231,16 @@ static px_rt_ux_t *ux_make(int src, int tag, uint32_t seq, int kind, const px_bt
     return u;
 }
 
-static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob);
+static px_request_t *deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob, bool *lost);
 
 static void hdr_drop(const char *what, int from, int src, uint32_t seq, uint32_t expected);
 
-static void ooo_drain(px_rt_peer_t *peer)
+/* Deliver what waited on `peer`'s out-of-order list and is now in turn. A
+ * rendezvous header that matches a posted receive is started at once, or,
+ * with `starts` (fine mode: the matching lock is held, and starting calls a
+ * transport), chained on *starts for the caller to start after letting the
+ * lock go (starts_run). */
+static void ooo_drain(px_rt_peer_t *peer, px_rt_ux_t **starts)
 {
     for (;;) {
         px_rt_ux_t *u, *n, *found = NULL;
@@ -254,7 +274,11 @@ static void ooo_drain(px_rt_peer_t *peer)
                 px_list_append(&px_rt.unexpected, &found->super.super);
             }
         } else {
-            if (r) {
+            if (r && starts) {
+                found->match = r;
+                found->next_start = *starts;
+                *starts = found;
+            } else if (r) {
                 px_pml_recv_start_rndv(r, &found->rndv, found->data);
                 ux_free(found);
             } else {
@@ -412,26 +436,123 @@ void px_pml_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
             ux_lost("an unexpected message", src);
     }
     if (PX_UNLIKELY(!px_list_is_empty(&peer->ooo)) && !peer->failed)
-        ooo_drain(peer);
+        ooo_drain(peer, NULL);
 }
 
-static void deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob)
+/* Fine mode: start the rendezvous ooo_drain chained (the matching lock is let
+ * go; the API lock is held: the active-message callbacks run in progress,
+ * under it), oldest first. */
+static void starts_run(px_rt_ux_t *u)
 {
-    px_request_t *r = posted_match(h->m.src, h->m.tag);
-    if (r) {
-        px_pml_recv_start_rndv(r, h, blob);
+    px_rt_ux_t *rev = NULL;
+    while (u) { /* chained newest first */
+        px_rt_ux_t *next = u->next_start;
+        u->next_start = rev;
+        rev = u;
+        u = next;
+    }
+    for (u = rev; u; u = rev) {
+        rev = u->next_start;
+        px_pml_recv_start_rndv(u->match, &u->rndv, u->data);
+        ml_lock(true);
+        ux_free(u);
+        ml_unlock(true);
+    }
+}
+
+/* AM callback of tiny and eager messages in fine mode (registered by
+ * px_pml_threads_fine instead of px_pml_am_match): the same steps, under the
+ * matching lock. It runs in progress, which holds the API lock (a send to
+ * this process itself, whose transport runs the callback inside the send, is
+ * made under the API lock too), so a dynamic peer's table, a lost message's
+ * failure and a rendezvous the out-of-order list releases are the API lock's
+ * and run after the matching lock is let go. */
+void px_pml_am_match_fine(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    (void)btl;
+    const px_rt_match_hdr_t *h = d->des_segments[0].seg_addr;
+    if (PX_UNLIKELY(d->des_segments[0].seg_len < sizeof(*h))) {
+        px_show_error("runtime: dropped a malformed message from rank %d (%zu bytes, less than "
+                      "its %zu-byte header)",
+                      d->src_rank, d->des_segments[0].seg_len, sizeof(*h));
         return;
     }
+    int src = h->src;
+    const int tag = h->tag;
+    px_rt_peer_t *peer;
+    if (PX_LIKELY(src >= 0 && src < px_rt.size && d->src_rank != PX_BTL_RANK_DYNAMIC)) {
+        peer = &px_rt.peers[src];
+    } else {
+        peer = dyn_source(d, src, "a message", &src);
+        if (NULL == peer)
+            return;
+    }
+    size_t len = seg_data_len(d->des_segments, d->des_segment_count, sizeof(*h));
+    const char *lost = NULL;
+    px_rt_ux_t *starts = NULL;
+    ml_lock(true);
+    if (PX_UNLIKELY(h->seq != peer->recv_seq || peer->failed ||
+                    (d->endpoint && d->src_rank != src && d->src_rank != PX_BTL_RANK_DYNAMIC))) {
+        if (hdr_bad(d, src, h->seq, peer)) {
+            hdr_drop("a message", hdr_from(d, src), src, h->seq, peer->recv_seq);
+            goto out;
+        }
+        if (peer->failed) {
+            drop_from_failed(peer);
+            goto out;
+        }
+        if (h->seq != peer->recv_seq) {
+            px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_PML_KIND_EAGER, d->des_segments,
+                                    d->des_segment_count, sizeof(*h), len);
+            px_rt.ooo_arrivals++;
+            if (u)
+                px_list_append(&peer->ooo, &u->super.super);
+            else
+                lost = "an out-of-order message";
+            goto out;
+        }
+    }
+    peer->recv_seq++;
+    px_request_t *r = px_list_is_empty(&px_rt.posted) ? NULL : posted_match(src, tag);
+    if (r) {
+        recv_eager_into(r, src, tag, d->des_segments, d->des_segment_count, sizeof(*h), len);
+    } else {
+        px_rt_ux_t *u = ux_make(src, tag, h->seq, PX_PML_KIND_EAGER, d->des_segments,
+                                d->des_segment_count, sizeof(*h), len);
+        if (PX_LIKELY(u != NULL))
+            px_list_append(&px_rt.unexpected, &u->super.super);
+        else
+            lost = "an unexpected message";
+    }
+    if (PX_UNLIKELY(!px_list_is_empty(&peer->ooo)) && !peer->failed)
+        ooo_drain(peer, &starts);
+out:
+    ml_unlock(true);
+    if (PX_UNLIKELY(starts != NULL))
+        starts_run(starts);
+    if (PX_UNLIKELY(lost != NULL))
+        ux_lost(lost, src);
+}
+
+/* Match a rendezvous header (the matching lock held in fine mode): the
+ * receive it matched, to start (after the lock is let go), or NULL (queued;
+ * *lost when it could not be). */
+static px_request_t *deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob, bool *lost)
+{
+    px_request_t *r = posted_match(h->m.src, h->m.tag);
+    if (r)
+        return r;
     /* Queue the header; the rail entries go in the item's data. */
     px_btl_segment_t s = {(void *)blob, h->blob};
     px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_PML_KIND_RNDV, &s, 1, 0, h->blob);
     if (NULL == u) {
-        ux_lost("an unexpected rendezvous request", h->m.src);
-        return;
+        *lost = true;
+        return NULL;
     }
     u->len = h->len;
     u->rndv = *h;
     px_list_append(&px_rt.unexpected, &u->super.super);
+    return NULL;
 }
 
 /* AM callback: rendezvous request. */
@@ -464,31 +585,49 @@ void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     if (h.blob)
         seg_copy(blob, h.blob, d->des_segments, d->des_segment_count, sizeof(h));
+    /* Fine mode: the queues under the matching lock, the rendezvous started
+     * after it is let go (this runs in progress, under the API lock). */
+    const bool mt = px_pml_fine;
+    const char *lost = NULL;
+    px_request_t *r = NULL;
+    px_rt_ux_t *starts = NULL;
+    ml_lock(mt);
     if (hdr_bad(d, h.m.src, h.m.seq, peer)) {
         hdr_drop("a rendezvous request", hdr_from(d, h.m.src), h.m.src, h.m.seq, peer->recv_seq);
-        return;
+        goto out;
     }
     if (peer->failed) {
         drop_from_failed(peer);
-        return;
+        goto out;
     }
     if (h.m.seq != peer->recv_seq) {
         px_btl_segment_t s = {blob, h.blob};
         px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_PML_KIND_RNDV, &s, 1, 0, h.blob);
         px_rt.ooo_arrivals++;
         if (NULL == u) {
-            ux_lost("an out-of-order rendezvous request", h.m.src);
-            return;
+            lost = "an out-of-order rendezvous request";
+            goto out;
         }
         u->len = h.len;
         u->rndv = h;
         px_list_append(&peer->ooo, &u->super.super);
-        return;
+        goto out;
     }
     peer->recv_seq++;
-    deliver_rndv(&h, blob);
+    bool qlost = false;
+    r = deliver_rndv(&h, blob, &qlost);
+    if (qlost)
+        lost = "an unexpected rendezvous request";
     if (!px_list_is_empty(&peer->ooo) && !peer->failed)
-        ooo_drain(peer);
+        ooo_drain(peer, mt ? &starts : NULL);
+out:
+    ml_unlock(mt);
+    if (r)
+        px_pml_recv_start_rndv(r, &h, blob);
+    if (starts)
+        starts_run(starts);
+    if (lost)
+        ux_lost(lost, h.m.src);
 }
 
 /* ------------------------------------------------------------------ send side */
@@ -499,30 +638,67 @@ static void send_eager_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_
     (void)btl;
     (void)ep;
     px_request_t *r = des->des_cbdata;
+    /* Fine mode: it may run inside another thread's transport call (its
+     * progress) while the owner releases the request: both under the
+     * matching lock. */
+    const bool mt = px_pml_fine;
+    ml_lock(mt);
     r->des_held = false;
     if (PX_UNLIKELY(r->released)) { /* its wait gave up: only the hold goes */
+        ml_unlock(mt);
         px_pml_req_unhold(r);
         return;
     }
     if (status != PX_SUCCESS)
         r->status.error = status;
     req_complete(r);
+    ml_unlock(mt);
 }
 
-/* Start a send request's first message: eager data or the RNDV header. */
-static void send_start(px_request_t *r)
+/* Fine mode: a step of send_start that needs the API lock (a rendezvous, a
+ * retry from progress, a failure), taken unless this thread holds it. */
+static PX_NOINLINE void send_step_locked(px_request_t *r, int what, int error)
+{
+    bool took = api_enter(true);
+    if (what)
+        px_pml_pending_add(r, what);
+    else if (error)
+        px_pml_req_fail(r, error);
+    else
+        px_pml_send_start_rndv(r);
+    api_leave(took);
+}
+
+/* Start a send request's first message: eager data or the RNDV header. With
+ * `mt` (fine mode) the caller may not hold the API lock: the eager send goes
+ * straight to the transport (its lock per module), the other steps take the
+ * API lock (send_step_locked). */
+static void send_start(px_request_t *r, const bool mt)
 {
     px_rt_peer_t *peer = px_rt_peer_find(r->peer);
     if (PX_UNLIKELY(NULL == peer)) { /* a dynamic peer disconnected meanwhile */
-        px_pml_req_fail(r, PX_ERR_PEER_FAILED);
+        if (mt)
+            send_step_locked(r, 0, PX_ERR_PEER_FAILED);
+        else
+            px_pml_req_fail(r, PX_ERR_PEER_FAILED);
         return;
     }
-    px_btl_base_peer_module_t *pm = px_btl_base_peer_eager(peer->btl);
+    px_btl_base_peer_module_t *pm;
+    if (mt && PX_UNLIKELY(peer->btl->num_eager > 1)) { /* the rotation is the API lock's */
+        bool took = api_enter(true);
+        pm = px_btl_base_peer_eager(peer->btl);
+        api_leave(took);
+    } else {
+        pm = px_btl_base_peer_eager(peer->btl);
+    }
     px_btl_module_t *m = pm->module;
     px_rt_match_hdr_t mh = {peer->wire_src, r->tag, r->seq, 0};
     int rc;
     if (r->len > peer->eager_data) {
-        px_pml_send_start_rndv(r);
+        if (mt)
+            send_step_locked(r, 0, 0);
+        else
+            px_pml_send_start_rndv(r);
         return;
     }
     px_btl_convertor_t conv;
@@ -531,12 +707,18 @@ static void send_start(px_request_t *r)
     px_btl_descriptor_t *des = m->btl_prepare_src(
         m, pm->endpoint, &conv, PX_BTL_NO_ORDER, sizeof(mh), &size, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == des) {
-        px_pml_pending_add(r, PX_PML_PEND_START);
+        if (mt)
+            send_step_locked(r, PX_PML_PEND_START, 0);
+        else
+            px_pml_pending_add(r, PX_PML_PEND_START);
         return;
     }
     if (size != r->len) {
         m->btl_free(m, des);
-        px_pml_req_fail(r, PX_ERR_FATAL);
+        if (mt)
+            send_step_locked(r, 0, PX_ERR_FATAL);
+        else
+            px_pml_req_fail(r, PX_ERR_FATAL);
         px_show_error("runtime: btl %s took %zu of a %zu-byte eager message",
                       m->btl_component->base.component_name, size, r->len);
         return;
@@ -557,10 +739,16 @@ static void send_start(px_request_t *r)
     r->des_held = false;
     m->btl_free(m, des);
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
-        px_pml_pending_add(r, PX_PML_PEND_START);
+        if (mt)
+            send_step_locked(r, PX_PML_PEND_START, 0);
+        else
+            px_pml_pending_add(r, PX_PML_PEND_START);
         return;
     }
-    px_pml_req_fail(r, rc);
+    if (mt)
+        send_step_locked(r, 0, rc);
+    else
+        px_pml_req_fail(r, rc);
 }
 
 /* ------------------------------------------------------------------ progress, isend, irecv */
@@ -580,7 +768,7 @@ int px_pml_pending_progress(void)
         r->pending = PX_PML_PEND_NONE;
         switch (what) {
         case PX_PML_PEND_START:
-            send_start(r);
+            send_start(r, false); /* the API lock is held */
             break;
         case PX_PML_PEND_FRAGS:
             px_pml_send_schedule_frags(r);
@@ -613,7 +801,7 @@ int px_pml_progress_once(void)
 
 static int rt_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request);
 
-int px_pml_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+int px_pml_isend_st(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
     px_rt_peer_t *peer = px_rt_peer_find(dest);
     if (PX_UNLIKELY(NULL == peer))
@@ -623,6 +811,59 @@ int px_pml_isend(const void *buf, size_t len, int dest, int tag, px_request_t **
     return rt_isend(buf, len, dest, tag, request);
 }
 
+int px_pml_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    if (PX_UNLIKELY(px_pml_fine))
+        return px_pml_isend_fine(buf, len, dest, tag, request);
+    return px_pml_isend_st(buf, len, dest, tag, request);
+}
+
+/* Fine mode: a send whose sequence number `seq` is spent (tried_sendi: the
+ * immediate path already refused it). The request is allocated after the
+ * number was taken, so running out of memory here leaves a hole in the
+ * peer's stream: the peer is failed, as for a message that cannot be queued. */
+int px_pml_isend_fine_seq(const void *buf, size_t len, int dest, int tag, uint32_t seq,
+                          bool tried_sendi, px_request_t **request)
+{
+    px_rt_peer_t *peer = px_rt_peer_find(dest);
+    px_request_t *r = req_alloc_mt(PX_PML_REQ_SEND, true);
+    if (PX_UNLIKELY(NULL == r)) {
+        bool took = api_enter(true);
+        px_rt_fail_peer(dest, PX_ERR_PEER_FAILED,
+                        "no memory for a send request after its sequence number was spent");
+        api_leave(took);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    r->peer = dest;
+    r->tag = tag;
+    r->buf = (void *)buf;
+    r->len = len;
+    r->status.source = dest;
+    r->status.tag = tag;
+    r->status.length = len;
+    r->seq = seq;
+    *request = r;
+    if (!tried_sendi && len < __atomic_load_n(&peer->tiny_below, __ATOMIC_RELAXED) &&
+        PX_LIKELY(PX_SUCCESS == pml_sendi_match(peer, tag, seq, buf, len))) {
+        req_complete(r);
+        return PX_SUCCESS;
+    }
+    send_start(r, true);
+    return PX_SUCCESS;
+}
+
+int px_pml_isend_fine(const void *buf, size_t len, int dest, int tag, px_request_t **request)
+{
+    px_rt_peer_t *peer = px_rt_peer_find(dest);
+    if (PX_UNLIKELY(NULL == peer))
+        return PX_ERR_PEER_FAILED;
+    int failed = __atomic_load_n(&peer->failed, __ATOMIC_RELAXED);
+    if (PX_UNLIKELY(failed))
+        return failed;
+    uint32_t seq = __atomic_fetch_add(&peer->send_seq, 1, __ATOMIC_RELAXED);
+    return px_pml_isend_fine_seq(buf, len, dest, tag, seq, false, request);
+}
+
 int px_pml_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
     px_rt_peer_t *peer = px_rt_peer_find(dest);
@@ -630,6 +871,10 @@ int px_pml_isend_failed_ok(const void *buf, size_t len, int dest, int tag, px_re
         return PX_ERR_PEER_FAILED;
     if (peer->failed && !peer->failed_here)
         return peer->failed; /* its transport is gone */
+    if (px_pml_fine)
+        return px_pml_isend_fine_seq(buf, len, dest, tag,
+                                     __atomic_fetch_add(&peer->send_seq, 1, __ATOMIC_RELAXED),
+                                     false, request);
     return rt_isend(buf, len, dest, tag, request);
 }
 
@@ -653,11 +898,74 @@ static inline int rt_isend(const void *buf, size_t len, int dest, int tag, px_re
         req_complete(r);
         return PX_SUCCESS;
     }
-    send_start(r);
+    send_start(r, false);
     return PX_SUCCESS;
 }
 
 int px_pml_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    if (PX_UNLIKELY(px_pml_fine))
+        return px_pml_irecv_fine(buf, len, source, tag, request);
+    return px_pml_irecv_st(buf, len, source, tag, request);
+}
+
+/* Fine mode: post a receive under the matching lock; a rendezvous header it
+ * takes from the unexpected queue is started after the lock is let go, under
+ * the API lock. A dynamic peer's id is looked up under the API lock (the
+ * caller's: px_irecv takes it for such a source). */
+int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    ml_lock(true);
+    px_request_t *r = req_alloc_mt(PX_PML_REQ_RECV, false); /* the lock is held */
+    if (PX_UNLIKELY(NULL == r)) {
+        ml_unlock(true);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    r->peer = source;
+    r->tag = tag;
+    r->buf = buf;
+    r->len = len;
+    r->status.source = source;
+    r->status.tag = tag;
+    r->status.length = 0;
+    *request = r;
+    px_rt_ux_t *u;
+    PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
+    {
+        if (!tag_matches(source, tag, u->src, u->tag))
+            continue;
+        px_list_remove_item(&px_rt.unexpected, &u->super.super);
+        if (PX_PML_KIND_EAGER == u->kind) {
+            px_btl_segment_t s = {u->data, u->len};
+            recv_eager_into(r, u->src, u->tag, &s, 1, 0, u->len);
+            ux_free(u);
+            ml_unlock(true);
+            return PX_SUCCESS;
+        }
+        ml_unlock(true);
+        bool took = api_enter(true);
+        px_pml_recv_start_rndv(r, &u->rndv, u->data);
+        api_leave(took);
+        ml_lock(true);
+        ux_free(u);
+        ml_unlock(true);
+        return PX_SUCCESS;
+    }
+    px_rt_peer_t *from = source != PX_ANY_SOURCE ? px_rt_peer_find(source) : NULL;
+    int failed = from ? __atomic_load_n(&from->failed, __ATOMIC_RELAXED) : 0;
+    if (source != PX_ANY_SOURCE && (NULL == from || failed)) {
+        r->status.error = from ? failed : PX_ERR_PEER_FAILED;
+        req_complete(r);
+        ml_unlock(true);
+        return PX_SUCCESS;
+    }
+    px_list_append(&px_rt.posted, &r->super.super);
+    r->on_posted = true;
+    ml_unlock(true);
+    return PX_SUCCESS;
+}
+
+int px_pml_irecv_st(void *buf, size_t len, int source, int tag, px_request_t **request)
 {
     px_request_t *r = req_alloc(PX_PML_REQ_RECV);
     if (PX_UNLIKELY(NULL == r))
@@ -700,6 +1008,10 @@ int px_pml_irecv(void *buf, size_t len, int source, int tag, px_request_t **requ
 
 int px_pml_send_inline(const void *buf, size_t len, int dest, int tag)
 {
+    /* Fine mode: a sequence number is taken before the transport is tried,
+     * so a refusal would leave a hole; the caller's px_pml_isend does it. */
+    if (PX_UNLIKELY(px_pml_fine))
+        return PX_ERR_NOT_SUPPORTED;
     px_rt_peer_t *peer = px_rt_peer_find(dest);
     if (PX_UNLIKELY(NULL == peer || peer->failed))
         return PX_ERR_NOT_SUPPORTED;
@@ -712,8 +1024,21 @@ void px_pml_release(px_request_t **request)
     *request = NULL;
     if (NULL == r)
         return;
-    if (r->complete) {
-        req_release(r);
+    if (PX_UNLIKELY(px_pml_fine)) {
+        /* The callers hold the API lock (groups, collectives); the matching
+         * lock decides between a message matching it and the cancel. */
+        ml_lock(true);
+        if (!req_done(r) && r->on_posted) {
+            px_list_remove_item(&px_rt.posted, &r->super.super);
+            r->on_posted = false;
+            req_free_mt(r, true);
+            ml_unlock(true);
+            return;
+        }
+        ml_unlock(true);
+    }
+    if (req_done(r)) {
+        req_release_mt(r, px_pml_fine);
     } else if (r->on_posted) { /* no message matched it: cancel */
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;

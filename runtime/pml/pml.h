@@ -24,6 +24,11 @@ void px_pml_quiesce(void);
  * the listener (pml_dyn.c). */
 void px_pml_dyn_finalize(void);
 int px_pml_finalize(void);
+/* px_init_thread at PX_THREAD_MULTIPLE with runtime_thread_locks=fine, with no
+ * other thread in Plexus: the BTL base's lock per module on every transport
+ * that is not thread-safe, the matching lock, point-to-point calls without
+ * the API lock (docs/threads.md). */
+int px_pml_threads_fine(void);
 
 /* ---- sends and receives of the runtime (any tag, including runtime tags < 0) ---- */
 

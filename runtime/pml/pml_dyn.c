@@ -91,10 +91,12 @@ static size_t ops_with(int id)
 {
     size_t n = 0;
     px_request_t *r;
+    ml_lock(px_pml_fine);
     PX_LIST_FOREACH(r, &px_rt.posted, px_request_t)
     {
         n += r->peer == id;
     }
+    ml_unlock(px_pml_fine);
     PX_LIST_FOREACH(r, &px_rt.active, px_request_t)
     {
         n += px_pml_req_of_rank(r, id) && !r->released;
@@ -117,8 +119,10 @@ static void dyn_destroy(px_rt_dyn_t *d, const char *why)
     d->dp = NULL;
     p->btl = NULL;
     px_list_item_t *it;
+    ml_lock(px_pml_fine);
     while ((it = px_list_remove_first(&p->ooo)))
         ux_free((px_rt_ux_t *)it);
+    ml_unlock(px_pml_fine);
     if (d->conn)
         px_peer_conn_close(d->conn);
     d->conn = NULL;

@@ -9,16 +9,76 @@
 #ifndef PX_RUNTIME_PML_PML_INTERNAL_H
 #define PX_RUNTIME_PML_PML_INTERNAL_H
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/util/progress.h"
 #include "runtime/pml/pml.h"
 
+/* ---- threads: the matching lock (docs/threads.md) ----
+ *
+ * px_pml_fine: the process runs at PX_THREAD_MULTIPLE with
+ * runtime_thread_locks=fine. Then the point-to-point calls (px_send, px_recv,
+ * their non-blocking forms, px_wait, px_test, px_progress) run without the
+ * API lock: the matching lock below guards the matching queues (posted,
+ * unexpected, each peer's out-of-order list and receive sequence number), the
+ * request and unexpected-item free lists and the eager requests' flags; a
+ * peer's send sequence number is taken with an atomic add; the transports are
+ * serialized by the BTL base's lock per module. The matching lock is the
+ * innermost lock: nothing that takes another lock (a transport call, the API
+ * lock, a failure notice) runs while it is held. It is recursive, so helpers
+ * that take it may be called with it held. Off (every other level, or
+ * runtime_thread_locks=api), the code below takes it nowhere: the `mt`
+ * parameters are constants where it matters (the serialized entry points). */
+extern bool px_pml_fine;
+extern pthread_mutex_t px_pml_match_lock;
+
+static inline void ml_lock(bool mt)
+{
+    if (mt)
+        pthread_mutex_lock(&px_pml_match_lock);
+}
+
+static inline void ml_unlock(bool mt)
+{
+    if (mt)
+        pthread_mutex_unlock(&px_pml_match_lock);
+}
+
+/* Has `r` completed? The completer's writes (data, status) are visible once
+ * this says so (release store in req_complete, acquire load here: plain moves
+ * on x86). */
+static inline bool req_done(const px_request_t *r)
+{
+    return __atomic_load_n(&r->complete, __ATOMIC_ACQUIRE);
+}
+
+/* The API lock for a slow step of a fine-mode call (a rendezvous, a retry
+ * queued for progress, a failure): taken unless this thread holds it (or mt
+ * is off: the caller's lock, if any, covers it). Never taken with the
+ * matching lock held. */
+static inline bool api_enter(bool mt)
+{
+    bool took = false;
+    if (mt)
+        px_rt_lock_take(&took);
+    return took;
+}
+
+static inline void api_leave(bool took)
+{
+    px_rt_lock_drop(took);
+}
+
 /* ---- hot-path helpers ---- */
 
-static inline px_request_t *req_alloc(int type)
+/* Requests and unexpected items come from free lists without locks of their
+ * own: in fine mode under the matching lock. */
+static inline px_request_t *req_alloc_mt(int type, bool mt)
 {
+    ml_lock(mt);
     px_request_t *r = (px_request_t *)px_free_list_get(&px_rt.requests);
+    ml_unlock(mt);
     if (PX_UNLIKELY(NULL == r))
         return NULL;
     r->type = (uint8_t)type;
@@ -29,6 +89,7 @@ static inline px_request_t *req_alloc(int type)
     r->finishing = false;
     r->des_held = false;
     r->released = false;
+    r->rndv = false;
     r->outstanding = 0;
     r->nrails = 0;
     r->rdma_mode = PX_PML_RDMA_NONE;
@@ -37,9 +98,21 @@ static inline px_request_t *req_alloc(int type)
     return r;
 }
 
+static inline px_request_t *req_alloc(int type)
+{
+    return req_alloc_mt(type, px_pml_fine);
+}
+
+static inline void req_free_mt(px_request_t *r, bool mt)
+{
+    ml_lock(mt);
+    px_free_list_return(&px_rt.requests, &r->super);
+    ml_unlock(mt);
+}
+
 static inline void req_free(px_request_t *r)
 {
-    px_free_list_return(&px_rt.requests, &r->super);
+    req_free_mt(r, px_pml_fine);
 }
 
 /* Lifetime rule: a request goes back to the free list only when the
@@ -54,19 +127,33 @@ static inline bool req_held(const px_request_t *r)
     return r->des_held || r->outstanding > 0 || r->on_active;
 }
 
-/* The application lets go of `r`. */
-static inline void req_release(px_request_t *r)
+/* The application lets go of `r`. In fine mode an eager request's hold
+ * (des_held) is the matching lock's; a rendezvous request's state is the API
+ * lock's (its callbacks run under it), so its release takes that too. */
+static inline void req_release_mt(px_request_t *r, bool mt)
 {
+    bool took = false;
+    if (mt && PX_UNLIKELY(r->rndv))
+        took = api_enter(true);
+    ml_lock(mt);
     if (PX_LIKELY(!req_held(r)))
-        req_free(r);
+        req_free_mt(r, mt);
     else
         r->released = true;
+    ml_unlock(mt);
+    api_leave(took);
+}
+
+static inline void req_release(px_request_t *r)
+{
+    req_release_mt(r, false);
 }
 
 /* A callback dropped its hold on a released request: free it once nothing
  * holds it any more (its memory registrations go with it). */
 void px_pml_req_unhold(px_request_t *r);
 
+/* Unexpected items: in fine mode the caller holds the matching lock. */
 static inline px_rt_ux_t *ux_alloc(void)
 {
     if (PX_UNLIKELY(px_rt.ux_fail_countdown) && 0 == --px_rt.ux_fail_countdown)
@@ -118,7 +205,7 @@ static inline void seg_copy(void *dst, size_t max, const px_btl_segment_t *s, si
 
 static inline void req_complete(px_request_t *r)
 {
-    r->complete = true;
+    __atomic_store_n(&r->complete, true, __ATOMIC_RELEASE);
 }
 
 /* Is `r` an operation with `rank` (control messages name requests by address:
@@ -198,6 +285,25 @@ void px_pml_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
  * (pml.c), registered by px_pml_init (pml_peer.c). */
 void px_pml_am_match(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+/* The two forms of the calls the API path uses (pml.c): _st (no lock; the
+ * caller's API lock, if any, covers everything), _fine (fine mode, with or
+ * without the API lock held). The unsuffixed px_pml_isend / px_pml_irecv
+ * (pml.h) choose by px_pml_fine. */
+int px_pml_isend_st(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+int px_pml_irecv_st(void *buf, size_t len, int source, int tag, px_request_t **request);
+int px_pml_isend_fine(const void *buf, size_t len, int dest, int tag, px_request_t **request);
+int px_pml_isend_fine_seq(const void *buf, size_t len, int dest, int tag, uint32_t seq,
+                          bool tried_sendi, px_request_t **request);
+int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t **request);
+void px_pml_am_match_fine(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
+/* Fine mode: one round of progress if the API lock is free (tried, never
+ * waited for: *ran says whether it ran; NULL: not asked), with the transport
+ * errors reported meanwhile; and a wait built on it, which checks its own
+ * request and yields while another thread progresses. A thread that holds
+ * the API lock waits as px_pml_wait_slow does. */
+int px_pml_progress_fine(bool *ran);
+int px_pml_wait_slow_fine(px_request_t *r, const char *who);
+
 /* The slow path of a wait (pml_wait.c): progress until `r` completes, the
  * peer fails or runtime_wait_timeout passes (then the request is given up:
  * freed, or handed to the transport that still holds it). */

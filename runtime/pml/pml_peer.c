@@ -33,6 +33,12 @@ static const px_mca_var_enum_value_t thread_values[] = {
     {0, NULL},
 };
 
+static const px_mca_var_enum_value_t thread_locks_values[] = {
+    {PX_RT_THREAD_LOCKS_API, "api"},
+    {PX_RT_THREAD_LOCKS_FINE, "fine"},
+    {0, NULL},
+};
+
 #define PX_RT_AT(field) .offset = PX_MCA_VAR_AT(px_runtime_t, field)
 static const px_mca_var_field_t px_rt_vars[] = {
     {.name = "tiny_limit",
@@ -83,6 +89,18 @@ static const px_mca_var_field_t px_rt_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .dflt = "multiple",
      PX_RT_AT(thread_max)},
+    {.name = "thread_locks",
+     .help = "How PX_THREAD_MULTIPLE serializes (docs/threads.md): api (every call under one "
+             "API lock, biased to a thread that works alone) or fine (point-to-point calls "
+             "without the API lock: a matching lock around the queues, the BTL base's lock per "
+             "module around each transport that is not thread-safe, progress by whichever "
+             "waiting thread finds the API lock free)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = thread_locks_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "api",
+     PX_RT_AT(thread_locks)},
     {.name = "verbose",
      .help = "Verbosity of the messaging layer: 0 quiet, 1 what px_finalize discards (messages "
              "never received, from each rank, and receives never matched)",
@@ -182,11 +200,13 @@ int px_pml_register_params(void)
 static void fail_rank(int rank, int error, bool transport_gone)
 {
     px_request_t *r, *n;
+    ml_lock(px_pml_fine); /* recursive: px_pml_req_fail takes it again */
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.posted, px_request_t)
     {
         if (r->peer == rank)
             px_pml_req_fail(r, error);
     }
+    ml_unlock(px_pml_fine);
     PX_LIST_FOREACH_SAFE(r, n, &px_rt.active, px_request_t)
     {
         int who = PX_PML_REQ_SEND == r->type ? r->peer : r->status.source;
@@ -217,7 +237,7 @@ void px_pml_peer_failed(int rank, int error, const char *why, bool transport_gon
     (void)why;
     px_rt_peer_t *p = px_rt_peer_find(rank);
     if (p)
-        p->tiny_below = 0;
+        __atomic_store_n(&p->tiny_below, 0, __ATOMIC_RELAXED); /* fine mode's senders read it */
     fail_rank(rank, error, transport_gone);
 }
 
@@ -305,8 +325,34 @@ int px_pml_init(void)
     return px_rt_fail_subscribe(px_pml_peer_failed);
 }
 
+int px_pml_threads_fine(void)
+{
+    static bool made; /* the matching lock outlives a px_finalize (re-init) */
+    if (!made) {
+        pthread_mutexattr_t attr;
+        pthread_mutexattr_init(&attr);
+        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+        int prc = pthread_mutex_init(&px_pml_match_lock, &attr);
+        pthread_mutexattr_destroy(&attr);
+        if (prc != 0)
+            return PX_ERR_OUT_OF_RESOURCE;
+        made = true;
+    }
+    int rc = px_btl_base_serialize(px_btl_base_modules, px_btl_base_num_modules);
+    if (rc != PX_SUCCESS)
+        return rc;
+    px_btl_base_register_am(PX_RT_AM_MATCH, px_pml_am_match_fine, NULL);
+    rc = px_btl_base_register_error(px_rt_btl_error_threads);
+    if (rc != PX_SUCCESS)
+        return rc;
+    px_pml_fine = true;
+    return PX_SUCCESS;
+}
+
 int px_pml_finalize(void)
 {
+    px_pml_fine = false;
+    px_rt_btl_errors_free();
     /* Requests the application never completed, queued messages nobody received. */
     if (px_output_check(px_rt.output, 1) && px_rt.peers) {
         for (int r = 0; r < px_rt.size; ++r) {

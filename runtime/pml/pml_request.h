@@ -70,6 +70,7 @@ struct px_request {
     bool des_held;      /* send: an eager descriptor naming it is still in the BTL */
     bool released;      /* the application let go (px_wait returned) while a transport
                          * still held it: freed by the last callback (req_unhold) */
+    bool rndv;          /* in a rendezvous (its state is the API lock's in fine mode) */
     uint32_t seq;       /* send: its sequence number */
     uint8_t rdma_mode;  /* PX_PML_RDMA_*: how the rendezvous data moves */
     bool rndv_prepared; /* send: RDMA chosen (and memory registered) */
@@ -106,6 +107,9 @@ typedef struct px_rt_ux {
     size_t len;          /* eager: data bytes; rndv: message length */
     unsigned char *data; /* eager data: inline_buf or malloc'ed */
     px_rt_rndv_hdr_t rndv;
+    px_request_t *match;         /* fine mode: the receive a rendezvous header matched,
+                                  * started once the matching lock is let go (pml.c) */
+    struct px_rt_ux *next_start; /* ... and the next such header */
     unsigned char inline_buf[PX_RT_UX_INLINE];
 } px_rt_ux_t;
 PX_CLASS_DECLARATION(px_rt_ux_t);

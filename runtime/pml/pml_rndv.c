@@ -336,6 +336,7 @@ void px_pml_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
 /* A rendezvous matched by receive `r`. */
 void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob)
 {
+    r->rndv = true; /* fine mode: its release takes the API lock (req_release_mt) */
     r->status.source = h->m.src;
     r->status.tag = h->m.tag;
     r->total = h->len;
@@ -603,6 +604,7 @@ static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
 /* Start a rendezvous: the RNDV header with the RDMA rails offered. */
 void px_pml_send_start_rndv(px_request_t *r)
 {
+    r->rndv = true;
     px_rt_peer_t *peer = px_rt_peer_find(r->peer);
     if (PX_UNLIKELY(NULL == peer)) {
         px_pml_req_fail(r, PX_ERR_PEER_FAILED);

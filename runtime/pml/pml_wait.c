@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
@@ -21,14 +22,18 @@ static bool self_rndv_unqueue(px_request_t *r)
         return false;
     uint64_t id = (uint64_t)(uintptr_t)r;
     px_rt_ux_t *u, *n;
+    const bool mt = px_pml_fine;
+    ml_lock(mt);
     PX_LIST_FOREACH_SAFE(u, n, &px_rt.unexpected, px_rt_ux_t)
     {
         if (PX_PML_KIND_RNDV == u->kind && u->rndv.sreq == id && u->src == px_rt.rank) {
             px_list_remove_item(&px_rt.unexpected, &u->super.super);
             ux_free(u);
+            ml_unlock(mt);
             return true;
         }
     }
+    ml_unlock(mt);
     return false;
 }
 
@@ -52,13 +57,21 @@ static PX_COLD void req_give_up(px_request_t *r, const char *what)
         return;
     }
     px_pml_pending_remove(r);
+    const bool mt = px_pml_fine; /* the API lock is held; the queues are the matching lock's */
+    ml_lock(mt);
     if (r->on_posted) {
         px_list_remove_item(&px_rt.posted, &r->super.super);
         r->on_posted = false;
+        ml_unlock(mt);
         px_show_error("%s; the receive was cancelled (its buffer is free again)", what);
         req_free(r);
         return;
     }
+    if (req_done(r)) { /* matched while this thread took the API lock to give up */
+        ml_unlock(mt);
+        return;
+    }
+    ml_unlock(mt);
     if (self_rndv_unqueue(r)) {
         px_pml_active_remove(r);
         px_pml_req_release_regs(r);
@@ -133,9 +146,9 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
     double start = 0;
     unsigned spins = 0;
     char what[512];
-    while (!r->complete) {
+    while (!req_done(r)) {
         int n = px_pml_progress_once();
-        if (r->complete)
+        if (req_done(r))
             break;
         if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
             px_list_is_empty(&px_rt.pending)) {
@@ -149,7 +162,8 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
             return PX_ERR_TIMEOUT;
         }
         if (PX_UNLIKELY(px_rt_api_shared))
-            px_rt_api_pause(); /* hand the lock to a thread blocked on it, each pass */
+            px_rt_api_pause(); /* hand the lock to a thread blocked on it, each pass (and
+                                * report transport errors fine mode deferred) */
         if (px_rt.wait_timeout > 0 && 0 == (++spins & 1023)) {
             double t = now();
             if (0 == start)
@@ -161,6 +175,87 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
                 describe(what, sizeof(what), r, who, tail);
                 req_give_up(r, what);
                 return PX_ERR_TIMEOUT;
+            }
+        }
+    }
+    return PX_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ fine mode */
+
+int px_pml_progress_fine(bool *ran)
+{
+    bool took;
+    if (!px_rt_lock_try(&took)) {
+        if (ran)
+            *ran = false;
+        return 0;
+    }
+    if (ran)
+        *ran = true;
+    px_rt_btl_errors_drain();
+    int n = pml_progress();
+    px_rt_lock_drop(took);
+    return n;
+}
+
+/* A wait gives up on `r` in fine mode: under the API lock (the request may
+ * complete meanwhile: then it has not given up). PX_SUCCESS or
+ * PX_ERR_TIMEOUT. */
+static PX_COLD int fine_give_up(px_request_t *r, const char *who, const char *tail, bool alone)
+{
+    char what[512];
+    bool took = api_enter(true);
+    int rc = PX_ERR_TIMEOUT;
+    if (req_done(r) ||
+        (alone && (px_progress_nentries != 0 || !px_list_is_empty(&px_rt.pending)))) {
+        rc = PX_SUCCESS; /* done, or not alone after all: wait on */
+    } else {
+        describe(what, sizeof(what), r, who, tail);
+        req_give_up(r, what);
+        if (req_done(r) && !r->released) /* it was matched under the lock: not given up */
+            rc = PX_SUCCESS;
+    }
+    api_leave(took);
+    return rc;
+}
+
+int px_pml_wait_slow_fine(px_request_t *r, const char *who)
+{
+    if (px_rt_lock_held()) /* a locked path (a dynamic peer, a send to itself) */
+        return px_pml_wait_slow(r, who);
+    double start = 0;
+    unsigned spins = 0;
+    while (!req_done(r)) {
+        bool ran;
+        int n = px_pml_progress_fine(&ran);
+        if (req_done(r))
+            break;
+        if (!ran) {
+            sched_yield(); /* another thread is progressing: let it run */
+        } else if (0 == n && 1 == px_rt.size) {
+            int rc = fine_give_up(r, who,
+                                  PX_PML_REQ_SEND == r->type
+                                      ? "can never complete: this process is alone in the job "
+                                        "and no matching receive is queued"
+                                      : "can never complete: this process is alone in the job "
+                                        "and no matching message is queued",
+                                  true);
+            if (rc != PX_SUCCESS)
+                return rc;
+        }
+        if (px_rt.wait_timeout > 0 && 0 == (++spins & 1023)) {
+            double t = now();
+            if (0 == start) {
+                start = t;
+            } else if (t - start > px_rt.wait_timeout) {
+                char tail[96];
+                snprintf(tail, sizeof(tail), "did not complete within runtime_wait_timeout = %g s",
+                         px_rt.wait_timeout);
+                int rc = fine_give_up(r, who, tail, false);
+                if (rc != PX_SUCCESS)
+                    return rc;
+                start = t;
             }
         }
     }

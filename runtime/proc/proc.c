@@ -6,6 +6,7 @@
  * subscriber (messaging, the transfer engine), so the floor names none of
  * the layers above it (docs/api.md, "When a peer fails").
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,7 +235,7 @@ void px_rt_fail_peer(int rank, int error, const char *why)
                   "receives fail with \"%s\", later ones fail at once, and its messages are "
                   "discarded",
                   px_rt_peer_name(rank, name, sizeof name), why, px_strerror(error));
-    p->failed = error;
+    __atomic_store_n(&p->failed, error, __ATOMIC_RELAXED); /* fine mode's senders read it */
     p->failed_here = true;
     fail_publish(rank, error, why, false);
 }
@@ -252,7 +253,7 @@ void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet)
                       px_rt_peer_name(id, name, sizeof name), why, px_strerror(error));
     else if (p->failed)
         error = p->failed; /* quiet and not failed yet: it fails with `error` all the same */
-    p->failed = error;
+    __atomic_store_n(&p->failed, error, __ATOMIC_RELAXED);
     p->failed_here = false;
     fail_publish(id, error, why, true);
 }
@@ -282,7 +283,7 @@ static void btl_error_one(px_rt_peer_t *p, int r, const char *name, int code, in
                       px_strerror(code));
     else
         code = p->failed;
-    p->failed = code;
+    __atomic_store_n(&p->failed, code, __ATOMIC_RELAXED);
     p->failed_here = false;
     char text[512];
     snprintf(text, sizeof text, "transport %s: %s", name,
@@ -316,6 +317,86 @@ void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank
         if (btl_error_hits(p, d->id, btl, endpoint, -1))
             btl_error_one(p, d->id, name, code, error, description);
     }
+}
+
+/* Fine mode (docs/threads.md): a transport reports an error inside a send
+ * that a thread made without the API lock, holding the module's lock. The
+ * failure notice takes the API lock's state (and its subscribers may call
+ * other transports), so it is not run there: the report is kept here and
+ * made by the next thread that holds the API lock (its progress, or a wait's
+ * pass: px_rt_api_pause). A report made with the API lock held runs at once. */
+typedef struct px_rt_btl_report {
+    px_btl_module_t *btl;
+    px_btl_endpoint_t *endpoint; /* compared, never followed */
+    int rank, error;
+    bool has_text;
+    char text[256];
+} px_rt_btl_report_t;
+static pthread_mutex_t reports_lock = PTHREAD_MUTEX_INITIALIZER;
+static px_rt_btl_report_t *reports;
+static int nreports, reports_cap;
+static int reports_pending; /* atomic: nreports > 0 */
+
+void px_rt_btl_error_threads(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
+                             const char *description)
+{
+    if (px_rt_lock_held()) {
+        px_rt_btl_error(btl, endpoint, rank, error, description);
+        return;
+    }
+    pthread_mutex_lock(&reports_lock);
+    if (nreports == reports_cap) {
+        int cap = reports_cap ? 2 * reports_cap : 8;
+        px_rt_btl_report_t *n = realloc(reports, (size_t)cap * sizeof(*n));
+        if (NULL == n) {
+            pthread_mutex_unlock(&reports_lock);
+            px_show_error("runtime: a transport error (%s) could not be kept for its report (no "
+                          "memory); its peer is not failed by it",
+                          description ? description : "no description");
+            return;
+        }
+        reports = n;
+        reports_cap = cap;
+    }
+    px_rt_btl_report_t *e = &reports[nreports++];
+    e->btl = btl;
+    e->endpoint = endpoint;
+    e->rank = rank;
+    e->error = error;
+    e->has_text = description != NULL;
+    if (description)
+        snprintf(e->text, sizeof(e->text), "%s", description);
+    __atomic_store_n(&reports_pending, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&reports_lock);
+}
+
+void px_rt_btl_errors_drain(void)
+{
+    if (PX_LIKELY(!__atomic_load_n(&reports_pending, __ATOMIC_ACQUIRE)))
+        return;
+    for (;;) {
+        pthread_mutex_lock(&reports_lock);
+        if (0 == nreports) {
+            __atomic_store_n(&reports_pending, 0, __ATOMIC_RELAXED);
+            pthread_mutex_unlock(&reports_lock);
+            return;
+        }
+        px_rt_btl_report_t e = reports[0];
+        memmove(reports, reports + 1, (size_t)(nreports - 1) * sizeof(*reports));
+        nreports--;
+        pthread_mutex_unlock(&reports_lock);
+        px_rt_btl_error(e.btl, e.endpoint, e.rank, e.error, e.has_text ? e.text : NULL);
+    }
+}
+
+void px_rt_btl_errors_free(void)
+{
+    pthread_mutex_lock(&reports_lock);
+    free(reports);
+    reports = NULL;
+    nreports = reports_cap = 0;
+    __atomic_store_n(&reports_pending, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&reports_lock);
 }
 
 /* The clock of the API (plexus.h), here at the floor because messaging and

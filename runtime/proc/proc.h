@@ -25,6 +25,11 @@
  * transfer-engine key). */
 #define PX_RT_MAX_HANDLE 128
 
+/* runtime_thread_locks's values (px_rt.thread_locks, docs/threads.md): at
+ * PX_THREAD_MULTIPLE, every call under the API lock, or point-to-point under
+ * the matching lock and the transports' own locks. */
+enum { PX_RT_THREAD_LOCKS_API = 0, PX_RT_THREAD_LOCKS_FINE = 1 };
+
 /* runtime_rndv_protocol's values (px_rt.rndv_protocol). */
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
 
@@ -104,6 +109,7 @@ typedef struct px_runtime {
     double wait_timeout;
     int thread_max;   /* runtime_thread_max */
     int thread_level; /* the level px_init / px_init_thread provided */
+    int thread_locks; /* runtime_thread_locks: PX_RT_THREAD_LOCKS_* */
     int verbose;      /* runtime_verbose */
     int output;       /* its output stream */
     /* Test hook (PX_RT_TEST_UX_FAIL=N, read at init): the Nth unexpected-message
@@ -222,6 +228,16 @@ void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet);
  * rank < 0). Exposed for tests. */
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
                      const char *description);
+
+/* Fine mode (runtime_thread_locks=fine, docs/threads.md): the error callback
+ * every transport gets. With the API lock held it is px_rt_btl_error; without
+ * (a send made outside it) the report is kept and made by the next holder of
+ * the API lock, which calls px_rt_btl_errors_drain (progress, a wait's pass). */
+void px_rt_btl_error_threads(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,
+                             const char *description);
+void px_rt_btl_errors_drain(void);
+/* px_finalize: forget reports nobody made. */
+void px_rt_btl_errors_free(void);
 
 /* ---- dynamic peers (proc.c) ---- */
 

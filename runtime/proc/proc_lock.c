@@ -240,6 +240,8 @@ void px_rt_api_pause(void)
      * another thread revoked it, and then moves to the mutex. */
     if (!px_rt_api_shared)
         return;
+    if (tl_held)
+        px_rt_btl_errors_drain(); /* fine mode's deferred reports (proc.c): one load */
     if (HELD_BIAS == tl_held) {
         if (atomic_load_explicit(&bias_owner, memory_order_relaxed) == self_id())
             return; /* nobody else asked for the lock */

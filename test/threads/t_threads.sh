@@ -2,19 +2,22 @@
 # PX_THREAD_MULTIPLE (docs/threads.md): test/threads/threads_stress on 4 ranks
 # with 8 threads each (tagged traffic with wildcard receives, requests waited
 # on by other threads, collectives on per-thread groups, transfer-engine
-# batches, all at once) over shm and over ofi (tcp;ofi_rxm); px_init_thread's
+# batches, all at once) over shm and over ofi (tcp;ofi_rxm), with
+# runtime_thread_locks=api and =fine; thread_fine (fine mode: the base's lock
+# per module, a send held inside a transport); px_init_thread's
 # levels: runtime_thread_max lowers *provided, a bad level is refused with a
 # message naming the valid ones, px_init gives serialized.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 PXRUN=$B/tools/pxrun/pxrun
 P=$B/test/threads/threads_stress
-need_built "$PXRUN" "$P" "$B/test/threads/lock_bias"
+need_built "$PXRUN" "$P" "$B/test/threads/lock_bias" "$B/test/threads/thread_fine"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
 run() { timeout -s KILL 300 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
 
+for run_mode in api fine; do
 for tr in shm ofi; do
     if [ $tr = ofi ]; then
         envs=(PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
@@ -26,12 +29,27 @@ for tr in shm ofi; do
     else
         envs=(PX_MCA_btl=self,shm)
     fi
-    run env "${envs[@]}" "$PXRUN" -n 4 "$P"
-    check "over $tr: 4 ranks x 8 threads exit 0" test $rc -eq 0
+    run env "${envs[@]}" PX_MCA_runtime_thread_locks=$run_mode "$PXRUN" -n 4 "$P"
+    check "runtime_thread_locks=$run_mode over $tr: 4 ranks x 8 threads exit 0" test $rc -eq 0
     [ $rc -eq 0 ] || head -20 "$T/err" | sed 's/^/# /'
-    check "over $tr: every rank checked its messages, requests, groups and transfers" \
+    check "runtime_thread_locks=$run_mode over $tr: every rank checked its messages, requests, groups and transfers" \
         test "$(grep -c '^threads ok' "$T/out")" -eq 4
 done
+done
+
+# Fine mode (runtime_thread_locks=fine): the base's lock per module is
+# engaged, and a send held inside the transport does not stop the other
+# threads (with the API lock held across it, they wait for it).
+TF=$B/test/threads/thread_fine
+run env PX_MCA_btl=self,shm PX_MCA_runtime_thread_locks=fine "$PXRUN" -n 2 "$TF"
+check "thread_fine (fine mode, 2 ranks over shm) exits 0" test $rc -eq 0
+[ $rc -eq 0 ] || head -5 "$T/err" | sed 's/^/# /'
+check "fine mode: every transport that is not thread-safe is serialized by the base (both ranks)" \
+    test "$(grep -c '^serialized ok' "$T/out")" -eq 2
+check "fine mode: a send held inside btl/shm does not stop another thread's sends, receives and progress" \
+    test "$(grep -c '^blocked send ok' "$T/out")" -eq 1
+check "fine mode: the messages went through the shm module's lock (both ranks)" \
+    test "$(grep -c '^module lock taken' "$T/out")" -eq 2
 
 run "$P" level 3
 check "px_init_thread(MULTIPLE) alone: provided multiple" contains "$(cat "$T/out")" "init_thread 3 rc 0 provided 3"
