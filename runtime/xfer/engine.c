@@ -58,7 +58,7 @@ static const px_mca_var_field_t px_xfer_vars[] = {
      .max = "1G",
      PX_XFER_AT(chunk_size)},
     {.name = "stage_size",
-     .help = "Bytes of each bounce buffer of the staged path (one-sided transfers over active "
+     .help = "Bytes of each chunk of the staged path (one-sided transfers over active "
              "messages when no transport has a direct path); capped by the transport's "
              "fragment size",
      .type = PX_MCA_VAR_TYPE_SIZE,
@@ -69,8 +69,8 @@ static const px_mca_var_field_t px_xfer_vars[] = {
      .max = "16M",
      PX_XFER_AT(stage_size)},
     {.name = "stage_count",
-     .help = "Bounce buffers of the staged path in this process: how many staged chunks may "
-             "be in flight at once",
+     .help = "Credits of the staged path in this process: how many staged chunks may be in "
+             "flight at once",
      .type = PX_MCA_VAR_TYPE_INT,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,

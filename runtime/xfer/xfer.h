@@ -405,9 +405,9 @@ extern px_xfer_engine_t px_xfer;
  * requests are staged (docs/transfer.md, "Small requests to registered
  * memory", and docs/measurements/transfer.md for the runs). */
 #define PX_XFER_STAGE_AUTO_WRITE      (3 * 1024)
-#define PX_XFER_STAGE_AUTO_READ       (4 * 1024)
+#define PX_XFER_STAGE_AUTO_READ       (3 * 1024)
 #define PX_XFER_STAGE_AUTO_WRITE_TEXT "3k"
-#define PX_XFER_STAGE_AUTO_READ_TEXT  "4k"
+#define PX_XFER_STAGE_AUTO_READ_TEXT  "3k"
 int px_xfer_register_params(void);
 /* "auto" (*is_auto, below[] per op from the constants above) or a byte
  * count (both ops); false for anything else. */
