@@ -29,7 +29,7 @@ px_xfer_engine_t px_xfer = {
     .chunk_size = 1 << 20,
     .stage_size = 64 * 1024,
     .stage_count = 32,
-    .stage_below = PX_XFER_STAGE_AUTO,
+    .stage_below = {PX_XFER_STAGE_AUTO_READ, PX_XFER_STAGE_AUTO_WRITE},
     .stage_auto = true,
 };
 
@@ -58,7 +58,7 @@ static const px_mca_var_field_t px_xfer_vars[] = {
      .max = "1G",
      PX_XFER_AT(chunk_size)},
     {.name = "stage_size",
-     .help = "Bytes of each bounce buffer of the staged path (one-sided transfers over active "
+     .help = "Bytes of each chunk of the staged path (one-sided transfers over active "
              "messages when no transport has a direct path); capped by the transport's "
              "fragment size",
      .type = PX_MCA_VAR_TYPE_SIZE,
@@ -69,8 +69,8 @@ static const px_mca_var_field_t px_xfer_vars[] = {
      .max = "16M",
      PX_XFER_AT(stage_size)},
     {.name = "stage_count",
-     .help = "Bounce buffers of the staged path in this process: how many staged chunks may "
-             "be in flight at once",
+     .help = "Credits of the staged path in this process: how many staged chunks may be in "
+             "flight at once",
      .type = PX_MCA_VAR_TYPE_INT,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
@@ -82,10 +82,12 @@ static const px_mca_var_field_t px_xfer_vars[] = {
      .help = "Requests smaller than this (bytes) that have no mapped path go by the staged path "
              "(the target's CPU copies, when it next progresses) rather than a transport's "
              "put/get: a round trip of messages beats a system call (CMA) for small requests, "
-             "but only while the target calls into Plexus. \"auto\" (the default): requests "
-             "smaller than " PX_XFER_STAGE_AUTO_TEXT " are staged when their path would be a "
-             "same-host put/get that addresses the peer's memory directly (CMA: a system call "
-             "per request); put/get over transports that register memory (ofi, verbs) is kept. "
+             "but only while the target calls into Plexus. \"auto\" (the default): writes "
+             "smaller than " PX_XFER_STAGE_AUTO_WRITE_TEXT
+             " and reads smaller than " PX_XFER_STAGE_AUTO_READ_TEXT
+             " are staged when their path would be a same-host "
+             "put/get that addresses the peer's memory directly (CMA: a system call per "
+             "request); put/get over transports that register memory (ofi, verbs) is kept. "
              "A byte count (0..16M, k/M suffixes) applies to every put/get path; 0: never stage",
      .type = PX_MCA_VAR_TYPE_STRING,
      .info_level = 5,
@@ -108,7 +110,7 @@ static const px_mca_var_field_t px_xfer_vars[] = {
 
 /* xfer_stage_below as text: "auto", or a byte count of 0..16M with an
  * optional k/M suffix. Returns false for anything else. */
-bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes)
+bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t below[2])
 {
     if (NULL == text)
         return false;
@@ -119,7 +121,8 @@ bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes)
         n--;
     if (4 == n && 0 == strncasecmp(text, "auto", 4)) {
         *is_auto = true;
-        *bytes = PX_XFER_STAGE_AUTO;
+        below[PX_XFER_READ] = PX_XFER_STAGE_AUTO_READ;
+        below[PX_XFER_WRITE] = PX_XFER_STAGE_AUTO_WRITE;
         return true;
     }
     if (0 == n || n > 20 || text[0] < '0' || text[0] > '9')
@@ -139,7 +142,7 @@ bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes)
     if (*end || v > (16ull << 20) >> shift)
         return false;
     *is_auto = false;
-    *bytes = (size_t)(v << shift);
+    below[PX_XFER_READ] = below[PX_XFER_WRITE] = (size_t)(v << shift);
     return true;
 }
 
@@ -147,12 +150,13 @@ int px_xfer_register_params(void)
 {
     int rc = px_mca_var_register_table("xfer", NULL, px_xfer_vars, -1, &px_xfer);
     const char *t = px_xfer.stage_below_text;
-    if (!px_xfer_parse_stage_below(t, &px_xfer.stage_auto, &px_xfer.stage_below)) {
+    if (!px_xfer_parse_stage_below(t, &px_xfer.stage_auto, px_xfer.stage_below)) {
         px_show_error("xfer_stage_below: \"%s\" is not accepted: the variable takes \"auto\" "
                       "or a byte count from 0 to 16M (suffixes k and M); using \"auto\"",
                       t ? t : "(null)");
         px_xfer.stage_auto = true;
-        px_xfer.stage_below = PX_XFER_STAGE_AUTO;
+        px_xfer.stage_below[PX_XFER_READ] = PX_XFER_STAGE_AUTO_READ;
+        px_xfer.stage_below[PX_XFER_WRITE] = PX_XFER_STAGE_AUTO_WRITE;
         if (PX_SUCCESS == rc)
             rc = PX_ERR_BAD_PARAM;
     }
@@ -317,8 +321,7 @@ int px_xfer_init(void)
                           m->get ? " get" : "", m->reg ? " (registers memory)" : "",
                           m->reaches_other ? "" : " (reaches only this process)");
     }
-    px_xfer.pool = NULL; /* the staged path's bounce buffers: made on first use */
-    px_xfer.pool_free = NULL;
+    px_xfer.pool_free = NULL; /* the staged path's buffers (credits): made on first use */
     px_xfer.pool_owner = NULL;
     px_xfer.pool_count = px_xfer.pool_nfree = 0;
     px_xfer.pool_size = 0;

@@ -9,8 +9,8 @@
  *    sized by its bandwidth;
  *  - stage (path_stage.c): no direct path, or a request naming "stage", or
  *    one smaller than xfer_stage_below without a mapping (in "auto", the
- *    default: smaller than PX_XFER_STAGE_AUTO, and only instead of a put/get
- *    that is a system call per request, CMA).
+ *    default: smaller than PX_XFER_STAGE_AUTO_WRITE or _READ by its op, and
+ *    only instead of a put/get that is a system call per request, CMA).
  * A new path is an ops table (xfer.h's px_xfer_path_t) chosen here.
  */
 #include <stdarg.h>
@@ -106,7 +106,7 @@ int px_xfer_path_choose_any(px_xfer_slot_t *s, const char *tname)
          * the put/get is a system call per request: a module that addresses
          * another process's memory without registering it (CMA on the same
          * host); put/get that registers memory (a network's RDMA) is kept. */
-        if (!tname && s->len < px_xfer.stage_below && s->peer != px_rt.rank &&
+        if (!tname && s->len < px_xfer.stage_below[s->op] && s->peer != px_rt.rank &&
             (!px_xfer.stage_auto || (!m->reg && s->remote->pp->stage_mod >= 0)))
             goto stage;
         s->path = &px_xfer_path_rails;

@@ -6,22 +6,23 @@
  * active messages over the peer's eager transport, in chunks of
  * xfer_stage_size (capped by the transport's fragment):
  *
- *   write: initiator copies a chunk into a bounce buffer and sends it (WRITE);
- *          the target's proxy (an active-message callback) copies it into
- *          the region and answers WACK; the bounce buffer goes back then.
- *   read:  initiator takes a bounce buffer (the chunk's credit) and sends
+ *   write: initiator takes a buffer (the chunk's credit) and sends the
+ *          chunk from the region (WRITE: the transport copies it in the
+ *          call); the target's proxy (an active-message callback) copies it
+ *          into the region and answers WACK; the buffer goes back then.
+ *   read:  initiator takes a buffer (the chunk's credit) and sends
  *          READ; the target's proxy copies the region straight into its
  *          transport's descriptor (RDATA); the initiator copies it into
  *          the region and gives the buffer back.
  *
- * The pool of xfer_stage_count bounce buffers bounds the chunks in flight
+ * The pool of xfer_stage_count buffers (credits, no memory) bounds the chunks in flight
  * from this process. The target never waits for a buffer of its own (it
  * copies into the transport's descriptor, and what the transport cannot
  * take now waits on a job list with the region looked up again when it
  * runs), so two processes staging to each other cannot lock each other out.
  * The target looks the region up by id (the key's), so a region freed by its
  * owner is answered "no such region" and the request fails saying it was
- * deregistered. Replies name the request by its address and bounce buffer;
+ * deregistered. Replies name the request by its address and buffer;
  * a reply is acted on only when that buffer is held by that request.
  *
  * Correct for every transport that sends; slower than a direct path (two
@@ -42,30 +43,28 @@
 
 void px_xfer_stage_finalize(void)
 {
-    free(px_xfer.pool);
     free(px_xfer.pool_free);
     free(px_xfer.pool_owner);
-    px_xfer.pool = NULL;
     px_xfer.pool_free = NULL;
     px_xfer.pool_owner = NULL;
     px_xfer.pool_count = px_xfer.pool_nfree = 0;
 }
 
-/* The pool is made on first use. */
+/* The pool is made on first use. Its buffers hold no bytes: each is a
+ * chunk's credit (a write's chunk goes from the region into the transport,
+ * a read's answer from the transport into the region), xfer_stage_size the
+ * chunk's size. */
 static bool pool_ready(void)
 {
-    if (px_xfer.pool)
+    if (px_xfer.pool_free)
         return true;
     int n = px_xfer.stage_count > 0 ? px_xfer.stage_count : 1;
     size_t size = px_xfer.stage_size >= 256 ? px_xfer.stage_size : 256;
-    px_xfer.pool = malloc((size_t)n * size);
     px_xfer.pool_free = malloc((size_t)n * sizeof(int));
     px_xfer.pool_owner = calloc((size_t)n, sizeof(px_xfer_slot_t *));
-    if (!px_xfer.pool || !px_xfer.pool_free || !px_xfer.pool_owner) {
-        free(px_xfer.pool);
+    if (!px_xfer.pool_free || !px_xfer.pool_owner) {
         free(px_xfer.pool_free);
         free(px_xfer.pool_owner);
-        px_xfer.pool = NULL;
         px_xfer.pool_free = NULL;
         px_xfer.pool_owner = NULL;
         return false;
@@ -91,11 +90,6 @@ static void pool_put(int b)
 {
     px_xfer.pool_owner[b] = NULL;
     px_xfer.pool_free[px_xfer.pool_nfree++] = b;
-}
-
-static char *pool_buf(int b)
-{
-    return px_xfer.pool + (size_t)b * px_xfer.pool_size;
 }
 
 /* Largest data bytes of one staged message to `peer`. */
@@ -150,8 +144,11 @@ static px_xfer_pstatus_t stage_schedule(px_xfer_slot_t *s)
         s->outstanding++;
         int rc;
         if (write) {
-            memcpy(pool_buf(b), s->local->base + s->loff + s->scur - c, c);
-            rc = px_xfer_send(s->peer, PX_XFER_AM_WRITE, &h, sizeof h, pool_buf(b), c);
+            /* Straight from the region: the transport takes the bytes in
+             * the call (px_xfer_send: sendi, or a descriptor it copies
+             * into), so the buffer is the chunk's credit, not a copy. */
+            rc = px_xfer_send(s->peer, PX_XFER_AM_WRITE, &h, sizeof h,
+                              s->local->base + s->loff + s->scur - c, c);
         } else {
             rc = px_xfer_send(s->peer, PX_XFER_AM_READ, &h, sizeof h, NULL, 0);
         }
@@ -177,8 +174,7 @@ static px_xfer_pstatus_t stage_start(px_xfer_slot_t *s)
     s->nrails = 0;
     if (!pool_ready()) {
         px_xfer_slot_error(s, PX_ERR_OUT_OF_RESOURCE, false,
-                           "cannot allocate the staged path's bounce buffers (xfer_stage_count "
-                           "x xfer_stage_size)");
+                           "cannot allocate the staged path's credits (xfer_stage_count)");
         return stage_status(s);
     }
     return stage_schedule(s);
@@ -188,7 +184,7 @@ static px_xfer_pstatus_t stage_start(px_xfer_slot_t *s)
  * transport operation, so nothing stays held). */
 static px_xfer_pstatus_t stage_release(px_xfer_slot_t *s)
 {
-    if (px_xfer.pool)
+    if (px_xfer.pool_free)
         for (int b = 0; b < px_xfer.pool_count; ++b)
             if (px_xfer.pool_owner[b] == s)
                 pool_put(b);
@@ -209,7 +205,7 @@ const px_xfer_path_t px_xfer_path_stage = {
  * request's (nothing else is trusted from the wire). */
 static px_xfer_slot_t *stage_owner(const px_xfer_stage_hdr_t *h, int src, const char *what)
 {
-    if (!px_xfer.pool || h->cookie >= px_xfer.pool_count ||
+    if (!px_xfer.pool_free || h->cookie >= px_xfer.pool_count ||
         px_xfer.pool_owner[h->cookie] != (px_xfer_slot_t *)(uintptr_t)h->token ||
         NULL == px_xfer.pool_owner[h->cookie] || POOL_PROXY == px_xfer.pool_owner[h->cookie]) {
         if (!px_xfer_peer_error(src))

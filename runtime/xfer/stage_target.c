@@ -70,7 +70,10 @@ bool px_xfer_stage_hdr(const px_btl_receive_descriptor_t *d, px_xfer_stage_hdr_t
     return true;
 }
 
-/* Copy `len` bytes after the header out of the segments. */
+/* Copy `len` bytes after the header out of the segments. memmove: a
+ * transport that delivers in place (btl/self) hands over the sender's own
+ * bytes, which a staged request of a process to itself may take from the
+ * same region it writes (a write sends straight from its region). */
 void px_xfer_stage_copy_out(const px_btl_receive_descriptor_t *d, char *dst, size_t len)
 {
     size_t skip = sizeof(px_xfer_stage_hdr_t);
@@ -82,7 +85,7 @@ void px_xfer_stage_copy_out(const px_btl_receive_descriptor_t *d, char *dst, siz
             continue;
         }
         size_t c = l - skip < len ? l - skip : len;
-        memcpy(dst, a + skip, c);
+        memmove(dst, a + skip, c);
         dst += c;
         len -= c;
         skip = 0;

@@ -370,8 +370,7 @@ typedef struct px_xfer_engine {
     _Atomic bool cb_registered; /* px_xfer_progress_cb is in the progress engine */
     int notes_waiting;
     /* staged path */
-    char *pool;
-    int pool_count, pool_nfree;
+    int pool_count, pool_nfree; /* credits, one per chunk in flight */
     size_t pool_size;
     int *pool_free;
     px_xfer_slot_t **pool_owner;
@@ -383,11 +382,13 @@ typedef struct px_xfer_engine {
     /* variables */
     char *priority;
     size_t chunk_size, stage_size;
-    /* xfer_stage_below: the text, and what it says. stage_auto: stage
-     * requests below stage_below only on same-host put/get rails that need
-     * no registration (CMA); else below stage_below on every put/get rail. */
+    /* xfer_stage_below: the text, and what it says. stage_below[op]
+     * (PX_XFER_READ, PX_XFER_WRITE): requests of that op smaller than it are
+     * staged instead of a put/get. stage_auto: only on same-host put/get
+     * rails that need no registration (CMA), with a bound per op; else on
+     * every put/get rail, the same bound for both. */
     char *stage_below_text;
-    size_t stage_below;
+    size_t stage_below[2];
     bool stage_auto;
     int stage_count;
     int verbose;
@@ -399,13 +400,18 @@ typedef struct px_xfer_engine {
 extern px_xfer_engine_t px_xfer;
 
 /* engine.c */
-/* xfer_stage_below "auto": the crossover (bytes) below which staging
- * through the messaging layer beats a CMA system call (docs/transfer.md,
- * "Measured"). */
-#define PX_XFER_STAGE_AUTO      (8 * 1024)
-#define PX_XFER_STAGE_AUTO_TEXT "8k"
+/* xfer_stage_below "auto": per operation, the size (bytes) from which a
+ * CMA system call beats staging through the messaging layer; smaller
+ * requests are staged (docs/transfer.md, "Small requests to registered
+ * memory", and docs/measurements/transfer.md for the runs). */
+#define PX_XFER_STAGE_AUTO_WRITE      (3 * 1024)
+#define PX_XFER_STAGE_AUTO_READ       (3 * 1024)
+#define PX_XFER_STAGE_AUTO_WRITE_TEXT "3k"
+#define PX_XFER_STAGE_AUTO_READ_TEXT  "3k"
 int px_xfer_register_params(void);
-bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t *bytes);
+/* "auto" (*is_auto, below[] per op from the constants above) or a byte
+ * count (both ops); false for anything else. */
+bool px_xfer_parse_stage_below(const char *text, bool *is_auto, size_t below[2]);
 int px_xfer_init(void);
 void px_xfer_finalize(void);
 /* A layer above (the names layer, runtime/name) is told when a region is

@@ -81,7 +81,7 @@ static void inject(int tag, unsigned char *msg, size_t len, size_t split)
             memcpy(&h, msg, sizeof h);
             if (h.region < 4 && target)
                 h.region = target->id;
-            if (h.token < 8 && px_xfer.pool && px_xfer.pool_count > 0) {
+            if (h.token < 8 && px_xfer.pool_owner && px_xfer.pool_count > 0) {
                 px_xfer_slot_t *o = px_xfer.pool_owner[h.cookie % px_xfer.pool_count];
                 if (o) {
                     h.cookie = (uint16_t)(h.cookie % px_xfer.pool_count);

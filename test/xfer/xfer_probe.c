@@ -26,11 +26,12 @@
  *     key, a read of the new region and px_finalize all succeed. Prints
  *     "rank 0: freerace: read after the free: CODE: REASON" and
  *     "rank R: freerace ok, finalize: TEXT".
- *   xfer_probe paths
+ *   xfer_probe paths [--sizes N,N,...]
  *     (2 ranks) rank 0 writes, then reads back and checks, 8 B, 4 KiB,
- *     16 KiB, 64 KiB and 1 MiB of rank 1's registered user memory, one
- *     request at a time, and prints "rank 0: write|read SIZE B via LABEL"
- *     (the status's transport): which path xfer_stage_below chose.
+ *     16 KiB, 64 KiB and 1 MiB (or the sizes given, 1 B to 1 MiB) of rank
+ *     1's registered user memory, one request at a time, and prints
+ *     "rank 0: write|read SIZE B via LABEL" (the status's transport): which
+ *     path xfer_stage_below chose.
  *   xfer_probe mutual [--transport NAME]
  *     (2 ranks) each rank submits reads of the other's region and frees its
  *     own at once, both waiting for the other's answer to the revocation
@@ -124,9 +125,10 @@ typedef struct {
     const char *mem, *transport;
     bool messaging;
     uint64_t seed;
+    const char *sizes; /* paths: the sizes, commas between */
 } opts_t;
 
-static opts_t o = {1, 20, 8, 1 << 20, "alloc", NULL, false, 1};
+static opts_t o = {1, 20, 8, 1 << 20, "alloc", NULL, false, 1, NULL};
 static px_xfer_remote_t **remotes;
 static size_t slice;  /* bytes of one (writer, thread) slice */
 static char **shadow; /* [peer * threads + t]: what this rank wrote there */
@@ -754,8 +756,20 @@ static int mutual(void)
 static int paths(void)
 {
     CHECK(np == 2, "paths needs 2 ranks");
-    static const size_t sizes[] = {8, 4096, 16384, 65536, 1 << 20};
+    size_t sizes[64] = {8, 4096, 16384, 65536, 1 << 20};
+    size_t nsizes = 5;
     const size_t len = 1 << 20;
+    if (o.sizes) {
+        nsizes = 0;
+        for (const char *p = o.sizes; *p && nsizes < 64;) {
+            char *end;
+            unsigned long long v = strtoull(p, &end, 10);
+            CHECK(end != p && v >= 1 && v <= len && (',' == *end || !*end),
+                  "--sizes %s: expected sizes of 1 to %zu bytes, commas between", o.sizes, len);
+            sizes[nsizes++] = (size_t)v;
+            p = ',' == *end ? end + 1 : end;
+        }
+    }
     unsigned char *ubuf = malloc(len), *lbuf = malloc(len);
     CHECK(ubuf && lbuf, "malloc");
     memset(ubuf, 0, len);
@@ -768,7 +782,7 @@ static int paths(void)
     if (0 == me) {
         px_xfer_batch_t *b;
         CHECK(px_xfer_batch_alloc(1, &b) == PX_SUCCESS, "batch");
-        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        for (size_t k = 0; k < nsizes; k++) {
             size_t n = sizes[k];
             for (int op = 0; op < 2; op++) {
                 bool wr = 0 == op;
@@ -826,6 +840,8 @@ int main(int argc, char **argv)
             o.seed = strtoull(v, NULL, 0), i++;
         else if (!strcmp(argv[i], "--messaging"))
             o.messaging = true;
+        else if (!strcmp(argv[i], "--sizes"))
+            o.sizes = v, i++;
     }
     if (o.threads < 1 || o.batch < 1 || o.iters < 0) {
         fprintf(stderr, "xfer_probe: bad options\n");
