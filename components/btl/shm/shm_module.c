@@ -146,6 +146,26 @@ static PX_NOINLINE void fbox_zero(px_btl_endpoint_t *ep, uint64_t from, uint64_t
         ep->fb_zeroed = z;
 }
 
+/* Lazy fault-in (btl_shm_fault_in=lazy): during a ring's first pass, fault
+ * in our mapping of it up to the chunk boundary past `upto` (an absolute
+ * ring position) in one madvise, instead of a page fault per 4 KiB page
+ * while a message waits; *pop is how far it is done (UINT64_MAX: the whole
+ * ring, nothing more to do). Faulting every ring in at px_init instead
+ * (setup) cost `pxrun -n 8` startup 2-3 times over (docs/shm.md). */
+static PX_NOINLINE void fbox_fault_ahead(char *ring, size_t fbs, uint64_t *pop, uint64_t upto)
+{
+    uint64_t from = *pop,
+             to = (upto + PX_BTL_SHM_FAULT_CHUNK) & ~(uint64_t)(PX_BTL_SHM_FAULT_CHUNK - 1);
+    if (to > fbs)
+        to = fbs;
+    if (to > from)
+        px_btl_shm_populate(ring + from, (size_t)(to - from));
+    *pop = to >= fbs ? UINT64_MAX : to;
+}
+/* The reader faults in this far ahead of its position (more than the
+ * largest entry of the default btl_shm_fbox_max_send). */
+#define FB_FAULT_LOOKAHEAD ((uint64_t)32 << 10)
+
 /* Reserve room for an entry of `total` bytes (header included); returns the
  * ring offset to write at, or -1 when full. Writes a skip entry when the
  * entry does not fit before the end of the ring. */
@@ -170,6 +190,9 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
         if (need - ep->fb_rpos_cache > fbs)
             return -1;
     }
+    /* Lazy fault-in, first pass only, as far as the zeroing ahead reaches. */
+    if (PX_UNLIKELY(need > ep->fb_out_pop))
+        fbox_fault_ahead(ep->fb_out, fbs, &ep->fb_out_pop, need + FB_ZERO_AHEAD);
     if (PX_UNLIKELY(pad)) {
         if (ep->fb_zeroed <= ep->fb_wpos + pad)
             fbox_zero(ep, ep->fb_wpos + pad, ep->fb_wpos + pad + 64);
@@ -240,6 +263,10 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
         if (PX_LIKELY(r == 1))
             deliver(ep, tag, data, len);
         atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
+        /* Lazy fault-in of our mapping, after the entry was acknowledged
+         * (the sender goes on meanwhile), not in the empty polls' loop. */
+        if (PX_UNLIKELY(ep->fb_rpos + FB_FAULT_LOOKAHEAD > ep->fb_in_pop))
+            fbox_fault_ahead(ep->fb_in, fbs, &ep->fb_in_pop, ep->fb_rpos + FB_FAULT_LOOKAHEAD);
         if (PX_LIKELY(r != 3)) /* a skip to the ring's start is not an entry */
             n++;
     }
@@ -607,10 +634,19 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
 
 /* ------------------------------------------------------------ single copy */
 
-/* btl_put and btl_get: the single copy of shm_rdma.c. */
+/* btl_put and btl_get: the single copy of shm_rdma.c. A rendezvous below
+ * btl_shm_single_copy_min (btl_shm_single_copy=auto) is declined before
+ * anything moves: the messaging layer then pipelines it through fragments,
+ * which are faster there (docs/shm.md). The transfer engine's requests
+ * (no PX_BTL_RDMA_FLAG_RNDV) always take CMA. */
 static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                                   const px_btl_rdma_args_t *a)
 {
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if ((a->flags & PX_BTL_RDMA_FLAG_RNDV) && a->size < s->sc_min) {
+        s->cma_declined++;
+        return PX_ERR_NOT_SUPPORTED;
+    }
     return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address, a->remote_address,
                           a->local_handle, a->size, a->cbfunc, a->cbcontext, a->cbdata);
 }
@@ -634,6 +670,7 @@ int px_btl_shm_module_setup(void)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_module_t *m = &px_btl_shm_module.super;
     s->cma_ok = s->single_copy != PX_BTL_SHM_SC_NONE;
+    s->sc_min = s->single_copy == PX_BTL_SHM_SC_AUTO ? s->single_copy_min : 0;
     if (!s->cma_ok) /* the messaging layer's rendezvous pipelines */
         m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
     /* put/get stay for the transfer engine while XFER_RDMA is set (the
