@@ -67,17 +67,36 @@ check "lazy fault-in, 128 KiB rings wrapped 40 times: traffic intact" ok_ranks 2
 show
 
 # The path by size. Each rank receives each size of the list once (one cycle):
-# 16433 and 65536 bytes are above the eager limit and below the threshold
-# (pipelined fragments: the CMA read is declined), 65537 and 1 MiB at or
-# above it (one process_vm_readv each).
+# 16433 and 65536 bytes are above the eager limit and below
+# btl_shm_single_copy_min (pipelined fragments: the CMA read is declined),
+# 65537 and 1 MiB at or above it, where CMA is cheaper by the estimates the
+# test fixes (PX_BTL_SHM_TEST_SC_COST="CMA:FRAG" ns per KiB).
 S=16432,16433,65536,65537,1048576
-run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca btl_shm_single_copy_min 65537 "$FI" --cycles 1 --sizes $S
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca btl_shm_single_copy_min 65537 \
+    -x PX_BTL_SHM_TEST_SC_COST=1:1000 "$FI" --cycles 1 --sizes $S
 check "single copy auto, threshold 65537: data intact around the eager limit and the threshold" ok_ranks 2
 show
 for r in 0 1; do
     check "single copy auto: rank $r read 65537 and 1 MiB by CMA, 16433 and 65536 by fragments ($(counters $r))" \
         [ "$(counters $r)" = "cma 2 declined 2" ]
 done
+# By cost: CMA 100 ns per KiB, a fragment's copy out 60: the pipeline (one
+# fragment in, all out) costs 60 x (KiB + min(KiB, 64)), so CMA wins up to
+# 96 KiB: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 \
+    --sizes 16433,65537,262144,1048576
+check "single copy auto by cost: data intact" ok_ranks 2
+show
+check "single copy auto by cost: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments ($(counters 1))" \
+    [ "$(counters 1)" = "cma 2 declined 2" ]
+# Measured (no fixed estimates): the receiver tries CMA first, then the
+# pipeline, for each size class, and every 32nd message the path it did not
+# choose; the data arrives either way.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto "$FI" --cycles 40 --sizes 40000,262144,1048577
+check "single copy auto, measured: data intact over 40 rounds of 40000, 256 KiB, 1 MiB + 1" ok_ranks 2
+show
+both() { case "$(counters 0)" in "cma 0 "* | *" declined 0") return 1 ;; esac; }
+check "single copy auto, measured: both paths were taken ($(counters 0))" both
 run "$PXRUN" -n 2 --mca btl_shm_single_copy cma "$FI" --cycles 1 --sizes $S
 check "single copy cma: data intact" ok_ranks 2
 check "single copy cma: every rendezvous by CMA ($(counters 0))" [ "$(counters 0)" = "cma 4 declined 0" ]

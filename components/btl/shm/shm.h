@@ -42,6 +42,25 @@
 #define PX_BTL_SHM_FRAG_HDR 64 /* bytes before a fragment's data */
 
 enum { PX_BTL_SHM_SC_NONE = 0, PX_BTL_SHM_SC_CMA = 1, PX_BTL_SHM_SC_AUTO = 2 };
+/* auto keeps a CMA cost per size class: 32 KiB and less, 64 KiB, ..., 4 MiB and more. */
+#define PX_BTL_SHM_SC_CLASSES 8
+static inline int px_btl_shm_sc_class(size_t size)
+{
+    int k = 0;
+    while (k + 1 < PX_BTL_SHM_SC_CLASSES && size > ((size_t)32 << 10 << k))
+        k++;
+    return k;
+}
+/* auto's rule for a rendezvous of `size` bytes, from the receiver's
+ * estimates in ns per KiB: CMA (one copy, a system call that pins the
+ * pages) against the pipeline, whose time is about one fragment copied in
+ * and then everything copied out, the sender's copy-in overlapping the
+ * receiver's copy-out (so its copy-out cost stands for both). */
+static inline bool px_btl_shm_sc_prefers_cma(double cma_ns_kb, double frag_ns_kb, size_t size)
+{
+    double kb = (double)size / 1024, first = kb < 64 ? kb : 64;
+    return cma_ns_kb * kb < frag_ns_kb * (kb + first);
+}
 /* btl_shm_fault_in: when the pages of rings larger than 64 KiB are faulted
  * in (a ring of 64 KiB or less is left to the kernel, page by page). */
 enum { PX_BTL_SHM_FAULT_LAZY = 0, PX_BTL_SHM_FAULT_SETUP = 1, PX_BTL_SHM_FAULT_NONE = 2 };
@@ -183,10 +202,16 @@ typedef struct px_btl_shm_state {
     uint64_t key;
     bool unlinked;
     bool cma_ok;
-    uint64_t cma_calls, cma_declined;    /* single copies done, rendezvous ones declined (tests) */
-    char **bases;                        /* [nlocal]: mapped segments by local index */
-    size_t *sizes;                       /* [nlocal]: their sizes (0: not mapped) */
-    struct px_btl_shm_frag **frag_table; /* heap fragments by the index in their des */
+    uint64_t cma_calls, cma_declined; /* single copies done, rendezvous ones declined (tests) */
+    /* btl_shm_single_copy=auto: what the receiver measured (px_btl_shm_sc_*). */
+    bool sc_auto;                            /* measure and choose (auto) */
+    bool sc_fixed;                           /* PX_BTL_SHM_TEST_SC_COST: estimates fixed */
+    double sc_cma_ns[PX_BTL_SHM_SC_CLASSES]; /* CMA ns per KiB by size class (0: unknown) */
+    double sc_frag_ns;                       /* copy out of a pipelined fragment, ns per KiB */
+    uint32_t sc_seen[PX_BTL_SHM_SC_CLASSES]; /* rendezvous of each class, for exploring */
+    char **bases;                            /* [nlocal]: mapped segments by local index */
+    size_t *sizes;                           /* [nlocal]: their sizes (0: not mapped) */
+    struct px_btl_shm_frag **frag_table;     /* heap fragments by the index in their des */
     int frag_count, frag_cap;
     bool queue_broken; /* a bad pointer was found in our receive queue: not read again */
     px_btl_shm_fifo_t *my_fifo;

@@ -25,7 +25,7 @@ px_btl_shm_state_t px_btl_shm_state = {
     .fbox_size_var = 0, /* auto: px_btl_shm_auto_fbox_size */
     .fbox_max_send = 16384 + 64,
     .single_copy = PX_BTL_SHM_SC_NONE,
-    .single_copy_min = 1u << 20,
+    .single_copy_min = 0,
     .free_list_eager_max = 128,
     .free_list_send_max = 64,
     .frag_cool_bytes = 2u << 20,
@@ -81,7 +81,8 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
     {.name = "single_copy",
      .help = "How messages above the eager limit move: none (pipelined fragments through the "
              "segment, two copies), cma (the receiver reads the sender's buffer with "
-             "process_vm_readv, one copy), auto (cma from btl_shm_single_copy_min bytes on, "
+             "process_vm_readv, one copy), auto (per message, whichever of the two the "
+             "receiver measured faster for its size, from btl_shm_single_copy_min bytes on; "
              "fragments below); cma and auto fall back to fragments when the kernel refuses",
      .type = PX_MCA_VAR_TYPE_ENUM,
      .enum_values = px_btl_shm_sc_values,
@@ -89,8 +90,8 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_ALL,
      PX_BTL_SHM_AT(single_copy)},
     {.name = "single_copy_min",
-     .help = "With btl_shm_single_copy=auto: the smallest message (bytes) the receiver reads "
-             "by CMA; smaller ones above the eager limit go as pipelined fragments",
+     .help = "With btl_shm_single_copy=auto: the smallest message (bytes) the receiver may read "
+             "by CMA; smaller ones above the eager limit always go as pipelined fragments",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_ALL,

@@ -364,6 +364,32 @@ static inline void frag_returned(px_btl_shm_state_t *s, uint64_t rel, uint64_t i
                       (unsigned long long)(rel & 0xffffffffffffULL), (unsigned long long)i);
 }
 
+/* Fragments of at least this many bytes are the rendezvous's pipelined
+ * ones (eager fragments are at most the eager limit, 16 KiB and a header). */
+#define SC_FRAG_TIMED ((size_t)32 << 10)
+
+/* A sample of `ns` for `bytes` into the estimate *est (ns per KiB): a
+ * moving average over about 4 samples; a sample more than 4 times the
+ * estimate (the process was descheduled) counts as 4 times. */
+static inline void sc_sample(double *est, uint64_t ns, size_t bytes)
+{
+    double v = (double)ns * 1024 / (double)bytes;
+    if (*est <= 0) {
+        *est = v;
+        return;
+    }
+    if (v > 4 * *est)
+        v = 4 * *est;
+    *est += (v - *est) / 4;
+}
+
+static inline uint64_t sc_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static int fifo_poll(void)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
@@ -383,7 +409,14 @@ static int fifo_poll(void)
                 fbox_poll(ep, 1 << 30);
                 if (PX_UNLIKELY(ep->corrupt)) /* its ring was: nothing more of it is read */
                     continue;
-                deliver(ep, e.tag, e.data, e.len);
+                if (PX_UNLIKELY(s->sc_auto) && e.len >= SC_FRAG_TIMED && !s->sc_fixed) {
+                    /* a pipelined fragment: its copy out, for auto's choice */
+                    uint64_t t0 = sc_now();
+                    deliver(ep, e.tag, e.data, e.len);
+                    sc_sample(&s->sc_frag_ns, sc_now() - t0, e.len);
+                } else {
+                    deliver(ep, e.tag, e.data, e.len);
+                }
                 h->flags = PX_BTL_SHM_FRAG_RETURNED;
                 fifo_push(ep, ep->fifo, h, rel);
             }
@@ -634,18 +667,51 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
 
 /* ------------------------------------------------------------ single copy */
 
-/* btl_put and btl_get: the single copy of shm_rdma.c. A rendezvous below
- * btl_shm_single_copy_min (btl_shm_single_copy=auto) is declined before
- * anything moves: the messaging layer then pipelines it through fragments,
- * which are faster there (docs/shm.md). The transfer engine's requests
- * (no PX_BTL_RDMA_FLAG_RNDV) always take CMA. */
+/* auto (btl_shm_single_copy=auto): should this rendezvous of `size` bytes
+ * be read by CMA? Below btl_shm_single_copy_min, no. From it on, whichever
+ * path the receiver measured cheaper for that size (px_btl_shm_sc_prefers_cma);
+ * a path not measured yet is tried first, and every 32nd rendezvous of a
+ * size class takes the other path, so the estimates follow the machine
+ * (this VM's copies through shared memory slow down 3-6 times in some
+ * phases, when CMA wins; in others the pipeline is 2.4 times faster). */
+#define SC_EXPLORE 32
+static PX_NOINLINE bool sc_choose_cma(px_btl_shm_state_t *s, size_t size)
+{
+    if (size < s->sc_min)
+        return false;
+    int k = px_btl_shm_sc_class(size);
+    if (s->sc_cma_ns[k] <= 0)
+        return true; /* measure CMA first */
+    if (s->sc_frag_ns <= 0)
+        return false; /* then the pipeline */
+    bool cma = px_btl_shm_sc_prefers_cma(s->sc_cma_ns[k], s->sc_frag_ns, size);
+    if (!s->sc_fixed && ++s->sc_seen[k] % SC_EXPLORE == 0)
+        cma = !cma;
+    return cma;
+}
+
+/* btl_put and btl_get: the single copy of shm_rdma.c. A rendezvous
+ * (PX_BTL_RDMA_FLAG_RNDV) that auto would rather pipeline is declined
+ * before anything moves: the messaging layer then sends it by fragments.
+ * The transfer engine's requests (no flag) always take CMA. */
 static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                                   const px_btl_rdma_args_t *a)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
-    if ((a->flags & PX_BTL_RDMA_FLAG_RNDV) && a->size < s->sc_min) {
-        s->cma_declined++;
-        return PX_ERR_NOT_SUPPORTED;
+    if ((a->flags & PX_BTL_RDMA_FLAG_RNDV) && s->sc_auto) {
+        if (!sc_choose_cma(s, a->size)) {
+            s->cma_declined++;
+            return PX_ERR_NOT_SUPPORTED;
+        }
+        uint64_t t0 = sc_now();
+        int rc = px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address,
+                                a->remote_address, a->local_handle, a->size, NULL, NULL, NULL);
+        if (PX_SUCCESS == rc && !s->sc_fixed && a->size)
+            sc_sample(&s->sc_cma_ns[px_btl_shm_sc_class(a->size)], sc_now() - t0, a->size);
+        if (PX_SUCCESS == rc && a->cbfunc)
+            a->cbfunc(btl, ep, a->local_address, a->local_handle, a->cbcontext, a->cbdata,
+                      PX_SUCCESS);
+        return rc;
     }
     return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address, a->remote_address,
                           a->local_handle, a->size, a->cbfunc, a->cbcontext, a->cbdata);
@@ -670,7 +736,18 @@ int px_btl_shm_module_setup(void)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_module_t *m = &px_btl_shm_module.super;
     s->cma_ok = s->single_copy != PX_BTL_SHM_SC_NONE;
-    s->sc_min = s->single_copy == PX_BTL_SHM_SC_AUTO ? s->single_copy_min : 0;
+    s->sc_min = s->single_copy_min;
+    s->sc_auto = s->single_copy == PX_BTL_SHM_SC_AUTO;
+    /* PX_BTL_SHM_TEST_SC_COST="CMA:FRAG" (ns per KiB): the test suite's
+     * fixed estimates, so auto's choice by size is the same on every run. */
+    const char *fixed = getenv("PX_BTL_SHM_TEST_SC_COST");
+    double c = 0, f = 0;
+    s->sc_fixed = fixed && sscanf(fixed, "%lf:%lf", &c, &f) == 2 && c > 0 && f > 0;
+    for (int k = 0; k < PX_BTL_SHM_SC_CLASSES; k++) {
+        s->sc_cma_ns[k] = s->sc_fixed ? c : 0;
+        s->sc_seen[k] = 0;
+    }
+    s->sc_frag_ns = s->sc_fixed ? f : 0;
     if (!s->cma_ok) /* the messaging layer's rendezvous pipelines */
         m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
     /* put/get stay for the transfer engine while XFER_RDMA is set (the
