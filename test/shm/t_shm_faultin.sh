@@ -89,6 +89,17 @@ check "single copy auto by cost: data intact" ok_ranks 2
 show
 check "single copy auto by cost: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments ($(counters 1))" \
     [ "$(counters 1)" = "cma 2 declined 2" ]
+# The same choice when the sender puts (runtime_rndv_protocol=put): a
+# declined put sends the fragments unasked.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca runtime_rndv_protocol put \
+    -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 --sizes 16433,65537,262144,1048576
+check "single copy auto by cost, put: data intact" ok_ranks 2
+show
+check "single copy auto by cost, put: 2 by CMA, 2 by fragments ($(counters 1))" \
+    [ "$(counters 1)" = "cma 2 declined 2" ]
+# The default is auto.
+run "$PXRUN" -n 2 -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 --sizes 16433,65537,262144,1048576
+check "the default (auto): 2 by CMA, 2 by fragments ($(counters 1))" [ "$(counters 1)" = "cma 2 declined 2" ]
 # Measured (no fixed estimates): the receiver tries CMA first, then the
 # pipeline, for each size class, and every 32nd message the path it did not
 # choose; the data arrives either way.

@@ -54,8 +54,8 @@ static inline int px_btl_shm_sc_class(size_t size)
 /* auto's rule for a rendezvous of `size` bytes, from the receiver's
  * estimates in ns per KiB: CMA (one copy, a system call that pins the
  * pages) against the pipeline, whose time is about one fragment copied in
- * and then everything copied out, the sender's copy-in overlapping the
- * receiver's copy-out (so its copy-out cost stands for both). */
+ * and then a fragment per period of its slower side (the sender's copy-in
+ * overlaps the receiver's copy-out). */
 static inline bool px_btl_shm_sc_prefers_cma(double cma_ns_kb, double frag_ns_kb, size_t size)
 {
     double kb = (double)size / 1024, first = kb < 64 ? kb : 64;
@@ -207,7 +207,8 @@ typedef struct px_btl_shm_state {
     bool sc_auto;                            /* measure and choose (auto) */
     bool sc_fixed;                           /* PX_BTL_SHM_TEST_SC_COST: estimates fixed */
     double sc_cma_ns[PX_BTL_SHM_SC_CLASSES]; /* CMA ns per KiB by size class (0: unknown) */
-    double sc_frag_ns;                       /* copy out of a pipelined fragment, ns per KiB */
+    double sc_frag_ns;                       /* a pipelined fragment's period, ns per KiB */
+    uint64_t sc_frag_t;                      /* when the last one was delivered (ns) */
     uint32_t sc_seen[PX_BTL_SHM_SC_CLASSES]; /* rendezvous of each class, for exploring */
     char **bases;                            /* [nlocal]: mapped segments by local index */
     size_t *sizes;                           /* [nlocal]: their sizes (0: not mapped) */
