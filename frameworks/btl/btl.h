@@ -72,6 +72,13 @@
 #define PX_BTL_FLAGS_XFER_RDMA 0x0080u
 #define PX_BTL_FLAGS_RDMA      (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
 
+/* btl_put/btl_get flags. PX_BTL_RDMA_FLAG_RNDV: the messaging layer's
+ * rendezvous, which can move the data by fragments instead: a module may
+ * decline a transfer it moves worse than fragments (PX_ERR_NOT_SUPPORTED,
+ * before any byte moved; btl/shm by size, btl_shm_single_copy=auto). A
+ * module that does not know the flag ignores it. */
+#define PX_BTL_RDMA_FLAG_RNDV 0x1
+
 /* Descriptor flags */
 #define PX_BTL_DES_FLAGS_BTL_OWNERSHIP  0x0001u /* the BTL frees it after the send */
 #define PX_BTL_DES_FLAGS_PRIORITY       0x0002u
@@ -285,7 +292,8 @@ typedef struct px_btl_module {
                      size_t header_size, const void *payload, size_t payload_size, uint8_t order,
                      uint32_t flags, px_btl_tag_t tag, px_btl_descriptor_t **descriptor);
 
-    /* RDMA: write local -> remote / read remote -> local. NULL when unsupported. */
+    /* RDMA: write local -> remote / read remote -> local. NULL when unsupported.
+     * `flags`: 0, or PX_BTL_RDMA_FLAG_RNDV. */
     int (*btl_put)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint, void *local_address,
                    uint64_t remote_address, px_btl_registration_handle_t *local_handle,
                    px_btl_registration_handle_t *remote_handle, size_t size, int flags, int order,

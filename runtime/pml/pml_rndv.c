@@ -177,10 +177,10 @@ void px_pml_rdma_schedule(px_request_t *r)
             rl->cursor += chunk;
             r->scheduled += chunk;
             r->outstanding++;
-            int rc = (get ? m->btl_get
-                          : m->btl_put)(m, rl->pm->endpoint, (char *)r->buf + off, r->raddr + off,
-                                        rl->reg, (px_btl_registration_handle_t *)rl->rhandle, chunk,
-                                        0, PX_BTL_NO_ORDER, rdma_done, r, (void *)(uintptr_t)chunk);
+            int rc = (get ? m->btl_get : m->btl_put)(
+                m, rl->pm->endpoint, (char *)r->buf + off, r->raddr + off, rl->reg,
+                (px_btl_registration_handle_t *)rl->rhandle, chunk, PX_BTL_RDMA_FLAG_RNDV,
+                PX_BTL_NO_ORDER, rdma_done, r, (void *)(uintptr_t)chunk);
             if (PX_SUCCESS == rc)
                 continue;
             rl->cursor -= chunk;
@@ -190,7 +190,7 @@ void px_pml_rdma_schedule(px_request_t *r)
                 px_pml_pending_add(r, PX_PML_PEND_RDMA);
                 return;
             }
-            if (0 == r->scheduled && 0 == r->outstanding) {
+            if (0 == r->scheduled && 0 == r->outstanding) { /* refused or declined */
                 PX_OUTPUT_VERBOSE(10, 0, "runtime: btl %s %s failed (%s); using fragments",
                                   m->btl_component->base.component_name, get ? "get" : "put",
                                   px_strerror(rc));

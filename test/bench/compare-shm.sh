@@ -21,6 +21,16 @@
 #        KEEP    folder for the raw CSVs; PLOT chart file (.svg/.png, default
 #                compare-shm.svg; PLOT= for none); REPS_STARTUP (default 5);
 #                PRIORITY=0: no autogroup nice -20 (see below)
+#        VARIANTS more Plexus contenders, this build with other settings:
+#                "NAME=pxrun options;NAME=..." (e.g. "pipe=--mca
+#                btl_shm_single_copy none"), each run at every size in every
+#                round; their per-round ratios to the default are printed
+#                per size (which path wins where)
+#        CMA=0   no plexus_cma contender (btl_shm_single_copy=cma, at the
+#                sizes above the eager limit, 32 KiB up)
+#        STARTUP_MCA  pxrun options of a second startup contender, timed
+#                alternately with the default at -n 2 and -n 8 (e.g.
+#                "--mca btl_shm_fault_in setup": the old fault-in at px_init)
 #
 # Why each peer's settings: every contender runs bound one rank per core
 # (pxrun binds by default; mpirun --bind-to core). Open MPI's pml ucx needs
@@ -121,21 +131,33 @@ fi
 # The contenders and how each runs (one run: every size, REPS blocks each).
 contenders="plexus"
 [ -n "$BASE" ] && contenders="$contenders plexus_base"
-contenders="$contenders plexus_cma"
+[ "${CMA:-1}" = 1 ] && contenders="$contenders plexus_cma"
+# VARIANTS: plexus_v_NAME, this build with the options after NAME=.
+declare -A VOPT
+vnames=""
+IFS=';' read -r -a _vs <<<"${VARIANTS:-}"
+for v in "${_vs[@]}"; do
+    [ -n "$v" ] || continue
+    VOPT[plexus_v_${v%%=*}]=${v#*=}
+    vnames="$vnames plexus_v_${v%%=*}"
+    contenders="$contenders plexus_v_${v%%=*}"
+done
 if [ $have_mpi = 1 ]; then
     contenders="$contenders vader_cma vader_none"
     [ $have_ucx = 1 ] && contenders="$contenders ucx"
 fi
-LARGE=$(echo "$SIZES" | tr , '\n' | awk '$1 >= 262144' | paste -sd, -)
+LARGE=$(echo "$SIZES" | tr , '\n' | awk '$1 >= 32768' | paste -sd, -)
 run_one() { # name round
     local out="$T/$1.$2.csv"
     case $1 in
     plexus) $NICE "$PXRUN" -n 2 "$PXPERF" --sizes "$SIZES" --reps "$REPS" --csv ;;
     plexus_base) # this build's px_perf (the same measuring program) on the base build's library
         $NICE env LD_LIBRARY_PATH="$BASE/.libs" "$BPXRUN" -n 2 "$PXPERF" --sizes "$SIZES" --reps "$REPS" --csv ;;
-    plexus_cma) # the single-copy alternative, to check the default (btl_shm_single_copy=none)
+    plexus_cma) # the single-copy mechanism for every rendezvous (above the 16 KiB eager limit)
         [ -n "$LARGE" ] || return 0
         $NICE "$PXRUN" -n 2 --mca btl_shm_single_copy cma "$PXPERF" --sizes "$LARGE" --reps "$REPS" --csv ;;
+    plexus_v_*) # shellcheck disable=SC2086
+        $NICE "$PXRUN" -n 2 ${VOPT[$1]} "$PXPERF" --sizes "$SIZES" --reps "$REPS" --csv ;;
     vader_cma | vader_none)
         $NICE $MPIRUN --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism "${1#vader_}" \
             "$MPIPP" --csv --sizes "$SIZES" --reps "$REPS" ;;
@@ -207,37 +229,53 @@ per_round() { # bytes column [a b]: ratio a/b (default plexus / best peer) in ev
     done
 }
 
+is_side() { # plexus_cma and the variants have tables of their own
+    case $1 in plexus_cma | plexus_v_*) return 0 ;; esac
+    return 1
+}
 table() { # suffix title
     local sfx=$1 b p
     echo
     echo "== $2 (lat_us | bw_MBps; ratio: plexus / best peer)"
     printf "%9s" bytes
-    for p in $present; do [ "$p" = plexus_cma ] || printf " %11s" "$p"; done
+    for p in $present; do is_side "$p" || printf " %11s" "$p"; done
     printf " %7s |" ratio
-    for p in $present; do [ "$p" = plexus_cma ] || printf " %11s" "$p"; done
+    for p in $present; do is_side "$p" || printf " %11s" "$p"; done
     printf " %7s\n" ratio
     for b in $(echo "$SIZES" | tr , ' '); do
         printf "%9s" "$b"
-        for p in $present; do [ "$p" = plexus_cma ] || printf " %11s" "$(field "$T/$p.$sfx.csv" "$b" 2)"; done
+        for p in $present; do is_side "$p" || printf " %11s" "$(field "$T/$p.$sfx.csv" "$b" 2)"; done
         read -r bv _ <<<"$(bestpeer "$sfx" "$b" 2)"
         printf " %7s |" "$(ratio "$(field "$T/plexus.$sfx.csv" "$b" 2)" "$bv")"
-        for p in $present; do [ "$p" = plexus_cma ] || printf " %11s" "$(field "$T/$p.$sfx.csv" "$b" 3)"; done
+        for p in $present; do is_side "$p" || printf " %11s" "$(field "$T/$p.$sfx.csv" "$b" 3)"; done
         read -r bv _ <<<"$(bestpeer "$sfx" "$b" 3)"
         printf " %7s\n" "$(ratio "$(field "$T/plexus.$sfx.csv" "$b" 3)" "$bv")"
     done
 }
 table best "best block of any round"
 table med "median over the rounds of each run's median block"
-case " $present " in *" plexus_cma "*)
+# plexus_cma and each variant against the default, per size: best blocks,
+# and the median and range of the per-round ratios (latency below 1 and
+# bandwidth above 1: the variant is faster).
+for v in plexus_cma $vnames; do
+    case " $present " in *" $v "*) ;; *) continue ;; esac
     echo
-    echo "== plexus with btl_shm_single_copy=cma (large sizes; best block | median)"
-    for b in $(echo "$LARGE" | tr , ' '); do
-        printf "%9s %11s %11s | %11s %11s\n" "$b" "$(field "$T/plexus_cma.best.csv" "$b" 2)" \
-            "$(field "$T/plexus_cma.best.csv" "$b" 3)" "$(field "$T/plexus_cma.med.csv" "$b" 2)" \
-            "$(field "$T/plexus_cma.med.csv" "$b" 3)"
+    case $v in
+    plexus_cma) echo "== plexus_cma (btl_shm_single_copy=cma) / plexus, per size" ;;
+    *) echo "== $v (${VOPT[$v]}) / plexus, per size" ;;
+    esac
+    printf "%9s %9s %9s %8s %15s | %9s %9s %8s %15s\n" bytes lat_px lat_v lat_med lat_rounds bw_px bw_v bw_med bw_rounds
+    for b in $(echo "$SIZES" | tr , ' '); do
+        [ -n "$(field "$T/$v.best.csv" "$b" 2)" ] || continue
+        line="$b"
+        for c in 2 3; do
+            rs=$(per_round "$b" "$c" "$v" plexus | grep -v -e '^$' -e n/a | sort -g)
+            line="$line $(field "$T/plexus.best.csv" "$b" "$c") $(field "$T/$v.best.csv" "$b" "$c")"
+            line="$line $(echo "$rs" | median) $(echo "$rs" | head -1)..$(echo "$rs" | tail -1)"
+        done
+        echo "$line" | awk '{ printf "%9s %9s %9s %8s %15s | %9s %9s %8s %15s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9 }'
     done
-    ;;
-esac
+done
 
 echo "== hardware floor"
 $NICE "$PXPERF" --floor
@@ -258,6 +296,25 @@ px2=$(wall "$NSTART" "$PXRUN" -n 2 "$PXPERF" --empty)
 px64=$(wall 1 "$PXRUN" -n 64 "$PXPERF" --empty)
 echo "pxrun -n 2 px_perf --empty:   $px2 s"
 echo "pxrun -n 64 px_perf --empty:  $px64 s"
+# -n 2 and -n 8, NSTART runs each, alternating with STARTUP_MCA when given:
+# the median of each and the median of the per-pair ratios.
+for np in 2 8; do
+    a="" b="" q=""
+    for _ in $(seq "$NSTART"); do
+        x=$(wall 1 "$PXRUN" -n $np "$PXPERF" --empty)
+        a="$a $x"
+        if [ -n "${STARTUP_MCA:-}" ]; then # shellcheck disable=SC2086
+            y=$(wall 1 "$PXRUN" -n $np $STARTUP_MCA "$PXPERF" --empty)
+            b="$b $y"
+            q="$q $(ratio "$x" "$y")"
+        fi
+    done
+    printf "pxrun -n %s px_perf --empty: median %s s (runs:%s)\n" "$np" "$(echo "$a" | tr ' ' '\n' | median)" "$a"
+    if [ -n "${STARTUP_MCA:-}" ]; then
+        printf "pxrun -n %s %s: median %s s (runs:%s); default / that, per pair: median %s (%s)\n" "$np" \
+            "$STARTUP_MCA" "$(echo "$b" | tr ' ' '\n' | median)" "$b" "$(echo "$q" | tr ' ' '\n' | median)" "$q"
+    fi
+done
 if [ $have_mpi = 1 ]; then
     mpi2=$(wall "$NSTART" $MPIRUN "$MPIPP" --empty)
     echo "mpirun -np 2 mpi_pingpong_px --empty: $mpi2 s"
@@ -294,7 +351,34 @@ if [ -n "$peers" ]; then
         r=$(ratio "$(field "$T/plexus.best.csv" 4194304 3)" "$memcpy")
         printf "%-38s %-10s %6s %-6s  (target >= 0.9)\n" "4 MiB bandwidth / memcpy of 4 MiB" "" "$r" "$(verdict "$r" ">=" 0.9)"
         r=$(ratio "$(field "$T/plexus_cma.best.csv" 4194304 3)" "$(field "$T/plexus.best.csv" 4194304 3)")
-        printf "%-38s %-10s %6s         (for information: < 1 keeps btl_shm_single_copy=none)\n" "4 MiB bandwidth: cma / pipelined" "" "$r"
+        printf "%-38s %-10s %6s         (for information: auto picks per message between the two)\n" "4 MiB bandwidth: cma / pipelined" "" "$r"
+        ;;
+    esac
+    # Issue 26's rows: latency against a named peer, streaming against the best.
+    echo
+    echo "== issue 26: plexus / named peer (best block, median of the per-round ratios)"
+    vs() { # label bytes column peer op target
+        local r rs m
+        r=$(ratio "$(field "$T/plexus.best.csv" "$2" "$3")" "$(field "$T/$4.best.csv" "$2" "$3")")
+        rs=$(per_round "$2" "$3" plexus "$4" | tr '\n' ' ')
+        m=$(echo "$rs" | tr ' ' '\n' | median)
+        printf "%-38s %-10s %6s %-6s  median %6s %-6s  (target %s %s)  rounds: %s\n" "$1" "($4)" "$r" \
+            "$(verdict "$r" "$5" "$6")" "$m" "$(verdict "$m" "$5" "$6")" "$5" "$6" "$rs"
+    }
+    for b in 1024 2048 4096; do
+        case ",$SIZES,$present " in *",$b,"*" ucx "*) vs "$((b / 1024)) KiB latency" "$b" 2 ucx "<=" 0.8 ;; esac
+    done
+    for b in 8192 16384 32768 65536 262144 1048576 4194304; do
+        case ",$SIZES,$present " in *",$b,"*" vader_cma "*) vs "$((b / 1024)) KiB latency" "$b" 2 vader_cma "<=" 0.8 ;; esac
+    done
+    for b in 32768 262144 1048576 4194304; do
+        case ",$SIZES," in *",$b,"*) target "$((b / 1024)) KiB streaming bandwidth" "$b" 3 ">=" 1.1 ;; esac
+    done
+    case ",$SIZES," in *",4194304,"*)
+        r=$(ratio "$(field "$T/plexus.best.csv" 4194304 3)" "$memcpy")
+        m=$(ratio "$(field "$T/plexus.med.csv" 4194304 3)" "$memcpy")
+        printf "%-38s %-10s %6s %-6s  median %6s %-6s  (target >= 0.95)\n" "4 MiB streaming / memcpy" "" "$r" \
+            "$(verdict "$r" ">=" 0.95)" "$m" "$(verdict "$m" ">=" 0.95)"
         ;;
     esac
 fi

@@ -42,6 +42,28 @@
 #define PX_BTL_SHM_FRAG_HDR 64 /* bytes before a fragment's data */
 
 enum { PX_BTL_SHM_SC_NONE = 0, PX_BTL_SHM_SC_CMA = 1, PX_BTL_SHM_SC_AUTO = 2 };
+/* auto keeps a CMA cost per size class: 32 KiB and less, 64 KiB, ..., 4 MiB and more. */
+#define PX_BTL_SHM_SC_CLASSES 8
+static inline int px_btl_shm_sc_class(size_t size)
+{
+    int k = 0;
+    while (k + 1 < PX_BTL_SHM_SC_CLASSES && size > ((size_t)32 << 10 << k))
+        k++;
+    return k;
+}
+/* auto's rule for a rendezvous of `size` bytes, from the receiver's
+ * estimates in ns per KiB: CMA (one copy, a system call that pins the
+ * pages) against the pipeline, whose time is about one fragment copied in
+ * and then a fragment per period of its slower side (the sender's copy-in
+ * overlaps the receiver's copy-out). */
+static inline bool px_btl_shm_sc_prefers_cma(double cma_ns_kb, double frag_ns_kb, size_t size)
+{
+    double kb = (double)size / 1024, first = kb < 64 ? kb : 64;
+    return cma_ns_kb * kb < frag_ns_kb * (kb + first);
+}
+/* btl_shm_fault_in: when the pages of rings larger than 64 KiB are faulted
+ * in (a ring of 64 KiB or less is left to the kernel, page by page). */
+enum { PX_BTL_SHM_FAULT_LAZY = 0, PX_BTL_SHM_FAULT_SETUP = 1, PX_BTL_SHM_FAULT_NONE = 2 };
 
 /* First two cache lines of a segment. */
 typedef struct px_btl_shm_seg_hdr {
@@ -105,6 +127,8 @@ struct px_btl_endpoint {
     _Atomic uint64_t *fb_out_ack; /* the peer's read position (peer writes) */
     uint64_t fb_wpos, fb_rpos_cache;
     uint64_t fb_zeroed;      /* every line start in [fb_wpos, fb_zeroed) is zero */
+    uint64_t fb_out_pop;     /* our pages of the ring below this are faulted in (lazy fault-in;
+                                UINT64_MAX: all, or never asked) */
     px_btl_shm_fifo_t *fifo; /* the peer's receive queue */
     uint32_t inflight;       /* fragments sent, not yet returned */
     bool fb_reserved;        /* a descriptor holds fast box space (in-place send) */
@@ -112,6 +136,7 @@ struct px_btl_endpoint {
     char *fb_in;
     _Atomic uint64_t *fb_in_ack;
     uint64_t fb_rpos;
+    uint64_t fb_in_pop; /* as fb_out_pop, for our mapping of the ring it writes */
     /* liveness: a descriptor of the peer's segment file (-1: no check) */
     int lockfd;
     bool gone;     /* seen dead or cut off (reported once) */
@@ -152,13 +177,16 @@ typedef struct px_btl_shm_module {
 typedef struct px_btl_shm_state {
     /* variables */
     char *backing_dir;
-    size_t fbox_size_var; /* btl_shm_fbox_size (0: auto) */
-    size_t fbox_size;     /* bytes of each per-pair ring (power of two), from init on */
-    size_t fbox_max_send; /* largest message through a fast box */
-    int single_copy;      /* PX_BTL_SHM_SC_* */
+    size_t fbox_size_var;   /* btl_shm_fbox_size (0: auto) */
+    size_t fbox_size;       /* bytes of each per-pair ring (power of two), from init on */
+    size_t fbox_max_send;   /* largest message through a fast box */
+    int single_copy;        /* PX_BTL_SHM_SC_* */
+    size_t single_copy_min; /* btl_shm_single_copy_min: auto's smallest rendezvous by CMA */
+    size_t sc_min;          /* from setup on: a rendezvous get/put below it is declined */
     int free_list_eager_max, free_list_send_max;
     size_t frag_cool_bytes; /* btl_shm_frag_cool_bytes */
     int poll_batch;
+    int fault_in; /* btl_shm_fault_in: PX_BTL_SHM_FAULT_* */
     bool dynamic; /* btl_shm_dynamic */
     /* runtime */
     bool in_progress;
@@ -174,9 +202,17 @@ typedef struct px_btl_shm_state {
     uint64_t key;
     bool unlinked;
     bool cma_ok;
-    char **bases;                        /* [nlocal]: mapped segments by local index */
-    size_t *sizes;                       /* [nlocal]: their sizes (0: not mapped) */
-    struct px_btl_shm_frag **frag_table; /* heap fragments by the index in their des */
+    uint64_t cma_calls, cma_declined; /* single copies done, rendezvous ones declined (tests) */
+    /* btl_shm_single_copy=auto: what the receiver measured (px_btl_shm_sc_*). */
+    bool sc_auto;                            /* measure and choose (auto) */
+    bool sc_fixed;                           /* PX_BTL_SHM_TEST_SC_COST: estimates fixed */
+    double sc_cma_ns[PX_BTL_SHM_SC_CLASSES]; /* CMA ns per KiB by size class (0: unknown) */
+    double sc_frag_ns;                       /* a pipelined fragment's period, ns per KiB */
+    uint64_t sc_frag_t;                      /* when the last one was delivered (ns) */
+    uint32_t sc_seen[PX_BTL_SHM_SC_CLASSES]; /* rendezvous of each class, for exploring */
+    char **bases;                            /* [nlocal]: mapped segments by local index */
+    size_t *sizes;                           /* [nlocal]: their sizes (0: not mapped) */
+    struct px_btl_shm_frag **frag_table;     /* heap fragments by the index in their des */
     int frag_count, frag_cap;
     bool queue_broken; /* a bad pointer was found in our receive queue: not read again */
     px_btl_shm_fifo_t *my_fifo;
@@ -240,7 +276,12 @@ static inline size_t px_btl_shm_auto_fbox_size(int nlocal)
  * otherwise take 256 page faults on each side while messages wait, 0 B
  * one-way 0.09 -> 0.22-0.29 us in the median block of the first size
  * px_perf runs). Best effort: a kernel without MADV_POPULATE_WRITE (before
- * 5.14) faults them in on first use, as before. */
+ * 5.14) faults them in on first use, as before. With btl_shm_fault_in=lazy
+ * (the default) a ring is faulted in a chunk at a time, ahead of the
+ * position that writes or reads it (PX_BTL_SHM_FAULT_CHUNK), during its first
+ * pass; setup faulted every ring in at px_init, which made `pxrun -n 8`
+ * start 2-3 times slower (docs/shm.md). */
+#define PX_BTL_SHM_FAULT_CHUNK ((size_t)64 << 10)
 static inline void px_btl_shm_populate(char *addr, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE

@@ -24,12 +24,20 @@ px_btl_shm_state_t px_btl_shm_state = {
     .backing_dir = NULL,
     .fbox_size_var = 0, /* auto: px_btl_shm_auto_fbox_size */
     .fbox_max_send = 16384 + 64,
-    .single_copy = PX_BTL_SHM_SC_NONE,
+    .single_copy = PX_BTL_SHM_SC_AUTO,
+    .single_copy_min = 0,
     .free_list_eager_max = 128,
     .free_list_send_max = 64,
     .frag_cool_bytes = 2u << 20,
     .poll_batch = 1,
     .seg_fd = -1,
+};
+
+static const px_mca_var_enum_value_t px_btl_shm_fault_values[] = {
+    {PX_BTL_SHM_FAULT_LAZY, "lazy"},
+    {PX_BTL_SHM_FAULT_SETUP, "setup"},
+    {PX_BTL_SHM_FAULT_NONE, "none"},
+    {0, NULL},
 };
 
 static const px_mca_var_enum_value_t px_btl_shm_sc_values[] = {
@@ -71,14 +79,25 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .max = "4M",
      PX_BTL_SHM_AT(fbox_max_send)},
     {.name = "single_copy",
-     .help = "Single-copy mechanism for large messages: none (pipelined fragments through the "
-             "segment), cma (process_vm_readv/writev as btl_get/btl_put), auto (cma when the "
-             "kernel allows it)",
+     .help = "How messages above the eager limit move: none (pipelined fragments through the "
+             "segment, two copies), cma (the receiver reads the sender's buffer with "
+             "process_vm_readv, one copy), auto (per message, whichever of the two the "
+             "receiver measured faster for its size, from btl_shm_single_copy_min bytes on; "
+             "fragments below); cma and auto fall back to fragments when the kernel refuses",
      .type = PX_MCA_VAR_TYPE_ENUM,
      .enum_values = px_btl_shm_sc_values,
      .info_level = 4,
      .scope = PX_MCA_VAR_SCOPE_ALL,
      PX_BTL_SHM_AT(single_copy)},
+    {.name = "single_copy_min",
+     .help = "With btl_shm_single_copy=auto: the smallest message (bytes) the receiver may read "
+             "by CMA; smaller ones above the eager limit always go as pipelined fragments",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .min = "0",
+     .max = "64G",
+     PX_BTL_SHM_AT(single_copy_min)},
     {.name = "free_list_eager_max",
      .help = "Eager fragments (btl_shm_eager_limit bytes) carved from the segment",
      .type = PX_MCA_VAR_TYPE_INT,
@@ -115,6 +134,16 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "1",
      PX_BTL_SHM_AT(poll_batch)},
+    {.name = "fault_in",
+     .help = "When the pages of rings larger than 64k are faulted in: lazy (a 64k chunk at a "
+             "time, ahead of the sender's and the receiver's position, during the ring's first "
+             "pass), setup (every ring at px_init: startup pays for all of them), none (the "
+             "kernel, a page at a time, as messages arrive)",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = px_btl_shm_fault_values,
+     .info_level = 7,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     PX_BTL_SHM_AT(fault_in)},
     {.name = "dynamic",
      .help = "Serve dynamic peers (processes on this host that are not ranks of the job, added "
              "through the dynamic peer exchange) with a connection segment each; a process with "
@@ -424,7 +453,8 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
                                        s->my_rank, s->nlocal, s->fbox_size, &s->seg, &s->seg_fd);
     if (rc != PX_SUCCESS)
         return NULL;
-    if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) { /* the incoming rings, not our own slot */
+    if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN && s->fault_in == PX_BTL_SHM_FAULT_SETUP) {
+        /* the incoming rings, not our own slot (lazy: shm_module.c) */
         char *r0 = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, 0);
         px_btl_shm_populate(r0, (size_t)s->my_idx * s->fbox_size);
         px_btl_shm_populate(r0 + (size_t)(s->my_idx + 1) * s->fbox_size,

@@ -281,6 +281,7 @@ static px_btl_endpoint_t *ep_new(void)
     ep->memfd = -1;
     ep->pidfd = -1;
     ep->dyn = true;
+    ep->fb_out_pop = ep->fb_in_pop = UINT64_MAX; /* its rings fault in page by page */
     px_btl_shm_state_t *s = &px_btl_shm_state;
     ep->dyn_next = s->dyn_head;
     if (s->dyn_head)

@@ -146,6 +146,26 @@ static PX_NOINLINE void fbox_zero(px_btl_endpoint_t *ep, uint64_t from, uint64_t
         ep->fb_zeroed = z;
 }
 
+/* Lazy fault-in (btl_shm_fault_in=lazy): during a ring's first pass, fault
+ * in our mapping of it up to the chunk boundary past `upto` (an absolute
+ * ring position) in one madvise, instead of a page fault per 4 KiB page
+ * while a message waits; *pop is how far it is done (UINT64_MAX: the whole
+ * ring, nothing more to do). Faulting every ring in at px_init instead
+ * (setup) cost `pxrun -n 8` startup 2-3 times over (docs/shm.md). */
+static PX_NOINLINE void fbox_fault_ahead(char *ring, size_t fbs, uint64_t *pop, uint64_t upto)
+{
+    uint64_t from = *pop,
+             to = (upto + PX_BTL_SHM_FAULT_CHUNK) & ~(uint64_t)(PX_BTL_SHM_FAULT_CHUNK - 1);
+    if (to > fbs)
+        to = fbs;
+    if (to > from)
+        px_btl_shm_populate(ring + from, (size_t)(to - from));
+    *pop = to >= fbs ? UINT64_MAX : to;
+}
+/* The reader faults in this far ahead of its position (more than the
+ * largest entry of the default btl_shm_fbox_max_send). */
+#define FB_FAULT_LOOKAHEAD ((uint64_t)32 << 10)
+
 /* Reserve room for an entry of `total` bytes (header included); returns the
  * ring offset to write at, or -1 when full. Writes a skip entry when the
  * entry does not fit before the end of the ring. */
@@ -170,6 +190,9 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
         if (need - ep->fb_rpos_cache > fbs)
             return -1;
     }
+    /* Lazy fault-in, first pass only, as far as the zeroing ahead reaches. */
+    if (PX_UNLIKELY(need > ep->fb_out_pop))
+        fbox_fault_ahead(ep->fb_out, fbs, &ep->fb_out_pop, need + FB_ZERO_AHEAD);
     if (PX_UNLIKELY(pad)) {
         if (ep->fb_zeroed <= ep->fb_wpos + pad)
             fbox_zero(ep, ep->fb_wpos + pad, ep->fb_wpos + pad + 64);
@@ -240,6 +263,10 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
         if (PX_LIKELY(r == 1))
             deliver(ep, tag, data, len);
         atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
+        /* Lazy fault-in of our mapping, after the entry was acknowledged
+         * (the sender goes on meanwhile), not in the empty polls' loop. */
+        if (PX_UNLIKELY(ep->fb_rpos + FB_FAULT_LOOKAHEAD > ep->fb_in_pop))
+            fbox_fault_ahead(ep->fb_in, fbs, &ep->fb_in_pop, ep->fb_rpos + FB_FAULT_LOOKAHEAD);
         if (PX_LIKELY(r != 3)) /* a skip to the ring's start is not an entry */
             n++;
     }
@@ -337,6 +364,32 @@ static inline void frag_returned(px_btl_shm_state_t *s, uint64_t rel, uint64_t i
                       (unsigned long long)(rel & 0xffffffffffffULL), (unsigned long long)i);
 }
 
+/* Fragments of at least this many bytes are the rendezvous's pipelined
+ * ones (eager fragments are at most the eager limit, 16 KiB and a header). */
+#define SC_FRAG_TIMED ((size_t)32 << 10)
+
+/* A sample of `ns` for `bytes` into the estimate *est (ns per KiB): a
+ * moving average over about 4 samples; a sample more than 4 times the
+ * estimate (the process was descheduled) counts as 4 times. */
+static inline void sc_sample(double *est, uint64_t ns, size_t bytes)
+{
+    double v = (double)ns * 1024 / (double)bytes;
+    if (*est <= 0) {
+        *est = v;
+        return;
+    }
+    if (v > 4 * *est)
+        v = 4 * *est;
+    *est += (v - *est) / 4;
+}
+
+static inline uint64_t sc_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static int fifo_poll(void)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
@@ -356,7 +409,22 @@ static int fifo_poll(void)
                 fbox_poll(ep, 1 << 30);
                 if (PX_UNLIKELY(ep->corrupt)) /* its ring was: nothing more of it is read */
                     continue;
-                deliver(ep, e.tag, e.data, e.len);
+                if (PX_UNLIKELY(s->sc_auto) && e.len >= SC_FRAG_TIMED && !s->sc_fixed) {
+                    /* A pipelined fragment, for auto's choice: the pipeline
+                     * moves a fragment per period of its slower side, the
+                     * sender's copy in or our copy out. The time since the
+                     * previous fragment began is that period while a
+                     * message streams; a longer gap (a new message after
+                     * a handshake) counts as our copy out alone. */
+                    uint64_t t0 = sc_now();
+                    deliver(ep, e.tag, e.data, e.len);
+                    uint64_t t1 = sc_now(), out = t1 - t0, period = t0 - s->sc_frag_t;
+                    sc_sample(&s->sc_frag_ns, period > out && period < 4 * out ? period : out,
+                              e.len);
+                    s->sc_frag_t = t0;
+                } else {
+                    deliver(ep, e.tag, e.data, e.len);
+                }
                 h->flags = PX_BTL_SHM_FRAG_RETURNED;
                 fifo_push(ep, ep->fifo, h, rel);
             }
@@ -365,6 +433,12 @@ static int fifo_poll(void)
         } else if (e.idx == s->my_idx) {
             px_btl_shm_queue_corrupt(rel, "a fragment of ours not marked as handed back");
         } else if (s->by_idx[e.idx]) {
+            /* What it put in its fast box before came first: delivered
+             * (rank 0's warm-up receive in t_shm.sh's frag-len case failed
+             * under load when its progress had polled the ring just before
+             * the entry was written and the queue just after). */
+            if (!s->by_idx[e.idx]->corrupt)
+                fbox_poll(s->by_idx[e.idx], 1 << 30);
             px_btl_shm_corrupt(s->by_idx[e.idx],
                                "its fragment at offset %llu (source %u, flags %u, data at +%u, "
                                "%u bytes) does not fit its %zu-byte segment",
@@ -607,10 +681,52 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
 
 /* ------------------------------------------------------------ single copy */
 
-/* btl_put and btl_get: the single copy of shm_rdma.c. */
+/* auto (btl_shm_single_copy=auto): should this rendezvous of `size` bytes
+ * be read by CMA? Below btl_shm_single_copy_min, no. From it on, whichever
+ * path the receiver measured cheaper for that size (px_btl_shm_sc_prefers_cma);
+ * a path not measured yet is tried first, and every 32nd rendezvous of a
+ * size class takes the other path, so the estimates follow the machine
+ * (this VM's copies through shared memory slow down 3-6 times in some
+ * phases, when CMA wins; in others the pipeline is 2.4 times faster). */
+#define SC_EXPLORE 32
+static PX_NOINLINE bool sc_choose_cma(px_btl_shm_state_t *s, size_t size)
+{
+    if (size < s->sc_min)
+        return false;
+    int k = px_btl_shm_sc_class(size);
+    if (s->sc_cma_ns[k] <= 0)
+        return true; /* measure CMA first */
+    if (s->sc_frag_ns <= 0)
+        return false; /* then the pipeline */
+    bool cma = px_btl_shm_sc_prefers_cma(s->sc_cma_ns[k], s->sc_frag_ns, size);
+    if (!s->sc_fixed && ++s->sc_seen[k] % SC_EXPLORE == 0)
+        cma = !cma;
+    return cma;
+}
+
+/* btl_put and btl_get: the single copy of shm_rdma.c. A rendezvous
+ * (PX_BTL_RDMA_FLAG_RNDV) that auto would rather pipeline is declined
+ * before anything moves: the messaging layer then sends it by fragments.
+ * The transfer engine's requests (no flag) always take CMA. */
 static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                                   const px_btl_rdma_args_t *a)
 {
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if ((a->flags & PX_BTL_RDMA_FLAG_RNDV) && s->sc_auto) {
+        if (!sc_choose_cma(s, a->size)) {
+            s->cma_declined++;
+            return PX_ERR_NOT_SUPPORTED;
+        }
+        uint64_t t0 = sc_now();
+        int rc = px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address,
+                                a->remote_address, a->local_handle, a->size, NULL, NULL, NULL);
+        if (PX_SUCCESS == rc && !s->sc_fixed && a->size)
+            sc_sample(&s->sc_cma_ns[px_btl_shm_sc_class(a->size)], sc_now() - t0, a->size);
+        if (PX_SUCCESS == rc && a->cbfunc)
+            a->cbfunc(btl, ep, a->local_address, a->local_handle, a->cbcontext, a->cbdata,
+                      PX_SUCCESS);
+        return rc;
+    }
     return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address, a->remote_address,
                           a->local_handle, a->size, a->cbfunc, a->cbcontext, a->cbdata);
 }
@@ -634,6 +750,18 @@ int px_btl_shm_module_setup(void)
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_module_t *m = &px_btl_shm_module.super;
     s->cma_ok = s->single_copy != PX_BTL_SHM_SC_NONE;
+    s->sc_min = s->single_copy_min;
+    s->sc_auto = s->single_copy == PX_BTL_SHM_SC_AUTO;
+    /* PX_BTL_SHM_TEST_SC_COST="CMA:FRAG" (ns per KiB): the test suite's
+     * fixed estimates, so auto's choice by size is the same on every run. */
+    const char *fixed = getenv("PX_BTL_SHM_TEST_SC_COST");
+    double c = 0, f = 0;
+    s->sc_fixed = fixed && sscanf(fixed, "%lf:%lf", &c, &f) == 2 && c > 0 && f > 0;
+    for (int k = 0; k < PX_BTL_SHM_SC_CLASSES; k++) {
+        s->sc_cma_ns[k] = s->sc_fixed ? c : 0;
+        s->sc_seen[k] = 0;
+    }
+    s->sc_frag_ns = s->sc_fixed ? f : 0;
     if (!s->cma_ok) /* the messaging layer's rendezvous pipelines */
         m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
     /* put/get stay for the transfer engine while XFER_RDMA is set (the

@@ -131,9 +131,15 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         ep->fbs = s->fbox_size;
         ep->fb_max = s->fbox_max_send;
         ep->fb_out = base + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
-        ep->fb_zeroed = s->fbox_size;                /* a new ring is all zero */
-        if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN) /* our ring there: its owner made the pages */
+        ep->fb_zeroed = s->fbox_size; /* a new ring is all zero */
+        /* Rings larger than 64 KiB are faulted in ahead of use: at once
+         * (setup: our ring there; its owner faulted in its side at init),
+         * or a chunk at a time during the first pass (lazy, shm_module.c). */
+        ep->fb_out_pop = ep->fb_in_pop = UINT64_MAX;
+        if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN && s->fault_in == PX_BTL_SHM_FAULT_SETUP)
             px_btl_shm_populate(ep->fb_out, s->fbox_size);
+        else if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN && s->fault_in == PX_BTL_SHM_FAULT_LAZY)
+            ep->fb_out_pop = ep->fb_in_pop = 0;
         ep->fb_out_ack = (_Atomic uint64_t *)(base + px_btl_shm_off_ack(s->my_idx));
         ep->fifo = (px_btl_shm_fifo_t *)(base + px_btl_shm_off_fifo());
         ep->fb_in = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, idx);

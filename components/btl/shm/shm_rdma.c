@@ -19,6 +19,7 @@ int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool write, void
                    px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
 {
     size_t done = 0;
+    px_btl_shm_state.cma_calls++;
     while (done < size) {
         struct iovec l = {(char *)local_address + done, size - done};
         struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};

@@ -1,0 +1,195 @@
+/*
+ * shm_faultin: the rings' fault-in and the path chosen by size, for
+ * test/shm/t_shm_faultin.sh, run under pxrun with an even number of ranks
+ * (linked statically: it reads btl/shm's state).
+ *
+ *   pxrun -n 2 shm_faultin [--passes P | --cycles C] [--sizes LIST] [--seed S]
+ *
+ * Right after px_init each rank counts the pages of its rings that are in
+ * its page table (/proc/self/pagemap, "present"): the rings its peers write
+ * in its own segment and the rings it writes in theirs, and prints
+ *   rank R: init ring pages present: in I of T, out O of T
+ * Then ranks 2k and 2k+1 play ping-pong with messages of the sizes in LIST
+ * (default: around every line, page, the 64 KiB fault-in chunk, the eager
+ * limit and the single-copy threshold), over and over until P times the
+ * ring size has gone each way (so the rings wrap P times), or through the
+ * list C times with --cycles; every byte of
+ * every message is checked against what its sender wrote. Then it prints
+ *   rank R: after ring pages present: in I of T, out O of T; lazy fault-in
+ *   done: yes|no; cma CALLS declined DECLINED
+ * and "rank R: faultin ok: N messages, B bytes through each ring", or the first bad
+ * byte (message, offset, expected, got) and exit 1.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "components/btl/shm/shm.h"
+#include "runtime/plexus.h"
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static void fill(unsigned char *p, size_t n, uint64_t key)
+{
+    uint64_t x = mix(key);
+    for (size_t i = 0; i < n; i++) {
+        if (i % 8 == 0)
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        p[i] = (unsigned char)(x >> (8 * (i % 8)));
+    }
+}
+
+/* Pages of [a, a + len) present in this process's page table. */
+static size_t present(int pm, const char *a, size_t len)
+{
+    size_t n = 0, pages = len / 4096;
+    uint64_t e[512];
+    for (size_t i = 0; i < pages; i += 512) {
+        size_t k = pages - i < 512 ? pages - i : 512;
+        off_t off = (off_t)(((uintptr_t)a / 4096 + i) * 8);
+        if (pread(pm, e, k * 8, off) != (ssize_t)(k * 8))
+            return (size_t)-1;
+        for (size_t j = 0; j < k; j++)
+            n += (e[j] >> 63) & 1;
+    }
+    return n;
+}
+
+static void rings(const char *when, int rank)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    size_t in = 0, out = 0, total = 0;
+    bool done = true;
+    for (int i = 0; i < s->nlocal; i++) {
+        if (i == s->my_idx || !s->by_idx || !s->by_idx[i])
+            continue;
+        in += present(pm, s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, i), s->fbox_size);
+        out += present(pm, s->by_idx[i]->fb_out, s->fbox_size);
+        total += s->fbox_size / 4096;
+        done &= s->by_idx[i]->fb_out_pop == UINT64_MAX && s->by_idx[i]->fb_in_pop == UINT64_MAX;
+    }
+    if (pm >= 0)
+        close(pm);
+    printf("rank %d: %s ring pages present: in %zu of %zu, out %zu of %zu; lazy fault-in done: %s; "
+           "cma %llu declined %llu\n",
+           rank, when, in, total, out, total, done ? "yes" : "no", (unsigned long long)s->cma_calls,
+           (unsigned long long)s->cma_declined);
+    fflush(stdout);
+}
+
+static const size_t default_sizes[] = {
+    0,     1,      7,      8,      55,     56,     57,     63,      64,      65,
+    119,   120,    121,    255,    256,    257,    1000,   4031,    4032,    4095,
+    4096,  4097,   8191,   8192,   8193,   16311,  16312,  16368,   16383,   16384,
+    16385, 16432,  16433,  16448,  32767,  32768,  32769,  65535,   65536,   65537,
+    65552, 131071, 131072, 131073, 262143, 262144, 262145, 1048575, 1048576, 1048577,
+};
+
+int main(int argc, char **argv)
+{
+    double passes = 3;
+    long cycles = 0;
+    uint64_t seed = 2611;
+    size_t *sizes = (size_t *)default_sizes, nsizes = sizeof default_sizes / sizeof *default_sizes;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--passes"))
+            passes = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--cycles"))
+            cycles = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed"))
+            seed = (uint64_t)atoll(argv[i + 1]);
+        else if (!strcmp(argv[i], "--sizes")) {
+            nsizes = 0;
+            sizes = calloc(256, sizeof *sizes);
+            for (char *t = strtok(argv[i + 1], ","); t && nsizes < 256; t = strtok(NULL, ","))
+                sizes[nsizes++] = (size_t)atoll(t);
+        } else {
+            fprintf(stderr, "shm_faultin: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    int rc = px_init(&argc, &argv);
+    if (rc != PX_SUCCESS) {
+        fprintf(stderr, "shm_faultin: px_init: %s\n", px_strerror(rc));
+        return 1;
+    }
+    int rank = px_rank(), size = px_size(), peer = rank ^ 1;
+    if (size % 2 || strcmp(px_transport_name(peer), "shm") != 0) {
+        fprintf(stderr, "shm_faultin: needs an even number of ranks on one host over shm\n");
+        return 2;
+    }
+    rings("init", rank);
+    size_t max = 0;
+    for (size_t i = 0; i < nsizes; i++)
+        max = sizes[i] > max ? sizes[i] : max;
+    unsigned char *buf = malloc(max + 1), *want = malloc(max + 1);
+    size_t goal = (size_t)(passes * (double)px_btl_shm_state.fbox_size), moved = 0;
+    long n = 0;
+    int bad = 0;
+    /* Bytes through the ring count towards the passes (entries of up to
+     * btl_shm_fbox_max_send with the runtime's header and the alignment lead);
+     * the larger sizes go by rendezvous, in the first two cycles only. */
+    const size_t fb_max = px_btl_shm_state.fbox_max_send;
+    for (long i = 0; (cycles ? i < cycles * (long)nsizes : moved < goal) && !bad; i++) {
+        size_t len = sizes[i % (long)nsizes];
+        bool ring = len + 16 + 8 <= fb_max;
+        if (!ring && !cycles && i / (long)nsizes >= 2)
+            continue;
+        for (int leg = 0; leg < 2 && !bad; leg++) { /* rank 2k sends first, then 2k+1 */
+            int me_send = (leg == 0) == (rank % 2 == 0);
+            uint64_t key = seed ^ ((uint64_t)i << 8) ^ (uint64_t)(rank & ~1) << 40 ^ (uint64_t)leg;
+            if (me_send) {
+                fill(buf, len, key);
+                rc = px_send(buf, len, peer, 7);
+            } else {
+                px_status_t st;
+                memset(buf, 0xee, len + 1);
+                rc = px_recv(buf, max + 1, peer, 7, &st);
+                if (rc == PX_SUCCESS && st.length != len) {
+                    fprintf(stderr, "rank %d: message %ld: %zu bytes, expected %zu\n", rank, i,
+                            (size_t)st.length, len);
+                    bad = 1;
+                }
+                fill(want, len, key);
+                for (size_t b = 0; b < len && !bad; b++)
+                    if (buf[b] != want[b]) {
+                        fprintf(stderr,
+                                "rank %d: message %ld (%zu bytes): byte %zu is 0x%02x, expected "
+                                "0x%02x\n",
+                                rank, i, len, b, buf[b], want[b]);
+                        bad = 1;
+                    }
+                if (!bad && buf[len] != 0xee) {
+                    fprintf(stderr, "rank %d: message %ld (%zu bytes): written past its end\n",
+                            rank, i, len);
+                    bad = 1;
+                }
+            }
+            if (rc != PX_SUCCESS) {
+                fprintf(stderr, "rank %d: message %ld: %s\n", rank, i, px_strerror(rc));
+                bad = 1;
+            }
+        }
+        if (ring)
+            moved += (8 + 120 + len + 63) & ~(size_t)63;
+        n++;
+    }
+    rings("after", rank);
+    if (!bad)
+        printf("rank %d: faultin ok: %ld messages, %zu bytes through each ring\n", rank, n, moved);
+    px_finalize();
+    return bad;
+}

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# btl/shm: when the rings' pages are faulted in (btl_shm_fault_in), and which
+# path a message above the eager limit takes by its size
+# (btl_shm_single_copy, btl_shm_single_copy_min), with every byte of every
+# message checked (test/shm/shm_faultin): sizes around each line, page, the
+# 64 KiB fault-in chunk, the eager limit and the single-copy threshold, the
+# rings wrapped several times.
+. "$PX_SRC/test/lib/tap.sh"
+B=$PX_BUILD
+PXRUN=$B/tools/pxrun/pxrun
+FI=$B/test/shm/shm_faultin
+need_built "$PXRUN" "$FI"
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+run() { timeout -s KILL 180 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
+# pages RANK WHEN in|out|total: from "rank R: WHEN ring pages present: in I of T, out O of T; ..."
+pages() {
+    sed -n "s/^rank $1: $2 ring pages present: in \([0-9]*\) of \([0-9]*\), out \([0-9]*\) of [0-9]*;.*/\1 \3 \2/p" "$T/out" |
+        awk -v w="$3" '{ print (w == "in" ? $1 : w == "out" ? $2 : $3) }'
+}
+counters() { # RANK: "cma C declined D" after the traffic
+    sed -n "s/^rank $1: after ring pages .*; \(cma [0-9]* declined [0-9]*\)$/\1/p" "$T/out"
+}
+ok_ranks() { # N: every rank of N said "faultin ok" and the job exited 0
+    [ "$rc" -eq 0 ] && [ "$(grep -c '^rank [0-9]*: faultin ok' "$T/out")" -eq "$1" ]
+}
+few() { # IN OUT TOTAL: both below an eighth of a non-zero total
+    [ -n "$3" ] && [ "$3" -gt 0 ] && [ -n "$1" ] && [ "$1" -lt $(($3 / 8)) ] && [ "$2" -lt $(($3 / 8)) ]
+}
+all() { # IN OUT TOTAL CMD...: both equal the non-zero total, and CMD succeeds
+    [ -n "$3" ] && [ "$3" -gt 0 ] && [ "$1" = "$3" ] && [ "$2" = "$3" ] && shift 3 && "$@"
+}
+show() { [ "$rc" -eq 0 ] || { head -5 "$T/err"; head -8 "$T/out"; } | sed 's/^/# /'; }
+
+# Lazy (the default): px_init leaves the rings alone (it faulted in all of
+# them before: 8 MiB per process with 2, and `pxrun -n 8` started 2-3 times
+# slower); traffic faults them in ahead of use and arrives intact.
+for n in 2 4; do
+    run "$PXRUN" -n $n "$FI" --passes 3
+    check "lazy fault-in, $n ranks: every byte of every message arrives (rings wrapped 3 times)" ok_ranks $n
+    show
+    for r in 0 1; do
+        tot=$(pages $r init total) in=$(pages $r init in) out=$(pages $r init out)
+        check "lazy fault-in, $n ranks: rank $r's rings are not faulted in by px_init ($in and $out of $tot pages present)" \
+            few "$in" "$out" "$tot"
+    done
+    if [ $n = 2 ]; then
+        tot=$(pages 0 after total)
+        check "lazy fault-in: after a pass the rank's rings are all in ($(pages 0 after in), $(pages 0 after out) of $tot), the fault-in finished" \
+            all "$(pages 0 after in)" "$(pages 0 after out)" "$tot" grep -q "^rank 0: after .*lazy fault-in done: yes" "$T/out"
+    fi
+done
+# setup: the old way, every ring at px_init (what the lazy check above
+# would have seen before).
+run "$PXRUN" -n 2 --mca btl_shm_fault_in setup "$FI" --passes 2
+check "btl_shm_fault_in=setup: traffic intact" ok_ranks 2
+show
+tot=$(pages 1 init total)
+check "btl_shm_fault_in=setup: px_init faulted in every page of the rings ($(pages 1 init in), $(pages 1 init out) of $tot)" \
+    all "$(pages 1 init in)" "$(pages 1 init out)" "$tot" true
+run "$PXRUN" -n 2 --mca btl_shm_fault_in none "$FI" --passes 2
+check "btl_shm_fault_in=none: traffic intact" ok_ranks 2
+show
+# Smaller rings (128 KiB: two fault-in chunks), wrapped many times.
+run "$PXRUN" -n 2 --mca btl_shm_fbox_size 128K "$FI" --passes 40
+check "lazy fault-in, 128 KiB rings wrapped 40 times: traffic intact" ok_ranks 2
+show
+
+# The path by size. Each rank receives each size of the list once (one cycle):
+# 16433 and 65536 bytes are above the eager limit and below
+# btl_shm_single_copy_min (pipelined fragments: the CMA read is declined),
+# 65537 and 1 MiB at or above it, where CMA is cheaper by the estimates the
+# test fixes (PX_BTL_SHM_TEST_SC_COST="CMA:FRAG" ns per KiB).
+S=16432,16433,65536,65537,1048576
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca btl_shm_single_copy_min 65537 \
+    -x PX_BTL_SHM_TEST_SC_COST=1:1000 "$FI" --cycles 1 --sizes $S
+check "single copy auto, threshold 65537: data intact around the eager limit and the threshold" ok_ranks 2
+show
+for r in 0 1; do
+    check "single copy auto: rank $r read 65537 and 1 MiB by CMA, 16433 and 65536 by fragments ($(counters $r))" \
+        [ "$(counters $r)" = "cma 2 declined 2" ]
+done
+# By cost: CMA 100 ns per KiB, a fragment's copy out 60: the pipeline (one
+# fragment in, all out) costs 60 x (KiB + min(KiB, 64)), so CMA wins up to
+# 96 KiB: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 \
+    --sizes 16433,65537,262144,1048576
+check "single copy auto by cost: data intact" ok_ranks 2
+show
+check "single copy auto by cost: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments ($(counters 1))" \
+    [ "$(counters 1)" = "cma 2 declined 2" ]
+# The same choice when the sender puts (runtime_rndv_protocol=put): a
+# declined put sends the fragments unasked.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca runtime_rndv_protocol put \
+    -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 --sizes 16433,65537,262144,1048576
+check "single copy auto by cost, put: data intact" ok_ranks 2
+show
+check "single copy auto by cost, put: 2 by CMA, 2 by fragments ($(counters 1))" \
+    [ "$(counters 1)" = "cma 2 declined 2" ]
+# The default is auto.
+run "$PXRUN" -n 2 -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 --sizes 16433,65537,262144,1048576
+check "the default (auto): 2 by CMA, 2 by fragments ($(counters 1))" [ "$(counters 1)" = "cma 2 declined 2" ]
+# Measured (no fixed estimates): the receiver tries CMA first, then the
+# pipeline, for each size class, and every 32nd message the path it did not
+# choose; the data arrives either way.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto "$FI" --cycles 40 --sizes 40000,262144,1048577
+check "single copy auto, measured: data intact over 40 rounds of 40000, 256 KiB, 1 MiB + 1" ok_ranks 2
+show
+both() { case "$(counters 0)" in "cma 0 "* | *" declined 0") return 1 ;; esac; }
+check "single copy auto, measured: both paths were taken ($(counters 0))" both
+run "$PXRUN" -n 2 --mca btl_shm_single_copy cma "$FI" --cycles 1 --sizes $S
+check "single copy cma: data intact" ok_ranks 2
+check "single copy cma: every rendezvous by CMA ($(counters 0))" [ "$(counters 0)" = "cma 4 declined 0" ]
+run "$PXRUN" -n 2 --mca btl_shm_single_copy none "$FI" --cycles 1 --sizes $S
+check "single copy none: data intact" ok_ranks 2
+check "single copy none: no CMA ($(counters 0))" [ "$(counters 0)" = "cma 0 declined 0" ]
+# The kernel refuses CMA (the probe fails): auto falls back to fragments for
+# every size, quietly (it is the default), and the data arrives.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca btl_shm_single_copy_min 65537 \
+    -x PX_BTL_SHM_TEST_DENY_CMA=1 "$FI" --cycles 2 --sizes $S
+check "CMA refused by the kernel, auto: data intact" ok_ranks 2
+show
+check "CMA refused by the kernel, auto: no CMA tried ($(counters 0))" [ "$(counters 0)" = "cma 0 declined 0" ]
+check "CMA refused by the kernel, auto: no warning" [ ! -s "$T/err" ]
+tap_done
