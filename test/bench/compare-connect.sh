@@ -79,18 +79,7 @@ if [[ " $WHERE " == *" hosts "* ]]; then
     . "$src/test/lib/netns.sh"
     netns_up cc "$T/setup.err" || { echo "compare-connect: cannot make the namespaces:" >&2; cat "$T/setup.err" >&2; exit 2; }
     NET=${IP_A%.*}.0/24
-    cat >"$T/agent.sh" <<AGENT
-#!/bin/sh
-while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
-host=\$1; shift
-case "\$host" in
-nsA) ns=$NS_A ;;
-nsB) ns=$NS_B ;;
-*) echo "netns agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec setsid ip netns exec "\$ns" unshare --uts sh -c "hostname \$host && \$*"
-AGENT
-    chmod +x "$T/agent.sh"
+    netns_agent "$T/agent.sh"
     printf 'nsA slots=2\nnsB slots=2\n' >"$T/hosts"
     printf 'rank 0=nsA slot=0\nrank 1=nsB slot=1\n' >"$T/rankfile"
 fi

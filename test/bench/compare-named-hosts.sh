@@ -8,8 +8,9 @@
 # hosts, cold and warm (test/registry/redis_open_time). A hand-run benchmark,
 # not part of the test suite: nothing asserts a time. Root only.
 #
-# The network, made by this script and removed on every exit (each name
-# carries a run id, so two runs at the same time do not meet):
+# The network, made by this script (test/lib/netns.sh, netns_up_bridge) and
+# removed on every exit (each name carries a run id, so two runs at the same
+# time do not meet):
 #   host A (UTS name nsA, 10.213.0.1)  --veth--+
 #                                             bridge in namespace S (10.213.0.254)
 #   host B (UTS name nsB, 10.213.0.2)  --veth--+
@@ -49,6 +50,7 @@
 #        separated, for every Plexus process of both contenders), KEEP (a folder
 #        to keep every run's output in).
 set -u
+src=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -ge 1 ] || { echo "usage: compare-named-hosts.sh BUILD_DIR" >&2; exit 2; }
 B=$(cd "$1" && pwd) || exit 2
 ROUNDS=${ROUNDS:-5}
@@ -89,55 +91,20 @@ fi
 STORES=$(echo $STORES)
 
 T=$(mktemp -d /tmp/pxnh.XXXXXX)
-# A run id: the pid and a random part, again while a namespace of that id exists.
-while :; do
-    ID=$(printf '%x%02x' $$ $((RANDOM % 256)))
-    NS_A=pxnh${ID}A NS_B=pxnh${ID}B NS_S=pxnh${ID}S
-    ip netns list 2>/dev/null | grep -qE "^(pxnh${ID}[ABS])( |$)" || break
-done
-SUB=10.213.0
-IP_A=$SUB.1 IP_B=$SUB.2 IP_S=$SUB.254
-made=
-netdown() {
-    local ns pids p
-    [ -n "$made" ] || return 0
-    for _ in 1 2 3; do # SIGKILL everything in them (a dying daemon may have forked)
-        pids=
-        for ns in $NS_A $NS_B $NS_S; do pids="$pids $(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')"; done
-        [ -n "${pids// /}" ] || break
-        # shellcheck disable=SC2086
-        kill -9 $pids 2>/dev/null
-        for _ in $(seq 50); do
-            local alive=0
-            for p in $pids; do ps -o stat= -p "$p" 2>/dev/null | grep -q '^[^Z]' && alive=1; done
-            [ $alive = 0 ] && break
-            sleep 0.1
-        done
-    done
-    for ns in $NS_A $NS_B $NS_S; do ip netns del "$ns" 2>/dev/null; done # their veths go with them
-    made=
-}
+# The namespaces (test/lib/netns.sh): each name carries a run id.
+. "$src/test/lib/netns.sh"
 cleanup() {
-    netdown
+    netns_down
     rm -f "$T/secret" "$T/redis.pass" "$T/redis.conf"
     [ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp -r "$T"/. "$KEEP"/
     rm -rf "$T"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
-made=1
-{
-    ip netns add "$NS_A" && ip netns add "$NS_B" && ip netns add "$NS_S" &&
-        ip -n "$NS_S" link add br0 type bridge &&
-        ip -n "$NS_A" link add eth0 type veth peer name pA netns "$NS_S" &&
-        ip -n "$NS_B" link add eth0 type veth peer name pB netns "$NS_S" &&
-        ip -n "$NS_S" link set pA master br0 && ip -n "$NS_S" link set pB master br0 &&
-        ip -n "$NS_S" addr add "$IP_S/24" dev br0 &&
-        ip -n "$NS_A" addr add "$IP_A/24" dev eth0 && ip -n "$NS_B" addr add "$IP_B/24" dev eth0 &&
-        ip -n "$NS_A" link set lo up && ip -n "$NS_B" link set lo up && ip -n "$NS_S" link set lo up &&
-        ip -n "$NS_S" link set br0 up && ip -n "$NS_S" link set pA up && ip -n "$NS_S" link set pB up &&
-        ip -n "$NS_A" link set eth0 up && ip -n "$NS_B" link set eth0 up
-} 2>"$T/setup.err" || { echo "compare-named-hosts: cannot make the namespaces:" >&2; cat "$T/setup.err" >&2; exit 2; }
+netns_up_bridge nh 10.213.0 "$T/setup.err" ||
+    { echo "compare-named-hosts: cannot make the namespaces:" >&2; cat "$T/setup.err" >&2; exit 2; }
+ID=${NS_A#pxnh}
+ID=${ID%A}
 
 umask 077
 head -c 32 /dev/urandom | base64 >"$T/secret"
@@ -150,18 +117,7 @@ umask 022
 # -20: 0.3-0.5 GB/s against 1.3-2.6 on the loaded machine).
 prio=
 [ "$PRIORITY" = 1 ] && [ -w /proc/self/autogroup ] && prio='echo -20 > /proc/self/autogroup 2>/dev/null;'
-cat >"$T/agent.sh" <<AGENT
-#!/bin/sh
-# mpirun's rsh agent: host nsA/nsB is a network namespace with its own UTS name.
-while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
-host=\$1; shift
-case "\$host" in
-nsA) ns=$NS_A ;;
-nsB) ns=$NS_B ;;
-*) echo "netns agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec setsid ip netns exec "\$ns" unshare --uts sh -c "$prio hostname \$host && \$*"
-AGENT
+netns_agent "$T/agent.sh" "$prio"
 # $T/hi CMD...: CMD with this session's autogroup at nice -20 (PRIORITY); says
 # which nice it got in $T/prio.log
 cat >"$T/hi" <<HI
@@ -170,7 +126,7 @@ $prio
 [ "$PRIORITY" = 1 ] && echo "\$(cat /proc/self/autogroup 2>/dev/null) \$*" >>"$T/prio.log"
 exec "\$@"
 HI
-chmod +x "$T/agent.sh" "$T/hi"
+chmod +x "$T/hi"
 printf 'nsA slots=2\nnsB slots=2\n' >"$T/hosts"
 if [ "$BIND" = 1 ]; then
     printf 'rank 0=nsB slot=0\nrank 1=nsA slot=1\n' >"$T/rankfile"

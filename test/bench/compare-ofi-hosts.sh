@@ -74,19 +74,9 @@ NET=${IP_A%.*}.0/24
 # PRIORITY, its session's autogroup gets nice -20 (every contender alike).
 prio=
 [ "${PRIORITY:-1}" = 1 ] && [ -w /proc/self/autogroup ] && prio='echo -20 > /proc/self/autogroup 2>/dev/null;'
-cat >"$T/agent.sh" <<AGENT
-#!/bin/sh
-while [ \$# -gt 0 ]; do case "\$1" in -*) shift ;; *) break ;; esac; done
-host=\$1; shift
-case "\$host" in
-nsA) ns=$NS_A ;;
-nsB) ns=$NS_B ;;
-*) echo "netns agent: unknown host \$host" >&2; exit 1 ;;
-esac
-exec setsid ip netns exec "\$ns" unshare --uts sh -c "$prio hostname \$host && \$*"
-AGENT
+netns_agent "$T/agent.sh" "$prio"
 printf '#!/bin/sh\n%s\nexec "$@"\n' "$prio" >"$T/hi"
-chmod +x "$T/agent.sh" "$T/hi"
+chmod +x "$T/hi"
 printf 'nsA slots=2\nnsB slots=2\n' >"$T/hosts"
 printf 'rank 0=nsA slot=0\nrank 1=nsB slot=1\n' >"$T/rank.hosts"
 printf 'rank 0=nsA slot=0\nrank 1=nsA slot=1\n' >"$T/rank.lo"

@@ -622,6 +622,59 @@ START_TEST(rxm_cm_progress_interval_user)
 }
 END_TEST
 
+/* Before libfabric loads, btl/ofi sets rxm's bounce-buffer size
+ * (FI_OFI_RXM_BUFFER_SIZE), which rxm otherwise takes from its eager limit
+ * (66 KiB here): 256 such receive buffers, 17 MB, were allocated and faulted
+ * in at the first transfer to every new peer. Left alone with an RDMA device
+ * (rxm over verbs needs them as large as its eager limit). */
+START_TEST(rxm_buffer_size_env)
+{
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode && 0 == strcmp(fork_mode, "no"))
+        return; /* libfabric was loaded by an earlier test of this process */
+    unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    px_btl_module_t *a = make_module(0);
+    ck_assert_ptr_nonnull(a);
+    const char *v = getenv("FI_OFI_RXM_BUFFER_SIZE");
+    bool rdma = false;
+    DIR *d = opendir("/sys/class/infiniband");
+    if (d) {
+        for (struct dirent *e; !rdma && (e = readdir(d));)
+            rdma = '.' != e->d_name[0];
+        closedir(d);
+    }
+    if (rdma) {
+        ck_assert_msg(NULL == v, "set to %s although an RDMA device is present", v);
+    } else {
+        ck_assert_msg(NULL != v, "FI_OFI_RXM_BUFFER_SIZE was not set before libfabric loaded");
+        char want[32];
+        snprintf(want, sizeof(want), "%zu", px_btl_ofi_rxm_buffer_size);
+        ck_assert_str_eq(v, want);
+        /* well below the eager limit rxm would size them by otherwise */
+        ck_assert_uint_gt(px_btl_ofi_rxm_buffer_size, 0);
+        ck_assert_uint_le(px_btl_ofi_rxm_buffer_size, 16384);
+    }
+    a->btl_finalize(a);
+}
+END_TEST
+
+/* The user's own FI_OFI_RXM_BUFFER_SIZE is left as it is. */
+START_TEST(rxm_buffer_size_user)
+{
+    const char *fork_mode = getenv("CK_FORK");
+    if (fork_mode && 0 == strcmp(fork_mode, "no"))
+        return;
+    setenv("FI_OFI_RXM_BUFFER_SIZE", "32768", 1);
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    px_btl_module_t *a = make_module(0);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_str_eq(getenv("FI_OFI_RXM_BUFFER_SIZE"), "32768");
+    a->btl_finalize(a);
+    unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+}
+END_TEST
+
 /* Send `len` raw bytes from module b to its endpoint ep (the peer), as a
  * broken or hostile peer could: libfabric's inject, retried while connecting. */
 static void send_raw(px_btl_module_t *a, px_btl_module_t *b, px_btl_endpoint_t *ep,
@@ -745,6 +798,8 @@ int main(void)
                             rxm_eager_limit_env,
                             rxm_cm_progress_interval_env,
                             rxm_cm_progress_interval_user,
+                            rxm_buffer_size_env,
+                            rxm_buffer_size_user,
                             bad_header,
                             bad_modex};
     Suite *s = suite_create("btl_ofi");

@@ -176,6 +176,7 @@ extern int px_btl_ofi_connect_timeout;
 extern int px_btl_ofi_connect_probe;
 extern size_t px_btl_ofi_rxm_eager_limit;
 extern int px_btl_ofi_rxm_cm_progress_interval;
+extern size_t px_btl_ofi_rxm_buffer_size;
 extern int px_btl_ofi_verbose;
 extern bool px_btl_ofi_skip_single_host;
 extern int px_btl_ofi_output;
