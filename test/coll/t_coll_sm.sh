@@ -40,8 +40,8 @@ for v in coll_sm_chunk coll_sm_slots coll_sm_step coll_sm_single_copy coll_sm_pr
     check "px_info lists $v" contains "$out" "$v"
 done
 out=$("$pxinfo" --coll-rules 2>&1)
-check "the built-in rules send allreduce from 1M to sm first" \
-    eval 'echo "$out" | grep -Eq "^  allreduce +2- +1M- +sm +coll_base_allreduce_sm_min$"'
+check "the built-in rules send allreduce from 64k to sm first" \
+    eval 'echo "$out" | grep -Eq "^  allreduce +2- +64k- +sm +coll_base_allreduce_sm_min$"'
 
 sm_min0=(PX_MCA_coll_base_bcast_sm_min=0 PX_MCA_coll_base_allgather_sm_min=0
     PX_MCA_coll_base_alltoall_sm_min=0 PX_MCA_coll_base_reduce_scatter_sm_min=0
