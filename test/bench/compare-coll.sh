@@ -26,7 +26,11 @@
 # the table gives Plexus / best Open MPI and the issue's target, and for
 # allreduce from 1 MiB the ratio to the memory-copy bound px_perf measured
 # (a memcpy of the 2(p-1)/p of the vector a rank must receive). The load
-# average is printed with the figures.
+# average is printed with the figures, after every round and operation too.
+# The per-round table adds the issue 26 target (0.8 for allreduce, bcast,
+# allgather and alltoall from 64 KiB), whether the median meets it, and the
+# median over rounds of Plexus / the memory-copy bound (what a rank must
+# receive: the vector for bcast, p-1 blocks for allgather and alltoall).
 set -u
 if [ "${1:-}" = --report ]; then
     report_only=1
@@ -139,7 +143,7 @@ print("# %d size(s) miss their target" % miss)
 
 # Per round: Plexus (and its "before") over the best Open MPI setting of the
 # same round; the median of those ratios over the rounds.
-def per_round(prefix):
+def per_round(prefix, col=3):
     out = {}
     for path in glob.glob(os.path.join(T, prefix + ".*")):
         parts = os.path.basename(path).split(".")
@@ -147,7 +151,8 @@ def per_round(prefix):
             continue
         rnd = parts[3]
         for f in rows(path):
-            out[(f[0], int(f[1]), int(f[2]), rnd)] = float(f[3])
+            if len(f) > col and float(f[col]) > 0:
+                out[(f[0], int(f[1]), int(f[2]), rnd)] = float(f[col])
     return out
 mpi_round = {}
 for path in glob.glob(os.path.join(T, "mpi.*")):
@@ -159,15 +164,28 @@ def median(v):
     v = sorted(v)
     n = len(v)
     return float("nan") if n == 0 else (v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2)
-pr, pb = per_round("px"), per_round("pxb")
+pr, pb, pbound = per_round("px"), per_round("pxb"), per_round("px", 4)
 keys = sorted({k[:3] for k in pr}, key=lambda k: (["allreduce", "bcast", "allgather", "alltoall", "barrier"].index(k[0]), k[1], k[2]))
 if keys:
     print()
     print("# median over rounds of each round's Plexus / best Open MPI (time; lower is better)")
-    print("%-10s %5s %10s %7s %9s %7s %s" % ("op", "ranks", "bytes", "rounds", "plexus", "before", "per-round plexus ratios"))
+    print("%-10s %5s %10s %7s %9s %7s %6s %4s %7s %s" % ("op", "ranks", "bytes", "rounds", "plexus", "before",
+          "target", "met", "x_bound", "per-round plexus ratios [before]"))
+    met = total = 0
     for k in keys:
-        rs = [pr[k + (r,)] / mpi_round[k + (r,)] for (o, n, b, r) in pr if (o, n, b) == k and k + (r,) in mpi_round]
-        bs = [pb[k + (r,)] / mpi_round[k + (r,)] for (o, n, b, r) in pb if (o, n, b) == k and k + (r,) in mpi_round]
-        print("%-10s %5d %10d %7d %9.2f %7s %s" % (k[0], k[1], k[2], len(rs), median(rs),
-              "%.2f" % median(bs) if bs else "-", " ".join("%.2f" % x for x in rs)))
+        rounds_k = sorted({r for (o, n, b, r) in pr if (o, n, b) == k and k + (r,) in mpi_round}, key=int)
+        rs = [pr[k + (r,)] / mpi_round[k + (r,)] for r in rounds_k]
+        bs = [pb[k + (r,)] / mpi_round[k + (r,)] for r in rounds_k if k + (r,) in pb]
+        xb = [pr[k + (r,)] / pbound[k + (r,)] for r in rounds_k if k + (r,) in pbound]
+        t = 0.8 if k[0] in ("allreduce", "bcast", "allgather", "alltoall") and k[2] >= 65536 else None
+        m = median(rs)
+        ok = "-" if t is None else ("yes" if m <= t else "no")
+        if t is not None:
+            total += 1
+            met += ok == "yes"
+        print("%-10s %5d %10d %7d %9.2f %7s %6s %4s %7s %s%s" % (k[0], k[1], k[2], len(rs), m,
+              "%.2f" % median(bs) if bs else "-", "%.1f" % t if t else "-", ok,
+              "%.2f" % median(xb) if xb else "-", " ".join("%.2f" % x for x in rs),
+              (" [" + " ".join("%.2f" % x for x in bs) + "]") if bs else ""))
+    print("# %d of %d (op, ranks, size) with a target meet it (median of per-round ratios)" % (met, total))
 EOF

@@ -21,6 +21,10 @@
  *      threshold each, instead of the whole matrix there.
  *      --quick (sanitizer builds): counts 0, 1, 7 only, and two splits.
  *      Prints "rank R: N checks, E errors" and exits 1 on an error.
+ *   coll_probe mismatch
+ *      Rank 0 calls an allreduce of 1000 doubles, the others of 2000 (a
+ *      user's mistake, or a hostile member): each prints "rank R: mismatched
+ *      allreduce: <error>" (or "succeeded", which the script fails).
  *   coll_probe die RANK
  *      Every rank loops over 4 MiB allreduces; RANK kills itself (SIGKILL)
  *      in the middle of the third. The others print "rank R: allreduce
@@ -649,6 +653,22 @@ static int die_mode(int victim)
     return 1;
 }
 
+static int mismatch_mode(void)
+{
+    size_t n = 0 == me ? 1000 : 2000;
+    double *s = calloc(n, sizeof *s), *r = calloc(n, sizeof *r);
+    if (!s || !r)
+        return 2;
+    int rc = px_allreduce(s, r, n, PX_DOUBLE, PX_SUM, px_group_world());
+    printf("rank %d: mismatched allreduce: %s\n", me,
+           PX_SUCCESS == rc ? "succeeded" : px_strerror(rc));
+    fflush(stdout);
+    free(s);
+    free(r);
+    px_finalize();
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (px_init(&argc, &argv) != PX_SUCCESS)
@@ -658,6 +678,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "matrix";
     if (0 == strcmp(mode, "die"))
         return die_mode(argc > 2 ? atoi(argv[2]) : 1);
+    if (0 == strcmp(mode, "mismatch"))
+        return mismatch_mode();
     size_t large_bytes = 0;
     for (int i = 2; i < argc; ++i) {
         if (0 == strcmp(argv[i], "--edges") && i + 1 < argc) {

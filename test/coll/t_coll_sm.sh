@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # coll/sm (components/coll/sm, docs/coll.md "coll/sm"): large collectives of a
-# group on one host through shared segments.
+# group on one host, by single copy (btl_get/btl_put between the members'
+# buffers) or through shared segments (coll_sm_single_copy=none).
 #  - px_info lists the component, its variables and its rules;
-#  - 2, 3 and 4 ranks with every coll/sm threshold at 0 and the smallest
+#  - single copy, 2, 3 and 4 ranks with every coll/sm threshold at 0 and the
+#    smallest step (4 KiB: transfers of many steps taken by both sides), then
+#    the default step with edges around its quarters and whole steps: the
+#    whole matrix below; the run says it went by single copy;
+#  - members that call different sizes get an error naming the mismatch;
+#  - streams: 2, 3 and 4 ranks with every coll/sm threshold at 0 and the smallest
 #    pipeline (4 KiB chunks, 2 slots: the rings wrap all the time): every
 #    operation x datatype x reduction of test/coll/coll_probe, in place and
 #    not, blocking and not, groups of every split, counts 0, 1, odd and around
@@ -28,18 +34,20 @@ quick=()
 
 out=$("$pxinfo" --all 2>&1)
 check "px_info lists coll/sm" eval 'echo "$out" | grep -Eq "coll.*\bsm\b"'
-for v in coll_sm_chunk coll_sm_slots coll_sm_priority coll_base_bcast_sm_min \
+for v in coll_sm_chunk coll_sm_slots coll_sm_step coll_sm_single_copy coll_sm_priority coll_base_bcast_sm_min \
     coll_base_allgather_sm_min coll_base_alltoall_sm_min coll_base_reduce_scatter_sm_min \
     coll_base_allreduce_sm_min; do
     check "px_info lists $v" contains "$out" "$v"
 done
 out=$("$pxinfo" --coll-rules 2>&1)
-check "the built-in rules send allreduce from 1M to sm first" \
-    eval 'echo "$out" | grep -Eq "^  allreduce +2- +1M- +sm +coll_base_allreduce_sm_min$"'
+check "the built-in rules send allreduce from 64k to sm first" \
+    eval 'echo "$out" | grep -Eq "^  allreduce +2- +64k- +sm +coll_base_allreduce_sm_min$"'
 
-sm_all=(PX_MCA_coll_base_bcast_sm_min=0 PX_MCA_coll_base_allgather_sm_min=0
+sm_min0=(PX_MCA_coll_base_bcast_sm_min=0 PX_MCA_coll_base_allgather_sm_min=0
     PX_MCA_coll_base_alltoall_sm_min=0 PX_MCA_coll_base_reduce_scatter_sm_min=0
-    PX_MCA_coll_base_allreduce_sm_min=0 PX_MCA_coll_sm_chunk=4k PX_MCA_coll_sm_slots=2)
+    PX_MCA_coll_base_allreduce_sm_min=0)
+sm_all=("${sm_min0[@]}" PX_MCA_coll_sm_chunk=4k PX_MCA_coll_sm_slots=2 PX_MCA_coll_sm_single_copy=none)
+sm_sc=("${sm_min0[@]}" PX_MCA_coll_sm_step=4k)
 
 # run DESCRIPTION NRANKS [env...] -- probe args: every rank reports 0 errors,
 # and coll/sm served calls of every one of its operations.
@@ -56,6 +64,11 @@ run() {
         grep -Eq "coll: $op of [0-9]+ bytes on [0-9]+ ranks: sm" "$T/err" || missing="$missing $op"
     done
     served=$(grep -Ec 'ranks: sm' "$T/err")
+    # The way coll/sm moved the data (coll_base_verbose 10 and up says it
+    # per group): MODE is "single copy" or "streams".
+    if [ -n "${MODE:-}" ] && ! grep -q "coll/sm: group of .*: $MODE" "$T/err"; then
+        missing="$missing (no group went by $MODE)"
+    fi
     if [ "$rc" -eq 0 ] && [ "$good" -eq "$n" ] && [ -z "$missing" ]; then
         ok "$d ($(echo "$out" | awk '{s += $3} END {print s}') checks, $served calls through sm)"
     else
@@ -65,8 +78,40 @@ run() {
     fi
 }
 
+# Single copy needs process_vm_readv between the ranks (btl/shm's probe).
+sc_ok=1
+out=$(env PX_MCA_coll_base_verbose=10 "${sm_min0[@]}" timeout 120 "$pxrun" -n 2 "$probe" matrix --quick \
+    </dev/null 2>&1)
+if ! echo "$out" | grep -q "coll/sm: group of .*: single copy"; then
+    sc_ok=0
+    echo "# single copy unavailable here (process_vm_readv refused?): its checks skip"
+fi
 for n in 2 3 4; do
-    run "$n ranks, coll/sm for everything, 4 KiB chunks in 2 slots: the whole matrix" "$n" \
+    if [ "$sc_ok" = 1 ]; then
+        MODE="single copy" run "$n ranks, single copy, every threshold 0, 4 KiB steps: the whole matrix" "$n" \
+            "${sm_sc[@]}" -- matrix --edges 4096,16384,16447,65536,65600,1048577 "${quick[@]}"
+    else
+        skip "$n ranks, single copy" "process_vm_readv is refused between the ranks here"
+    fi
+done
+if [ "$sc_ok" = 1 ]; then
+    # Default step (256 KiB): around a quarter step (64 KiB), whole steps and
+    # the step buffer of the reductions.
+    MODE="single copy" run "3 ranks, single copy, default step: blocks around 64 KiB, 256 KiB, 1 MiB" 3 \
+        "${sm_min0[@]}" -- matrix --quick --big-edges bcast:65536,allgather:262144,alltoall:262208,reduce_scatter:1048576,allreduce:786432,allreduce:1048576
+    out=$(env "${sm_min0[@]}" PX_MCA_runtime_wait_timeout=20 timeout 120 "$pxrun" -n 2 "$probe" mismatch \
+        2>&1 </dev/null); rc=$?
+    check "members calling different sizes: each returns an error (no hang, no crash)" \
+        eval '[ $rc -ne 124 ] && [ "$(echo "$out" | grep -c "mismatched allreduce: ")" -eq 2 ] && ! echo "$out" | grep -q "mismatched allreduce: succeeded"'
+    check "... the error says what differs" contains "$out" "every member must make the same collective calls"
+    echo "$out" | grep -E "mismatched|coll/sm" | head -4 | sed 's/^/# /'
+else
+    skip "single copy, default step" "process_vm_readv is refused between the ranks here"
+    skip "members calling different sizes" "process_vm_readv is refused between the ranks here"
+    skip "... the error says what differs" "process_vm_readv is refused between the ranks here"
+fi
+for n in 2 3 4; do
+    MODE=streams run "$n ranks, streams, every threshold 0, 4 KiB chunks in 2 slots: the whole matrix" "$n" \
         "${sm_all[@]}" -- matrix --edges 4096,8192,12289,20000 "${quick[@]}"
 done
 run "2 ranks, default thresholds and chunk: 64 KiB, 1 and 16 MiB of each operation" 2 -- \
@@ -110,5 +155,5 @@ out=$(env "${sm_all[@]}" PX_MCA_runtime_wait_timeout=20 timeout 120 "$pxrun" -n 
     2>&1 </dev/null); rc=$?
 check "ranks with different coll_sm_chunk: the run fails (no hang, no crash)" \
     eval '[ $rc -ne 0 ] && [ $rc -ne 124 ] && ! echo "$out" | grep -qi "signal\|segmentation"'
-check "... the error names the variables" contains "$out" "coll_sm_chunk / coll_sm_slots differ"
+check "... the error names the variables" contains "$out" "coll_sm_chunk / coll_sm_slots / coll_sm_step differ"
 tap_done

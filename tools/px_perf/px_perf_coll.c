@@ -9,9 +9,11 @@
  * 256 KiB, 50 up to 4 MiB, 10 above (5 from 32 MiB).
  *
  * Sizes: allreduce, bcast: the vector (doubles, sum); allgather, alltoall:
- * one rank's block (bytes); barrier: one row. For allreduce a second column
- * gives the memory-copy bound: 2(p-1)/p of the vector, the least a rank must
- * receive, timed as a memcpy of that many bytes on this rank, and the ratio.
+ * one rank's block (bytes); barrier: one row. A second column gives the
+ * memory-copy bound: the least a rank must receive (allreduce 2(p-1)/p of the
+ * vector, bcast the vector, allgather and alltoall p-1 blocks), timed as a
+ * memcpy of that many bytes on every rank at once (the largest over the
+ * ranks), and the ratio.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,13 +108,13 @@ int px_perf_coll(const char *op, const size_t *sizes, int nsizes, long iters_ove
     memset(r, 0, rbytes);
     if (0 == me) {
         if (csv)
-            printf("op,ranks,bytes,usec%s\n", 0 == which ? ",bound_usec" : "");
+            printf("op,ranks,bytes,usec%s\n", 4 != which ? ",bound_usec" : "");
         else
             printf("# px_perf --coll %s: %d ranks, time per call (largest over the ranks)%s\n",
                    names[which], p,
-                   0 == which ? "; bound: memcpy of 2(p-1)/p of the vector on this rank" : "");
+                   4 != which ? "; bound: memcpy of what a rank must receive, on every rank" : "");
         if (!csv)
-            printf("%-10s %12s%s\n", "bytes", "usec", 0 == which ? "     bound_us  x_bound" : "");
+            printf("%-10s %12s%s\n", "bytes", "usec", 4 != which ? "     bound_us  x_bound" : "");
     }
     for (int i = 0; i < nsizes; ++i) {
         size_t bytes = 4 == which ? 0 : sizes[i];
@@ -133,8 +135,10 @@ int px_perf_coll(const char *op, const size_t *sizes, int nsizes, long iters_ove
         }
         px_allreduce(&t, &tmax, 1, PX_DOUBLE, PX_MAX, w);
         double bound = 0;
-        if (0 == which && p > 1) {
-            size_t move = (size_t)(2.0 * (p - 1) / p * (double)bytes);
+        if (4 != which && p > 1) {
+            size_t move = 0 == which   ? (size_t)(2.0 * (p - 1) / p * (double)bytes)
+                          : 1 == which ? bytes
+                                       : bytes * (size_t)(p - 1);
             char *a = malloc(move ? move : 1), *b = malloc(move ? move : 1);
             if (a && b) {
                 memset(a, 1, move);
@@ -150,12 +154,12 @@ int px_perf_coll(const char *op, const size_t *sizes, int nsizes, long iters_ove
         if (0 == me) {
             if (csv) {
                 printf("%s,%d,%zu,%.3f", names[which], p, bytes, tmax * 1e6);
-                if (0 == which)
+                if (4 != which)
                     printf(",%.3f", bound * 1e6);
                 printf("\n");
             } else {
                 printf("%-10zu %12.3f", bytes, tmax * 1e6);
-                if (0 == which)
+                if (4 != which)
                     printf(" %12.3f %8.2f", bound * 1e6, bound > 0 ? tmax / bound : 0.0);
                 printf("\n");
             }

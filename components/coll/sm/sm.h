@@ -1,8 +1,26 @@
 /*
  * sm.h: coll/sm, large collectives for a group whose members all share this
- * host, through shared memory: data is copied once into a shared segment and
- * once out of it, pipelined in chunks sized to the cache, with no message per
- * chunk.
+ * host, with no message per chunk. Two ways to move the data:
+ *
+ * SINGLE COPY (when the transport's btl_get/btl_put reach every member
+ * directly: btl/shm's process_vm_readv/writev, and coll_sm_single_copy is
+ * auto): each member publishes, per call, a RECORD in its segment (the call
+ * number, the operation, its size, its buffers' addresses); every byte then
+ * moves once, from the member that holds it straight into the member that
+ * needs it. A transfer (destination d, source s, a range of d's receive
+ * buffer and of s's buffer) is cut into steps of coll_sm_step bytes that
+ * either of the two may take: d reads (btl_get) or s writes (btl_put), so a
+ * member that runs does the work of one that does not, and two running
+ * members share it. A step is claimed by raising the counter claim[s] in d's
+ * segment (compare-and-swap within the call's range), and counted done in
+ * comp[s] there; both counters are cumulative over the group's calls, each
+ * side knowing the call's range from the arguments. A reduction (allreduce,
+ * reduce_scatter) is done by the owner of each block, reading the others'
+ * inputs step by step into a buffer of one step (it stays in the cache); its
+ * record's `reduced` then lets the others take the block.
+ *
+ * STREAMS (otherwise): data is copied once into a shared segment and once
+ * out of it, pipelined in chunks sized to the cache.
  *
  * Each member owns one segment (BTL shareable memory, px_btl_base_mem_alloc;
  * the others map it with px_btl_base_mem_map), made at the group's first
@@ -42,8 +60,11 @@ extern const px_coll_component_t px_coll_sm_component;
 extern int px_coll_sm_priority;
 extern size_t px_coll_sm_chunk;
 extern int px_coll_sm_slots;
+extern size_t px_coll_sm_step;
+extern int px_coll_sm_single_copy;
+enum { PX_COLL_SM_SC_NONE = 0, PX_COLL_SM_SC_AUTO = 1 };
 
-#define PX_COLL_SM_MAGIC 0x706c78636f6c6c31ULL /* "plxcoll1" */
+#define PX_COLL_SM_MAGIC 0x706c78636f6c6c32ULL /* "plxcoll2" */
 #define PX_COLL_SM_LINE  64
 
 /* The first bytes of a segment (written once by its owner before it sends
@@ -56,7 +77,20 @@ typedef struct px_coll_sm_hdr {
     uint32_t nslots;   /* slots in the ring */
     uint64_t slot;     /* bytes a slot */
     uint64_t data_off; /* where slot 0 starts */
+    uint64_t step;     /* bytes of a single-copy step */
 } px_coll_sm_hdr_t;
+
+/* A member's record of its current call (single copy), one line after the
+ * streams' counters; written by its owner only, `seq` last. */
+typedef struct px_coll_sm_rec {
+    _Atomic uint64_t seq;     /* the call the fields below describe (1, 2, ...) */
+    _Atomic uint64_t reduced; /* the last call whose own block is reduced (allreduce,
+                               * reduce_scatter): others may take it, and are done
+                               * reading this member's input */
+    uint64_t sbuf, rbuf;      /* the member's buffers, in its own address space */
+    uint64_t bytes;           /* count x element size */
+    int32_t opid, root;
+} px_coll_sm_rec_t;
 
 /* A member's view of the group's segments (per group, the module's). */
 typedef struct px_coll_sm_group {
@@ -77,6 +111,11 @@ typedef struct px_coll_sm_group {
     unsigned char **base;            /* [p]: each segment as mapped here */
     uint64_t *pos;                   /* [p]: chunks each stream holds up to the last call built */
     bool setup_claimed;              /* a call was built to make the segments */
+    bool cma;                        /* single copy with every member (agreed at setup) */
+    size_t step;                     /* bytes of a single-copy step */
+    uint64_t *cin, *cout;            /* [p]: steps of transfers from / to each member, so far */
+    void *tmp;                       /* one step: a peer's input to reduce */
+    int rdma_error;                  /* a btl_get/btl_put completed with this error */
     uint64_t issued, finished;       /* calls built / finished: they run one at a time, in order */
 } px_coll_sm_group_t;
 
@@ -88,6 +127,21 @@ static inline _Atomic uint64_t *px_coll_sm_posted(unsigned char *base)
 static inline _Atomic uint64_t *px_coll_sm_acked(unsigned char *base, int j)
 {
     return (_Atomic uint64_t *)(base + 2 * PX_COLL_SM_LINE + (size_t)j * PX_COLL_SM_LINE);
+}
+
+static inline px_coll_sm_rec_t *px_coll_sm_rec(unsigned char *base, int p)
+{
+    return (px_coll_sm_rec_t *)(base + 2 * PX_COLL_SM_LINE + (size_t)p * PX_COLL_SM_LINE);
+}
+/* claim[s] / comp[s] in d's segment: steps of the transfers from s into d
+ * claimed / done (cumulative). */
+static inline _Atomic uint64_t *px_coll_sm_claim(unsigned char *base, int p, int s)
+{
+    return (_Atomic uint64_t *)(base + (3 + (size_t)p + (size_t)s) * PX_COLL_SM_LINE);
+}
+static inline _Atomic uint64_t *px_coll_sm_comp(unsigned char *base, int p, int s)
+{
+    return (_Atomic uint64_t *)(base + (3 + 2 * (size_t)p + (size_t)s) * PX_COLL_SM_LINE);
 }
 
 int px_coll_sm_query_group(px_coll_group_t *g, int *priority, px_coll_module_t **module);

@@ -8,6 +8,14 @@
 int px_coll_sm_priority = 15;
 size_t px_coll_sm_chunk = 1024 * 1024;
 int px_coll_sm_slots = 8;
+size_t px_coll_sm_step = 256 * 1024;
+int px_coll_sm_single_copy = PX_COLL_SM_SC_AUTO;
+
+static const px_mca_var_enum_value_t px_coll_sm_sc_values[] = {
+    {PX_COLL_SM_SC_NONE, "none"},
+    {PX_COLL_SM_SC_AUTO, "auto"},
+    {0, NULL},
+};
 
 static const px_mca_var_field_t px_coll_sm_vars[] = {
     PX_COLL_PRIORITY_VAR("sm", px_coll_sm_priority),
@@ -31,6 +39,28 @@ static const px_mca_var_field_t px_coll_sm_vars[] = {
      .min = "2",
      .max = "256",
      .storage = &px_coll_sm_slots},
+    {.name = "single_copy",
+     .help = "auto: when the transport reads and writes every member's memory directly "
+             "(btl/shm's process_vm_readv/writev), each byte moves once, from the member that "
+             "has it into the member that needs it, in coll_sm_step steps either of the two "
+             "takes; none: through the shared segments (a copy in, a copy out); the same on every "
+             "rank",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = px_coll_sm_sc_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .storage = &px_coll_sm_single_copy},
+    {.name = "step",
+     .help = "Bytes of a coll/sm single-copy step (one btl_get or btl_put, and the reduction "
+             "buffer); a transfer of less than 4 steps moves in quarters of at least 16 KiB; the "
+             "same on every rank",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .dflt = "256k",
+     .min = "4k",
+     .max = "64M",
+     .storage = &px_coll_sm_step},
     {.name = NULL},
 };
 

@@ -24,17 +24,37 @@
  * are taken as they come, so the rings cannot deadlock however small.
  * Floating-point reductions are done in arrival order by the block's owner,
  * which gives its result to all: every member gets the same vector.
+ *
+ * With single copy (sm.h) the same operations are transfers straight between
+ * the members' buffers (d's receive buffer <- s's buffer), each step taken
+ * by whichever of d and s comes first:
+ *
+ *   bcast           root -> every other member, the whole vector.
+ *   allgather       s's block -> block s of every other member's result.
+ *   alltoall        s's block for d -> block s of d's result.
+ *   reduce_scatter  no transfer: member r reads block r of every other
+ *                   member's input, a step at a time, and reduces it into its
+ *                   result (own input first, then the others in rank order).
+ *   allreduce       the same for block r of the vector (p near-equal blocks),
+ *                   then s's reduced block -> every other member's result,
+ *                   once s's record says it is reduced.
+ *
+ * Which calls go through single copy is agreed at setup (every member must
+ * reach every other), so the streams' counters and the records never mix.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "components/coll/sm/sm.h"
+#include "core/mca/framework.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "frameworks/boot/boot.h"
 #include "frameworks/btl/base/base.h"
 
-#define SM_DESC_MSG (4 + PX_BTL_MEM_DESC_MAX)
+/* A setup message: description length, flags (bit 0: single copy reaches
+ * every member from here), the description. */
+#define SM_DESC_MSG (8 + PX_BTL_MEM_DESC_MAX)
 
 enum { SM_COPY = 1, SM_REDUCE = 2 };
 
@@ -60,6 +80,18 @@ typedef struct sm_wblock {
     size_t len;
     bool reduced; /* allreduce's second phase: a chunk leaves once reduced */
 } sm_wblock_t;
+
+/* One single-copy transfer this member takes part in: d's receive buffer +
+ * doff <- s's buffer (its receive buffer when src_r, else its send buffer) +
+ * soff, len bytes in n steps of ch bytes, steps [base, base + n) of the
+ * counters claim[s] / comp[s] in d's segment. */
+typedef struct sm_xf {
+    int d, s;
+    bool src_r, gated; /* gated: s's block must be reduced first (allreduce) */
+    bool done;
+    size_t doff, soff, len, ch;
+    uint64_t base, n;
+} sm_xf_t;
 
 typedef struct sm_call {
     px_coll_sm_group_t *sg;
@@ -87,8 +119,21 @@ typedef struct sm_call {
     int pending;     /* ranges not finished */
     uint64_t *pos;   /* [p]: chunks each stream held before this call */
     uint64_t ticket; /* this call's place among the group's coll/sm calls */
+    int err_pending; /* a single-copy step failed with this (see sm_progress) */
+    double err_since;
     bool ticketed, counted;
-    unsigned idle; /* progress calls in a row that moved nothing */
+    px_coll_args_t a;
+    bool planned;
+    /* single copy */
+    uint64_t seq; /* this call's record number */
+    sm_xf_t *xf;  /* transfers with this member as d or s */
+    int nxf;
+    uint64_t *psb, *prb;      /* [p]: each member's buffers, from its record */
+    uint8_t *peer;            /* [p]: 0 record not seen, 1 seen, 2 past this call */
+    size_t red_soff;          /* where block r is in every member's input */
+    size_t red_ch;            /* bytes of a reduction step */
+    uint64_t red_next, red_n; /* reduction steps done / in all */
+    bool red_pub;             /* `reduced` published */
 } sm_call_t;
 
 static char sm_watch_byte;
@@ -103,10 +148,20 @@ static px_coll_sm_group_t *sm_of(px_coll_group_t *g)
     return NULL;
 }
 
+/* Header, posted, acked[p], the record, claim[p], comp[p]: one line each. */
 static size_t data_off(int p)
 {
-    size_t ctl = 2 * PX_COLL_SM_LINE + (size_t)p * PX_COLL_SM_LINE;
+    size_t ctl = (3 + 3 * (size_t)p) * PX_COLL_SM_LINE;
     return (ctl + 4095) & ~(size_t)4095;
+}
+
+/* Whether btl_get/btl_put of the module reaching member j copy straight
+ * between the two processes' memory (no registration). */
+static bool sc_reaches(px_coll_sm_group_t *sg, int j)
+{
+    const px_btl_module_t *b = sg->map_btl[j];
+    return b && b->btl_get && b->btl_put && !(b->btl_flags & PX_BTL_FLAGS_NEEDS_REG) &&
+           (b->btl_flags & (PX_BTL_FLAGS_GET | PX_BTL_FLAGS_XFER_RDMA));
 }
 
 /* Allocate this member's segment and start the exchange of descriptions. */
@@ -145,12 +200,20 @@ static int setup_start(sm_call_t *c)
     h->nslots = sg->nslots;
     h->slot = sg->slot;
     h->data_off = data_off(p);
+    h->step = sg->step;
     __atomic_store_n(&h->magic, PX_COLL_SM_MAGIC, __ATOMIC_RELEASE);
     sg->base[r] = sg->own.base;
-    uint32_t dl = sg->own.desc_len;
+    uint32_t dl = sg->own.desc_len, flags = 0;
+    if (PX_COLL_SM_SC_AUTO == px_coll_sm_single_copy) {
+        flags = 1;
+        for (int j = 0; j < p; ++j)
+            if (j != r && !sc_reaches(sg, j))
+                flags = 0;
+    }
     memset(c->desc_out, 0, sizeof c->desc_out);
     memcpy(c->desc_out, &dl, 4);
-    memcpy(c->desc_out + 4, sg->own.desc, dl <= PX_BTL_MEM_DESC_MAX ? dl : PX_BTL_MEM_DESC_MAX);
+    memcpy(c->desc_out + 4, &flags, 4);
+    memcpy(c->desc_out + 8, sg->own.desc, dl <= PX_BTL_MEM_DESC_MAX ? dl : PX_BTL_MEM_DESC_MAX);
     for (int j = 0; j < p; ++j) {
         if (j == r)
             continue;
@@ -177,7 +240,7 @@ static int map_peer(sm_call_t *c, int j)
         return PX_ERR_BAD_PARAM;
     }
     int rc =
-        px_btl_base_mem_map(sg->map_btl[j], sg->map_ep[j], c->desc_in[j] + 4, dl, &sg->maps[j]);
+        px_btl_base_mem_map(sg->map_btl[j], sg->map_ep[j], c->desc_in[j] + 8, dl, &sg->maps[j]);
     if (rc != PX_SUCCESS) {
         px_show_error("coll/sm: cannot map group rank %d's shared segment: %s", j, px_strerror(rc));
         return rc;
@@ -191,9 +254,10 @@ static int map_peer(sm_call_t *c, int j)
         why = "it is not a coll/sm segment";
     else if (h->ctx != c->g->ctx || h->owner != j || h->size != (uint32_t)sg->p)
         why = "it belongs to another group or member";
-    else if (h->nslots != sg->nslots || h->slot != sg->slot || h->data_off != data_off(sg->p))
-        why = "its coll_sm_chunk / coll_sm_slots differ from this member's (set them alike on "
-              "every rank)";
+    else if (h->nslots != sg->nslots || h->slot != sg->slot || h->data_off != data_off(sg->p) ||
+             h->step != sg->step)
+        why = "its coll_sm_chunk / coll_sm_slots / coll_sm_step differ from this member's (set "
+              "them alike on every rank)";
     else if (sg->maps[j].size < sg->seg_bytes)
         why = "it is smaller than its header says";
     if (why) {
@@ -230,13 +294,24 @@ static int setup_progress(sm_call_t *c)
                 return err;
         }
     }
+    uint32_t all = 0;
+    memcpy(&all, c->desc_out + 4, 4);
     for (int j = 0; j < p; ++j) {
         if (j == r)
             continue;
         int rc = map_peer(c, j);
         if (rc != PX_SUCCESS)
             return rc;
+        uint32_t f;
+        memcpy(&f, c->desc_in[j] + 4, 4);
+        all &= f;
     }
+    /* Every member sees every member's flags: all agree. */
+    c->sg->cma = all & 1;
+    PX_OUTPUT_VERBOSE(10, px_coll_base_framework.output, "coll/sm: group of %d (context %u): %s", p,
+                      c->g->ctx,
+                      c->sg->cma ? "single copy (btl_get/btl_put between the buffers)"
+                                 : "streams through the shared segments");
     c->sg->ready = true;
     c->setup = false;
     return 1;
@@ -556,6 +631,363 @@ static void release_all(sm_call_t *c)
     c->watching = false;
 }
 
+/* ---- single copy ---- */
+
+/* Bytes of a step of a transfer (or reduction) of `len` bytes: coll_sm_step,
+ * or for less than 4 steps a quarter (at least 16 KiB, or the step when it
+ * is smaller), so two members share even a small transfer. Whole lines, so
+ * whole elements; the same on every member. */
+static size_t sc_step(const px_coll_sm_group_t *sg, size_t len)
+{
+    size_t st = sg->step, lo = st < 16384 ? st : 16384, ch = st;
+    if (len / 4 < st)
+        ch = len / 4 > lo ? len / 4 : lo;
+    ch = (ch + 63) & ~(size_t)63;
+    return ch < st ? ch : st;
+}
+
+#define SC_WRITING (1ULL << 63)
+
+/* Add the transfer d <- s when this member is one of the two. */
+static void sc_add(sm_call_t *c, int d, int s, size_t doff, size_t soff, size_t len, bool src_r,
+                   bool gated)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    int r = sg->r;
+    if (d == s || (d != r && s != r))
+        return;
+    sm_xf_t *x = &c->xf[c->nxf++];
+    *x = (sm_xf_t){
+        .d = d, .s = s, .src_r = src_r, .gated = gated, .doff = doff, .soff = soff, .len = len};
+    x->ch = sc_step(sg, len);
+    x->n = len ? (len + x->ch - 1) / x->ch : 0;
+    uint64_t *cum = d == r ? &sg->cin[s] : &sg->cout[d];
+    x->base = *cum;
+    *cum += x->n;
+    x->done = 0 == x->n;
+}
+
+/* Lay out the call and publish this member's record. */
+static int sc_plan(sm_call_t *c)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    const px_coll_args_t *a = &c->a;
+    int p = sg->p, r = sg->r;
+    size_t es = c->es, blk = a->count * es;
+    c->xf = malloc(2 * (size_t)p * sizeof *c->xf);
+    if (NULL == c->xf)
+        return PX_ERR_OUT_OF_RESOURCE;
+    c->seq = c->ticket + 1;
+    c->nxf = 0;
+    for (int j = 0; j < p; ++j) {
+        if (j == r)
+            continue;
+        /* Transfers into this member first (it reads them), then out. */
+        for (int pass = 0; pass < 2; ++pass) {
+            int d = pass ? j : r, s = pass ? r : j;
+            switch (c->opid) {
+            case PX_COLL_BCAST:
+                if (s == a->root)
+                    sc_add(c, d, s, 0, 0, blk, false, false);
+                break;
+            case PX_COLL_ALLGATHER:
+                sc_add(c, d, s, (size_t)s * blk, 0, blk, false, false);
+                break;
+            case PX_COLL_ALLTOALL:
+                sc_add(c, d, s, (size_t)s * blk, (size_t)d * blk, blk, false, false);
+                break;
+            case PX_COLL_ALLREDUCE:
+                sc_add(c, d, s, vblk_off(a, p, s, es), vblk_off(a, p, s, es), vblk_len(a, p, s, es),
+                       true, true);
+                break;
+            default:
+                break;
+            }
+        }
+    }
+    if (PX_COLL_REDUCE_SCATTER == c->opid) {
+        c->red_in = (const char *)a->sbuf + (size_t)r * blk;
+        c->red_out = a->rbuf;
+        c->red_len = blk;
+        c->red_soff = (size_t)r * blk;
+    } else if (PX_COLL_ALLREDUCE == c->opid) {
+        c->red_soff = vblk_off(a, p, r, es);
+        c->red_in = (const char *)a->sbuf + c->red_soff;
+        c->red_out = (char *)a->rbuf + c->red_soff;
+        c->red_len = vblk_len(a, p, r, es);
+    }
+    c->red_ch = sc_step(sg, c->red_len);
+    c->red_n = c->red_len ? (c->red_len + c->red_ch - 1) / c->red_ch : 0;
+    if (c->red_n && NULL == sg->tmp) {
+        sg->tmp = aligned_alloc(64, sg->step);
+        if (NULL == sg->tmp)
+            return PX_ERR_OUT_OF_RESOURCE;
+    }
+    /* The own block where the result holds it. */
+    if (PX_COLL_ALLGATHER == c->opid || PX_COLL_ALLTOALL == c->opid) {
+        char *dst = (char *)a->rbuf + (size_t)r * blk;
+        const char *src =
+            (const char *)a->sbuf + (PX_COLL_ALLTOALL == c->opid ? (size_t)r * blk : 0);
+        if (dst != src && blk)
+            memmove(dst, src, blk);
+    }
+    /* seq: "writing call seq" while the fields change (a member still in the
+     * call before, reading them, sees it and knows this one is past it). */
+    px_coll_sm_rec_t *rec = px_coll_sm_rec(sg->base[r], p);
+    atomic_store_explicit(&rec->seq, c->seq | SC_WRITING, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    __atomic_store_n(&rec->sbuf, (uint64_t)(uintptr_t)a->sbuf, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->rbuf, (uint64_t)(uintptr_t)a->rbuf, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->bytes, (uint64_t)blk, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->opid, (int32_t)c->opid, __ATOMIC_RELAXED);
+    __atomic_store_n(&rec->root, (int32_t)(PX_COLL_BCAST == c->opid ? a->root : 0),
+                     __ATOMIC_RELAXED);
+    atomic_store_explicit(&rec->seq, c->seq, memory_order_release);
+    return PX_SUCCESS;
+}
+
+/* Member j's record: 1 when read (or j is past this call), 0 not yet, or an
+ * error when it describes another call than this member's. */
+static int sc_record(sm_call_t *c, int j)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    px_coll_sm_rec_t *rec = px_coll_sm_rec(sg->base[j], sg->p);
+    uint64_t q = atomic_load_explicit(&rec->seq, memory_order_acquire);
+    if (q & SC_WRITING)
+        q = (q & ~SC_WRITING) > c->seq ? q & ~SC_WRITING : 0; /* past, or not there yet */
+    if (q < c->seq)
+        return 0;
+    if (q == c->seq) {
+        uint64_t sb = __atomic_load_n(&rec->sbuf, __ATOMIC_RELAXED);
+        uint64_t rb = __atomic_load_n(&rec->rbuf, __ATOMIC_RELAXED);
+        uint64_t by = __atomic_load_n(&rec->bytes, __ATOMIC_RELAXED);
+        int32_t op = __atomic_load_n(&rec->opid, __ATOMIC_RELAXED);
+        int32_t root = __atomic_load_n(&rec->root, __ATOMIC_RELAXED);
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&rec->seq, memory_order_relaxed) == q) {
+            size_t blk = c->a.count * c->es;
+            int myroot = PX_COLL_BCAST == c->opid ? c->a.root : 0;
+            if (op != c->opid || by != blk || root != myroot) {
+                const char *name = px_coll_op_name(op);
+                px_show_error("coll/sm: group rank %d's call number %llu through coll/sm is %s%s "
+                              "of %llu bytes (root %d), this member's %s of %zu bytes (root %d): "
+                              "every member must make the same collective calls, with the same "
+                              "sizes, in the same order",
+                              j, (unsigned long long)q, name ? name : "an unknown operation",
+                              name ? "" : " (not a coll/sm record?)", (unsigned long long)by,
+                              (int)root, px_coll_op_name(c->opid), blk, myroot);
+                return PX_ERR_BAD_PARAM;
+            }
+            c->psb[j] = sb;
+            c->prb[j] = rb;
+            c->peer[j] = 1;
+            return 1;
+        }
+    }
+    /* Past this call: it finished it, so every transfer with it is done. */
+    c->peer[j] = 2;
+    return 1;
+}
+
+static void sc_cb(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                  px_btl_registration_handle_t *h, void *context, void *cbdata, int status)
+{
+    (void)btl;
+    (void)ep;
+    (void)local;
+    (void)h;
+    (void)context;
+    *(int *)cbdata = PX_SUCCESS == status ? 1 : (status < 0 ? status : PX_ERR_COMM);
+}
+
+/* Copy n bytes between `local` and member j's `remote` (get: from j). */
+static int sc_move(sm_call_t *c, int j, bool get, void *local, uint64_t remote, size_t n)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    px_btl_module_t *b = sg->map_btl[j];
+    size_t lim = get ? b->btl_get_limit : b->btl_put_limit;
+    if (0 == lim)
+        lim = SIZE_MAX;
+    for (size_t at = 0; at < n;) {
+        size_t k = n - at < lim ? n - at : lim;
+        int st = 0;
+        int rc =
+            (get ? b->btl_get : b->btl_put)(b, sg->map_ep[j], (char *)local + at, remote + at, NULL,
+                                            NULL, k, 0, PX_BTL_NO_ORDER, sc_cb, NULL, &st);
+        bool late = PX_SUCCESS == rc && 0 == st;
+        if (PX_SUCCESS == rc && st < 0)
+            rc = st;
+        if (late || rc != PX_SUCCESS) {
+            px_show_error("coll/sm: %s: %s %zu bytes %s group rank %d (job rank %d) at 0x%llx "
+                          "failed: %s",
+                          px_coll_op_name(c->opid), get ? "reading" : "writing", k,
+                          get ? "from" : "into", j, c->g->world[j],
+                          (unsigned long long)(remote + at),
+                          late ? "the transport did not complete it at once (set "
+                                 "coll_sm_single_copy=none)"
+                               : "the member is gone, or the address it published is not in its "
+                                 "memory");
+            c->err_pending = late ? PX_ERR_COMM : rc;
+            return c->err_pending;
+        }
+        at += k;
+    }
+    return PX_SUCCESS;
+}
+
+/* Claim the next step of [base, base + n) on `ctr`: true with its index. */
+static bool sc_claim(_Atomic uint64_t *ctr, uint64_t base, uint64_t n, uint64_t *i)
+{
+    uint64_t v = atomic_load_explicit(ctr, memory_order_relaxed);
+    while (v >= base && v - base < n) {
+        if (atomic_compare_exchange_weak_explicit(ctr, &v, v + 1, memory_order_acq_rel,
+                                                  memory_order_relaxed)) {
+            *i = v - base;
+            return true;
+        }
+    }
+    return false;
+}
+
+static uint64_t sc_reduced(sm_call_t *c, int j)
+{
+    return atomic_load_explicit(&px_coll_sm_rec(c->sg->base[j], c->sg->p)->reduced,
+                                memory_order_acquire);
+}
+
+/* Take the steps of transfer x nobody took yet. */
+static int sc_xf_work(sm_call_t *c, sm_xf_t *x, int *did)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    int p = sg->p, r = sg->r, j = x->d == r ? x->s : x->d;
+    unsigned char *db = sg->base[x->d];
+    _Atomic uint64_t *comp = px_coll_sm_comp(db, p, x->s);
+    if (atomic_load_explicit(comp, memory_order_acquire) >= x->base + x->n)
+        goto check;
+    if (c->peer[j] != 1)
+        return PX_SUCCESS; /* its record is not there yet */
+    if (x->gated && (x->s == r ? !c->red_pub : sc_reduced(c, x->s) < c->seq))
+        return PX_SUCCESS; /* the block is not reduced yet */
+    uint64_t i;
+    while (sc_claim(px_coll_sm_claim(db, p, x->s), x->base, x->n, &i)) {
+        size_t at = (size_t)i * x->ch, n = x->len - at < x->ch ? x->len - at : x->ch;
+        int rc;
+        if (x->d == r) {
+            uint64_t src = (x->src_r ? c->prb[x->s] : c->psb[x->s]) + x->soff + at;
+            rc = sc_move(c, x->s, true, (char *)c->a.rbuf + x->doff + at, src, n);
+        } else {
+            char *src = (char *)(x->src_r ? c->a.rbuf : (void *)c->a.sbuf) + x->soff + at;
+            rc = sc_move(c, x->d, false, src, c->prb[x->d] + x->doff + at, n);
+        }
+        if (rc != PX_SUCCESS)
+            return rc;
+        atomic_fetch_add_explicit(comp, 1, memory_order_release);
+        (*did)++;
+    }
+check:
+    if (atomic_load_explicit(comp, memory_order_acquire) >= x->base + x->n)
+        x->done = true;
+    return PX_SUCCESS;
+}
+
+/* Reduce this member's block, a step at a time: own input, then every
+ * other member's (read into the step buffer) in rank order. */
+static int sc_reduce(sm_call_t *c, int *did)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    int p = sg->p, r = sg->r;
+    if (c->red_pub)
+        return PX_SUCCESS;
+    for (int j = 0; j < p && c->red_next < c->red_n; ++j) {
+        if (j == r)
+            continue;
+        if (0 == c->peer[j])
+            return PX_SUCCESS;
+        if (2 == c->peer[j]) {
+            px_show_error("coll/sm: %s: group rank %d went on to its next call before this member "
+                          "read its input (is every member calling the same collectives?)",
+                          px_coll_op_name(c->opid), j);
+            return PX_ERR_BAD_PARAM;
+        }
+    }
+    while (c->red_next < c->red_n) {
+        size_t at = (size_t)c->red_next * c->red_ch;
+        size_t n = c->red_len - at < c->red_ch ? c->red_len - at : c->red_ch;
+        bool first = true;
+        for (int j = 0; j < p; ++j) {
+            if (j == r)
+                continue;
+            int rc = sc_move(c, j, true, sg->tmp, c->psb[j] + c->red_soff + at, n);
+            if (rc == PX_SUCCESS)
+                rc = px_coll_reduce(c->red_out + at, first ? c->red_in + at : c->red_out + at,
+                                    sg->tmp, n / c->es, c->dtype, c->rop);
+            if (rc != PX_SUCCESS)
+                return rc;
+            first = false;
+        }
+        c->red_next++;
+        (*did)++;
+    }
+    atomic_store_explicit(&px_coll_sm_rec(sg->base[r], p)->reduced, c->seq, memory_order_release);
+    c->red_pub = true;
+    (*did)++;
+    return PX_SUCCESS;
+}
+
+/* 1 when this member's part of the call is over. */
+static int sc_step_all(sm_call_t *c, int *did)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    int p = sg->p, r = sg->r, rc;
+    for (int j = 0; j < p; ++j) {
+        if (j != r && 0 == c->peer[j]) {
+            rc = sc_record(c, j);
+            if (rc < 0)
+                return rc;
+            *did += rc;
+        }
+    }
+    if ((rc = sc_reduce(c, did)) != PX_SUCCESS)
+        return rc;
+    bool all = c->red_pub;
+    for (int k = 0; k < c->nxf; ++k) {
+        sm_xf_t *x = &c->xf[k];
+        if (x->done)
+            continue;
+        if ((rc = sc_xf_work(c, x, did)) != PX_SUCCESS)
+            return rc;
+        all = all && x->done;
+    }
+    /* reduce_scatter: the others read this member's input until they
+     * published their reduction. */
+    for (int j = 0; all && PX_COLL_REDUCE_SCATTER == c->opid && j < p; ++j)
+        if (j != r && sc_reduced(c, j) < c->seq)
+            all = false;
+    return all ? 1 : 0;
+}
+
+static double sm_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The stream plan of a call, when it starts (calls start in the order they
+ * were built, the same on every member). */
+static int stream_plan(sm_call_t *c)
+{
+    px_coll_sm_group_t *sg = c->sg;
+    int rc = sm_plan(c, &c->a);
+    if (rc != PX_SUCCESS)
+        return rc;
+    for (int j = 0; j < sg->p; ++j) {
+        c->pos[j] = sg->pos[j];
+        sg->pos[j] += j == sg->r ? c->nw : c->st[j].n;
+    }
+    return PX_SUCCESS;
+}
+
 static int sm_progress(px_coll_sched_t *s)
 {
     sm_call_t *c = s->priv;
@@ -581,16 +1013,50 @@ static int sm_progress(px_coll_sched_t *s)
             return rc;
         }
     }
+    if (!c->planned) {
+        rc = sg->cma ? sc_plan(c) : stream_plan(c);
+        if (rc != PX_SUCCESS)
+            return rc;
+        c->planned = true;
+    }
     if (!c->watching) {
         if ((rc = watch_start(c)) != PX_SUCCESS)
             return rc;
-        for (int j = 0; j < p; ++j)
+        for (int j = 0; j < p && !sg->cma; ++j)
             if (j != r)
                 publish_ack(c, j);
     }
+    if (c->err_pending) {
+        /* A copy failed: the runtime may be about to find the member dead
+         * (its failure is the better error); else the copy's error. */
+        rc = watch_check(c);
+        if (rc != PX_SUCCESS)
+            return rc;
+        if (0 == c->err_since)
+            c->err_since = sm_now();
+        else if (sm_now() - c->err_since > 0.5)
+            return c->err_pending;
+        return 0;
+    }
     int moved = 0;
     for (int spin = 0; spin < 64; ++spin) {
-        int did = write_some(c);
+        int did = 0;
+        if (sg->cma) {
+            rc = sc_step_all(c, &did);
+            if (rc < 0)
+                return c->err_pending ? 0 : rc;
+            if (rc > 0) {
+                release_all(c);
+                c->counted = true;
+                sg->finished++; /* the next call may start */
+                return 1;
+            }
+            if (!did)
+                break;
+            moved += did;
+            continue;
+        }
+        did = write_some(c);
         for (int j = 0; j < p; ++j) {
             if (j == r || c->st[j].ri >= c->st[j].nrg)
                 continue;
@@ -609,12 +1075,13 @@ static int sm_progress(px_coll_sched_t *s)
             break;
         moved += did;
     }
-    /* A peer that does not move may not be running (more processes than
-     * cores): after a while give it this core instead of spinning. */
-    if (moved)
-        c->idle = 0;
-    else if (++c->idle > 64)
-        sched_yield();
+    /* A peer that does not move may not be running: giving it the core is
+     * the runtime's idle policy (progress_yield_when_idle: yield when more
+     * ranks than cores), applied by the wait that calls this. Yielding here
+     * too, with a core per rank, gave the core to other processes for a
+     * whole time slice while the peer, on the other core, was about to
+     * answer. */
+    (void)moved;
     rc = watch_check(c);
     return rc != PX_SUCCESS ? rc : 0;
 }
@@ -636,6 +1103,7 @@ static void sm_cleanup(px_coll_sched_t *s)
         c->sg->finished++; /* failed: the group is failed too, later calls fail at once */
     free(c->wb);
     free(c->got);
+    free(c->xf);
     free(c);
     s->priv = NULL;
 }
@@ -651,7 +1119,7 @@ static int sm_build(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t
     int p = sg->p;
     bool setup = !sg->setup_claimed;
     size_t sz = sizeof(sm_call_t) +
-                (size_t)p * (sizeof(sm_stream_t) + 2 * sizeof(void *) + sizeof(uint64_t)) +
+                (size_t)p * (sizeof(sm_stream_t) + 2 * sizeof(void *) + 3 * sizeof(uint64_t) + 1) +
                 (setup ? (size_t)p * SM_DESC_MSG : 0);
     sm_call_t *c = calloc(1, sz);
     if (NULL == c)
@@ -681,18 +1149,16 @@ static int sm_build(px_coll_group_t *g, const px_coll_args_t *a, px_coll_sched_t
     c->sreq = (struct px_request **)(c->st + p);
     c->rreq = c->sreq + p;
     c->pos = (uint64_t *)(c->rreq + p);
+    c->psb = c->pos + p;
+    c->prb = c->psb + p;
     c->needs_setup = setup;
     if (setup)
-        c->desc_in = (unsigned char(*)[SM_DESC_MSG])(c->pos + p);
-    int rc = sm_plan(c, a);
-    if (rc != PX_SUCCESS)
-        return rc;
-    /* Calls take the streams in the order they are built, which is the
-     * same on every member (collectives on a group are called in order). */
-    for (int j = 0; j < p; ++j) {
-        c->pos[j] = sg->pos[j];
-        sg->pos[j] += j == sg->r ? c->nw : c->st[j].n;
-    }
+        c->desc_in = (unsigned char(*)[SM_DESC_MSG])(c->prb + p);
+    c->peer = (uint8_t *)(c->prb + p) + (setup ? (size_t)p * SM_DESC_MSG : 0);
+    c->a = *a;
+    /* Calls run in the order they are built, which is the same on every
+     * member (collectives on a group are called in order): each is laid
+     * out when it starts (the group's mode is known from then). */
     sg->setup_claimed = true;
     c->ticket = sg->issued++;
     c->ticketed = true;
@@ -725,8 +1191,11 @@ int px_coll_sm_query_group(px_coll_group_t *g, int *priority, px_coll_module_t *
         sg->base = calloc((size_t)p, sizeof *sg->base);
         sg->pos = calloc((size_t)p, sizeof *sg->pos);
         sg->mapped = calloc((size_t)p, sizeof *sg->mapped);
+        sg->cin = calloc((size_t)p, sizeof *sg->cin);
+        sg->cout = calloc((size_t)p, sizeof *sg->cout);
     }
-    if (!sg || !sg->maps || !sg->map_btl || !sg->map_ep || !sg->base || !sg->pos || !sg->mapped) {
+    if (!sg || !sg->maps || !sg->map_btl || !sg->map_ep || !sg->base || !sg->pos || !sg->mapped ||
+        !sg->cin || !sg->cout) {
         if (sg)
             px_coll_sm_group_free(g, &sg->module);
         return PX_SUCCESS; /* decline: the other components serve */
@@ -735,6 +1204,7 @@ int px_coll_sm_query_group(px_coll_group_t *g, int *priority, px_coll_module_t *
     sg->r = g->rank;
     sg->slot = (px_coll_sm_chunk + 63) & ~(size_t)63;
     sg->nslots = (uint32_t)(px_coll_sm_slots >= 2 ? px_coll_sm_slots : 2);
+    sg->step = px_coll_sm_step > 4096 ? px_coll_sm_step & ~(size_t)63 : 4096;
     sg->module.name = "sm";
     sg->module.op[PX_COLL_BCAST] = sm_build;
     sg->module.op[PX_COLL_ALLGATHER] = sm_build;
@@ -764,5 +1234,8 @@ void px_coll_sm_group_free(px_coll_group_t *g, px_coll_module_t *m)
     free(sg->base);
     free(sg->pos);
     free(sg->mapped);
+    free(sg->cin);
+    free(sg->cout);
+    free(sg->tmp);
     free(sg);
 }

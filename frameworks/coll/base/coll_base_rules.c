@@ -45,24 +45,24 @@ size_t px_coll_base_allgather_ring_min = 4 << 20;
 size_t px_coll_base_reduce_scatter_ring_min = 4 * 1024;
 size_t px_coll_base_alltoall_pairwise_min = 8 << 20;
 /* coll/sm (a group whose members all share this host): at least this many
- * bytes go through its shared segments. */
-size_t px_coll_base_bcast_sm_min = 1024 * 1024;
-size_t px_coll_base_allgather_sm_min = 1024 * 1024;
-size_t px_coll_base_alltoall_sm_min = 1024 * 1024;
-size_t px_coll_base_reduce_scatter_sm_min = 1024 * 1024;
-size_t px_coll_base_allreduce_sm_min = 1024 * 1024;
+ * bytes go through it (single copy, or its shared segments). */
+size_t px_coll_base_bcast_sm_min = 64 * 1024;
+size_t px_coll_base_allgather_sm_min = 64 * 1024;
+size_t px_coll_base_alltoall_sm_min = 64 * 1024;
+size_t px_coll_base_reduce_scatter_sm_min = 64 * 1024;
+size_t px_coll_base_allreduce_sm_min = 64 * 1024;
 char *px_coll_base_rules_file = NULL;
 
 #define PX_COLL_SM_MIN_VAR(op, what, var)                                                          \
     {                                                                                              \
         .name = op "_sm_min",                                                                      \
-        .help =                                                                                    \
-            what " of at least this many bytes"                                                    \
-                 " on a group whose members all share this "                                       \
-                 "host go through coll/sm's shared segments (one copy in, one out, pipelined); "   \
-                 "smaller ones, and groups spanning hosts, the rules below",                       \
+        .help = what " of at least this many bytes"                                                \
+                     " on a group whose members all share this "                                   \
+                     "host go through coll/sm (each byte copied once between the buffers, or "     \
+                     "through its shared segments); smaller ones, and groups spanning hosts, the " \
+                     "rules below",                                                                \
         .type = PX_MCA_VAR_TYPE_SIZE, .info_level = 5, .scope = PX_MCA_VAR_SCOPE_READONLY,         \
-        .dflt = "1M", .min = "0", .max = "1024G", .storage = &(var)                                \
+        .dflt = "64k", .min = "0", .max = "1024G", .storage = &(var)                               \
     }
 
 static const px_mca_var_field_t px_coll_base_vars[] = {
