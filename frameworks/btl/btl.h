@@ -48,7 +48,7 @@
  * 2.0: btl_init lost its enable_mpi_threads argument. */
 #define PX_BTL_API_MAJOR   3
 #define PX_BTL_API_MINOR   4
-#define PX_BTL_API_RELEASE 0
+#define PX_BTL_API_RELEASE 1
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
 #define PX_BTL_EXCLUSIVITY_HIGH    0x10000 /* self */

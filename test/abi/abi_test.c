@@ -293,9 +293,10 @@ START_TEST(newer_minor_refused)
 {
     char *part = NULL;
     ck_assert_int_ge(asprintf(&part,
-                              "framework API too new: built for btl API 3.%d.0, this library has "
-                              "3.%d.0",
-                              PX_BTL_API_MINOR + 1, PX_BTL_API_MINOR),
+                              "framework API too new: built for btl API 3.%d.%d, this library has "
+                              "3.%d.%d",
+                              PX_BTL_API_MINOR + 1, PX_BTL_API_RELEASE, PX_BTL_API_MINOR,
+                              PX_BTL_API_RELEASE),
                      0);
     assert_refused("abinewer", part, NULL);
     free(part);
