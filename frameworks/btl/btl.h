@@ -72,8 +72,9 @@
 #define PX_BTL_FLAGS_XFER_RDMA 0x0080u
 #define PX_BTL_FLAGS_RDMA      (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
 
-/* btl_put/btl_get flags. PX_BTL_RDMA_FLAG_RNDV: the messaging layer's
- * rendezvous, which can move the data by fragments instead: a module may
+/* btl_put/btl_get flags. PX_BTL_RDMA_FLAG_RNDV: the first call (first
+ * chunk) of a messaging rendezvous, which can still move the data by
+ * fragments; later chunks pass 0 and must be taken. A module may
  * decline a transfer it moves worse than fragments (PX_ERR_NOT_SUPPORTED,
  * before any byte moved; btl/shm by size, btl_shm_single_copy=auto). A
  * module that does not know the flag ignores it. */

@@ -174,13 +174,16 @@ void px_pml_rdma_schedule(px_request_t *r)
             size_t off = rl->cursor, chunk = rl->end - off;
             if (limit && chunk > limit)
                 chunk = limit;
+            /* Only the transfer's first call may be declined (nothing moved
+             * yet); a module must take the chunks after it. */
+            const int fl = 0 == r->scheduled ? PX_BTL_RDMA_FLAG_RNDV : 0;
             rl->cursor += chunk;
             r->scheduled += chunk;
             r->outstanding++;
             int rc = (get ? m->btl_get : m->btl_put)(
                 m, rl->pm->endpoint, (char *)r->buf + off, r->raddr + off, rl->reg,
-                (px_btl_registration_handle_t *)rl->rhandle, chunk, PX_BTL_RDMA_FLAG_RNDV,
-                PX_BTL_NO_ORDER, rdma_done, r, (void *)(uintptr_t)chunk);
+                (px_btl_registration_handle_t *)rl->rhandle, chunk, fl, PX_BTL_NO_ORDER, rdma_done,
+                r, (void *)(uintptr_t)chunk);
             if (PX_SUCCESS == rc)
                 continue;
             rl->cursor -= chunk;
