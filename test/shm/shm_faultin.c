@@ -136,6 +136,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nsizes; i++)
         max = sizes[i] > max ? sizes[i] : max;
     unsigned char *buf = malloc(max + 1), *want = malloc(max + 1);
+    if (!buf || !want) {
+        fprintf(stderr, "shm_faultin: out of memory for %zu-byte buffers\n", max + 1);
+        return 2;
+    }
     size_t goal = (size_t)(passes * (double)px_btl_shm_state.fbox_size), moved = 0;
     long n = 0;
     int bad = 0;
@@ -190,6 +194,8 @@ int main(int argc, char **argv)
     rings("after", rank);
     if (!bad)
         printf("rank %d: faultin ok: %ld messages, %zu bytes through each ring\n", rank, n, moved);
+    free(buf);
+    free(want);
     px_finalize();
     return bad;
 }
