@@ -807,7 +807,7 @@ int px_pml_isend_st(const void *buf, size_t len, int dest, int tag, px_request_t
     if (PX_UNLIKELY(NULL == peer))
         return PX_ERR_PEER_FAILED;
     if (PX_UNLIKELY(peer->failed))
-        return peer->failed;
+        return px_rt_peer_refused(peer, dest);
     return rt_isend(buf, len, dest, tag, request);
 }
 
@@ -857,9 +857,8 @@ int px_pml_isend_fine(const void *buf, size_t len, int dest, int tag, px_request
     px_rt_peer_t *peer = px_rt_peer_find(dest);
     if (PX_UNLIKELY(NULL == peer))
         return PX_ERR_PEER_FAILED;
-    int failed = __atomic_load_n(&peer->failed, __ATOMIC_RELAXED);
-    if (PX_UNLIKELY(failed))
-        return failed;
+    if (PX_UNLIKELY(__atomic_load_n(&peer->failed, __ATOMIC_RELAXED)))
+        return px_rt_peer_refused(peer, dest);
     uint32_t seq = __atomic_fetch_add(&peer->send_seq, 1, __ATOMIC_RELAXED);
     return px_pml_isend_fine_seq(buf, len, dest, tag, seq, false, request);
 }
@@ -997,7 +996,7 @@ int px_pml_irecv_st(void *buf, size_t len, int source, int tag, px_request_t **r
     if (source != PX_ANY_SOURCE && (NULL == from || from->failed)) {
         /* a failed peer, or a dynamic peer disconnected (its messages that
          * arrived before were matched above) */
-        r->status.error = from ? from->failed : PX_ERR_PEER_FAILED;
+        r->status.error = from ? px_rt_peer_refused(from, source) : PX_ERR_PEER_FAILED;
         req_complete(r);
         return PX_SUCCESS;
     }

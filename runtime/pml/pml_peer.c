@@ -273,6 +273,7 @@ void px_pml_peer_setup(px_rt_peer_t *peer, px_btl_base_peer_t *btl)
     peer->recv_seq = 0;
     peer->failed = PX_SUCCESS;
     peer->failed_here = false;
+    peer->failed_said = false;
     peer->dropped = 0;
     px_btl_base_peer_module_t *pm = &btl->eager[0];
     peer->eager_btl = pm->module;

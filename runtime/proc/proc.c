@@ -236,6 +236,7 @@ void px_rt_fail_peer(int rank, int error, const char *why)
                   "discarded",
                   px_rt_peer_name(rank, name, sizeof name), why, px_strerror(error));
     __atomic_store_n(&p->failed, error, __ATOMIC_RELAXED); /* fine mode's senders read it */
+    __atomic_store_n(&p->failed_said, true, __ATOMIC_RELAXED);
     p->failed_here = true;
     fail_publish(rank, error, why, false);
 }
@@ -248,14 +249,27 @@ void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet)
     if (NULL == p || (p->failed && !p->failed_here))
         return;
     char name[300];
-    if (!p->failed && !quiet)
+    if (!p->failed && !quiet) {
         px_show_error("runtime: %s is gone: %s; its pending sends and receives fail with \"%s\"",
                       px_rt_peer_name(id, name, sizeof name), why, px_strerror(error));
-    else if (p->failed)
+        __atomic_store_n(&p->failed_said, true, __ATOMIC_RELAXED);
+    } else if (p->failed)
         error = p->failed; /* quiet and not failed yet: it fails with `error` all the same */
     __atomic_store_n(&p->failed, error, __ATOMIC_RELAXED);
     p->failed_here = false;
     fail_publish(id, error, why, true);
+}
+
+int px_rt_peer_refused(px_rt_peer_t *p, int id)
+{
+    int error = __atomic_load_n(&p->failed, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n(&p->failed_said, true, __ATOMIC_RELAXED)) {
+        char name[300];
+        px_show_error("runtime: an operation with %s fails with \"%s\": it is gone (it left or "
+                      "failed earlier, with no operation pending then)",
+                      px_rt_peer_name(id, name, sizeof name), px_strerror(error));
+    }
+    return error;
 }
 
 /* Does the transport error (btl, endpoint, rank) hit peer `p` (index or id `r`)? */
@@ -281,6 +295,8 @@ static void btl_error_one(px_rt_peer_t *p, int r, const char *name, int code, in
                       name, px_rt_peer_name(r, who, sizeof who),
                       description ? description : "no description", px_strerror(error),
                       px_strerror(code));
+    if (!p->failed)
+        __atomic_store_n(&p->failed_said, true, __ATOMIC_RELAXED);
     else
         code = p->failed;
     __atomic_store_n(&p->failed, code, __ATOMIC_RELAXED);

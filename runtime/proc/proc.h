@@ -45,6 +45,7 @@ typedef struct px_rt_peer {
     int failed;        /* PX_SUCCESS or the error that ended it */
     bool failed_here;  /* failed by this process's decision (timeout, queueing), not by
                         * its transport: px_finalize's barrier still sends to it */
+    bool failed_said;  /* a message naming it and its failure was printed (atomic) */
     size_t dropped;    /* messages from it discarded because it had failed */
     px_list_t ooo;     /* px_rt_ux_t that arrived ahead of their turn */
     int32_t wire_src;  /* the source a match header to it names: this process's rank for a
@@ -224,6 +225,10 @@ void px_rt_fail_peer(int rank, int error, const char *why);
  * died): its transport is gone; its pending operations fail with `error`,
  * and a message names it unless `quiet` (it had no operation pending). */
 void px_rt_fail_peer_gone(int id, int error, const char *why, bool quiet);
+/* An operation with failed peer `p` (id `id`) is refused: returns its error
+ * and, when no message named it yet (it failed quietly: it left with nothing
+ * pending), prints one now, once. */
+int px_rt_peer_refused(px_rt_peer_t *p, int id);
 /* The BTL error callback: fails `rank` (or the peers the module serves when
  * rank < 0). Exposed for tests. */
 void px_rt_btl_error(px_btl_module_t *btl, px_btl_endpoint_t *endpoint, int rank, int error,

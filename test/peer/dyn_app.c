@@ -37,6 +37,10 @@
  *       open the listener and print the contact (can this process listen?)
  *   dyn_app connect-only FILE
  *       connect once and report the result (a wrong secret is refused)
+ *   dyn_app late FILE
+ *       write the contact to FILE, accept one connection, then make progress
+ *       with nothing pending with the peer for 2 s (it leaves meanwhile:
+ *       connect-only), then send to it and print the result
  */
 #include <dirent.h>
 #include <errno.h>
@@ -523,6 +527,24 @@ int main(int argc, char **argv)
             px_progress();
             usleep(1000);
         }
+    } else if (0 == strcmp(argv[1], "late") && argc >= 3) {
+        const char *c;
+        if ((rc = px_contact(&c)) != PX_SUCCESS)
+            return fail("px_contact", rc);
+        write_contact(argv[2], c);
+        int p;
+        if ((rc = px_accept(60, &p)) != PX_SUCCESS)
+            return fail("px_accept", rc);
+        printf("accepted peer %d\n", p);
+        fflush(stdout);
+        for (int i = 0; i < 2000; ++i) {
+            px_progress();
+            usleep(1000);
+        }
+        char b = 1;
+        rc = px_send(&b, 1, p, 1);
+        printf("late send: %s\n", px_strerror(rc));
+        ret = rc == PX_SUCCESS ? 0 : 3;
     } else if (0 == strcmp(argv[1], "connect-only")) {
         char c[512];
         int p;

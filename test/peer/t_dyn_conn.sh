@@ -115,6 +115,21 @@ gone=$(cat "$T/gone.c")
 attempt gone "$gone"
 check "stale contact (its process exited, nobody listens there): refused (exit $rc)" test "$rc" -eq 3
 check "... saying nobody listens there" contains "$out" "nobody listens there"
+# a peer that left while nothing was pending with it: no message then (a
+# departure is normal), but the first operation with it later fails and
+# says who it was, once
+rm -f "$T/late.c"
+timeout -s KILL 60 "$app" late "$T/late.c" >"$T/late.out" 2>"$T/late.err" </dev/null &
+lpid=$!
+pids+=("$lpid")
+timeout -s KILL 60 "$app" connect-only "$T/late.c" >"$T/late.cli" 2>&1 </dev/null
+wait "$lpid"
+rc=$?
+check "a send to a peer that left with nothing pending fails (exit $rc)" \
+    grep -q "^late send: peer process failed" "$T/late.out"
+check "... and the error names the peer and says it is gone" \
+    grep -q "an operation with peer [0-9]* (host .*, pid [0-9]*.*is gone" "$T/late.err"
+[ "$rc" = 3 ] || sed 's/^/# late: /' "$T/late.out" "$T/late.err" "$T/late.cli"
 # a new process on the same port: another instance
 port=$(echo "$gone" | cut -d: -f4)
 rm -f "$T/new.c"
