@@ -102,6 +102,11 @@ int main(int argc, char **argv)
         /* Wait to be ended by pxrun once rank 0 has its verdict. */
         rc = px_recv(&got, 1, 0, 2, &st);
         fprintf(stderr, "shm_corrupt: rank 1: recv from rank 0: %s\n", px_strerror(rc));
+        /* Rank 0 closed the connection when it saw the corruption, which
+         * can end this receive before rank 0 printed its verdict: exiting
+         * now would make pxrun end rank 0 first. pxrun ends this rank when
+         * rank 0 exits. */
+        sleep(60);
         return 0;
     }
     rc = px_recv(&got, 1, 1, 7, &st);
