@@ -231,6 +231,14 @@ static int answer_error(etcd_module_t *m, const px_registry_etcd_answer_t *a, co
                       a->code);
 }
 
+static void lease_lost_warn(const etcd_module_t *m)
+{
+    px_show_warning("registry/etcd: %s: lease %lld is gone (etcd restarted empty, the lease "
+                    "expired while this process did not renew it, or another cluster): "
+                    "granting a new one; the entries are put again",
+                    m->ep[m->cur], m->lease);
+}
+
 static bool lease_gone(const px_registry_etcd_answer_t *a)
 {
     return a->is_error && NULL != strstr(a->message, "lease not found");
@@ -307,8 +315,10 @@ static int etcd_put(px_registry_module_t *base, const char *key, const void *val
         }
         if (PX_SUCCESS == rc && lease_gone(&a) && 0 == attempt) {
             /* a cluster that lost the lease (restarted empty, or another one
-             * after a fail-over): a new lease, and put again */
+             * after a fail-over): a new lease, and put again; said as the
+             * heartbeat says it, whichever of the two finds it first */
             px_registry_etcd_answer_free(&a);
+            lease_lost_warn(m);
             m->lease = 0;
             rc = grant(m);
             continue;
@@ -520,10 +530,7 @@ static int etcd_heartbeat(px_registry_module_t *base)
     if (PX_SUCCESS != rc)
         return rc;
     if ((a.is_error && lease_gone(&a)) || (!a.is_error && a.ttl <= 0)) {
-        px_show_warning("registry/etcd: %s: lease %lld is gone (etcd restarted empty, the lease "
-                        "expired while this process did not renew it, or another cluster): "
-                        "granting a new one; the entries are put again",
-                        m->ep[m->cur], m->lease);
+        lease_lost_warn(m);
         m->lease = 0;
         rc = grant(m);
     } else if (a.is_error) {
