@@ -912,6 +912,18 @@ int px_pml_irecv(void *buf, size_t len, int source, int tag, px_request_t **requ
  * takes from the unexpected queue is started after the lock is let go, under
  * the API lock. A dynamic peer's id is looked up under the API lock (the
  * caller's: px_irecv takes it for such a source). */
+/* A receive request's fields from the call (both modes). */
+static inline void recv_setup(px_request_t *r, void *buf, size_t len, int source, int tag)
+{
+    r->peer = source;
+    r->tag = tag;
+    r->buf = buf;
+    r->len = len;
+    r->status.source = source;
+    r->status.tag = tag;
+    r->status.length = 0;
+}
+
 int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t **request)
 {
     ml_lock(true);
@@ -920,13 +932,7 @@ int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t *
         ml_unlock(true);
         return PX_ERR_OUT_OF_RESOURCE;
     }
-    r->peer = source;
-    r->tag = tag;
-    r->buf = buf;
-    r->len = len;
-    r->status.source = source;
-    r->status.tag = tag;
-    r->status.length = 0;
+    recv_setup(r, buf, len, source, tag);
     *request = r;
     px_rt_ux_t *u;
     PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
@@ -953,7 +959,7 @@ int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t *
     px_rt_peer_t *from = source != PX_ANY_SOURCE ? px_rt_peer_find(source) : NULL;
     int failed = from ? __atomic_load_n(&from->failed, __ATOMIC_RELAXED) : 0;
     if (source != PX_ANY_SOURCE && (NULL == from || failed)) {
-        r->status.error = from ? failed : PX_ERR_PEER_FAILED;
+        r->status.error = from ? px_rt_peer_refused(from, source) : PX_ERR_PEER_FAILED;
         req_complete(r);
         ml_unlock(true);
         return PX_SUCCESS;
@@ -969,13 +975,7 @@ int px_pml_irecv_st(void *buf, size_t len, int source, int tag, px_request_t **r
     px_request_t *r = req_alloc(PX_PML_REQ_RECV);
     if (PX_UNLIKELY(NULL == r))
         return PX_ERR_OUT_OF_RESOURCE;
-    r->peer = source;
-    r->tag = tag;
-    r->buf = buf;
-    r->len = len;
-    r->status.source = source;
-    r->status.tag = tag;
-    r->status.length = 0;
+    recv_setup(r, buf, len, source, tag);
     *request = r;
     px_rt_ux_t *u;
     PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
