@@ -113,7 +113,13 @@ int main(int argc, char **argv)
             seed = (uint64_t)atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--sizes")) {
             nsizes = 0;
+            if (sizes != default_sizes)
+                free(sizes);
             sizes = calloc(256, sizeof *sizes);
+            if (!sizes) {
+                fprintf(stderr, "shm_faultin: out of memory\n");
+                return 2;
+            }
             for (char *t = strtok(argv[i + 1], ","); t && nsizes < 256; t = strtok(NULL, ","))
                 sizes[nsizes++] = (size_t)atoll(t);
         } else {
@@ -196,6 +202,8 @@ int main(int argc, char **argv)
         printf("rank %d: faultin ok: %ld messages, %zu bytes through each ring\n", rank, n, moved);
     free(buf);
     free(want);
+    if (sizes != default_sizes)
+        free(sizes);
     px_finalize();
     return bad;
 }
