@@ -87,7 +87,7 @@ run env PX_SOFTVERBS_DEVICES=2 "$PXRUN" -n 2 --mca btl_verbs_device_exclude soft
 check "btl_verbs_device_exclude leaves softverbs1 only" \
     eval 'contains "$(cat "$T/out")" "alltoall ok" && contains "$(cat "$T/err")" "softverbs0:1 (in btl_verbs_device_exclude)"'
 
-run "$PXRUN" -n 2 "$PXPERF" --sizes 8,65536,1048576 --iters 20
+run "$PXRUN" -n 2 "$PXPERF" --sizes 8,65536,1048576 --iters 4
 check "px_perf over btl=self,verbs reports verbs for the peer" \
     contains "$(cat "$T/out")" "transports from rank 0: 0:self 1:verbs"
 check "px_perf over verbs exits 0" [ "$rc" -eq 0 ]
@@ -95,7 +95,7 @@ show
 # px_perf --btl: btl_sendi ping-pong on the module itself. It used to hang at
 # the first ping of a size: the count was reset after px_barrier, while the
 # peer's first message could already have been counted inside the barrier.
-run "$PXRUN" -n 2 "$PXPERF" --btl --sizes 0,8,4096,30000,65536 --iters 200
+run "$PXRUN" -n 2 "$PXPERF" --btl --sizes 0,8,4096,30000,65536 --iters 50
 check "px_perf --btl over verbs: every size up to btl_max_send_size finishes (no hang)" \
     eval '[ "$rc" -eq 0 ] && [ "$(grep -cE "^ +(0|8|4096|30000) +[0-9.]+$" "$T/out")" -eq 4 ]'
 check "px_perf --btl over verbs: a size above btl_max_send_size is skipped, saying why" \
