@@ -110,6 +110,27 @@ else
     skip "members calling different sizes" "process_vm_readv is refused between the ranks here"
     skip "... the error says what differs" "process_vm_readv is refused between the ranks here"
 fi
+# Single copy moves a transfer with few process_vm_readv/writev: a 64 KiB
+# transfer is 2 steps (halves) and its destination takes what is left in
+# one call, so at most 2 calls per transfer (it was 4 quarters, a call
+# each): bcast of 2 ranks is one transfer a call, allgather and alltoall
+# two. An exact count (strace), not a time.
+perf=$PX_BUILD/tools/px_perf/px_perf
+if [ "$sc_ok" = 1 ] && command -v strace >/dev/null; then
+    for oc in bcast:2 allgather:4 alltoall:4; do
+        op=${oc%:*} most=${oc#*:}
+        # 100 calls and 10 of warm-up; LeakSanitizer cannot run under ptrace.
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 300 strace -f -qq -c \
+            -e trace=process_vm_readv,process_vm_writev -o "$T/st" "$pxrun" -n 2 "$perf" --coll "$op" \
+            --sizes 65536 --iters 100 </dev/null >"$T/perf" 2>&1; rc=$?
+        calls=$(awk '/process_vm_(readv|writev)/ {s += $4} END {print s + 0}' "$T/st")
+        check "2 ranks, 64 KiB $op by single copy: at most $most process_vm_readv/writev a call ($calls in 110 calls)" \
+            eval '[ $rc -eq 0 ] && [ "$calls" -gt 0 ] && [ "$calls" -le $((110 * most + 8)) ]'
+        [ "$rc" -eq 0 ] || sed 's/^/# /' "$T/perf" | head -5
+    done
+else
+    skip "single copy: process_vm_readv/writev per call" "no single copy here, or strace is not installed"
+fi
 for n in 2 3 4; do
     MODE=streams run "$n ranks, streams, every threshold 0, 4 KiB chunks in 2 slots: the whole matrix" "$n" \
         "${sm_all[@]}" -- matrix --edges 4096,8192,12289,20000 "${quick[@]}"
