@@ -6,7 +6,8 @@
 #
 # For each round, rank count (RANKS, default "2 4 8") and operation (OPS,
 # default "allreduce bcast allgather alltoall barrier"), in turn: Plexus, then
-# Open MPI with coll_tuned_use_dynamic_rules 0 and 1, each with
+# Open MPI (ob1+vader with CMA, and UCX with pml_ucx_tls=any: PMLS) with
+# coll_tuned_use_dynamic_rules 0 and 1, each with
 # --bind-to core (overload-allowed when there are more ranks than cores) and,
 # with more ranks than cores, with --mca mpi_yield_when_idle 1 (without it,
 # Open MPI measured 26 ms for an 8-byte allreduce with 4 ranks on 2 cores,
@@ -45,6 +46,10 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 ranks=${RANKS:-"2 4 8"}
 ops=${OPS:-"allreduce bcast allgather alltoall barrier"}
 cores=$(nproc)
+# Open MPI's point-to-point layers: ob1 (btl self,vader, single copy by CMA)
+# and UCX (pml_ucx_tls=any: its shared-memory transports); each with
+# coll_tuned_use_dynamic_rules 0 and 1; the best of them per size and round.
+pmls=${PMLS:-"ob1 ucx"}
 if [ "$report_only" = 0 ]; then
 if [ -n "${OUT:-}" ]; then
     T=$OUT
@@ -79,16 +84,23 @@ for r in $(seq 1 "$rounds"); do
                     "$B/tools/px_perf/px_perf" --coll "$op" "${szs[@]}" --csv \
                     >"$T/pxb.$op.$n.$r" 2>"$T/err" || { echo "# px_perf ($PX_BEFORE) $op -n $n failed:"; head -5 "$T/err"; }
             fi
+            for pml in $pmls; do
             for dyn in 0 1; do
                 for y in "${yields[@]}"; do
                     sz=()
                     [ -n "${SIZES:-}" ] && sz=(--sizes "$SIZES")
                     [ "$n" -gt "$cores" ] && [ "$y" = 0 ] && sz=(--sizes 8,64,512,4096)
-                    timeout 900 mpirun "${root[@]}" --oversubscribe -np "$n" --bind-to "$bind" \
+                    if [ "$pml" = ucx ]; then
+                        pmlargs=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any)
+                    else
+                        pmlargs=(--mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma)
+                    fi
+                    timeout 900 mpirun "${root[@]}" --oversubscribe -np "$n" --bind-to "$bind" "${pmlargs[@]}" \
                         --mca coll_tuned_use_dynamic_rules "$dyn" --mca mpi_yield_when_idle "$y" \
-                        "$T/coll_mpi" "$op" "${sz[@]}" --csv >"$T/mpi.$op.$n.$r.$dyn.$y" 2>"$T/err" ||
-                        { echo "# coll_mpi $op -n $n dyn $dyn yield $y failed:"; head -5 "$T/err"; }
+                        "$T/coll_mpi" "$op" "${sz[@]}" --csv >"$T/mpi.$op.$n.$r.$dyn.$y.$pml" 2>"$T/err" ||
+                        { echo "# coll_mpi $op -n $n $pml dyn $dyn yield $y failed:"; head -5 "$T/err"; }
                 done
+            done
             done
             echo "# round $r, $n ranks, $op done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
         done
@@ -114,7 +126,8 @@ for path in glob.glob(os.path.join(T, "px.*")):
             bound[k] = min(bound.get(k, 1e30), float(f[4]))
 for path in glob.glob(os.path.join(T, "mpi.*")):
     parts = os.path.basename(path).split(".")
-    cfg = "dyn%s%s" % (parts[4], "+yield" if parts[5] == "1" else "")
+    cfg = "dyn%s%s%s" % (parts[4], "+yield" if parts[5] == "1" else "",
+                         "+" + parts[6] if len(parts) > 6 else "")
     for f in rows(path):
         k = (f[0], int(f[1]), int(f[2]))
         v = float(f[3])

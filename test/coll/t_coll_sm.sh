@@ -3,12 +3,12 @@
 # group on one host, by single copy (btl_get/btl_put between the members'
 # buffers) or through shared segments (coll_sm_single_copy=none).
 #  - px_info lists the component, its variables and its rules;
-#  - single copy, 2, 3 and 4 ranks with every coll/sm threshold at 0 and the
+#  - single copy, 3 ranks (2 and 4: --quick) with every coll/sm threshold at 0 and the
 #    smallest step (4 KiB: transfers of many steps taken by both sides), then
 #    the default step with edges around its quarters and whole steps: the
 #    whole matrix below; the run says it went by single copy;
 #  - members that call different sizes get an error naming the mismatch;
-#  - streams: 2, 3 and 4 ranks with every coll/sm threshold at 0 and the smallest
+#  - streams: 3 ranks (2 and 4: --quick) with every coll/sm threshold at 0 and the smallest
 #    pipeline (4 KiB chunks, 2 slots: the rings wrap all the time): every
 #    operation x datatype x reduction of test/coll/coll_probe, in place and
 #    not, blocking and not, groups of every split, counts 0, 1, odd and around
@@ -86,10 +86,16 @@ if ! echo "$out" | grep -q "coll/sm: group of .*: single copy"; then
     sc_ok=0
     echo "# single copy unavailable here (process_vm_readv refused?): its checks skip"
 fi
+# The whole matrix on 3 ranks; 2 and 4 ranks run it --quick (counts 0, 1
+# and 7 instead of also 33, and two splits: 4 ranks skip the split 3 + 1,
+# whose group of 3 is the 3-rank run's): every operation, type, reduction,
+# in place or not, blocking or not, and every edge still runs on each.
+qn() { if [ "$1" = 3 ]; then echo "${quick[@]}"; else echo --quick; fi; }
 for n in 2 3 4; do
     if [ "$sc_ok" = 1 ]; then
-        MODE="single copy" run "$n ranks, single copy, every threshold 0, 4 KiB steps: the whole matrix" "$n" \
-            "${sm_sc[@]}" -- matrix --edges 4096,16384,16447,65536,65600,1048577 "${quick[@]}"
+        # shellcheck disable=SC2046
+        MODE="single copy" run "$n ranks, single copy, every threshold 0, 4 KiB steps: the whole matrix$( [ "$n" = 3 ] || echo ' (quick)')" "$n" \
+            "${sm_sc[@]}" -- matrix --edges 4096,16384,16447,65536,65600,1048577 $(qn "$n")
     else
         skip "$n ranks, single copy" "process_vm_readv is refused between the ranks here"
     fi
@@ -110,9 +116,31 @@ else
     skip "members calling different sizes" "process_vm_readv is refused between the ranks here"
     skip "... the error says what differs" "process_vm_readv is refused between the ranks here"
 fi
+# Single copy moves a transfer with few process_vm_readv/writev: a 64 KiB
+# transfer is 2 steps (halves) and its destination takes what is left in
+# one call, so at most 2 calls per transfer (it was 4 quarters, a call
+# each): bcast of 2 ranks is one transfer a call, allgather and alltoall
+# two. An exact count (strace), not a time.
+perf=$PX_BUILD/tools/px_perf/px_perf
+if [ "$sc_ok" = 1 ] && command -v strace >/dev/null; then
+    for oc in bcast:2 allgather:4 alltoall:4; do
+        op=${oc%:*} most=${oc#*:}
+        # 100 calls and 10 of warm-up; LeakSanitizer cannot run under ptrace.
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 300 strace -f -qq -c \
+            -e trace=process_vm_readv,process_vm_writev -o "$T/st" "$pxrun" -n 2 "$perf" --coll "$op" \
+            --sizes 65536 --iters 100 </dev/null >"$T/perf" 2>&1; rc=$?
+        calls=$(awk '/process_vm_(readv|writev)/ {s += $4} END {print s + 0}' "$T/st")
+        check "2 ranks, 64 KiB $op by single copy: at most $most process_vm_readv/writev a call ($calls in 110 calls)" \
+            eval '[ $rc -eq 0 ] && [ "$calls" -gt 0 ] && [ "$calls" -le $((110 * most + 8)) ]'
+        [ "$rc" -eq 0 ] || sed 's/^/# /' "$T/perf" | head -5
+    done
+else
+    skip "single copy: process_vm_readv/writev per call" "no single copy here, or strace is not installed"
+fi
 for n in 2 3 4; do
-    MODE=streams run "$n ranks, streams, every threshold 0, 4 KiB chunks in 2 slots: the whole matrix" "$n" \
-        "${sm_all[@]}" -- matrix --edges 4096,8192,12289,20000 "${quick[@]}"
+    # shellcheck disable=SC2046
+    MODE=streams run "$n ranks, streams, every threshold 0, 4 KiB chunks in 2 slots: the whole matrix$( [ "$n" = 3 ] || echo ' (quick)')" "$n" \
+        "${sm_all[@]}" -- matrix --edges 4096,8192,12289,20000 $(qn "$n")
 done
 run "2 ranks, default thresholds and chunk: 64 KiB, 1 and 16 MiB of each operation" 2 -- \
     matrix --quick --big-edges bcast:65536,allgather:1048576,alltoall:16777216,reduce_scatter:1048576,allreduce:16777216,bcast:16777216

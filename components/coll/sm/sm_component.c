@@ -51,9 +51,11 @@ static const px_mca_var_field_t px_coll_sm_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_READONLY,
      .storage = &px_coll_sm_single_copy},
     {.name = "step",
-     .help = "Bytes of a coll/sm single-copy step (one btl_get or btl_put, and the reduction "
-             "buffer); a transfer of less than 4 steps moves in quarters of at least 16 KiB; the "
-             "same on every rank",
+     .help = "Bytes of a coll/sm single-copy step (what a member claims of a transfer, and the "
+             "reduction buffer); a transfer of up to 2 steps moves in halves of at least 16 KiB; a "
+             "member "
+             "takes several steps in one call (the receiver all that are left, or half of them "
+             "from a bcast's root); the same on every rank",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,

@@ -634,14 +634,19 @@ static void release_all(sm_call_t *c)
 /* ---- single copy ---- */
 
 /* Bytes of a step of a transfer (or reduction) of `len` bytes: coll_sm_step,
- * or for less than 4 steps a quarter (at least 16 KiB, or the step when it
- * is smaller), so two members share even a small transfer. Whole lines, so
- * whole elements; the same on every member. */
+ * or for up to 2 steps a half (at least 16 KiB, or the whole when smaller),
+ * so the two members of a bcast share even a 64 KiB transfer. Whole lines,
+ * so whole elements; the same on every member. How many steps a member
+ * takes at once (one process_vm_readv/writev) is its own choice: see
+ * sc_xf_work. */
 static size_t sc_step(const px_coll_sm_group_t *sg, size_t len)
 {
-    size_t st = sg->step, lo = st < 16384 ? st : 16384, ch = st;
-    if (len / 4 < st)
-        ch = len / 4 > lo ? len / 4 : lo;
+    size_t st = sg->step, ch = st;
+    if (len <= 2 * st) {
+        ch = (len + 1) / 2;
+        if (ch < 16384)
+            ch = len < 16384 ? len : 16384;
+    }
     ch = (ch + 63) & ~(size_t)63;
     return ch < st ? ch : st;
 }
@@ -723,14 +728,6 @@ static int sc_plan(sm_call_t *c)
         if (NULL == sg->tmp)
             return PX_ERR_OUT_OF_RESOURCE;
     }
-    /* The own block where the result holds it. */
-    if (PX_COLL_ALLGATHER == c->opid || PX_COLL_ALLTOALL == c->opid) {
-        char *dst = (char *)a->rbuf + (size_t)r * blk;
-        const char *src =
-            (const char *)a->sbuf + (PX_COLL_ALLTOALL == c->opid ? (size_t)r * blk : 0);
-        if (dst != src && blk)
-            memmove(dst, src, blk);
-    }
     /* seq: "writing call seq" while the fields change (a member still in the
      * call before, reading them, sees it and knows this one is past it). */
     px_coll_sm_rec_t *rec = px_coll_sm_rec(sg->base[r], p);
@@ -743,6 +740,16 @@ static int sc_plan(sm_call_t *c)
     __atomic_store_n(&rec->root, (int32_t)(PX_COLL_BCAST == c->opid ? a->root : 0),
                      __ATOMIC_RELAXED);
     atomic_store_explicit(&rec->seq, c->seq, memory_order_release);
+    /* The own block where the result holds it: after the record, so the
+     * others may read this member's block meanwhile (nobody reads or
+     * writes the own block of the result). */
+    if (PX_COLL_ALLGATHER == c->opid || PX_COLL_ALLTOALL == c->opid) {
+        char *dst = (char *)a->rbuf + (size_t)r * blk;
+        const char *src =
+            (const char *)a->sbuf + (PX_COLL_ALLTOALL == c->opid ? (size_t)r * blk : 0);
+        if (dst != src && blk)
+            memmove(dst, src, blk);
+    }
     return PX_SUCCESS;
 }
 
@@ -835,14 +842,20 @@ static int sc_move(sm_call_t *c, int j, bool get, void *local, uint64_t remote, 
     return PX_SUCCESS;
 }
 
-/* Claim the next step of [base, base + n) on `ctr`: true with its index. */
-static bool sc_claim(_Atomic uint64_t *ctr, uint64_t base, uint64_t n, uint64_t *i)
+/* Claim steps of [base, base + n) on `ctr`: true with the first one's index
+ * (*i) and how many (*k): every step left when `take` is 0, else half of
+ * them (rounded up) when `take` is 2, else one. */
+static bool sc_claim(_Atomic uint64_t *ctr, uint64_t base, uint64_t n, int take, uint64_t *i,
+                     uint64_t *k)
 {
     uint64_t v = atomic_load_explicit(ctr, memory_order_relaxed);
     while (v >= base && v - base < n) {
-        if (atomic_compare_exchange_weak_explicit(ctr, &v, v + 1, memory_order_acq_rel,
+        uint64_t left = n - (v - base);
+        uint64_t want = 0 == take ? left : 2 == take ? (left + 1) / 2 : 1;
+        if (atomic_compare_exchange_weak_explicit(ctr, &v, v + want, memory_order_acq_rel,
                                                   memory_order_relaxed)) {
             *i = v - base;
+            *k = want;
             return true;
         }
     }
@@ -868,9 +881,17 @@ static int sc_xf_work(sm_call_t *c, sm_xf_t *x, int *did)
         return PX_SUCCESS; /* its record is not there yet */
     if (x->gated && (x->s == r ? !c->red_pub : sc_reduced(c, x->s) < c->seq))
         return PX_SUCCESS; /* the block is not reduced yet */
-    uint64_t i;
-    while (sc_claim(px_coll_sm_claim(db, p, x->s), x->base, x->n, &i)) {
-        size_t at = (size_t)i * x->ch, n = x->len - at < x->ch ? x->len - at : x->ch;
+    /* How many steps a grab takes: the destination all that are left, in
+     * one process_vm_readv (each member reads what it receives while the
+     * others read theirs), except from a bcast's root, which has nothing
+     * else to do: half of what is left, while the root writes the rest a
+     * step at a time. A source takes one step at a time (it helps a
+     * destination that is late, which takes the rest when it comes). */
+    int take = x->d == r ? (PX_COLL_BCAST == c->opid ? 2 : 0) : 1;
+    uint64_t i, k;
+    while (sc_claim(px_coll_sm_claim(db, p, x->s), x->base, x->n, take, &i, &k)) {
+        size_t at = (size_t)i * x->ch, end = (size_t)(i + k) * x->ch;
+        size_t n = (end < x->len ? end : x->len) - at;
         int rc;
         if (x->d == r) {
             uint64_t src = (x->src_r ? c->prb[x->s] : c->psb[x->s]) + x->soff + at;
@@ -881,7 +902,7 @@ static int sc_xf_work(sm_call_t *c, sm_xf_t *x, int *did)
         }
         if (rc != PX_SUCCESS)
             return rc;
-        atomic_fetch_add_explicit(comp, 1, memory_order_release);
+        atomic_fetch_add_explicit(comp, k, memory_order_release);
         (*did)++;
     }
 check:
