@@ -48,7 +48,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (rpos <= before || rpos - before > fbs)
             abort();
-        if (r == 1) {
+        if (r == 1 || r == 4) { /* a message, or a control entry (a split copy's offer) */
+            px_btl_shm_split_msg_t m;
+            if (r == 4 && len == sizeof m) { /* what split_help checks before using it */
+                memcpy(&m, d, sizeof m);
+                sum += px_btl_shm_split_msg_ok(&m, 4096, fbs);
+            }
             if (d < ring || len > fbs || d + len > ring + fbs)
                 abort();
             for (size_t i = 0; i < len; i++) /* the whole message is readable */

@@ -10,6 +10,7 @@
  * btl/shm, linked statically):
  *   fbox-len    a fast box entry whose data length is 0xffffff (a 64-byte entry)
  *   fbox-size   a fast box entry whose entry size runs past the ring's end
+ *   split-slot  a split single copy's offer naming a slot in the segment's header
  *   queue-rel   a queue entry (relative pointer) naming local index 7 of 2
  *   frag-len    a fragment of its own heap with a data length of 4 GiB - 1
  *   frag-return a fragment of rank 0's heap "handed back" that rank 0 never sent
@@ -40,7 +41,8 @@ static void push_rel(px_btl_shm_fifo_t *fifo, uint64_t rel)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: shm_corrupt fbox-len|fbox-size|queue-rel|frag-len|frag-return\n");
+        fprintf(stderr, "usage: shm_corrupt fbox-len|fbox-size|split-slot|queue-rel|frag-len|"
+                        "frag-return\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -74,6 +76,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(mode, "fbox-size")) {
             atomic_store(slot, PX_BTL_SHM_FB_VALID | (0xffffULL << 32) |
                                    ((uint64_t)PX_RT_AM_MATCH << 24) | 8);
+        } else if (!strcmp(mode, "split-slot")) {
+            /* A split single copy's offer whose slot is the segment's header. */
+            px_btl_shm_split_msg_t m = {8, 1, 0, 0, 1 << 20, 1 << 16};
+            memcpy(ep->fb_out + off + 8, &m, sizeof m);
+            atomic_store(slot, PX_BTL_SHM_FB_VALID | PX_BTL_SHM_FB_CTL | (1ULL << 32) | sizeof m);
         } else if (!strcmp(mode, "queue-rel")) {
             push_rel(fifo0, (7ULL << 48) | s->heap_off);
         } else if (!strcmp(mode, "frag-len")) {

@@ -16,7 +16,9 @@
  * list C times with --cycles; every byte of
  * every message is checked against what its sender wrote. Then it prints
  *   rank R: after ring pages present: in I of T, out O of T; lazy fault-in
- *   done: yes|no; cma CALLS declined DECLINED
+ *   done: yes|no; cma CALLS declined DECLINED; split SPLITS helped CHUNKS
+ * (SPLITS: CMA reads it split with its sender, CHUNKS: chunks it wrote for
+ * its receiver, btl_shm_cma_split)
  * and "rank R: faultin ok: N messages, B bytes through each ring", or the first bad
  * byte (message, offset, expected, got) and exit 1.
  */
@@ -84,9 +86,10 @@ static void rings(const char *when, int rank)
     if (pm >= 0)
         close(pm);
     printf("rank %d: %s ring pages present: in %zu of %zu, out %zu of %zu; lazy fault-in done: %s; "
-           "cma %llu declined %llu\n",
+           "cma %llu declined %llu; split %llu helped %llu\n",
            rank, when, in, total, out, total, done ? "yes" : "no", (unsigned long long)s->cma_calls,
-           (unsigned long long)s->cma_declined);
+           (unsigned long long)s->cma_declined, (unsigned long long)s->cma_splits,
+           (unsigned long long)s->cma_helped);
     fflush(stdout);
 }
 

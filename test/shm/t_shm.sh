@@ -156,7 +156,7 @@ check "ranks with different btl_shm_fbox_size: the error names the variable, bot
 # writes through its mapping of rank 0's segment): rank 0's btl/shm ends
 # that peer's connection with an error naming it, its receive fails, and it
 # exits on its own (status 3), never crashing on the bad length or pointer.
-for mode in fbox-len fbox-size queue-rel frag-len frag-return; do
+for mode in fbox-len fbox-size split-slot queue-rel frag-len frag-return; do
     run "$PXRUN" -n 2 --mca btl_shm_fbox_size 65536 "$B/test/shm/shm_corrupt" $mode
     check "corrupt $mode from rank 1: rank 0's receive fails, no crash (exit 3)" [ "$rc" -eq 3 ]
     check "corrupt $mode from rank 1: the error names rank 1 and what it wrote" \

@@ -19,7 +19,10 @@ pages() {
         awk -v w="$3" '{ print (w == "in" ? $1 : w == "out" ? $2 : $3) }'
 }
 counters() { # RANK: "cma C declined D" after the traffic
-    sed -n "s/^rank $1: after ring pages .*; \(cma [0-9]* declined [0-9]*\)$/\1/p" "$T/out"
+    sed -n "s/^rank $1: after ring pages .*; \(cma [0-9]* declined [0-9]*\); split .*$/\1/p" "$T/out"
+}
+splits() { # RANK: "split S helped H" after the traffic
+    sed -n "s/^rank $1: after ring pages .*; \(split [0-9]* helped [0-9]*\)$/\1/p" "$T/out"
 }
 ok_ranks() { # N: every rank of N said "faultin ok" and the job exited 0
     [ "$rc" -eq 0 ] && [ "$(grep -c '^rank [0-9]*: faultin ok' "$T/out")" -eq "$1" ]
@@ -114,6 +117,32 @@ check "single copy cma: every rendezvous by CMA ($(counters 0))" [ "$(counters 0
 run "$PXRUN" -n 2 --mca btl_shm_single_copy none "$FI" --cycles 1 --sizes $S
 check "single copy none: data intact" ok_ranks 2
 check "single copy none: no CMA ($(counters 0))" [ "$(counters 0)" = "cma 0 declined 0" ]
+# Split single copy (btl_shm_cma_split, 64 KiB by default): the receiver
+# offers the copy to the sender and both copy chunks of it at once. Each rank
+# receives each size once. With the hook "leave" the receiver copies no
+# chunk itself, so every chunk is the sender's: 2 + 3 + 4 + 9 + 8 chunks of
+# 32 KiB, 32 KiB, 64 KiB, 128 KiB and 512 KiB (a quarter of the message, an
+# eighth above 1 MiB, at least 32 KiB); with "ignore" the sender never takes
+# an offer and the receiver copies it all, then shuts the sender out.
+SS=65535,65536,65537,262144,1048577,4194304
+run "$PXRUN" -n 2 --mca btl_shm_single_copy cma -x PX_BTL_SHM_TEST_SPLIT=leave "$FI" --cycles 1 --sizes $SS
+check "split single copy, every chunk by the sender: data intact" ok_ranks 2
+show
+for r in 0 1; do
+    check "split single copy, every chunk by the sender: rank $r split 5 reads, wrote 26 chunks ($(splits $r))" \
+        [ "$(splits $r)" = "split 5 helped 26" ]
+done
+run "$PXRUN" -n 2 --mca btl_shm_single_copy cma -x PX_BTL_SHM_TEST_SPLIT=ignore "$FI" --cycles 1 --sizes $SS
+check "split single copy, the sender never helps: data intact" ok_ranks 2
+show
+check "split single copy, the sender never helps: rank 1 read all 5 ($(splits 1))" [ "$(splits 1)" = "split 5 helped 0" ]
+run "$PXRUN" -n 2 --mca btl_shm_single_copy cma "$FI" --cycles 3 --sizes $SS
+check "split single copy, both copying: data intact over 3 rounds" ok_ranks 2
+show
+check "split single copy, both copying: 15 reads split ($(splits 0))" [ "$(splits 0 | cut -d" " -f1-2)" = "split 15" ]
+run "$PXRUN" -n 2 --mca btl_shm_single_copy cma --mca btl_shm_cma_split 0 "$FI" --cycles 1 --sizes $SS
+check "btl_shm_cma_split=0: data intact" ok_ranks 2
+check "btl_shm_cma_split=0: no split ($(splits 0), $(counters 0))" [ "$(splits 0)" = "split 0 helped 0" ]
 # The kernel refuses CMA (the probe fails): auto falls back to fragments for
 # every size, quietly (it is the default), and the data arrives.
 run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca btl_shm_single_copy_min 65537 \

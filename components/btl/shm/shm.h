@@ -168,6 +168,84 @@ typedef struct px_btl_shm_frag {
 } px_btl_shm_frag_t;
 PX_CLASS_DECLARATION(px_btl_shm_frag_t);
 
+/* ------------------------------------------------------------ split single copy
+ * A rendezvous read by CMA (btl_shm_cma_split bytes and more) is copied by
+ * both processes at once: the receiver offers the copy in a slot of its own
+ * segment (a line in one of its eager fragments) and tells the sender with a
+ * control entry in the sender's fast box (PX_BTL_SHM_FB_CTL); both then claim
+ * chunks of the message from the slot's `next` with an atomic add, the
+ * receiver reading its chunks (process_vm_readv), the sender writing its
+ * chunks into the receiver's buffer (process_vm_writev). A sender that does
+ * not come (busy elsewhere, descheduled) is shut out: the receiver, having
+ * claimed every chunk itself, closes the slot (OPEN -> CLOSED) and the
+ * sender's late join fails. A sender that joined sets LEFT after its last
+ * access, and only then may the receiver reuse the slot. */
+enum {
+    PX_BTL_SHM_SPLIT_OPEN = 0,
+    PX_BTL_SHM_SPLIT_JOINED = 1,
+    PX_BTL_SHM_SPLIT_CLOSED = 2,
+    PX_BTL_SHM_SPLIT_LEFT = 3,
+};
+typedef struct px_btl_shm_split_slot {
+    _Atomic uint64_t state;              /* generation << 2 | PX_BTL_SHM_SPLIT_* */
+    _Atomic uint64_t next;               /* the next byte of the message to claim */
+    _Atomic uint64_t fail_off, fail_len; /* a chunk the sender could not write (before LEFT) */
+    uint64_t pad[4];
+} px_btl_shm_split_slot_t;
+/* The offer, in the control entry. */
+typedef struct px_btl_shm_split_msg {
+    uint64_t slot;  /* the slot's offset in the receiver's segment */
+    uint64_t gen;   /* its generation (the state's high bits) */
+    uint64_t src;   /* the sender's buffer, in the sender */
+    uint64_t dst;   /* the receiver's buffer, in the receiver */
+    uint64_t total; /* bytes of the message */
+    uint64_t chunk; /* bytes per claim */
+} px_btl_shm_split_msg_t;
+/* An offer read from a peer's control entry is usable when its slot lies in
+ * the peer's fragment heap (from heap_off, 64-byte aligned, inside its
+ * seg_size-byte segment) and its sizes keep the sender's loop short (a
+ * chunk of 4 KiB and more, at most 2^20 chunks). */
+static inline bool px_btl_shm_split_msg_ok(const px_btl_shm_split_msg_t *m, size_t heap_off,
+                                           size_t seg_size)
+{
+    const size_t ssz = sizeof(px_btl_shm_split_slot_t);
+    return seg_size >= ssz && m->slot >= heap_off && !(m->slot & 63) && m->slot <= seg_size - ssz &&
+           m->gen < (1ULL << 60) && m->total > 0 && m->chunk >= 4096 &&
+           m->chunk <= ((uint64_t)1 << 40) && m->total / m->chunk < (1u << 20);
+}
+/* Bytes per claim for a message of `size`: a quarter (an eighth above
+ * 1 MiB), whole pages, at least 32 KiB, so each side makes a few system
+ * calls and a late side still finds chunks. */
+static inline size_t px_btl_shm_split_chunk(size_t size)
+{
+    size_t c = size > ((size_t)1 << 20) ? size / 8 : size / 4;
+    c = (c + 4095) & ~(size_t)4095;
+    return c < ((size_t)32 << 10) ? (size_t)32 << 10 : c;
+}
+/* A split the receiver started and has not completed. */
+typedef struct px_btl_shm_split {
+    struct px_btl_endpoint *ep;
+    px_btl_shm_frag_t *frag; /* holds the slot */
+    px_btl_shm_split_slot_t *slot;
+    uint64_t gen;
+    char *local;
+    uint64_t remote;
+    size_t total;
+    int status;
+    bool timed;     /* auto: its time is a sample */
+    uint64_t t0;    /* when it began (ns) */
+    uint64_t t_own; /* when we had read our chunks (ns; timed only) */
+    px_btl_registration_handle_t *local_handle;
+    px_btl_rdma_completion_fn cbfunc;
+    void *cbcontext, *cbdata;
+} px_btl_shm_split_t;
+#define PX_BTL_SHM_SPLITS 16 /* splits in flight; more read alone */
+/* PX_BTL_SHM_TEST_SPLIT: the test suite's hooks (t_shm_faultin.sh). */
+enum {
+    PX_BTL_SHM_SPLIT_TEST_LEAVE = 1,  /* "leave": the receiver leaves every chunk to the sender */
+    PX_BTL_SHM_SPLIT_TEST_IGNORE = 2, /* "ignore": a sender never takes an offer */
+};
+
 typedef struct px_btl_shm_module {
     px_btl_module_t super;
     px_btl_error_fn error_cb;
@@ -204,15 +282,22 @@ typedef struct px_btl_shm_state {
     bool cma_ok;
     uint64_t cma_calls, cma_declined; /* single copies done, rendezvous ones declined (tests) */
     /* btl_shm_single_copy=auto: what the receiver measured (px_btl_shm_sc_*). */
-    bool sc_auto;                            /* measure and choose (auto) */
-    bool sc_fixed;                           /* PX_BTL_SHM_TEST_SC_COST: estimates fixed */
-    double sc_cma_ns[PX_BTL_SHM_SC_CLASSES]; /* CMA ns per KiB by size class (0: unknown) */
-    double sc_frag_ns;                       /* a pipelined fragment's period, ns per KiB */
-    uint64_t sc_frag_t;                      /* when the last one was delivered (ns) */
-    uint32_t sc_seen[PX_BTL_SHM_SC_CLASSES]; /* rendezvous of each class, for exploring */
-    char **bases;                            /* [nlocal]: mapped segments by local index */
-    size_t *sizes;                           /* [nlocal]: their sizes (0: not mapped) */
-    struct px_btl_shm_frag **frag_table;     /* heap fragments by the index in their des */
+    bool sc_auto;                              /* measure and choose (auto) */
+    bool sc_fixed;                             /* PX_BTL_SHM_TEST_SC_COST: estimates fixed */
+    double sc_cma_ns[PX_BTL_SHM_SC_CLASSES];   /* CMA ns per KiB by size class (0: unknown) */
+    double sc_alone_ns[PX_BTL_SHM_SC_CLASSES]; /* split reads the sender did not join */
+    double sc_frag_ns;                         /* a pipelined fragment's period, ns per KiB */
+    uint64_t sc_frag_t;                        /* when the last one was delivered (ns) */
+    uint32_t sc_seen[PX_BTL_SHM_SC_CLASSES];   /* rendezvous of each class, for exploring */
+    size_t cma_split;                          /* btl_shm_cma_split: smallest split (0: none) */
+    int split_test;                            /* PX_BTL_SHM_SPLIT_TEST_* */
+    uint64_t split_gen;
+    px_btl_shm_split_t splits[PX_BTL_SHM_SPLITS];
+    int nsplits;
+    uint64_t cma_splits, cma_helped;     /* splits started, chunks written for peers (tests) */
+    char **bases;                        /* [nlocal]: mapped segments by local index */
+    size_t *sizes;                       /* [nlocal]: their sizes (0: not mapped) */
+    struct px_btl_shm_frag **frag_table; /* heap fragments by the index in their des */
     int frag_count, frag_cap;
     bool queue_broken; /* a bad pointer was found in our receive queue: not read again */
     px_btl_shm_fifo_t *my_fifo;
@@ -332,6 +417,7 @@ static inline uint64_t px_btl_shm_job_hash(const char *jobid)
 #define PX_BTL_SHM_FB_VALID (1ULL << 63)
 #define PX_BTL_SHM_FB_SKIP  (1ULL << 62) /* go to the ring's start */
 #define PX_BTL_SHM_FB_PAD   (1ULL << 61) /* an entry to step over (a descriptor freed unsent) */
+#define PX_BTL_SHM_FB_CTL   (1ULL << 60) /* btl/shm's own entry (a split single copy's offer) */
 static inline bool px_btl_shm_fbox_entry_ok(uint64_t h, size_t off, size_t fbs)
 {
     size_t esz = (size_t)((h >> 32) & 0xffff) << 6;
@@ -363,7 +449,8 @@ static inline bool px_btl_shm_frag_ok(uint64_t rel_off, size_t seg_size, uint16_
 /* One step of a fast box reader at *rpos of the ring at `ring` (fbs bytes,
  * a power of two), which another process writes: 0 nothing there yet; 1 a
  * message (*data, *len, *tag); 2 a pad entry stepped over; 3 a skip to the
- * ring's start; -1 a header that does not fit its entry or the ring (*hdr
+ * ring's start; 4 a control entry of btl/shm's own (*data, *len: a split
+ * single copy's offer); -1 a header that does not fit its entry or the ring (*hdr
  * holds it, *rpos is left alone). On 1..3 *rpos moves past the entry; the
  * caller publishes it once it is done with the data. */
 static inline int px_btl_shm_fbox_take(char *ring, size_t fbs, uint64_t *rpos, uint64_t *hdr,
@@ -386,7 +473,7 @@ static inline int px_btl_shm_fbox_take(char *ring, size_t fbs, uint64_t *rpos, u
     *data = ring + off + 8 + ((h >> 48) & 127);
     *len = (size_t)(h & 0xffffff);
     *tag = (uint8_t)(h >> 24);
-    return 1;
+    return __builtin_expect((h & PX_BTL_SHM_FB_CTL) != 0, 0) ? 4 : 1;
 }
 
 /* A popped queue entry, decoded (px_btl_shm_queue_decode). */
@@ -587,6 +674,8 @@ PX_NOINLINE void px_btl_shm_check_peers(px_btl_shm_state_t *s);
 
 /* Single copy (shm_rdma.c): process_vm_readv / process_vm_writev of `size`
  * bytes; the completion callback runs before returning. */
+int px_btl_shm_cma_copy(px_btl_endpoint_t *ep, bool write, void *local_address,
+                        uint64_t remote_address, size_t size, bool quiet);
 int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool write, void *local_address,
                    uint64_t remote_address, px_btl_registration_handle_t *local_handle, size_t size,
                    px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata);

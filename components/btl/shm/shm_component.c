@@ -26,6 +26,7 @@ px_btl_shm_state_t px_btl_shm_state = {
     .fbox_max_send = 16384 + 64,
     .single_copy = PX_BTL_SHM_SC_AUTO,
     .single_copy_min = 0,
+    .cma_split = 64u << 10,
     .free_list_eager_max = 128,
     .free_list_send_max = 64,
     .frag_cool_bytes = 2u << 20,
@@ -98,6 +99,17 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .min = "0",
      .max = "64G",
      PX_BTL_SHM_AT(single_copy_min)},
+    {.name = "cma_split",
+     .help = "Smallest message above the eager limit whose single copy (CMA) the receiver "
+             "splits with the sender: both copy chunks of it at once, the receiver reading, "
+             "the sender writing (a sender busy elsewhere leaves every chunk to the receiver); "
+             "0: the receiver reads every message alone",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .min = "0",
+     .max = "64G",
+     PX_BTL_SHM_AT(cma_split)},
     {.name = "free_list_eager_max",
      .help = "Eager fragments (btl_shm_eager_limit bytes) carved from the segment",
      .type = PX_MCA_VAR_TYPE_INT,

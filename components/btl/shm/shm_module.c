@@ -205,13 +205,13 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
 }
 
 static inline void fbox_publish(px_btl_endpoint_t *ep, size_t off, size_t esz, px_btl_tag_t tag,
-                                size_t len, size_t lead)
+                                size_t len, size_t lead, uint64_t flags)
 {
     uint64_t end = ep->fb_wpos + esz;
     if (PX_UNLIKELY(ep->fb_zeroed <= end))
         fbox_zero(ep, end, end + 64); /* the slot after this entry, before its header */
     atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off),
-                          FB_VALID | ((uint64_t)lead << 48) | ((uint64_t)(esz >> 6) << 32) |
+                          FB_VALID | flags | ((uint64_t)lead << 48) | ((uint64_t)(esz >> 6) << 32) |
                               ((uint64_t)tag << 24) | (uint64_t)len,
                           memory_order_release);
     ep->fb_wpos = end;
@@ -232,9 +232,24 @@ static inline int fbox_send2(px_btl_endpoint_t *ep, px_btl_tag_t tag, const void
         memcpy(d, a, alen);
     if (blen)
         memcpy(d + alen, b, blen);
-    fbox_publish(ep, (size_t)off, esz, tag, len, 0);
+    fbox_publish(ep, (size_t)off, esz, tag, len, 0, 0);
     return PX_SUCCESS;
 }
+
+/* A control entry of btl/shm's own (PX_BTL_SHM_FB_CTL) into the peer's fast box. */
+static int fbox_send_ctl(px_btl_endpoint_t *ep, const void *a, size_t len)
+{
+    size_t esz = (8 + len + 63) & ~(size_t)63;
+    long off = fbox_reserve(ep, esz);
+    if (off < 0)
+        return PX_ERR_TEMP_OUT_OF_RESOURCE;
+    memcpy(ep->fb_out + off + 8, a, len);
+    fbox_publish(ep, (size_t)off, esz, 0, len, 0, PX_BTL_SHM_FB_CTL);
+    return PX_SUCCESS;
+}
+
+static void split_help(px_btl_endpoint_t *ep, const char *data, size_t len);
+static int split_progress(px_btl_shm_state_t *s);
 
 /* Take up to `max` messages from one peer's fast box. */
 static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
@@ -262,6 +277,10 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
         }
         if (PX_LIKELY(r == 1))
             deliver(ep, tag, data, len);
+        else if (r == 4)
+            split_help(ep, data, len);
+        if (PX_UNLIKELY(ep->corrupt))
+            break;
         atomic_store_explicit(ep->fb_in_ack, ep->fb_rpos, memory_order_release);
         /* Lazy fault-in of our mapping, after the entry was acknowledged
          * (the sender goes on meanwhile), not in the empty polls' loop. */
@@ -474,6 +493,8 @@ int px_btl_shm_progress(px_btl_module_t *btl)
     if (s->my_fifo &&
         atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
         n += fifo_poll();
+    if (PX_UNLIKELY(s->nsplits))
+        n += split_progress(s);
     if (n == 0 && PX_UNLIKELY(++s->quiet_polls >= PX_BTL_SHM_QUIET_POLLS)) {
         s->quiet_polls = 0;
         px_btl_shm_check_peers(s);
@@ -617,7 +638,7 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
     if (PX_UNLIKELY(ep->gone))
         return PX_ERR_PEER_FAILED;
     if (f->fb_esz) { /* in place: the data is already in the fast box */
-        fbox_publish(ep, f->fb_off, f->fb_esz, tag, len, f->fb_lead);
+        fbox_publish(ep, f->fb_off, f->fb_esz, tag, len, f->fb_lead, 0);
         ep->fb_reserved = false;
         f->fb_esz = 0;
         const uint32_t flags = des->des_flags;
@@ -694,33 +715,241 @@ static PX_NOINLINE bool sc_choose_cma(px_btl_shm_state_t *s, size_t size)
     if (size < s->sc_min)
         return false;
     int k = px_btl_shm_sc_class(size);
-    if (s->sc_cma_ns[k] <= 0)
+    double c = s->sc_cma_ns[k] > 0 ? s->sc_cma_ns[k] : s->sc_alone_ns[k];
+    if (c <= 0)
         return true; /* measure CMA first */
     if (s->sc_frag_ns <= 0)
         return false; /* then the pipeline */
-    bool cma = px_btl_shm_sc_prefers_cma(s->sc_cma_ns[k], s->sc_frag_ns, size);
+    bool cma = px_btl_shm_sc_prefers_cma(c, s->sc_frag_ns, size);
     if (!s->sc_fixed && ++s->sc_seen[k] % SC_EXPLORE == 0)
         cma = !cma;
     return cma;
 }
 
+/* A rendezvous get split with the sender: from btl_shm_cma_split bytes on. */
+#define PX_RDMA_GET_SPLIT(s, a)                                                                    \
+    (PX_BTL_RDMA_GET == (a)->dir && (s)->cma_split && (a)->size >= (s)->cma_split)
+
+/* ------------------------------------------------------------ split single copy
+ * (shm.h explains the slot.) The sender's side: an offer from `ep` in our
+ * fast box. Join unless the receiver has closed the slot, write the chunks
+ * we claim into its buffer, say which one failed if one did, leave. */
+static PX_NOINLINE void split_help(px_btl_endpoint_t *ep, const char *data, size_t len)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    px_btl_shm_split_msg_t m;
+    if (ep->dyn || (s->split_test & PX_BTL_SHM_SPLIT_TEST_IGNORE))
+        return;
+    if (len != sizeof m) {
+        px_btl_shm_corrupt(ep, "a single-copy offer in our fast box has %zu bytes, not %zu", len,
+                           sizeof m);
+        return;
+    }
+    memcpy(&m, data, sizeof m);
+    if (!px_btl_shm_split_msg_ok(&m, s->heap_off, ep->seg_size)) {
+        px_btl_shm_corrupt(ep,
+                           "a single-copy offer names slot offset %llu (its fragment heap: "
+                           "%zu..%zu), generation %llu, %llu bytes in chunks of %llu",
+                           (unsigned long long)m.slot, s->heap_off, ep->seg_size,
+                           (unsigned long long)m.gen, (unsigned long long)m.total,
+                           (unsigned long long)m.chunk);
+        return;
+    }
+    px_btl_shm_split_slot_t *slot = (px_btl_shm_split_slot_t *)(ep->seg + m.slot);
+    uint64_t st = m.gen << 2 | PX_BTL_SHM_SPLIT_OPEN;
+    if (!atomic_compare_exchange_strong_explicit(&slot->state, &st,
+                                                 m.gen << 2 | PX_BTL_SHM_SPLIT_JOINED,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return; /* the receiver did it all and closed the slot (or reused it) */
+    uint64_t fo = 0, fl = 0, claims = m.total / m.chunk + 1;
+    while (claims--) {
+        uint64_t c = atomic_fetch_add_explicit(&slot->next, m.chunk, memory_order_relaxed);
+        if (c >= m.total)
+            break;
+        size_t n = (size_t)(m.total - c < m.chunk ? m.total - c : m.chunk);
+        /* Quiet: the receiver reads a chunk we could not write, and says so
+         * if it cannot either. */
+        if (px_btl_shm_cma_copy(ep, true, (void *)(uintptr_t)(m.src + c), m.dst + c, n, true) !=
+            PX_SUCCESS) {
+            fo = c;
+            fl = n;
+            break;
+        }
+        s->cma_helped++;
+    }
+    atomic_store_explicit(&slot->fail_off, fo, memory_order_relaxed);
+    atomic_store_explicit(&slot->fail_len, fl, memory_order_relaxed);
+    atomic_store_explicit(&slot->state, m.gen << 2 | PX_BTL_SHM_SPLIT_LEFT, memory_order_release);
+}
+
+/* The receiver's side: read the chunks we claim until none is left. */
+static void split_read(px_btl_shm_split_t *sp, size_t chunk)
+{
+    for (;;) {
+        uint64_t c = atomic_fetch_add_explicit(&sp->slot->next, chunk, memory_order_relaxed);
+        if (c >= sp->total)
+            return;
+        size_t n = sp->total - c < chunk ? sp->total - c : chunk;
+        if (px_btl_shm_cma_copy(sp->ep, false, sp->local + c, sp->remote + c, n, false) !=
+            PX_SUCCESS) {
+            sp->status = PX_ERR_COMM;
+            /* claim the rest: the sender stops, nothing more is read */
+            atomic_fetch_add_explicit(&sp->slot->next, sp->total, memory_order_relaxed);
+            return;
+        }
+    }
+}
+
+/* Complete split `i` when the sender has left it or never joined (true);
+ * false while the sender is still copying its chunks. */
+static bool split_finish(px_btl_shm_state_t *s, int i)
+{
+    px_btl_shm_split_t *sp = &s->splits[i];
+    px_btl_shm_split_slot_t *slot = sp->slot;
+    const uint64_t g = sp->gen << 2;
+    uint64_t st = g | PX_BTL_SHM_SPLIT_OPEN;
+    bool joined = true;
+    bool leave = (s->split_test & PX_BTL_SHM_SPLIT_TEST_LEAVE) && !sp->ep->gone;
+    if (st == atomic_load_explicit(&slot->state, memory_order_acquire) && leave)
+        return false; /* the test waits for the sender to take every chunk */
+    if (atomic_compare_exchange_strong_explicit(&slot->state, &st, g | PX_BTL_SHM_SPLIT_CLOSED,
+                                                memory_order_acq_rel, memory_order_acquire)) {
+        joined = false;
+    } else {
+        if (st == (g | PX_BTL_SHM_SPLIT_JOINED) && !sp->ep->gone)
+            return false;
+        if (st == (g | PX_BTL_SHM_SPLIT_LEFT)) {
+            uint64_t fo = atomic_load_explicit(&slot->fail_off, memory_order_relaxed);
+            uint64_t fl = atomic_load_explicit(&slot->fail_len, memory_order_relaxed);
+            if (fl && PX_SUCCESS == sp->status) {
+                if (fo > sp->total || fl > sp->total - fo)
+                    sp->status = PX_ERR_COMM; /* nonsense: the read is not trusted */
+                else if (px_btl_shm_cma_copy(sp->ep, false, sp->local + fo, sp->remote + fo, fl,
+                                             false) != PX_SUCCESS)
+                    sp->status = PX_ERR_COMM;
+            }
+        } else if (sp->ep->gone) {
+            sp->status = PX_ERR_PEER_FAILED; /* it died holding chunks */
+        } else {
+            sp->status = PX_ERR_COMM; /* another state: not written by the protocol */
+        }
+    }
+    /* Chunks nobody claimed (the sender stopped after a failed chunk while
+     * we had stopped claiming): read now. */
+    if (PX_SUCCESS == sp->status)
+        split_read(sp, sp->total);
+    /* auto's sample: the time we spent on the message (our chunks), not
+     * until the sender's last chunk ended or progress noticed it: in a
+     * stream we read the next message meanwhile, and a sender busy
+     * elsewhere (pushing another message's fragments) would make every
+     * sample taken while auto explores look slow (4 MiB: 832 ns per KiB
+     * by CMA against the pipeline's 200, while CMA streamed faster). */
+    if (PX_SUCCESS == sp->status && sp->timed) {
+        /* A sender busy elsewhere never joins (a stream auto sends by
+         * fragments keeps it pushing them): such a sample tells what CMA
+         * costs alone, not what a stream by CMA gets, where the sender
+         * waits and helps. auto decides by the joined samples while it has
+         * any (sc_choose_cma). */
+        int k = px_btl_shm_sc_class(sp->total);
+        sc_sample(joined ? &s->sc_cma_ns[k] : &s->sc_alone_ns[k], sp->t_own - sp->t0, sp->total);
+    }
+    px_btl_shm_split_t done = *sp;
+    s->splits[i] = s->splits[--s->nsplits];
+    px_free_list_return(done.frag->list, &done.frag->base.super);
+    if (done.cbfunc)
+        done.cbfunc(&px_btl_shm_module.super, done.ep, done.local, done.local_handle,
+                    done.cbcontext, done.cbdata, done.status);
+    return true;
+}
+
+/* Progress: complete the splits whose sender has left. */
+static PX_NOINLINE int split_progress(px_btl_shm_state_t *s)
+{
+    int n = 0;
+    for (int i = 0; i < s->nsplits;)
+        if (split_finish(s, i))
+            n++;
+        else
+            i++;
+    return n;
+}
+
+/* Start a split get of a->size bytes from `ep`: offer it, read our chunks,
+ * complete now if the sender did not join or has left, else in progress.
+ * PX_ERR_NOT_AVAILABLE when no split can be started (the caller reads alone). */
+static int split_start(px_btl_endpoint_t *ep, const px_btl_rdma_args_t *a, bool timed, uint64_t t0)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (s->nsplits >= PX_BTL_SHM_SPLITS || ep->dyn || ep->gone || ep->fb_reserved)
+        return PX_ERR_NOT_AVAILABLE;
+    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)px_free_list_get(&s->frags_eager);
+    if (!f)
+        return PX_ERR_NOT_AVAILABLE;
+    px_btl_shm_split_slot_t *slot =
+        (px_btl_shm_split_slot_t *)(void *)((char *)f->hdr + PX_BTL_SHM_FRAG_HDR);
+    uint64_t gen = ++s->split_gen & ((1ULL << 60) - 1);
+    size_t chunk = px_btl_shm_split_chunk(a->size);
+    atomic_store_explicit(&slot->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&slot->fail_off, 0, memory_order_relaxed);
+    atomic_store_explicit(&slot->fail_len, 0, memory_order_relaxed);
+    atomic_store_explicit(&slot->state, gen << 2 | PX_BTL_SHM_SPLIT_OPEN, memory_order_release);
+    px_btl_shm_split_msg_t m = {(uint64_t)((char *)slot - s->seg),     gen,     a->remote_address,
+                                (uint64_t)(uintptr_t)a->local_address, a->size, chunk};
+    if (fbox_send_ctl(ep, &m, sizeof m) != PX_SUCCESS) {
+        px_free_list_return(f->list, &f->base.super);
+        return PX_ERR_NOT_AVAILABLE;
+    }
+    s->cma_calls++;
+    s->cma_splits++;
+    px_btl_shm_split_t *sp = &s->splits[s->nsplits++];
+    *sp = (px_btl_shm_split_t){.ep = ep,
+                               .frag = f,
+                               .slot = slot,
+                               .gen = gen,
+                               .local = a->local_address,
+                               .remote = a->remote_address,
+                               .total = a->size,
+                               .status = PX_SUCCESS,
+                               .timed = timed,
+                               .t0 = t0,
+                               .local_handle = a->local_handle,
+                               .cbfunc = a->cbfunc,
+                               .cbcontext = a->cbcontext,
+                               .cbdata = a->cbdata};
+    if (!(s->split_test & PX_BTL_SHM_SPLIT_TEST_LEAVE))
+        split_read(sp, chunk);
+    if (timed)
+        sp->t_own = sc_now();
+    split_finish(s, s->nsplits - 1);
+    return PX_SUCCESS;
+}
+
 /* btl_put and btl_get: the single copy of shm_rdma.c. A rendezvous
  * (PX_BTL_RDMA_FLAG_RNDV) that auto would rather pipeline is declined
  * before anything moves: the messaging layer then sends it by fragments.
- * The transfer engine's requests (no flag) always take CMA. */
+ * A rendezvous get of btl_shm_cma_split bytes or more is split with the
+ * sender (above). The transfer engine's requests (no flag) always take CMA,
+ * alone. */
 static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                                   const px_btl_rdma_args_t *a)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
-    if ((a->flags & PX_BTL_RDMA_FLAG_RNDV) && s->sc_auto) {
-        if (!sc_choose_cma(s, a->size)) {
+    if (a->flags & PX_BTL_RDMA_FLAG_RNDV) {
+        const bool timed = s->sc_auto && !s->sc_fixed && a->size;
+        if (s->sc_auto && !sc_choose_cma(s, a->size)) {
             s->cma_declined++;
             return PX_ERR_NOT_SUPPORTED;
         }
-        uint64_t t0 = sc_now();
+        uint64_t t0 = timed ? sc_now() : 0;
+        if (PX_RDMA_GET_SPLIT(s, a) && split_start(ep, a, timed, t0) == PX_SUCCESS)
+            return PX_SUCCESS;
+        if (!s->sc_auto)
+            return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address,
+                                  a->remote_address, a->local_handle, a->size, a->cbfunc,
+                                  a->cbcontext, a->cbdata);
         int rc = px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address,
                                 a->remote_address, a->local_handle, a->size, NULL, NULL, NULL);
-        if (PX_SUCCESS == rc && !s->sc_fixed && a->size)
+        if (PX_SUCCESS == rc && timed)
             sc_sample(&s->sc_cma_ns[px_btl_shm_sc_class(a->size)], sc_now() - t0, a->size);
         if (PX_SUCCESS == rc && a->cbfunc)
             a->cbfunc(btl, ep, a->local_address, a->local_handle, a->cbcontext, a->cbdata,
@@ -741,6 +970,21 @@ static int px_btl_shm_register_error(px_btl_module_t *btl, px_btl_error_fn cbfun
 static int px_btl_shm_finalize(px_btl_module_t *btl)
 {
     (void)btl;
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (s->sc_auto || s->cma_splits) {
+        char est[256];
+        int o = 0;
+        for (int k = 0; k < PX_BTL_SHM_SC_CLASSES && o < (int)sizeof est - 24; k++)
+            o += snprintf(est + o, sizeof est - (size_t)o, " %.0f/%.0f", s->sc_cma_ns[k],
+                          s->sc_alone_ns[k]);
+        PX_OUTPUT_VERBOSE(5, px_btl_base_framework.output,
+                          "btl shm: single copies %llu (split %llu, chunks written for peers "
+                          "%llu), declined %llu; auto's estimates (ns per KiB): CMA by size "
+                          "class (32 KiB .. 4 MiB, joined/alone):%s, pipeline %.0f",
+                          (unsigned long long)s->cma_calls, (unsigned long long)s->cma_splits,
+                          (unsigned long long)s->cma_helped, (unsigned long long)s->cma_declined,
+                          est, s->sc_frag_ns);
+    }
     px_btl_shm_module_cleanup();
     return PX_SUCCESS;
 }
@@ -759,9 +1003,18 @@ int px_btl_shm_module_setup(void)
     s->sc_fixed = fixed && sscanf(fixed, "%lf:%lf", &c, &f) == 2 && c > 0 && f > 0;
     for (int k = 0; k < PX_BTL_SHM_SC_CLASSES; k++) {
         s->sc_cma_ns[k] = s->sc_fixed ? c : 0;
+        s->sc_alone_ns[k] = 0;
         s->sc_seen[k] = 0;
     }
     s->sc_frag_ns = s->sc_fixed ? f : 0;
+    /* PX_BTL_SHM_TEST_SPLIT=leave|ignore: the test suite's split hooks. */
+    const char *st = getenv("PX_BTL_SHM_TEST_SPLIT");
+    s->split_test = !st                     ? 0
+                    : !strcmp(st, "leave")  ? PX_BTL_SHM_SPLIT_TEST_LEAVE
+                    : !strcmp(st, "ignore") ? PX_BTL_SHM_SPLIT_TEST_IGNORE
+                                            : 0;
+    s->nsplits = 0;
+    s->cma_splits = s->cma_helped = 0;
     if (!s->cma_ok) /* the messaging layer's rendezvous pipelines */
         m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
     /* put/get stay for the transfer engine while XFER_RDMA is set (the

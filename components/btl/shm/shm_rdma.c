@@ -11,29 +11,42 @@
 #include "core/util/output.h"
 #include "frameworks/btl/base/base.h"
 
-/* Copy `size` bytes between this process and the peer with one
+/* Copy `size` bytes between this process and the peer with
  * process_vm_readv (get) or process_vm_writev (put), looping over short
- * copies; the completion callback runs before returning. */
-int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool write, void *local_address,
-                   uint64_t remote_address, px_btl_registration_handle_t *local_handle, size_t size,
-                   px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+ * copies; PX_ERR_COMM after saying why (unless `quiet`) when the kernel
+ * refuses or a page is missing. */
+int px_btl_shm_cma_copy(px_btl_endpoint_t *ep, bool write, void *local_address,
+                        uint64_t remote_address, size_t size, bool quiet)
 {
     size_t done = 0;
-    px_btl_shm_state.cma_calls++;
     while (done < size) {
         struct iovec l = {(char *)local_address + done, size - done};
         struct iovec r = {(void *)(uintptr_t)(remote_address + done), size - done};
         ssize_t n = write ? process_vm_writev(ep->pid, &l, 1, &r, 1, 0)
                           : process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
         if (n <= 0) {
-            px_show_error("btl shm: %s of %zu bytes %s rank %d (pid %d) failed: %s",
-                          write ? "process_vm_writev" : "process_vm_readv", size - done,
-                          write ? "to" : "from", ep->rank, (int)ep->pid,
-                          n < 0 ? strerror(errno) : "EOF");
+            if (!quiet)
+                px_show_error("btl shm: %s of %zu bytes %s rank %d (pid %d) failed: %s",
+                              write ? "process_vm_writev" : "process_vm_readv", size - done,
+                              write ? "to" : "from", ep->rank, (int)ep->pid,
+                              n < 0 ? strerror(errno) : "EOF");
             return PX_ERR_COMM;
         }
         done += (size_t)n;
     }
+    return PX_SUCCESS;
+}
+
+/* One copy of `size` bytes (px_btl_shm_cma_copy); the completion callback
+ * runs before returning. */
+int px_btl_shm_cma(px_btl_module_t *btl, px_btl_endpoint_t *ep, bool write, void *local_address,
+                   uint64_t remote_address, px_btl_registration_handle_t *local_handle, size_t size,
+                   px_btl_rdma_completion_fn cbfunc, void *cbcontext, void *cbdata)
+{
+    px_btl_shm_state.cma_calls++;
+    int rc = px_btl_shm_cma_copy(ep, write, local_address, remote_address, size, false);
+    if (PX_SUCCESS != rc)
+        return rc;
     if (cbfunc)
         cbfunc(btl, ep, local_address, local_handle, cbcontext, cbdata, PX_SUCCESS);
     return PX_SUCCESS;
@@ -54,6 +67,9 @@ int px_btl_shm_flush(px_btl_module_t *btl, px_btl_endpoint_t *ep)
             if (e && (NULL == ep || e == ep) && e->inflight)
                 *(e->gone ? &lost : &busy) = true;
         }
+        for (int i = 0; i < s->nsplits; i++) /* a split get completes in progress */
+            if (NULL == ep || s->splits[i].ep == ep)
+                busy = true;
         if (!busy)
             return lost ? PX_ERR_PEER_FAILED : PX_SUCCESS;
         px_btl_shm_progress(btl);
