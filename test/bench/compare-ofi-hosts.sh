@@ -8,9 +8,9 @@
 #
 # Contenders (each run measures ping-pong latency and windowed streaming
 # bandwidth at every size, the same method: px_perf and mpi_pingpong_px):
-#   plexus    px_perf of BUILD_DIR, PX_MCA_btl=self,ofi, provider tcp;ofi_rxm
+#   plexus    px_perf of BUILD_DIR, PX_MCA_btl=self,ofi, provider PROV
 #   base      px_perf of BASE_BUILD_DIR (another Plexus build, e.g. main's),
-#             the same settings: before/after in one run
+#             the same settings but provider BASE_PROV: before/after in one run
 #   ompi-tcp  mpirun --mca pml ob1 --mca btl self,tcp (mpi_pingpong_px)
 #   ucx-tcp   mpirun --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices
 #             any -x UCX_TLS=tcp,self (plus UCX_ENV)
@@ -31,7 +31,11 @@
 #        keep every run's CSV in); PRIORITY (1: every contender runs in a
 #        session of its own whose scheduler autogroup gets nice -20, as in
 #        compare-shm.sh; 0: off); PLOT (chart prefix: PLOT-hosts.svg and
-#        PLOT-lo.svg, default compare-ofi-hosts; PLOT= for none).
+#        PLOT-lo.svg, default compare-ofi-hosts; PLOT= for none); PROV (the
+#        libfabric provider of the plexus side, btl_ofi_provider_include;
+#        default tcp;ofi_rxm, "default" for the build's own choice, which is
+#        net where libfabric has it); BASE_PROV (the base side's, default
+#        PROV).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -ge 1 ] || { echo "usage: compare-ofi-hosts.sh BUILD_DIR [BASE_BUILD_DIR]" >&2; exit 2; }
@@ -43,7 +47,8 @@ WHERE=${WHERE:-hosts lo}
 SIZES=${SIZES:-8,1024,4096,16384,65536,262144,1048576,4194304}
 SIDES=${SIDES:-plexus base ompi-tcp ucx-tcp}
 [ -n "$BASE" ] || SIDES=$(echo "$SIDES" | sed 's/\bbase\b//')
-PROV="tcp;ofi_rxm"
+PROV=${PROV-tcp;ofi_rxm}
+BASE_PROV=${BASE_PROV-$PROV}
 [ "$(id -u)" = 0 ] || { echo "compare-ofi-hosts: needs root (network namespaces)" >&2; exit 2; }
 for need in ip unshare mpirun; do
     command -v $need >/dev/null || { echo "compare-ofi-hosts: $need is missing" >&2; exit 2; }
@@ -83,9 +88,9 @@ printf 'rank 0=nsA slot=0\nrank 1=nsA slot=1\n' >"$T/rank.lo"
 
 # run WHERE SIDE OUT: one measurement into OUT (CSV bytes,lat_us,bw_MBps)
 run() {
-    local where=$1 side=$2 out=$3 b=$B xs=() net
+    local where=$1 side=$2 out=$3 b=$B xs=() net prov=$PROV
     if [ "$where" = lo ]; then
-        net=(-x FI_TCP_IFACE=lo -x PX_MCA_btl_ofi_domain=lo)
+        net=(-x FI_TCP_IFACE=lo -x FI_NET_IFACE=lo -x PX_MCA_btl_ofi_domain=lo)
         omp=(--mca btl_tcp_if_include lo) ucxn=(-x UCX_NET_DEVICES=lo)
     else
         net=() omp=(--mca btl_tcp_if_include "$NET") ucxn=()
@@ -95,11 +100,12 @@ run() {
         -np 2 --rankfile "$T/rank.$where")
     case $side in
     plexus | base)
-        [ "$side" = base ] && b=$BASE
+        [ "$side" = base ] && b=$BASE prov=$BASE_PROV
+        [ "$prov" = default ] || xs+=(-x "PX_MCA_btl_ofi_provider_include=$prov")
         for e in ${PX_ENV:-}; do xs+=(-x "$e"); done
         if [ "$side" = base ]; then for e in ${BASE_ENV:-}; do xs+=(-x "$e"); done; fi
         "${mr[@]}" -x LD_LIBRARY_PATH="$b/.libs" -x PX_MCA_mca_component_path="$b/.libs" \
-            -x PX_MCA_btl=self,ofi -x "PX_MCA_btl_ofi_provider_include=$PROV" "${net[@]}" "${xs[@]}" \
+            -x PX_MCA_btl=self,ofi "${net[@]}" "${xs[@]}" \
             "$(perf_bin "$b")" --sizes "$SIZES" --csv </dev/null >"$out" 2>"$out.err" ;;
     ompi-tcp)
         "${mr[@]}" --mca pml ob1 --mca btl self,tcp "${omp[@]}" "$MPIPP" --csv --sizes "$SIZES" \
@@ -120,7 +126,7 @@ run() {
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "== compare-ofi-hosts $(date -u +%FT%TZ) on $(hostname), $(nproc) cores, load $load0"
 echo "   hosts: namespaces $NS_A ($IP_A) and $NS_B ($IP_B) joined by a veth pair; lo: both ranks in $NS_A"
-echo "   provider $PROV; $REPS interleaved rounds of: $SIDES; where: $WHERE"
+echo "   provider $PROV$([ -n "$BASE" ] && [ "$BASE_PROV" != "$PROV" ] && echo " (base: $BASE_PROV)"); $REPS interleaved rounds of: $SIDES; where: $WHERE"
 echo "   plexus: $B$([ -n "$BASE" ] && echo "; base: $BASE")"
 [ -n "${UCX_ENV:-}" ] && echo "   UCX_ENV: $UCX_ENV"
 [ -n "${PX_ENV:-}" ] && echo "   PX_ENV: $PX_ENV"

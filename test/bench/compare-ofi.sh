@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# compare-ofi.sh: btl/ofi over tcp;ofi_rxm on loopback, in one run, against
-#  - raw libfabric: fi_pingpong -p "tcp;ofi_rxm" -e rdm (libfabric-bin), the
+# compare-ofi.sh: btl/ofi over PROV (tcp;ofi_rxm) on loopback, in one run, against
+#  - raw libfabric: fi_pingpong -p PROV -e rdm (libfabric-bin), the
 #    same provider with nothing on top;
 #  - Open MPI's btl/tcp: mpirun --mca pml ob1 --mca btl self,tcp over lo with
 #    the project's MPI ping-pong (mpi_pingpong_px, same method as ours).
@@ -15,7 +15,9 @@
 #        REPS (3): each side runs REPS times, alternating, and keeps its best
 #        figures (the machine is shared: the best run is the least disturbed);
 #        PLOT: a chart of the best figures, .svg or .png (default
-#        compare-ofi.svg in the current folder; PLOT= for none).
+#        compare-ofi.svg in the current folder; PLOT= for none); PROV: the
+#        provider of both fi_pingpong and Plexus (default tcp;ofi_rxm; net
+#        is btl/ofi's default where libfabric has it, docs/ofi.md).
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-${PX_BUILD:-$src/build}}" && pwd) || exit 2
@@ -24,7 +26,7 @@ BW_SIZE=${BW_SIZE:-1048576}
 LAT_ITERS=${LAT_ITERS:-5000}
 BW_ITERS=${BW_ITERS:-200}
 REPS=${REPS:-3}
-PROV="tcp;ofi_rxm"
+PROV=${PROV:-tcp;ofi_rxm}
 PXRUN=$B/tools/pxrun/pxrun
 # The real binaries, not libtool's wrapper scripts.
 PP=$B/test/ofi/.libs/ofi_pingpong
@@ -32,7 +34,7 @@ PP=$B/test/ofi/.libs/ofi_pingpong
 MPIPP=$B/test/bench/.libs/mpi_pingpong_px
 [ -x "$MPIPP" ] || MPIPP=$B/test/bench/mpi_pingpong_px
 export LD_LIBRARY_PATH=$B/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo
+export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_NET_IFACE=lo
 T=$(mktemp -d)
 trap 'rm -rf "$T"; [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null' EXIT
 for f in "$PXRUN" "$PP"; do

@@ -12,7 +12,7 @@ check "plugin plexus_boot_pmix.so is built" test -e "$B/.libs/plexus_boot_pmix.s
 [ -x "$A2A" ] || { not_ok "test program $A2A is built (make check)"; tap_done; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
+export FI_TCP_IFACE=lo FI_NET_IFACE=lo FI_SOCKETS_IFACE=lo
 MPIRUN=(timeout -s KILL 120 mpirun --oversubscribe -x PX_MCA_mca_component_path="$B/.libs"
     -x FI_TCP_IFACE -x FI_SOCKETS_IFACE)
 [ "$(id -u)" = 0 ] && MPIRUN+=(--allow-run-as-root)

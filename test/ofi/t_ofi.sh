@@ -13,10 +13,14 @@ check "plugin plexus_btl_ofi.so is built" test -e "$B/.libs/plexus_btl_ofi.so"
 [ -x "$A2A" ] && [ -x "$PXRUN" ] || { not_ok "pxrun and $A2A are built (make check)"; tap_done; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
+export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_NET_IFACE=lo FI_SOCKETS_IFACE=lo
 run() { timeout -s KILL 120 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
 
-for prov in "tcp;ofi_rxm" sockets shm; do
+# net (the default over TCP where libfabric 1.16-1.17 has it) too, when present
+provs=("tcp;ofi_rxm" sockets shm)
+fi_info -l 2>/dev/null | grep -q '^net:' && provs=(net "${provs[@]}")
+[ ${#provs[@]} -eq 4 ] || skip "btl=self,ofi over net" "fi_info -l lists no provider net (libfabric 1.16-1.17 have it)"
+for prov in "${provs[@]}"; do
     run env PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include="$prov" "$PXRUN" -n 3 "$A2A"
     out=$(cat "$T/out")
     check "btl=self,ofi over $prov: pxrun -n 3 exits 0" test $rc -eq 0
@@ -71,7 +75,8 @@ check "btl_ofi_provider_include differing between ranks: the job fails" test $rc
 check "... saying which job-wide variable differs, with both values" \
     contains "$err" 'btl_ofi_provider_include: "tcp" on rank 0 (environment PX_MCA_btl_ofi_provider_include at rank 0); "sockets" on rank 1'
 # Ranks that found different providers (libfabric's own FI_PROVIDER limits
-# rank 1 to sockets; rank 0 takes tcp) cannot talk.
+# rank 1 to sockets; rank 0 takes net, or tcp;ofi_rxm where there is no
+# net) cannot talk.
 cat >"$T/wrap.sh" <<'W'
 #!/bin/sh
 if [ "$PX_RANK" = 1 ]; then export FI_PROVIDER=sockets; fi
@@ -85,6 +90,8 @@ both_providers() {
     case "$err" in
     *"rank 1 uses libfabric provider sockets, this process tcp;ofi_rxm"*) return 0 ;;
     *"rank 0 uses libfabric provider tcp;ofi_rxm, this process sockets"*) return 0 ;;
+    *"rank 1 uses libfabric provider sockets, this process net"*) return 0 ;;
+    *"rank 0 uses libfabric provider net, this process sockets"*) return 0 ;;
     esac
     echo "# expected either rank's report naming both providers in:" >&2
     echo "$err" | head -20 | sed 's/^/# /' >&2

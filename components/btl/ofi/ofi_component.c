@@ -9,8 +9,10 @@
  * with FI_MSG|FI_RMA, then takes
  *  - btl_ofi_provider_include (a list: the first one found wins) or
  *    btl_ofi_provider_exclude (removes names); setting both is an error;
- *  - otherwise btl_ofi_provider_order: hardware first, then tcp;ofi_rxm,
- *    sockets and, last, shm (which reaches only same-host peers);
+ *  - otherwise btl_ofi_provider_order: hardware first, then net (libfabric
+ *    1.16-1.17's RDM endpoints straight over TCP, without rxm's signalling
+ *    write and read per message received), tcp;ofi_rxm, sockets and, last,
+ *    shm (which reaches only same-host peers);
  *  - within the provider, btl_ofi_domain picks an interface/device by name;
  *    by default a non-loopback domain is preferred.
  * A name matches a provider when equal to it ("tcp;ofi_rxm") or to its core
@@ -34,7 +36,7 @@
 char *px_btl_ofi_provider_include = NULL;
 char *px_btl_ofi_provider_exclude = NULL;
 char *px_btl_ofi_provider_order =
-    (char *)"cxi,efa,psm3,opx,verbs;ofi_rxm,psm2,tcp;ofi_rxm,tcp,sockets,shm";
+    (char *)"cxi,efa,psm3,opx,verbs;ofi_rxm,psm2,net,tcp;ofi_rxm,tcp,sockets,shm";
 char *px_btl_ofi_domain = NULL;
 int px_btl_ofi_num_recvs = 32;
 px_btl_base_net_vars_t px_btl_ofi_net = PX_BTL_BASE_NET_VARS_DEFAULTS;
@@ -192,19 +194,22 @@ const char *px_btl_ofi_strerror(int fi_rc)
     return buf;
 }
 
-/* Does list entry `name` (length n) match provider `prov`? */
-static bool px_btl_ofi_name_matches(const char *name, size_t n, const char *prov)
+/* Does list entry `name` (length n) match provider `prov`? 2: it names it,
+ * 1: it names its core ("net" and "net;ofi_rxm"), 0: no. */
+static int px_btl_ofi_name_matches(const char *name, size_t n, const char *prov)
 {
     if (strlen(prov) == n && 0 == strncmp(name, prov, n))
-        return true;
+        return 2;
     const char *semi = strchr(prov, ';');
     if (semi && (size_t)(semi - prov) == n && 0 == strncmp(name, prov, n) &&
         NULL == memchr(name, ';', n))
-        return true;
-    return false;
+        return 1;
+    return 0;
 }
 
-/* Index in a comma-separated list of the first entry matching prov, or -1. */
+/* Rank of prov in a comma-separated list, or -1: twice the index of the
+ * first entry matching it, plus one when that entry names only its core,
+ * so that "net" prefers the provider net to net;ofi_rxm. */
 static int px_btl_ofi_list_index(const char *list, const char *prov)
 {
     char **names = list ? px_argv_split(list, ',') : NULL;
@@ -218,8 +223,9 @@ static int px_btl_ofi_list_index(const char *list, const char *prov)
         }
         while (n && ' ' == p[n - 1])
             --n;
-        if (n && px_btl_ofi_name_matches(p, n, prov))
-            found = i;
+        int how = n ? px_btl_ofi_name_matches(p, n, prov) : 0;
+        if (how)
+            found = 2 * i + (2 == how ? 0 : 1);
     }
     px_argv_free(names);
     return found;
