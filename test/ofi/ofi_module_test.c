@@ -828,8 +828,10 @@ static void lanes_roundtrip(px_btl_module_t *a, px_btl_module_t *b, px_btl_endpo
 
 /* Rank 0 and rank 1 with 3 lanes each, rank 2 with 1 (publishing the blob
  * of an older Plexus): reads and writes around the piece sizes arrive
- * intact, spread over the 3 lanes with rank 1 and on one lane with rank 2;
- * a blob with a lane count of 9, or of 0, is refused naming the rank. */
+ * intact, spread over the 3 lanes with rank 1 and on one lane with rank 2,
+ * also as dynamic peers (the connect parts carry the lanes); a blob with a
+ * lane count of 9, or of 0, cut short or with a byte too many is refused
+ * naming the rank. */
 START_TEST(rdma_lanes)
 {
     use_provider("tcp;ofi_rxm", NULL, "lo");
@@ -922,6 +924,26 @@ START_TEST(rdma_lanes)
     /* and from the one-lane side */
     ck_assert_uint_eq(ec[1]->nlanes, 1);
     lanes_roundtrip(c, b, ec[1], rem_b, rhb, 0, (1u << 20) + 13);
+    /* dynamic peers (BTL API 3.3): the connect parts carry the lanes too;
+     * a (3 lanes) connects to b (3) and to c (1) */
+    {
+        char part[PX_BTL_DYN_PART_MAX], reply[PX_BTL_DYN_PART_MAX], why[PX_BTL_DYN_REASON_MAX];
+        px_btl_module_t *peer[2] = {b, c};
+        const unsigned want[2] = {3, 1};
+        for (int k = 0; k < 2; ++k) {
+            px_btl_endpoint_t *da = NULL, *dp = NULL;
+            size_t plen = sizeof(part), rlen = sizeof(reply);
+            ck_assert_int_eq(a->btl_dyn_offer(a, &da, part, &plen, why), PX_SUCCESS);
+            ck_assert_int_eq(peer[k]->btl_dyn_accept(peer[k], part, plen, &dp, reply, &rlen, why),
+                             PX_SUCCESS);
+            ck_assert_int_eq(a->btl_dyn_complete(a, da, reply, rlen, why), PX_SUCCESS);
+            ck_assert_uint_eq(da->nlanes, want[k]);
+            ck_assert_uint_eq(dp->nlanes, want[k]);
+            lanes_roundtrip(a, peer[k], da, k ? rem_c : rem_b, k ? rhc : rhb, 7, 12289);
+            ck_assert_int_eq(a->btl_dyn_remove(a, da), PX_SUCCESS);
+            ck_assert_int_eq(peer[k]->btl_dyn_remove(peer[k], dp), PX_SUCCESS);
+        }
+    }
     ck_assert_int_eq(b->btl_deregister_mem(b, rhb), PX_SUCCESS);
     ck_assert_int_eq(c->btl_deregister_mem(c, rhc), PX_SUCCESS);
     a->btl_del_procs(a, 3, proc_ptrs, ea);

@@ -99,7 +99,7 @@ static inline ssize_t px_btl_ofi_post_rma(px_btl_ofi_module_t *m, unsigned lane,
                                           void *local, size_t size, void *desc, fi_addr_t dest,
                                           uint64_t raddr, uint64_t rkey, void *context)
 {
-    m->lane_ops[lane]++; /* counts refused ones too: a figure for tests and verbose output */
+    ssize_t rc;
     if (write) {
         struct iovec iov = {.iov_base = local, .iov_len = size};
         struct fi_rma_iov riov = {.addr = raddr, .len = size, .key = rkey};
@@ -110,9 +110,13 @@ static inline ssize_t px_btl_ofi_post_rma(px_btl_ofi_module_t *m, unsigned lane,
                                  .rma_iov = &riov,
                                  .rma_iov_count = 1,
                                  .context = context};
-        return fi_writemsg(m->lane_ep[lane], &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+        rc = fi_writemsg(m->lane_ep[lane], &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+    } else {
+        rc = fi_read(m->lane_ep[lane], local, size, desc, dest, raddr, rkey, context);
     }
-    return fi_read(m->lane_ep[lane], local, size, desc, dest, raddr, rkey, context);
+    if (PX_LIKELY(0 == rc))
+        m->lane_ops[lane]++; /* for tests and verbose output */
+    return rc;
 }
 
 /* Post the pieces of striped operation `p` from p->next_piece on, piece i
