@@ -109,6 +109,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         volatile unsigned sum = 0;
         for (size_t i = 0; i < reads; ++i)
             sum += a[i];
+        /* every lane's address as well (btl_ofi_rdma_lanes) */
+        if (pa.nlanes < 1 || pa.nlanes > PX_BTL_OFI_LANES_MAX || pa.lane_addr[0] != pa.addr) {
+            fprintf(stderr, "fuzz_ofi_modex: an accepted blob with %u lanes\n", pa.nlanes);
+            abort();
+        }
+        for (uint32_t l = 1; l < pa.nlanes; ++l) {
+            const unsigned char *la = pa.lane_addr[l];
+            if (la < blob || la > blob + n || pa.lane_len[l] > (size_t)(blob + n - la)) {
+                fprintf(stderr, "fuzz_ofi_modex: lane %u's address lies outside the blob\n", l);
+                abort();
+            }
+            size_t lroom = (size_t)(blob + n - la);
+            size_t lreads = libfabric_reads(format, la, pa.lane_len[l], own);
+            if (lreads > lroom) {
+                fprintf(stderr,
+                        "fuzz_ofi_modex: libfabric would read %zu bytes of lane %u's "
+                        "%u-byte address\n",
+                        lreads, l, pa.lane_len[l]);
+                abort();
+            }
+            for (size_t i = 0; i < lreads; ++i)
+                sum += la[i];
+        }
         (void)sum;
     } else if ('\0' == why[0]) {
         fprintf(stderr, "fuzz_ofi_modex: a refused blob without a reason\n");

@@ -261,6 +261,19 @@ put("ofi_modex", "short", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN)[:60])
 put("ofi_modex", "fix-all", bytes([0 | 8 | 16 | 32, 16]) + b"\0" * 72 + sin)
 
 
+# with a lanes list (btl_ofi_rdma_lanes): magic "olan", count, then per lane 1.. length + address
+def ofi_lanes(count, addrs):
+    return struct.pack("<II", 0x6e616c6f, count) + b"".join(struct.pack("<I", len(a)) + a
+                                                             for a in addrs)
+
+
+put("ofi_modex", "lanes3", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN) + ofi_lanes(3, [sin, sin]))
+put("ofi_modex", "lanes-count9", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN) +
+    ofi_lanes(9, [sin, sin]))
+put("ofi_modex", "lanes-str", bytes([3, 30]) + ofi_blob(b"fi_sockaddr_in://127.0.0.1:4660\0",
+    FI_ADDR_STR) + ofi_lanes(2, [b"fi_sockaddr_in://127.0.0.1:4661\0"]))
+
+
 # btl/ofi receive headers: per message job size, buffer length (2), message length (2), bytes;
 # header = tag, flags, pad[2], src_rank (int32).
 def ofi_msg(data, nranks=4, maxlen=4104):

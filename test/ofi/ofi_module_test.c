@@ -831,6 +831,193 @@ START_TEST(bad_modex)
 }
 END_TEST
 
+/* ---- RDMA lanes (btl_ofi_rdma_lanes) ---- */
+
+static px_btl_module_t *make_module_lanes(int rank, const char *lanes)
+{
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_rdma_lanes", lanes), 0);
+    return make_module(rank);
+}
+
+/* Get `len` bytes from `remote`+off into a zeroed buffer and put them back
+ * elsewhere in `remote`, byte-checked, guard bytes untouched; how many
+ * RDMA operations each lane of `a` posted is left in a's lane_ops. */
+static void lanes_roundtrip(px_btl_module_t *a, px_btl_module_t *b, px_btl_endpoint_t *ep,
+                            char *remote, px_btl_registration_handle_t *rh, size_t off, size_t len)
+{
+    char wire[64];
+    memset(wire, 0, sizeof(wire));
+    memcpy(wire, rh, a->btl_registration_handle_size);
+    char *local = calloc(1, len + 2);
+    local[len] = 'G';
+    int want = n_rdma + 1;
+    ck_assert_int_eq(RETRY(a, b,
+                           a->btl_get(a, ep, local, (uint64_t)(uintptr_t)(remote + off), NULL,
+                                      (px_btl_registration_handle_t *)wire, len, 0, 0, rdma_cb,
+                                      (void *)0x1234, NULL)),
+                     PX_SUCCESS);
+    progress_until(a, b, &n_rdma, want);
+    ck_assert_int_eq(last_rdma_status, PX_SUCCESS);
+    ck_assert_msg(0 == memcmp(local, remote + off, len), "get of %zu bytes differs", len);
+    ck_assert_int_eq(local[len], 'G');
+    /* put it 2 MiB further, after flipping it, and check the bytes around */
+    for (size_t i = 0; i < len; ++i)
+        local[i] = (char)~local[i];
+    char *dst = remote + (2u << 20);
+    memset(dst - 1, 'L', len + 2);
+    ck_assert_int_eq(RETRY(a, b,
+                           a->btl_put(a, ep, local, (uint64_t)(uintptr_t)dst, NULL,
+                                      (px_btl_registration_handle_t *)wire, len, 0, 0, rdma_cb,
+                                      (void *)0x1234, NULL)),
+                     PX_SUCCESS);
+    progress_until(a, b, &n_rdma, want + 1);
+    ck_assert_int_eq(last_rdma_status, PX_SUCCESS);
+    ck_assert_msg(0 == memcmp(dst, local, len), "put of %zu bytes differs", len);
+    ck_assert_int_eq(dst[-1], 'L');
+    ck_assert_int_eq(dst[len], 'L');
+    free(local);
+}
+
+/* Rank 0 and rank 1 with 3 lanes each, rank 2 with 1 (publishing the blob
+ * of an older Plexus): reads and writes around the piece sizes arrive
+ * intact, spread over the 3 lanes with rank 1 and on one lane with rank 2,
+ * also as dynamic peers (the connect parts carry the lanes); a blob with a
+ * lane count of 9, or of 0, cut short or with a byte too many is refused
+ * naming the rank. */
+START_TEST(rdma_lanes)
+{
+    use_provider("tcp;ofi_rxm", NULL, "lo");
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_rdma_lane_min", "4096"), 0);
+    px_btl_module_t *a = make_module_lanes(0, "3"), *b = make_module_lanes(1, "3");
+    px_btl_module_t *c = make_module_lanes(2, "1");
+    ck_assert(a && b && c);
+    px_btl_ofi_module_t *ma = (px_btl_ofi_module_t *)a, *mc = (px_btl_ofi_module_t *)c;
+    ck_assert_uint_eq(ma->nlanes, 3);
+    ck_assert_uint_eq(mc->nlanes, 1);
+    /* one lane: the blob of an older Plexus, address and nothing after */
+    ck_assert_uint_eq(blob_len[2], sizeof(px_btl_ofi_modex_t) + mc->addrlen);
+    ck_assert_uint_gt(blob_len[0], sizeof(px_btl_ofi_modex_t) + ma->addrlen);
+    /* rank 3: rank 0's blob with its lane count made 9 */
+    size_t cnt_at = sizeof(px_btl_ofi_modex_t) + ma->addrlen + 4;
+    free(blob[3]);
+    blob[3] = malloc(blob_len[0]);
+    memcpy(blob[3], blob[0], blob_len[0]);
+    blob_len[3] = blob_len[0];
+    uint32_t bad = 9;
+    memcpy((char *)blob[3] + cnt_at, &bad, 4);
+
+    px_btl_endpoint_t *ea[NRANKS], *eb[NRANKS], *ec[NRANKS];
+    const char *ra[NRANKS], *rb[NRANKS], *rc_[NRANKS];
+    px_bitmap_t bma, bmb, bmc;
+    add_peers(a, 0, 4, ea, ra, &bma);
+    add_peers(b, 0, 2, eb, rb, &bmb);
+    add_peers(c, 0, 3, ec, rc_, &bmc);
+    ck_assert(px_bitmap_is_set_bit(&bma, 1) && px_bitmap_is_set_bit(&bma, 2));
+    ck_assert_uint_eq(ea[1]->nlanes, 3);
+    ck_assert_uint_eq(eb[0]->nlanes, 3);
+    ck_assert_uint_eq(ea[2]->nlanes, 1); /* the smaller count */
+    ck_assert_uint_eq(ec[0]->nlanes, 1);
+    /* the malformed count: unreachable, with a reason naming the rank */
+    ck_assert(!px_bitmap_is_set_bit(&bma, 3));
+    ck_assert_msg(ra[3] && strstr(ra[3], "rank 3") && strstr(ra[3], "lane count of 9"),
+                  "reason: %s", ra[3] ? ra[3] : "(none)");
+    fprintf(stderr, "reason: %s\n", ra[3]);
+    /* the parser alone: a count of 0, a list cut short, a byte too many */
+    {
+        px_btl_ofi_peer_addr_t pa;
+        char why[400];
+        size_t n = blob_len[0];
+        char *x = malloc(n + 1);
+        memcpy(x, blob[0], n);
+        const char *prov = px_btl_ofi_prov(ma);
+        uint32_t fmt = ma->info->addr_format;
+        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n, prov, fmt, ma->addrlen, &pa, why, 400),
+                         PX_SUCCESS);
+        ck_assert_uint_eq(pa.nlanes, 3);
+        uint32_t zero = 0;
+        memcpy(x + cnt_at, &zero, 4);
+        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n, prov, fmt, ma->addrlen, &pa, why, 400),
+                         PX_ERR_BAD_PARAM);
+        ck_assert_msg(strstr(why, "lane count of 0"), "why: %s", why);
+        memcpy(x, blob[0], n);
+        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n - 1, prov, fmt, ma->addrlen, &pa, why, 400),
+                         PX_ERR_BAD_PARAM);
+        ck_assert_msg(strstr(why, "lane 2"), "why: %s", why);
+        x[n] = 0;
+        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n + 1, prov, fmt, ma->addrlen, &pa, why, 400),
+                         PX_ERR_BAD_PARAM);
+        ck_assert_msg(strstr(why, "after the last"), "why: %s", why);
+        free(x);
+    }
+
+    size_t len = 4u << 20;
+    char *rem_b = malloc(len), *rem_c = malloc(len);
+    for (size_t i = 0; i < len; ++i)
+        rem_b[i] = (char)(i * 29 + 7), rem_c[i] = (char)(i * 31 + 3);
+    px_btl_registration_handle_t *rhb = b->btl_register_mem(b, NULL, rem_b, len, 0);
+    px_btl_registration_handle_t *rhc = c->btl_register_mem(c, NULL, rem_c, len, 0);
+    ck_assert(rhb && rhc);
+    n_rdma = 0;
+    /* whole (below 2 pieces), 2 pieces, 3 pieces (the last one longer),
+     * and large */
+    const size_t sizes[] = {1, 8191, 8192, 12287, 12288, 12289, (1u << 20) + 13};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); ++i)
+        lanes_roundtrip(a, b, ea[1], rem_b, rhb, 4096 + 3 * i, sizes[i]);
+    for (int l = 0; l < 3; ++l)
+        ck_assert_msg(ma->lane_ops[l] >= 4, "lane %d posted %llu operations", l,
+                      (unsigned long long)ma->lane_ops[l]);
+    /* with the one-lane peer, everything stays on lane 0 */
+    uint64_t before[3] = {ma->lane_ops[0], ma->lane_ops[1], ma->lane_ops[2]};
+    lanes_roundtrip(a, c, ea[2], rem_c, rhc, 5, 12289);
+    lanes_roundtrip(a, c, ea[2], rem_c, rhc, 5, (1u << 20) + 13);
+    ck_assert_uint_ge(ma->lane_ops[0], before[0] + 4);
+    ck_assert_uint_eq(ma->lane_ops[1], before[1]);
+    ck_assert_uint_eq(ma->lane_ops[2], before[2]);
+    /* and from the one-lane side */
+    ck_assert_uint_eq(ec[1]->nlanes, 1);
+    lanes_roundtrip(c, b, ec[1], rem_b, rhb, 0, (1u << 20) + 13);
+    /* dynamic peers (BTL API 3.3): the connect parts carry the lanes too;
+     * a (3 lanes) connects to b (3) and to c (1) */
+    {
+        char part[PX_BTL_DYN_PART_MAX], reply[PX_BTL_DYN_PART_MAX], why[PX_BTL_DYN_REASON_MAX];
+        px_btl_module_t *peer[2] = {b, c};
+        const unsigned want[2] = {3, 1};
+        for (int k = 0; k < 2; ++k) {
+            px_btl_endpoint_t *da = NULL, *dp = NULL;
+            size_t plen = sizeof(part), rlen = sizeof(reply);
+            ck_assert_int_eq(a->btl_dyn_offer(a, &da, part, &plen, why), PX_SUCCESS);
+            ck_assert_int_eq(peer[k]->btl_dyn_accept(peer[k], part, plen, &dp, reply, &rlen, why),
+                             PX_SUCCESS);
+            ck_assert_int_eq(a->btl_dyn_complete(a, da, reply, rlen, why), PX_SUCCESS);
+            ck_assert_uint_eq(da->nlanes, want[k]);
+            ck_assert_uint_eq(dp->nlanes, want[k]);
+            lanes_roundtrip(a, peer[k], da, k ? rem_c : rem_b, k ? rhc : rhb, 7, 12289);
+            ck_assert_int_eq(a->btl_dyn_remove(a, da), PX_SUCCESS);
+            ck_assert_int_eq(peer[k]->btl_dyn_remove(peer[k], dp), PX_SUCCESS);
+        }
+    }
+    ck_assert_int_eq(b->btl_deregister_mem(b, rhb), PX_SUCCESS);
+    ck_assert_int_eq(c->btl_deregister_mem(c, rhc), PX_SUCCESS);
+    a->btl_del_procs(a, 3, proc_ptrs, ea);
+    b->btl_del_procs(b, 2, proc_ptrs, eb);
+    c->btl_del_procs(c, 3, proc_ptrs, ec);
+    c->btl_finalize(c);
+    b->btl_finalize(b);
+    a->btl_finalize(a);
+    PX_OBJ_DESTRUCT(&bma);
+    PX_OBJ_DESTRUCT(&bmb);
+    PX_OBJ_DESTRUCT(&bmc);
+    free(rem_b);
+    free(rem_c);
+    for (int i = 0; i < NRANKS; ++i) {
+        free(blob[i]);
+        blob[i] = NULL;
+    }
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_rdma_lanes", "1"), 0);
+    ck_assert_int_ge(px_mca_var_set("btl_ofi_rdma_lane_min", "32768"), 0);
+}
+END_TEST
+
 int main(void)
 {
     /* keep the tcp and sockets providers on loopback */
@@ -856,7 +1043,8 @@ int main(void)
                             rxm_buffer_size_env,
                             rxm_buffer_size_user,
                             bad_header,
-                            bad_modex};
+                            bad_modex,
+                            rdma_lanes};
     Suite *s = suite_create("btl_ofi");
     suite_add_tcase(s, px_check_tcase("btl_ofi", NULL, NULL, 60, tests, PX_CHECK_COUNT(tests)));
     return px_check_run(s);

@@ -7,7 +7,9 @@
  *    errors;
  *  - ofi_peers.c: peers in the address vector (add/del procs);
  *  - ofi_rdma.c: memory registration (free-list chunks, the registration
- *    cache, register_mem) and RDMA (put/get and their completions);
+ *    cache, register_mem) and RDMA (put/get and their completions, striped
+ *    over the lanes: btl_ofi_rdma_lanes endpoints per process, each its own
+ *    connection to the peer's lane of the same number);
  *  - ofi_wire.c, ofi_wire.h: the message header and the modex blob, and the
  *    checks on what peers send (test/fuzz compiles them into harnesses).
  *
@@ -94,6 +96,11 @@ struct px_btl_endpoint {
     bool dyn;        /* a dynamic peer (BTL API 3.3) */
     bool in_av;      /* its address is in the address vector */
     uint32_t dyn_id; /* our number for it: slot (bits 0..15) and generation */
+    /* RDMA lanes with this peer: the smaller of the two processes' counts;
+     * lane_addr[0] == addr, lane i's from our lane i to the peer's. */
+    unsigned nlanes;
+    unsigned next_lane; /* where the next RDMA operation starts */
+    fi_addr_t lane_addr[PX_BTL_OFI_LANES_MAX];
 };
 
 /* Memory registration: key and base travel to the peer (16 bytes). */
@@ -119,12 +126,26 @@ typedef struct px_btl_ofi_frag {
 } px_btl_ofi_frag_t;
 PX_CLASS_DECLARATION(px_btl_ofi_frag_t);
 
-typedef struct px_btl_ofi_rdma_op {
+/* An RDMA operation, or one piece of an operation striped over lanes. The
+ * first piece is the parent: it holds the caller's request, counts the
+ * pieces not yet completed (left) and, when libfabric refused a piece, what
+ * remains to post (retried from progress). */
+typedef struct px_btl_ofi_rdma_op px_btl_ofi_rdma_op_t;
+struct px_btl_ofi_rdma_op {
     px_free_list_item_t super;
     px_btl_ofi_context_t ctx;
     px_btl_endpoint_t *endpoint;
     px_btl_base_rdma_req_t req;
-} px_btl_ofi_rdma_op_t;
+    px_btl_ofi_rdma_op_t *parent; /* NULL: a whole operation on one lane */
+    /* The parent's: */
+    int left, status;
+    uint8_t npieces, next_piece, lane0;
+    char *local;
+    void *desc;
+    uint64_t raddr, rkey;
+    size_t size, piece;
+    px_btl_ofi_rdma_op_t *next_blocked; /* on the module's rdma_blocked list */
+};
 PX_CLASS_DECLARATION(px_btl_ofi_rdma_op_t);
 
 struct px_btl_ofi_module {
@@ -137,6 +158,18 @@ struct px_btl_ofi_module {
     struct fid_ep *ep;
     char addr[256];
     size_t addrlen;
+    /* RDMA lanes: [0] is ep and cq above; each other one an endpoint of its
+     * own (its own connections) with its own completion queue (two rxm
+     * endpoints on one queue ran 10x fewer reads: test/bench/ofi_rma_bw). */
+    unsigned nlanes;
+    struct fid_ep *lane_ep[PX_BTL_OFI_LANES_MAX];
+    struct fid_cq *lane_cq[PX_BTL_OFI_LANES_MAX];
+    char lane_name[PX_BTL_OFI_LANES_MAX][256];
+    size_t lane_namelen[PX_BTL_OFI_LANES_MAX];
+    size_t lane_peers; /* peers with more than one lane: lanes 1.. are polled */
+    uint64_t lane_ops[PX_BTL_OFI_LANES_MAX]; /* RDMA operations (pieces) posted per lane */
+    size_t rdma_lane_min;                    /* the smallest piece of a striped operation */
+    px_btl_ofi_rdma_op_t *rdma_blocked;      /* striped operations with pieces to post */
     bool mr_local, mr_virt_addr, mr_prov_key, mr_endpoint;
     uint64_t next_key;
     size_t inject_size;
@@ -177,6 +210,8 @@ extern int px_btl_ofi_connect_probe;
 extern size_t px_btl_ofi_rxm_eager_limit;
 extern int px_btl_ofi_rxm_cm_progress_interval;
 extern size_t px_btl_ofi_rxm_buffer_size;
+extern int px_btl_ofi_rdma_lanes;
+extern size_t px_btl_ofi_rdma_lane_min;
 extern int px_btl_ofi_verbose;
 extern bool px_btl_ofi_skip_single_host;
 extern int px_btl_ofi_output;
@@ -276,6 +311,18 @@ px_btl_endpoint_t *px_btl_ofi_dyn_lookup(px_btl_ofi_module_t *m, uint32_t id);
 /* Release every dynamic peer (module teardown). */
 void px_btl_ofi_dyn_cleanup(px_btl_ofi_module_t *m);
 
+/* ofi_peers.c: the modex blob of this module (every lane's address) into
+ * `buf` of `cap` bytes; its length (nothing written when larger than cap). */
+size_t px_btl_ofi_own_blob(px_btl_ofi_module_t *m, void *buf, size_t cap);
+/* ofi_peers.c: put the peer's addresses `pa` into the address vector and
+ * `ep` (lane 0's, then as many more lanes as both sides have); PX_SUCCESS,
+ * or an error with *why when lane 0's address cannot be inserted. A later
+ * lane that cannot be inserted only lowers ep->nlanes. */
+int px_btl_ofi_lanes_insert(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep,
+                            const px_btl_ofi_peer_addr_t *pa, int *fi_rc);
+/* ofi_peers.c: take the peer's addresses out of the address vector. */
+void px_btl_ofi_lanes_remove(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep);
+
 /* ofi_peers.c, for ofi_module.c: the module's btl_add_procs and btl_del_procs. */
 int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                          px_btl_endpoint_t **endpoints, px_bitmap_t *reachable,
@@ -296,5 +343,11 @@ void px_btl_ofi_rdma_install(px_btl_module_t *btl);
 /* Complete an RDMA operation (from progress): release its temporary
  * registration and the op, then run its callback with `status`. */
 void px_btl_ofi_rdma_done(px_btl_ofi_module_t *m, px_btl_ofi_rdma_op_t *op, int status);
+/* Post the pieces of striped operations libfabric refused before (from
+ * progress); how many were posted. */
+int px_btl_ofi_rdma_retry(px_btl_ofi_module_t *m);
+/* Fail the pieces not yet posted of `ep`'s striped operations (NULL: every
+ * endpoint's) with `status`. */
+void px_btl_ofi_rdma_fail_blocked(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, int status);
 
 #endif

@@ -45,6 +45,8 @@ int px_btl_ofi_connect_probe = 1;
 size_t px_btl_ofi_rxm_eager_limit = 66 * 1024;
 int px_btl_ofi_rxm_cm_progress_interval = 1000;
 size_t px_btl_ofi_rxm_buffer_size = 4096;
+int px_btl_ofi_rdma_lanes = 1;
+size_t px_btl_ofi_rdma_lane_min = 32 * 1024;
 int px_btl_ofi_verbose = 0;
 bool px_btl_ofi_skip_single_host = true;
 static bool px_btl_ofi_discovered; /* px_btl_ofi_all_infos is up to date */
@@ -505,6 +507,29 @@ static const px_mca_var_field_t px_btl_ofi_vars_tail[] = {
      .min = "0",
      .max = "67108864",
      .storage = &px_btl_ofi_rxm_buffer_size},
+    {.name = "rdma_lanes",
+     .help = "Endpoints (lanes) per process for RDMA: each its own connection to the peer's lane "
+             "of the same number (its own TCP connection over tcp;ofi_rxm) and its own "
+             "completion queue; a put or get of at least two btl_ofi_rdma_lane_min goes out in "
+             "pieces over the lanes, smaller ones take turns; messages stay on lane 0. With a "
+             "peer the smaller of the two counts is used (1 with a peer that publishes one "
+             "address, as an older Plexus). Providers that bind registrations to an endpoint "
+             "(FI_MR_ENDPOINT) get 1",
+     .type = PX_MCA_VAR_TYPE_INT,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_ALL,
+     .min = "1",
+     .max = "8",
+     .storage = &px_btl_ofi_rdma_lanes},
+    {.name = "rdma_lane_min",
+     .help = "Smallest piece of a put or get striped over RDMA lanes (btl_ofi_rdma_lanes): an "
+             "operation goes out in at most size / this many pieces; below twice this it goes "
+             "whole on one lane",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 6,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "4096",
+     .storage = &px_btl_ofi_rdma_lane_min},
     {.name = "verbose",
      .help = "Verbosity of btl/ofi (0-100)",
      .type = PX_MCA_VAR_TYPE_INT,
@@ -626,14 +651,11 @@ static int px_btl_ofi_modex_send(void)
     px_btl_ofi_module_t *m = px_btl_ofi_the_module;
     if (NULL == m)
         return PX_SUCCESS;
-    size_t len = sizeof(px_btl_ofi_modex_t) + m->addrlen;
-    px_btl_ofi_modex_t *b = calloc(1, len);
+    size_t len = px_btl_ofi_own_blob(m, NULL, 0);
+    void *b = calloc(1, len);
     if (NULL == b)
         return PX_ERR_OUT_OF_RESOURCE;
-    snprintf(b->prov, sizeof(b->prov), "%s", m->info->fabric_attr->prov_name);
-    b->addr_format = m->info->addr_format;
-    b->addrlen = (uint32_t)m->addrlen;
-    memcpy(b->addr, m->addr, m->addrlen);
+    px_btl_ofi_own_blob(m, b, len);
     int rc = px_boot_modex_send(&px_btl_ofi_component.base, b, len);
     free(b);
     return rc;

@@ -77,22 +77,17 @@ static px_btl_endpoint_t *dyn_new(px_btl_ofi_module_t *m)
 static int write_part(px_btl_ofi_module_t *m, const px_btl_endpoint_t *ep, void *part,
                       size_t *part_len, char *reason)
 {
-    size_t len = sizeof(dyn_head_t) + sizeof(px_btl_ofi_modex_t) + m->addrlen;
-    if (len > *part_len) {
-        REASON("its address (%zu bytes) does not fit a part", m->addrlen);
+    size_t room = *part_len < sizeof(dyn_head_t) ? 0 : *part_len - sizeof(dyn_head_t);
+    unsigned char *p = part;
+    size_t blen = px_btl_ofi_own_blob(m, room ? p + sizeof(dyn_head_t) : NULL, room);
+    if (blen > room) {
+        REASON("its addresses (%u lane(s), %zu bytes) do not fit a part of %zu bytes", m->nlanes,
+               blen, *part_len);
         return PX_ERR_NOT_SUPPORTED;
     }
-    unsigned char *p = part;
     dyn_head_t h = {PX_BTL_OFI_DYN_MAGIC, ep->dyn_id};
     memcpy(p, &h, sizeof h);
-    px_btl_ofi_modex_t b;
-    memset(&b, 0, sizeof b);
-    snprintf(b.prov, sizeof(b.prov), "%s", px_btl_ofi_prov(m));
-    b.addr_format = m->info->addr_format;
-    b.addrlen = (uint32_t)m->addrlen;
-    memcpy(p + sizeof h, &b, sizeof b);
-    memcpy(p + sizeof h + sizeof b, m->addr, m->addrlen);
-    *part_len = len;
+    *part_len = sizeof h + blen;
     return PX_SUCCESS;
 }
 
@@ -124,14 +119,11 @@ static int take_part(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, const void *
         REASON("its btl/ofi part is this very connection's (a reflected offer)");
         return PX_ERR_BAD_PARAM;
     }
-    fi_addr_t fa = FI_ADDR_NOTAVAIL;
-    int n = fi_av_insert(m->av, pa.addr, 1, &fa, 0, NULL);
-    if (1 != n) {
-        REASON("fi_av_insert of the peer's address failed: %s",
-               px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL));
+    int fi_rc = 0;
+    if (PX_SUCCESS != px_btl_ofi_lanes_insert(m, ep, &pa, &fi_rc)) {
+        REASON("fi_av_insert of the peer's address failed: %s", px_btl_ofi_strerror(fi_rc));
         return PX_ERR_UNREACH;
     }
-    ep->addr = fa;
     ep->in_av = true;
     m->dyn_in_av++;
     ep->send_as = PX_BTL_OFI_DYN_SRC(h.id);
@@ -146,7 +138,7 @@ static void dyn_free(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
         m->dyn[slot] = NULL;
     px_btl_ofi_probe_close(ep);
     if (ep->in_av) {
-        fi_av_remove(m->av, &ep->addr, 1, 0);
+        px_btl_ofi_lanes_remove(m, ep);
         m->dyn_in_av--;
     }
     PX_OUTPUT_VERBOSE(10, px_btl_ofi_output,

@@ -438,16 +438,16 @@ static bool px_btl_ofi_is_peer_loss(int err)
     }
 }
 
-static void px_btl_ofi_handle_error(px_btl_ofi_module_t *m)
+static void px_btl_ofi_handle_error(px_btl_ofi_module_t *m, struct fid_cq *cq)
 {
     struct fi_cq_err_entry err;
     memset(&err, 0, sizeof(err));
-    ssize_t rc = fi_cq_readerr(m->cq, &err, 0);
+    ssize_t rc = fi_cq_readerr(cq, &err, 0);
     if (rc < 0)
         return;
     char prov_text[256];
     const char *ptext =
-        fi_cq_strerror(m->cq, err.prov_errno, err.err_data, prov_text, sizeof(prov_text));
+        fi_cq_strerror(cq, err.prov_errno, err.err_data, prov_text, sizeof(prov_text));
     char detail[400];
     snprintf(detail, sizeof(detail), "%s%s%s", fi_strerror(err.err), ptext && ptext[0] ? "; " : "",
              ptext ? ptext : "");
@@ -484,7 +484,8 @@ static void px_btl_ofi_handle_error(px_btl_ofi_module_t *m)
         m->outstanding--;
         if (PX_ERR_UNREACH == status)
             ep->failed = true;
-        px_btl_ofi_report(m, ep, status, op->req.write ? "RDMA write to" : "RDMA read from",
+        const px_btl_ofi_rdma_op_t *whole = op->parent ? op->parent : op; /* a piece's */
+        px_btl_ofi_report(m, ep, status, whole->req.write ? "RDMA write to" : "RDMA read from",
                           detail);
         px_btl_ofi_rdma_done(m, op, status);
         return;
@@ -492,6 +493,37 @@ static void px_btl_ofi_handle_error(px_btl_ofi_module_t *m)
     default:
         px_btl_ofi_report(m, NULL, PX_ERR_COMM, "completion with an unknown context", detail);
     }
+}
+
+/* Lanes 1..: only RDMA operations complete there; polling them also makes
+ * the provider serve the peers' reads and writes arriving on them, and
+ * their connection requests. Polled while some peer has several lanes. */
+static PX_NOINLINE int px_btl_ofi_progress_lanes(px_btl_ofi_module_t *m)
+{
+    struct fi_cq_msg_entry ev[16];
+    int handled = 0;
+    for (unsigned l = 1; l < m->nlanes; ++l) {
+        ssize_t n = fi_cq_read(m->lane_cq[l], ev, 16);
+        if (n > 0) {
+            for (ssize_t i = 0; i < n; ++i) {
+                px_btl_ofi_context_t *ctx =
+                    px_container_of(ev[i].op_context, px_btl_ofi_context_t, fi);
+                if (PX_BTL_OFI_OP_RDMA != ctx->type)
+                    continue; /* nothing else is posted on a lane */
+                px_btl_ofi_rdma_op_t *op = px_container_of(ctx, px_btl_ofi_rdma_op_t, ctx);
+                op->endpoint->outstanding--;
+                m->outstanding--;
+                px_btl_ofi_rdma_done(m, op, PX_SUCCESS);
+            }
+            handled += (int)n;
+        } else if (-FI_EAVAIL == n) {
+            px_btl_ofi_handle_error(m, m->lane_cq[l]);
+            ++handled;
+        }
+    }
+    if (m->rdma_blocked)
+        handled += px_btl_ofi_rdma_retry(m);
+    return handled;
 }
 
 int px_btl_ofi_progress(px_btl_module_t *btl)
@@ -525,9 +557,11 @@ int px_btl_ofi_progress(px_btl_module_t *btl)
         }
         handled += (int)n;
     } else if (-FI_EAVAIL == n) {
-        px_btl_ofi_handle_error(m);
+        px_btl_ofi_handle_error(m, m->cq);
         ++handled;
     }
+    if (PX_UNLIKELY(m->lane_peers || m->rdma_blocked))
+        handled += px_btl_ofi_progress_lanes(m);
     if (PX_UNLIKELY(NULL != m->blocked))
         handled += px_btl_ofi_retry_pending(m);
     return handled;
@@ -540,7 +574,8 @@ int px_btl_ofi_flush(px_btl_module_t *btl, px_btl_endpoint_t *endpoint)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         size_t left = endpoint ? endpoint->outstanding : m->outstanding;
-        if (0 == left && (endpoint ? NULL == endpoint->pending.head : NULL == m->blocked))
+        if (0 == left && (endpoint ? NULL == endpoint->pending.head : NULL == m->blocked) &&
+            NULL == m->rdma_blocked)
             return PX_SUCCESS;
         px_btl_ofi_progress(btl);
         clock_gettime(CLOCK_MONOTONIC, &t);

@@ -16,6 +16,62 @@
 #include "core/util/printf.h"
 #include "frameworks/boot/boot.h"
 
+size_t px_btl_ofi_own_blob(px_btl_ofi_module_t *m, void *buf, size_t cap)
+{
+    const void *addrs[PX_BTL_OFI_LANES_MAX];
+    unsigned n = m->nlanes ? m->nlanes : 1;
+    for (unsigned l = 0; l < n; ++l)
+        addrs[l] = m->lane_name[l];
+    return px_btl_ofi_modex_build(buf, cap, px_btl_ofi_prov(m), m->info->addr_format, addrs,
+                                  m->lane_namelen, n);
+}
+
+int px_btl_ofi_lanes_insert(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep,
+                            const px_btl_ofi_peer_addr_t *pa, int *fi_rc)
+{
+    fi_addr_t fa = FI_ADDR_NOTAVAIL;
+    int n = fi_av_insert(m->av, pa->addr, 1, &fa, 0, NULL);
+    if (1 != n) {
+        *fi_rc = n < 0 ? n : -FI_EINVAL;
+        return PX_ERR_UNREACH;
+    }
+    ep->addr = fa;
+    ep->lane_addr[0] = fa;
+    ep->nlanes = 1;
+    ep->next_lane = 0;
+    unsigned want = pa->nlanes < m->nlanes ? pa->nlanes : m->nlanes;
+    for (unsigned l = 1; l < want; ++l) {
+        n = fi_av_insert(m->av, pa->lane_addr[l], 1, &fa, 0, NULL);
+        if (1 != n) {
+            PX_OUTPUT_VERBOSE(1, px_btl_ofi_output,
+                              "btl/ofi (%s): fi_av_insert of the address of lane %u of rank %d "
+                              "failed (%s): %u lane(s) with it",
+                              px_btl_ofi_prov(m), l, ep->rank,
+                              px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL), l);
+            break;
+        }
+        ep->lane_addr[l] = fa;
+        ep->nlanes = l + 1;
+    }
+    if (ep->nlanes > 1)
+        m->lane_peers++;
+    PX_OUTPUT_VERBOSE(20, px_btl_ofi_output,
+                      "btl/ofi (%s): rank %d: %u RDMA lane(s) (it publishes %u, this process %u)",
+                      px_btl_ofi_prov(m), ep->rank, ep->nlanes, pa->nlanes, m->nlanes);
+    return PX_SUCCESS;
+}
+
+void px_btl_ofi_lanes_remove(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep)
+{
+    px_btl_ofi_rdma_fail_blocked(m, ep, PX_ERR_UNREACH);
+    for (unsigned l = 1; l < ep->nlanes; ++l)
+        fi_av_remove(m->av, &ep->lane_addr[l], 1, 0);
+    fi_av_remove(m->av, &ep->addr, 1, 0);
+    if (ep->nlanes > 1)
+        m->lane_peers--;
+    ep->nlanes = 0;
+}
+
 /* A reason add_procs hands out, kept until the module goes. */
 #define px_btl_ofi_reason(m, ...) px_btl_base_reason(&(m)->reasons, __VA_ARGS__)
 
@@ -81,22 +137,21 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
             free(blob);
             continue;
         }
-        fi_addr_t fa = FI_ADDR_NOTAVAIL;
-        int n = fi_av_insert(m->av, pa.addr, 1, &fa, 0, NULL);
-        if (1 != n) {
-            free(blob);
-            reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",
-                                           p->rank, px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL));
-            continue;
-        }
         px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
         if (NULL == ep) {
             free(blob);
             return PX_ERR_OUT_OF_RESOURCE;
         }
-        ep->module = m;
-        ep->addr = fa;
         ep->rank = p->rank;
+        int fi_rc = 0;
+        if (PX_SUCCESS != px_btl_ofi_lanes_insert(m, ep, &pa, &fi_rc)) {
+            free(blob);
+            free(ep);
+            reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",
+                                           p->rank, px_btl_ofi_strerror(fi_rc));
+            continue;
+        }
+        ep->module = m;
         ep->hostname = p->hostname;
         ep->probe_fd = -1;
         ep->send_as = m->my_rank;
@@ -141,7 +196,7 @@ int px_btl_ofi_del_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
                 }
         }
         px_btl_ofi_probe_close(ep);
-        fi_av_remove(m->av, &ep->addr, 1, 0);
+        px_btl_ofi_lanes_remove(m, ep);
         if ((size_t)ep->rank < m->num_peers && m->peers[ep->rank] == ep)
             m->peers[ep->rank] = NULL;
         free(ep);

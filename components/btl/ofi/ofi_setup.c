@@ -30,6 +30,71 @@ static int px_btl_ofi_fail(px_btl_ofi_module_t *m, const char *call, int rc)
     return PX_ERR_NOT_AVAILABLE;
 }
 
+/* Open RDMA lanes 1..btl_ofi_rdma_lanes-1: each an endpoint on the
+ * module's domain and address vector, with its own completion queue. A lane
+ * that cannot be opened ends the list there (said with btl_ofi_verbose). */
+static void px_btl_ofi_open_lanes(px_btl_ofi_module_t *m)
+{
+    m->nlanes = 1;
+    m->lane_ep[0] = m->ep;
+    m->lane_cq[0] = m->cq;
+    memcpy(m->lane_name[0], m->addr, m->addrlen);
+    m->lane_namelen[0] = m->addrlen;
+    unsigned want = px_btl_ofi_rdma_lanes < 1 ? 1 : (unsigned)px_btl_ofi_rdma_lanes;
+    if (want > PX_BTL_OFI_LANES_MAX)
+        want = PX_BTL_OFI_LANES_MAX;
+    if (want > 1 && (m->mr_endpoint || !(m->info->caps & FI_RMA))) {
+        PX_OUTPUT_VERBOSE(1, px_btl_ofi_output,
+                          "btl/ofi (%s): one RDMA lane, not %u (btl_ofi_rdma_lanes): the provider "
+                          "%s",
+                          px_btl_ofi_prov(m), want,
+                          m->mr_endpoint ? "binds registrations to one endpoint (FI_MR_ENDPOINT)"
+                                         : "offers no RMA");
+        return;
+    }
+    for (unsigned l = 1; l < want; ++l) {
+        struct fi_cq_attr cq_attr = {
+            .format = FI_CQ_FORMAT_MSG, .wait_obj = FI_WAIT_NONE, .size = 0};
+        const char *call = "fi_cq_open";
+        struct fid_ep *ep = NULL;
+        struct fid_cq *cq = NULL;
+        int rc = fi_cq_open(m->domain, &cq_attr, &cq, NULL);
+        if (0 == rc) {
+            call = "fi_endpoint";
+            rc = fi_endpoint(m->domain, m->info, &ep, NULL);
+        }
+        if (0 == rc) {
+            call = "fi_ep_bind";
+            rc = fi_ep_bind(ep, &m->av->fid, 0);
+            if (0 == rc)
+                rc = fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV);
+        }
+        if (0 == rc) {
+            call = "fi_enable";
+            rc = fi_enable(ep);
+        }
+        if (0 == rc) {
+            call = "fi_getname";
+            m->lane_namelen[l] = sizeof(m->lane_name[l]);
+            rc = fi_getname(&ep->fid, m->lane_name[l], &m->lane_namelen[l]);
+        }
+        if (0 != rc) {
+            PX_OUTPUT_VERBOSE(1, px_btl_ofi_output,
+                              "btl/ofi (%s): RDMA lane %u of %u (btl_ofi_rdma_lanes): %s failed: "
+                              "%s; using %u lane(s)",
+                              px_btl_ofi_prov(m), l, want, call, px_btl_ofi_strerror(rc), l);
+            if (ep)
+                fi_close(&ep->fid);
+            if (cq)
+                fi_close(&cq->fid);
+            return;
+        }
+        m->lane_ep[l] = ep;
+        m->lane_cq[l] = cq;
+        m->nlanes = l + 1;
+    }
+}
+
 int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
 {
     px_btl_module_t *b = &m->super;
@@ -39,6 +104,13 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     m->av = NULL;
     m->cq = NULL;
     m->ep = NULL;
+    m->nlanes = 0;
+    memset(m->lane_ep, 0, sizeof(m->lane_ep));
+    memset(m->lane_cq, 0, sizeof(m->lane_cq));
+    m->lane_peers = 0;
+    memset(m->lane_ops, 0, sizeof(m->lane_ops));
+    m->rdma_lane_min = px_btl_ofi_rdma_lane_min < 4096 ? 4096 : px_btl_ofi_rdma_lane_min;
+    m->rdma_blocked = NULL;
     m->lists_ready = false;
     m->posted = NULL;
     m->num_posted = 0;
@@ -121,6 +193,7 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
     rc = fi_getname(&m->ep->fid, m->addr, &m->addrlen);
     if (rc)
         return px_btl_ofi_fail(m, "fi_getname", rc);
+    px_btl_ofi_open_lanes(m);
 
     px_free_list_allocator_t *alloc = malloc(sizeof(*alloc));
     if (NULL == alloc)
@@ -189,13 +262,29 @@ int px_btl_ofi_module_init(px_btl_ofi_module_t *m, struct fi_info *info)
 
 static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
 {
+    if (m->nlanes > 1)
+        PX_OUTPUT_VERBOSE(10, px_btl_ofi_output,
+                          "btl/ofi (%s): RDMA operations posted per lane: %llu %llu %llu %llu "
+                          "%llu %llu %llu %llu",
+                          px_btl_ofi_prov(m), (unsigned long long)m->lane_ops[0],
+                          (unsigned long long)m->lane_ops[1], (unsigned long long)m->lane_ops[2],
+                          (unsigned long long)m->lane_ops[3], (unsigned long long)m->lane_ops[4],
+                          (unsigned long long)m->lane_ops[5], (unsigned long long)m->lane_ops[6],
+                          (unsigned long long)m->lane_ops[7]);
     /* Fail what is still queued, so no request waits for it forever. */
     for (px_btl_endpoint_t *ep = m->blocked; ep; ep = ep->next_blocked)
         px_btl_ofi_fail_pending(m, ep, PX_ERR_COMM);
     m->blocked = NULL;
+    if (m->lists_ready)
+        px_btl_ofi_rdma_fail_blocked(m, NULL, PX_ERR_COMM);
     if (m->ep)
         fi_close(&m->ep->fid);
     m->ep = NULL;
+    for (unsigned l = 1; l < PX_BTL_OFI_LANES_MAX; ++l) {
+        if (m->lane_ep[l])
+            fi_close(&m->lane_ep[l]->fid);
+        m->lane_ep[l] = NULL;
+    }
     if (m->lists_ready) {
         for (int i = 0; i < m->num_posted; ++i)
             px_free_list_return(&m->recv_frags, &m->posted[i]->super.base.super);
@@ -225,6 +314,14 @@ static void px_btl_ofi_teardown(px_btl_ofi_module_t *m)
         fi_close(&m->av->fid);
     if (m->cq)
         fi_close(&m->cq->fid);
+    for (unsigned l = 1; l < PX_BTL_OFI_LANES_MAX; ++l) {
+        if (m->lane_cq[l])
+            fi_close(&m->lane_cq[l]->fid);
+        m->lane_cq[l] = NULL;
+    }
+    m->lane_ep[0] = NULL;
+    m->lane_cq[0] = NULL;
+    m->nlanes = 0;
     if (m->domain)
         fi_close(&m->domain->fid);
     if (m->fabric)

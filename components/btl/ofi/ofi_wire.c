@@ -71,12 +71,92 @@ static size_t px_btl_ofi_addr_need(uint32_t format, const unsigned char *addr, s
     }
 }
 
+/* Check one lane's address (`lane`: its number, for the text): one that
+ * libfabric can read whole. */
+static int px_btl_ofi_addr_check(const unsigned char *addr, uint32_t addrlen, const char *prov,
+                                 uint32_t addr_format, size_t own_addrlen, unsigned lane, char *why,
+                                 size_t whylen)
+{
+    char which[32] = "";
+    if (lane)
+        snprintf(which, sizeof(which), " for lane %u", lane);
+    if (FI_ADDR_STR == addr_format) {
+        if (0 == addrlen || NULL == memchr(addr, '\0', addrlen)) {
+            snprintf(why, whylen,
+                     "published a btl/ofi address%s (format FI_ADDR_STR, %u bytes) that is not a "
+                     "string ending within its length",
+                     which, addrlen);
+            return PX_ERR_BAD_PARAM;
+        }
+        return PX_SUCCESS;
+    }
+    sa_family_t want;
+    size_t need = px_btl_ofi_addr_need(addr_format, addr, addrlen, &want);
+    if (need ? addrlen < need : addrlen != own_addrlen) {
+        snprintf(why, whylen,
+                 "published a btl/ofi address%s of %u bytes, but provider %s's addresses of "
+                 "format %u are %s%zu bytes",
+                 which, addrlen, prov, addr_format, need ? "at least " : "",
+                 need ? need : own_addrlen);
+        return PX_ERR_BAD_PARAM;
+    }
+    if (want) {
+        sa_family_t family;
+        memcpy(&family, addr, sizeof(family));
+        if (family != want) {
+            snprintf(why, whylen,
+                     "published a btl/ofi address%s (format %u) of address family %u, not %u "
+                     "(%s)",
+                     which, addr_format, (unsigned)family, (unsigned)want,
+                     AF_INET6 == want ? "AF_INET6" : "AF_INET");
+            return PX_ERR_BAD_PARAM;
+        }
+    }
+    return PX_SUCCESS;
+}
+
+size_t px_btl_ofi_modex_build(void *buf, size_t cap, const char *prov, uint32_t addr_format,
+                              const void *const *addrs, const size_t *lens, unsigned nlanes)
+{
+    size_t need = sizeof(px_btl_ofi_modex_t) + lens[0];
+    if (nlanes > 1)
+        need += 2 * sizeof(uint32_t);
+    for (unsigned i = 1; i < nlanes; ++i)
+        need += sizeof(uint32_t) + lens[i];
+    if (need > cap)
+        return need;
+    unsigned char *p = buf;
+    px_btl_ofi_modex_t h;
+    memset(&h, 0, sizeof(h));
+    snprintf(h.prov, sizeof(h.prov), "%s", prov);
+    h.addr_format = addr_format;
+    h.addrlen = (uint32_t)lens[0];
+    memcpy(p, &h, sizeof(h));
+    p += sizeof(h);
+    memcpy(p, addrs[0], lens[0]);
+    p += lens[0];
+    if (nlanes > 1) {
+        uint32_t w[2] = {PX_BTL_OFI_LANES_MAGIC, nlanes};
+        memcpy(p, w, sizeof(w));
+        p += sizeof(w);
+        for (unsigned i = 1; i < nlanes; ++i) {
+            uint32_t l = (uint32_t)lens[i];
+            memcpy(p, &l, sizeof(l));
+            p += sizeof(l);
+            memcpy(p, addrs[i], lens[i]);
+            p += lens[i];
+        }
+    }
+    return need;
+}
+
 int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint32_t addr_format,
                            size_t own_addrlen, px_btl_ofi_peer_addr_t *out, char *why,
                            size_t whylen)
 {
     const unsigned char *b = blob;
     px_btl_ofi_modex_t h;
+    out->nlanes = 0;
     if (NULL == blob || len < sizeof(h)) {
         snprintf(why, whylen,
                  "published a %zu-byte btl/ofi modex blob, less than its %zu-byte header", len,
@@ -109,44 +189,80 @@ int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint3
         return PX_ERR_NOT_AVAILABLE;
     }
     size_t room = len - sizeof(h);
-    if (h.addrlen != room) {
+    if (h.addrlen > room) {
         snprintf(why, whylen,
                  "published a btl/ofi address of %u bytes, but %zu bytes follow the header",
                  h.addrlen, room);
         return PX_ERR_BAD_PARAM;
     }
-    const unsigned char *addr = out->addr;
-    if (FI_ADDR_STR == addr_format) {
-        if (0 == h.addrlen || NULL == memchr(addr, '\0', h.addrlen)) {
-            snprintf(why, whylen,
-                     "published a btl/ofi address (format FI_ADDR_STR, %u bytes) that is not a "
-                     "string ending within its length",
-                     h.addrlen);
-            return PX_ERR_BAD_PARAM;
-        }
+    int rc =
+        px_btl_ofi_addr_check(out->addr, h.addrlen, prov, addr_format, own_addrlen, 0, why, whylen);
+    if (PX_SUCCESS != rc)
+        return rc;
+    out->nlanes = 1;
+    out->lane_addr[0] = out->addr;
+    out->lane_len[0] = h.addrlen;
+    /* What follows the address: nothing (one lane), or the lanes list. */
+    size_t off = sizeof(h) + h.addrlen;
+    if (off == len)
         return PX_SUCCESS;
+    uint32_t w[2];
+    if (len - off < sizeof(w)) {
+        snprintf(why, whylen,
+                 "published %zu bytes after its btl/ofi address, too few for a lanes list "
+                 "(%zu bytes at least)",
+                 len - off, sizeof(w));
+        goto bad;
     }
-    sa_family_t want;
-    size_t need = px_btl_ofi_addr_need(addr_format, addr, h.addrlen, &want);
-    if (need ? h.addrlen < need : h.addrlen != own_addrlen) {
-        snprintf(
-            why, whylen,
-            "published a btl/ofi address of %u bytes, but provider %s's addresses of format %u "
-            "are "
-            "%s%zu bytes",
-            h.addrlen, prov, addr_format, need ? "at least " : "", need ? need : own_addrlen);
-        return PX_ERR_BAD_PARAM;
+    memcpy(w, b + off, sizeof(w));
+    off += sizeof(w);
+    if (PX_BTL_OFI_LANES_MAGIC != w[0]) {
+        snprintf(why, whylen,
+                 "published %zu bytes after its btl/ofi address that are not a lanes list "
+                 "(magic 0x%08x, not 0x%08x)",
+                 len - off + sizeof(w), (unsigned)w[0], (unsigned)PX_BTL_OFI_LANES_MAGIC);
+        goto bad;
     }
-    if (want) {
-        sa_family_t family;
-        memcpy(&family, addr, sizeof(family));
-        if (family != want) {
+    if (w[1] < 1 || w[1] > PX_BTL_OFI_LANES_MAX) {
+        snprintf(why, whylen,
+                 "published a btl/ofi lane count of %u; this process accepts 1 to %d "
+                 "(btl_ofi_rdma_lanes)",
+                 (unsigned)w[1], PX_BTL_OFI_LANES_MAX);
+        goto bad;
+    }
+    for (uint32_t i = 1; i < w[1]; ++i) {
+        uint32_t l;
+        if (len - off < sizeof(l)) {
             snprintf(why, whylen,
-                     "published a btl/ofi address (format %u) of address family %u, not %u (%s)",
-                     addr_format, (unsigned)family, (unsigned)want,
-                     AF_INET6 == want ? "AF_INET6" : "AF_INET");
-            return PX_ERR_BAD_PARAM;
+                     "published a btl/ofi lanes list of %u lanes that ends before lane %u's "
+                     "length",
+                     (unsigned)w[1], (unsigned)i);
+            goto bad;
         }
+        memcpy(&l, b + off, sizeof(l));
+        off += sizeof(l);
+        if (l > len - off) {
+            snprintf(why, whylen,
+                     "published a btl/ofi address of %u bytes for lane %u, but %zu bytes "
+                     "follow",
+                     (unsigned)l, (unsigned)i, len - off);
+            goto bad;
+        }
+        rc = px_btl_ofi_addr_check(b + off, l, prov, addr_format, own_addrlen, i, why, whylen);
+        if (PX_SUCCESS != rc)
+            goto bad;
+        out->lane_addr[i] = b + off;
+        out->lane_len[i] = l;
+        off += l;
     }
+    if (off != len) {
+        snprintf(why, whylen, "published %zu bytes after the last of its %u btl/ofi lanes",
+                 len - off, (unsigned)w[1]);
+        goto bad;
+    }
+    out->nlanes = w[1];
     return PX_SUCCESS;
+bad:
+    out->nlanes = 0;
+    return PX_ERR_BAD_PARAM;
 }

@@ -34,13 +34,22 @@ typedef struct px_btl_ofi_hdr {
 #define PX_BTL_OFI_HDR_DRAIN 0x1
 #define PX_BTL_OFI_HDR_KNOWN PX_BTL_OFI_HDR_DRAIN /* every flag a sender may set */
 
-/* Modex blob: provider name, address format, then the fi_getname bytes. */
+/* Modex blob: provider name, address format, then the fi_getname bytes of
+ * the main endpoint (lane 0: messages and RDMA). A process with several RDMA
+ * lanes (btl_ofi_rdma_lanes, ofi_rdma.c) appends a lanes list: the magic
+ * PX_BTL_OFI_LANES_MAGIC, the number of lanes n (lane 0 included, 1 to
+ * PX_BTL_OFI_LANES_MAX), then for lanes 1..n-1 a 32-bit length and the
+ * address bytes; all in host order, like the header. A blob without the
+ * list (an older Plexus, or one lane) is one lane, and a process with one
+ * lane publishes no list, so an older Plexus reads its blob as before. */
 typedef struct px_btl_ofi_modex {
     char prov[PX_BTL_OFI_NAME_MAX];
     uint32_t addr_format;
     uint32_t addrlen;
     char addr[];
 } px_btl_ofi_modex_t;
+#define PX_BTL_OFI_LANES_MAGIC 0x6e616c6fu /* "olan" */
+#define PX_BTL_OFI_LANES_MAX   8
 
 /* ---- receive header ---- */
 
@@ -105,22 +114,36 @@ const char *px_btl_ofi_hdr_why(int code, const px_btl_ofi_rx_t *rx, size_t len, 
 
 /* ---- modex ---- */
 
-/* A peer's modex blob, checked: the address points into the blob. */
+/* A peer's modex blob, checked: the addresses point into the blob. */
 typedef struct px_btl_ofi_peer_addr {
     char prov[PX_BTL_OFI_NAME_MAX];
     uint32_t addr_format;
-    uint32_t addrlen;
-    const void *addr;
+    uint32_t addrlen; /* lane 0's (= lane_len[0]) */
+    const void *addr; /* lane 0's (= lane_addr[0]) */
+    uint32_t nlanes;  /* 1..PX_BTL_OFI_LANES_MAX */
+    const void *lane_addr[PX_BTL_OFI_LANES_MAX];
+    uint32_t lane_len[PX_BTL_OFI_LANES_MAX];
 } px_btl_ofi_peer_addr_t;
+
+/* Write the modex blob of a process on provider `prov` whose `nlanes`
+ * endpoints (1..PX_BTL_OFI_LANES_MAX) have addresses addrs[i] of lens[i]
+ * bytes, format `addr_format`, into `buf` when it has `cap` bytes; returns
+ * the blob's length (nothing is written when it exceeds cap). One lane
+ * writes the blob of an older Plexus (no lanes list). */
+size_t px_btl_ofi_modex_build(void *buf, size_t cap, const char *prov, uint32_t addr_format,
+                              const void *const *addrs, const size_t *lens, unsigned nlanes);
 
 /* Read the `len`-byte modex blob a peer published, for a process on
  * provider `prov` whose own address has format `addr_format` and is
- * `own_addrlen` bytes. PX_SUCCESS: *out holds the peer's address, which
- * libfabric can read whole (its length suits its format). Otherwise `why`
- * says what is wrong, and the result is PX_ERR_BAD_PARAM for a blob that is
- * malformed (truncated, a provider name without its end, an address length
- * beyond the blob or too short for its format) or PX_ERR_NOT_AVAILABLE for a
- * well-formed blob of another provider or address format. */
+ * `own_addrlen` bytes. PX_SUCCESS: *out holds the peer's addresses (one per
+ * lane), each of which libfabric can read whole (its length suits its
+ * format). Otherwise `why` says what is wrong, and the result is
+ * PX_ERR_BAD_PARAM for a blob that is malformed (truncated, a provider name
+ * without its end, an address length beyond the blob or too short for its
+ * format, bytes after the address that are not a lanes list, a lane count
+ * outside 1..PX_BTL_OFI_LANES_MAX, a lane's length beyond the blob, bytes
+ * left after the last lane) or PX_ERR_NOT_AVAILABLE for a well-formed blob
+ * of another provider or address format. */
 int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint32_t addr_format,
                            size_t own_addrlen, px_btl_ofi_peer_addr_t *out, char *why,
                            size_t whylen);
