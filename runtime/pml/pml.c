@@ -42,7 +42,7 @@ PX_CLASS_INSTANCE(px_rt_ux_t, px_free_list_item_t, NULL, NULL);
 /* Threads (pml_internal.h): fine-grained locks at PX_THREAD_MULTIPLE with
  * runtime_thread_locks=fine; the matching lock. */
 bool px_pml_fine;
-pthread_mutex_t px_pml_match_lock; /* recursive: made by px_pml_threads_fine */
+px_bias_lock_t px_pml_match_lock; /* recursive: made by px_pml_threads_fine */
 
 void px_pml_active_add(px_request_t *r)
 {
@@ -924,6 +924,36 @@ static inline void recv_setup(px_request_t *r, void *buf, size_t len, int source
     r->status.length = 0;
 }
 
+/* Fine mode, the matching lock held: queue `r` on the posted receives (or
+ * complete it at once when its source failed), then let the lock go. */
+static int irecv_fine_post(px_request_t *r, int source)
+{
+    px_rt_peer_t *from = source != PX_ANY_SOURCE ? px_rt_peer_find(source) : NULL;
+    int failed = from ? __atomic_load_n(&from->failed, __ATOMIC_RELAXED) : 0;
+    if (source != PX_ANY_SOURCE && (NULL == from || failed)) {
+        r->status.error = from ? px_rt_peer_refused(from, source) : PX_ERR_PEER_FAILED;
+        req_complete(r);
+        ml_unlock(true);
+        return PX_SUCCESS;
+    }
+    px_list_append(&px_rt.posted, &r->super.super);
+    r->on_posted = true;
+    ml_unlock(true);
+    return PX_SUCCESS;
+}
+
+int px_pml_irecv_fine_nomatch(void *buf, size_t len, int source, int tag, px_request_t **request)
+{
+    px_request_t *r = req_alloc_mt(PX_PML_REQ_RECV, false); /* the lock is held */
+    if (PX_UNLIKELY(NULL == r)) {
+        ml_unlock(true);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
+    recv_setup(r, buf, len, source, tag);
+    *request = r;
+    return irecv_fine_post(r, source);
+}
+
 int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t **request)
 {
     ml_lock(true);
@@ -956,18 +986,7 @@ int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t *
         ml_unlock(true);
         return PX_SUCCESS;
     }
-    px_rt_peer_t *from = source != PX_ANY_SOURCE ? px_rt_peer_find(source) : NULL;
-    int failed = from ? __atomic_load_n(&from->failed, __ATOMIC_RELAXED) : 0;
-    if (source != PX_ANY_SOURCE && (NULL == from || failed)) {
-        r->status.error = from ? px_rt_peer_refused(from, source) : PX_ERR_PEER_FAILED;
-        req_complete(r);
-        ml_unlock(true);
-        return PX_SUCCESS;
-    }
-    px_list_append(&px_rt.posted, &r->super.super);
-    r->on_posted = true;
-    ml_unlock(true);
-    return PX_SUCCESS;
+    return irecv_fine_post(r, source);
 }
 
 int px_pml_irecv_st(void *buf, size_t len, int source, int tag, px_request_t **request)

@@ -293,9 +293,16 @@ static int recv_fine(void *buf, size_t len, int source, int tag, px_status_t *st
         ml_unlock(true);
         return rc;
     }
-    ml_unlock(true);
     px_request_t *r;
-    int rc = px_pml_irecv_fine(buf, len, source, tag, &r);
+    int rc;
+    if (PX_LIKELY((px_list_item_t *)u == px_list_get_end(&px_rt.unexpected))) {
+        /* Nothing matches under this hold: post the receive in it. */
+        rc = px_pml_irecv_fine_nomatch(buf, len, source, tag, &r);
+    } else {
+        /* A rendezvous header matches: started outside the matching lock. */
+        ml_unlock(true);
+        rc = px_pml_irecv_fine(buf, len, source, tag, &r);
+    }
     if (rc != PX_SUCCESS)
         return rc;
     return fine_wait(&r, status, "px_recv");

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/util/bias_lock.h"
 #include "core/util/progress.h"
 #include "runtime/pml/pml.h"
 
@@ -31,18 +32,20 @@
  * runtime_thread_locks=api), the code below takes it nowhere: the `mt`
  * parameters are constants where it matters (the serialized entry points). */
 extern bool px_pml_fine;
-extern pthread_mutex_t px_pml_match_lock;
+/* Biased (core/util/bias_lock.h): a thread that matches alone takes it with
+ * plain loads and stores, no atomic read-modify-write. */
+extern px_bias_lock_t px_pml_match_lock;
 
 static inline void ml_lock(bool mt)
 {
     if (mt)
-        pthread_mutex_lock(&px_pml_match_lock);
+        px_bias_lock(&px_pml_match_lock);
 }
 
 static inline void ml_unlock(bool mt)
 {
     if (mt)
-        pthread_mutex_unlock(&px_pml_match_lock);
+        px_bias_unlock(&px_pml_match_lock);
 }
 
 /* Has `r` completed? The completer's writes (data, status) are visible once
@@ -137,7 +140,7 @@ static inline void req_release_mt(px_request_t *r, bool mt)
         took = api_enter(true);
     ml_lock(mt);
     if (PX_LIKELY(!req_held(r)))
-        req_free_mt(r, mt);
+        px_free_list_return(&px_rt.requests, &r->super); /* under the lock, if any */
     else
         r->released = true;
     ml_unlock(mt);
@@ -295,6 +298,10 @@ int px_pml_isend_fine(const void *buf, size_t len, int dest, int tag, px_request
 int px_pml_isend_fine_seq(const void *buf, size_t len, int dest, int tag, uint32_t seq,
                           bool tried_sendi, px_request_t **request);
 int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t **request);
+/* The same, called with the matching lock held (once, not nested) by a
+ * caller that found nothing for (source, tag) on the unexpected queue under
+ * this hold: posts the receive, lets the lock go. */
+int px_pml_irecv_fine_nomatch(void *buf, size_t len, int source, int tag, px_request_t **request);
 void px_pml_am_match_fine(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d);
 /* Fine mode: one round of progress if the API lock is free (tried, never
  * waited for: *ran says whether it ran; NULL: not asked), with the transport

@@ -330,12 +330,7 @@ int px_pml_threads_fine(void)
 {
     static bool made; /* the matching lock outlives a px_finalize (re-init) */
     if (!made) {
-        pthread_mutexattr_t attr;
-        pthread_mutexattr_init(&attr);
-        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-        int prc = pthread_mutex_init(&px_pml_match_lock, &attr);
-        pthread_mutexattr_destroy(&attr);
-        if (prc != 0)
+        if (px_bias_lock_init(&px_pml_match_lock, true) != PX_SUCCESS)
             return PX_ERR_OUT_OF_RESOURCE;
         made = true;
     }

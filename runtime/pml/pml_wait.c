@@ -222,7 +222,7 @@ static PX_COLD int fine_give_up(px_request_t *r, const char *who, const char *ta
 
 int px_pml_wait_slow_fine(px_request_t *r, const char *who)
 {
-    if (px_rt_lock_held()) /* a locked path (a dynamic peer, a send to itself) */
+    if (px_rt_tl_held != PX_RT_HELD_NOT) /* a locked path (a dynamic peer, a send to itself) */
         return px_pml_wait_slow(r, who);
     double start = 0;
     unsigned spins = 0;

@@ -22,14 +22,13 @@
  * thin names at the bottom).
  */
 #define _GNU_SOURCE
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+#include "core/util/bias_lock.h"
 #include "core/util/output.h"
 #include "runtime/proc/proc.h"
 
@@ -71,36 +70,24 @@ static atomic_uint px_rt_lock_handoffs;
  * nor while px_rt_api_shared is off (the transfer engine's own uses of the
  * lock at SERIALIZED keep the mutex).
  */
-#define BIAS_STREAK 256
+#define BIAS_STREAK PX_BIAS_STREAK
 _Atomic uintptr_t px_rt_bias_owner; /* 0: nobody (proc.h enters inline too) */
 _Atomic int px_rt_bias_inside;      /* the owner holds the lock through the bias */
 #define bias_owner  px_rt_bias_owner
 #define bias_inside px_rt_bias_inside
-static int bias_ok;             /* membarrier: 0 not asked yet, 1 usable, -1 not */
 static uintptr_t streak_thread; /* under the mutex: who took it last, how often */
 static unsigned streak;
-
-static int membarrier(int cmd)
-{
-    return (int)syscall(__NR_membarrier, cmd, 0, 0);
-}
 
 static uintptr_t self_id(void)
 {
     return (uintptr_t)&tl_held;
 }
 
-/* The mutex is held: is membarrier there (asked once, registered)? */
+/* The mutex is held: is membarrier there (asked once, registered)? The
+ * membarrier half is shared with the biased locks of core/util/bias_lock.h. */
 static bool bias_usable(void)
 {
-    if (0 == bias_ok) {
-        int mask = membarrier(MEMBARRIER_CMD_QUERY);
-        bias_ok = mask >= 0 && (mask & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
-                          0 == membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED)
-                      ? 1
-                      : -1;
-    }
-    return 1 == bias_ok;
+    return px_bias_usable();
 }
 
 /* The mutex is held and the bias belongs to another thread: take it away.
@@ -109,16 +96,7 @@ static bool bias_usable(void)
 static void bias_revoke(void)
 {
     atomic_store_explicit(&bias_owner, 0, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
-    if (membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
-        membarrier(MEMBARRIER_CMD_GLOBAL) != 0) {
-        /* Both were there when the bias was given; a process has no way to
-         * lose them short of a seccomp filter installed since. */
-        px_show_error("API lock: membarrier failed, cannot take the lock from its biased "
-                      "owner safely; aborting");
-        abort();
-    }
-    atomic_thread_fence(memory_order_seq_cst);
+    px_bias_revoke_barrier();
 }
 
 /* The mutex was just taken by this thread: revoke another thread's bias,

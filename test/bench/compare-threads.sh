@@ -30,6 +30,11 @@
 #        OFI=1    also Plexus over btl/ofi (tcp;ofi_rxm on loopback) against
 #                 Open MPI ob1 with btl tcp on lo, as a second row
 #        PRIORITY=0: no autogroup nice -20 (see compare-shm.sh)
+#        LOCKS    runtime_thread_locks settings to run beside px, each as its
+#                 own contender px_SETTING (e.g. LOCKS="api fine": px_api,
+#                 px_fine, with PX_MCA_runtime_thread_locks set for that run
+#                 only; px runs the default); the targets are then printed
+#                 for each of them too, and px_fine / px_api per round
 #
 # Contenders (each on 2 processes):
 #   px        pxrun thread_bench_px --level multiple       (btl self,shm)
@@ -56,6 +61,10 @@ ITERS=${ITERS:-2000}
 WINDOWS=${WINDOWS:-20}
 COMM=${COMM:-dup}
 BIND=${BIND:-core}
+LOCKS=${LOCKS:-}
+for l in $LOCKS; do
+    case $l in api | fine) ;; *) echo "compare-threads: LOCKS=$LOCKS: expected api and/or fine" >&2; exit 2 ;; esac
+done
 case $COMM in dup | world) ;; *) echo "compare-threads: COMM=$COMM: expected dup or world" >&2; exit 2 ;; esac
 case $BIND in core | none) ;; *) echo "compare-threads: BIND=$BIND: expected core or none" >&2; exit 2 ;; esac
 T=$(mktemp -d)
@@ -99,7 +108,8 @@ echo "   binding: $BIND (pxrun --bind-to $BIND, mpirun --bind-to $BIND); MPI com
 [ $have_mpi = 1 ] && [ $have_ucx = 0 ] && echo "== Open MPI has no pml ucx here: ucx skipped"
 
 contenders_for() { # threads
-    local c="px"
+    local c="px" l
+    for l in $LOCKS; do c="$c px_$l"; done
     [ "$1" = 1 ] && c="$c px_ser"
     [ -n "$BASE" ] && c="$c px_base"
     if [ $have_mpi = 1 ]; then
@@ -120,6 +130,8 @@ run_one() { # name threads round
     ARGS="--reps $REPS --iters $it --windows $wi --csv"
     case $1 in
     px) $NICE timeout -k 10 "$RUN_TIMEOUT" "$PXRUN" -n 2 --bind-to "$BIND" "$PXB" --threads "$2" --level multiple $ARGS ;;
+    px_api | px_fine) $NICE timeout -k 10 "$RUN_TIMEOUT" env PX_MCA_runtime_thread_locks="${1#px_}" \
+        "$PXRUN" -n 2 --bind-to "$BIND" "$PXB" --threads "$2" --level multiple $ARGS ;;
     px_ser) $NICE timeout -k 10 "$RUN_TIMEOUT" "$PXRUN" -n 2 --bind-to "$BIND" "$PXB" --threads 1 --level serialized $ARGS ;;
     px_base) $NICE timeout -k 10 "$RUN_TIMEOUT" env LD_LIBRARY_PATH="$BASE/.libs" "$BASE/tools/pxrun/pxrun" -n 2 --bind-to "$BIND" \
         "$PXB" --threads "$2" --level multiple $ARGS ;;
@@ -189,7 +201,7 @@ echo "== medians over the rounds (latency: one-way us per thread; rate: million 
 printf "%-8s %7s" contender threads
 for th in $THREADS; do printf " | %8s %8s" "lat@$th" "rate@$th"; done
 echo
-for c in px px_ser px_base vader ucx px_ofi tcp; do
+for c in px px_api px_fine px_ser px_base vader ucx px_ofi tcp; do
     ls "$T/$c".* >/dev/null 2>&1 || continue
     printf "%-8s %7s" "$c" ""
     for th in $THREADS; do printf " | %8s %8s" "$(med_of "$c" "$th" 2)" "$(med_of "$c" "$th" 3)"; done
@@ -233,6 +245,28 @@ case " $THREADS " in *" 2 "*)
     [ -n "$peers" ] && line "2-thread rate / better Open MPI" px 2 3 ">=" 1.0 $peers
     ;;
 esac
+for l in $LOCKS; do
+    case " $THREADS " in *" 1 "*)
+        line "px_$l: 1-thread latency / SERIALIZED" "px_$l" 1 2 "<=" 1.05 px_ser
+        line "px_$l: 1-thread rate / SERIALIZED" "px_$l" 1 3 ">=" "" px_ser
+        ;;
+    esac
+    case " $THREADS " in *" 2 "*)
+        [ -n "$peers" ] && line "px_$l: 2-thread rate / better Open MPI" "px_$l" 2 3 ">=" 1.0 $peers
+        ;;
+    esac
+done
+if [[ " $LOCKS " == *" fine "* ]]; then
+    # Against px_api when it ran, else against px (the default setting).
+    ref=px
+    [[ " $LOCKS " == *" api "* ]] && ref=px_api
+    echo
+    echo "== px_fine / $ref, median of the per-round ratios"
+    for th in $THREADS; do
+        line "latency, $th thread(s)" px_fine "$th" 2 "<=" "" $ref
+        line "rate, $th thread(s)" px_fine "$th" 3 ">=" "" $ref
+    done
+fi
 if [ -n "$BASE" ]; then
     echo
     echo "== after / before: px (this build) / px_base (base build's library), median of the per-round ratios"

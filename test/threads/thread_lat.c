@@ -5,10 +5,18 @@
  * "lat LEVEL BYTES USEC" (half the round trip, median of 9 blocks). With
  * one rank (no pxrun) it sends to itself and receives: the library's own
  * cost per call, no other process to wait for.
+ *
+ * thread_lat LEVEL BYTES ITERS window (2 ranks): rank 1 posts 50 receives,
+ * rank 0 sends 50 messages, rank 1 sleeps 200 ms (the messages arrive) and
+ * waits for its receives, then acknowledges: a count of instructions under
+ * callgrind --toggle-collect=px_send on rank 0 and px_irecv/px_waitall on
+ * rank 1 is then the library's own cost per message with no polling for a
+ * message not there yet (prints "window LEVEL BYTES done").
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "plexus.h"
 
 static int cmp(const void *a, const void *b)
@@ -32,6 +40,31 @@ int main(int argc, char **argv)
         return 1;
     }
     char *buf = calloc(1, bytes ? bytes : 1);
+    if (argc > 4 && 0 == strcmp(argv[4], "window") && 2 == px_size()) {
+        enum { W = 50 };
+        px_request_t *rq[W];
+        int ack = 0;
+        for (int i = 0; i < iters; i += W) {
+            if (1 == px_rank()) {
+                for (int k = 0; k < W; ++k)
+                    px_irecv(buf, bytes, 0, 1, &rq[k]);
+                px_send(&ack, sizeof ack, 0, 3); /* posted */
+                usleep(200000);
+                px_waitall(W, rq, NULL);
+                px_send(&ack, sizeof ack, 0, 2);
+            } else {
+                px_recv(&ack, sizeof ack, 1, 3, NULL);
+                for (int k = 0; k < W; ++k)
+                    px_send(buf, bytes, 1, 1);
+                px_recv(&ack, sizeof ack, 1, 2, NULL);
+            }
+        }
+        if (0 == px_rank())
+            printf("window %s %zu done\n", level, bytes);
+        free(buf);
+        px_finalize();
+        return 0;
+    }
     /* One rank: a send to itself and its receive (the library's own cost,
      * no other process to wait for). */
     int me = px_rank(), other = 1 == px_size() ? 0 : 1 - me;

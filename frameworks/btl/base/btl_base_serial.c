@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/util/bias_lock.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
 #include "frameworks/btl/base/base_runtime.h"
@@ -29,7 +30,7 @@
 typedef struct px_btl_base_serial {
     px_btl_module_t *module;
     px_btl_module_t orig; /* the component's methods (as far as btl_size covers) */
-    pthread_mutex_t lock; /* recursive */
+    px_bias_lock_t lock;  /* recursive, biased to a thread that calls alone */
     uint64_t locks;       /* acquisitions, counted under the lock */
 } px_btl_base_serial_t;
 
@@ -71,14 +72,14 @@ static px_btl_base_serial_t *serial_enter(const px_btl_module_t *btl)
                       btl && btl->btl_component ? btl->btl_component->base.component_name : "?");
         abort();
     }
-    pthread_mutex_lock(&s->lock);
+    px_bias_lock(&s->lock);
     s->locks++;
     return s;
 }
 
 static void serial_leave(px_btl_base_serial_t *s)
 {
-    pthread_mutex_unlock(&s->lock);
+    px_bias_unlock(&s->lock);
 }
 
 /* The wrappers: one per method, same signature, first argument the module. */
@@ -185,11 +186,11 @@ static int serial_btl_progress(px_btl_module_t *btl)
         serial_enter(btl); /* reports and aborts */
         return 0;
     }
-    if (pthread_mutex_trylock(&s->lock) != 0)
+    if (!px_bias_trylock(&s->lock))
         return 0;
     s->locks++;
     int r = s->orig.btl_progress(btl);
-    pthread_mutex_unlock(&s->lock);
+    px_bias_unlock(&s->lock);
     return r;
 }
 
@@ -198,11 +199,11 @@ int px_btl_base_progress_locked(px_btl_module_t *btl, int (*progress)(px_btl_mod
     px_btl_base_serial_t *s = nserial > 0 ? serial_find(btl) : NULL;
     if (NULL == s)
         return progress(btl); /* not serialized: no lock, as the base's own progress */
-    if (pthread_mutex_trylock(&s->lock) != 0)
+    if (!px_bias_trylock(&s->lock))
         return 0;
     s->locks++;
     int r = progress(btl);
-    pthread_mutex_unlock(&s->lock);
+    px_bias_unlock(&s->lock);
     return r;
 }
 
@@ -269,12 +270,7 @@ int px_btl_base_serialize(px_btl_module_t **modules, int nmodules)
         px_btl_base_serial_t *s = calloc(1, sizeof(*s));
         if (NULL == s)
             return PX_ERR_OUT_OF_RESOURCE;
-        pthread_mutexattr_t attr;
-        pthread_mutexattr_init(&attr);
-        pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-        int prc = pthread_mutex_init(&s->lock, &attr);
-        pthread_mutexattr_destroy(&attr);
-        if (prc != 0) {
+        if (px_bias_lock_init(&s->lock, true) != PX_SUCCESS) {
             free(s);
             return PX_ERR_OUT_OF_RESOURCE;
         }
@@ -298,7 +294,7 @@ void px_btl_base_unserialize(void)
         px_btl_base_serial_t *s = serial[i];
         px_btl_module_t *m = s->module;
         SERIAL_METHODS(SERIAL_RESTORE)
-        pthread_mutex_destroy(&s->lock);
+        px_bias_lock_destroy(&s->lock);
         free(s);
     }
     free(serial);

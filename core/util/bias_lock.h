@@ -1,0 +1,132 @@
+/*
+ * bias_lock.h: a recursive lock biased to the thread that takes it alone
+ * (internal: the runtime's matching lock, the BTL base's lock per module;
+ * docs/threads.md, "The bias").
+ *
+ * The scheme is the API lock's (runtime/proc/proc_lock.c), which shares the
+ * membarrier half below with it: a thread that took the mutex
+ * PX_BIAS_STREAK times in a row with no other thread taking it in between
+ * is given the lock (owner = its id) and then enters and leaves with plain
+ * loads and stores: inside = 1, a compiler barrier, a re-check of owner; and
+ * a release store of inside = 0 to leave. No atomic read-modify-write, no
+ * fence, no call. Any other thread takes the mutex, clears owner and calls
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (px_bias_revoke_barrier):
+ * after it either the owner saw owner cleared (and queues on the mutex) or
+ * the revoker sees inside set and waits until the owner leaves. Holds of
+ * these locks are short (a queue operation, one transport call), so a
+ * revoker only yields until then. Without membarrier (px_bias_usable:
+ * a kernel before 4.14, a seccomp filter) the lock is the mutex.
+ *
+ * Recursive: the holder (either way) is `holder`, its nesting `depth`.
+ */
+#ifndef PX_UTIL_BIAS_LOCK_H
+#define PX_UTIL_BIAS_LOCK_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "core/util/compiler.h"
+
+#define PX_BIAS_STREAK 256
+
+typedef struct px_bias_lock {
+    _Atomic uintptr_t owner;  /* the bias's thread (px_bias_self), or 0 */
+    _Atomic int inside;       /* the owner holds the lock through the bias */
+    _Atomic uintptr_t holder; /* the thread that holds it now, either way, or 0 */
+    unsigned depth;           /* the holder's nesting */
+    bool via_bias;            /* the holder entered through the bias */
+    bool bias_ok;             /* the bias may be given (px_bias_lock_init) */
+    pthread_mutex_t mutex;    /* plain */
+    uintptr_t streak_thread;  /* under the mutex: who took it last, how often */
+    unsigned streak;
+    uint64_t mutex_takes; /* times the mutex was taken (tests), under it */
+} px_bias_lock_t;
+
+/* This thread's id: the address of a thread-local byte (initial-exec TLS:
+ * one %fs-relative lea). */
+extern _Thread_local char px_bias_tl_id __attribute__((tls_model("initial-exec")));
+static inline uintptr_t px_bias_self(void)
+{
+    return (uintptr_t)&px_bias_tl_id;
+}
+
+/* `bias`: the lock may be biased (false: a plain recursive mutex). */
+int px_bias_lock_init(px_bias_lock_t *l, bool bias);
+void px_bias_lock_destroy(px_bias_lock_t *l);
+/* The paths through the mutex. */
+void px_bias_lock_slow(px_bias_lock_t *l);
+bool px_bias_trylock_slow(px_bias_lock_t *l);
+void px_bias_unlock_slow(px_bias_lock_t *l);
+
+/* The membarrier half, shared with the API lock. px_bias_usable: is
+ * membarrier(PRIVATE_EXPEDITED) there (asked and registered once; thread
+ * safe)? px_bias_revoke_barrier: after a revoker's store of owner = 0, make
+ * every running thread of the process pass a full barrier (aborts if
+ * membarrier fails, which only a seccomp filter installed since could do). */
+bool px_bias_usable(void);
+void px_bias_revoke_barrier(void);
+
+/* Enter through the bias, if this thread owns it. */
+static inline bool px_bias_lock_fast(px_bias_lock_t *l, uintptr_t me)
+{
+    if (atomic_load_explicit(&l->owner, memory_order_relaxed) != me)
+        return false;
+    atomic_store_explicit(&l->inside, 1, memory_order_relaxed);
+    /* A compiler barrier only: a revoker's membarrier is the CPU fence. */
+    atomic_signal_fence(memory_order_seq_cst);
+    if (PX_UNLIKELY(atomic_load_explicit(&l->owner, memory_order_relaxed) != me)) {
+        atomic_store_explicit(&l->inside, 0, memory_order_release);
+        return false;
+    }
+    atomic_store_explicit(&l->holder, me, memory_order_relaxed);
+    l->depth = 1;
+    l->via_bias = true;
+    return true;
+}
+
+static inline void px_bias_lock(px_bias_lock_t *l)
+{
+    uintptr_t me = px_bias_self();
+    if (atomic_load_explicit(&l->holder, memory_order_relaxed) == me) {
+        l->depth++;
+        return;
+    }
+    if (PX_LIKELY(px_bias_lock_fast(l, me)))
+        return;
+    px_bias_lock_slow(l);
+}
+
+/* Take it if nobody else holds it (a revoked owner still inside counts as
+ * holding it): true when taken. */
+static inline bool px_bias_trylock(px_bias_lock_t *l)
+{
+    uintptr_t me = px_bias_self();
+    if (atomic_load_explicit(&l->holder, memory_order_relaxed) == me) {
+        l->depth++;
+        return true;
+    }
+    if (PX_LIKELY(px_bias_lock_fast(l, me)))
+        return true;
+    return px_bias_trylock_slow(l);
+}
+
+static inline void px_bias_unlock(px_bias_lock_t *l)
+{
+    if (--l->depth)
+        return;
+    if (PX_LIKELY(l->via_bias)) {
+        atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
+        atomic_store_explicit(&l->inside, 0, memory_order_release);
+        return;
+    }
+    px_bias_unlock_slow(l);
+}
+
+/* Does this thread hold it? */
+static inline bool px_bias_lock_held(px_bias_lock_t *l)
+{
+    return atomic_load_explicit(&l->holder, memory_order_relaxed) == px_bias_self();
+}
+
+#endif
