@@ -139,17 +139,29 @@ static void describe(char *buf, size_t n, const px_request_t *r, const char *who
              send ? "to" : "from", rank, tag, tail);
 }
 
+/* Empty progress passes a wait at PX_THREAD_MULTIPLE spins before it yields
+ * the core each pass: what completes its request may be another thread of
+ * this process (a send to itself) that waits for a core the spin holds; on
+ * an oversubscribed machine (or threads sharing a core) a wait that never
+ * yields makes each hand-over between them cost a scheduler time slice
+ * (test/threads/lock_bias fifo: for ever, when neither is preempted). */
+#define PX_PML_IDLE_SPINS 64
+
 /* Progress until `r` completes; PX_ERR_TIMEOUT (after giving it up) when it
  * can never complete or runtime_wait_timeout passes. */
 int px_pml_wait_slow(px_request_t *r, const char *who)
 {
     double start = 0;
-    unsigned spins = 0;
+    unsigned spins = 0, idle = 0;
     char what[512];
     while (!req_done(r)) {
         int n = px_pml_progress_once();
         if (req_done(r))
             break;
+        if (n > 0)
+            idle = 0;
+        else if (PX_UNLIKELY(px_rt_api_shared) && ++idle >= PX_PML_IDLE_SPINS)
+            sched_yield(); /* see px_pml_wait_slow_fine */
         if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
             px_list_is_empty(&px_rt.pending)) {
             describe(what, sizeof(what), r, who,
@@ -225,15 +237,20 @@ int px_pml_wait_slow_fine(px_request_t *r, const char *who)
     if (px_rt_tl_held != PX_RT_HELD_NOT) /* a locked path (a dynamic peer, a send to itself) */
         return px_pml_wait_slow(r, who);
     double start = 0;
-    unsigned spins = 0;
+    unsigned spins = 0, idle = 0;
     while (!req_done(r)) {
         bool ran;
         int n = px_pml_progress_fine(&ran);
         if (req_done(r))
             break;
+        if (n > 0)
+            idle = 0;
         if (!ran) {
             sched_yield(); /* another thread is progressing: let it run */
-        } else if (0 == n && 1 == px_rt.size) {
+        } else if (0 == n && ++idle >= PX_PML_IDLE_SPINS) {
+            sched_yield(); /* nothing moved for a while (PX_PML_IDLE_SPINS) */
+        }
+        if (ran && 0 == n && 1 == px_rt.size) {
             int rc = fine_give_up(r, who,
                                   PX_PML_REQ_SEND == r->type
                                       ? "can never complete: this process is alone in the job "

@@ -13,10 +13,14 @@
  *   3. two threads ping-pong through Plexus (each message checked), then take
  *      turns working alone long enough for the bias to move from one to the
  *      other and back, six times ("turns ok"); under TSan this checks that
- *      the hand-over orders memory.
+ *      the hand-over orders memory. With "fifo" both threads of step 3 run
+ *      at SCHED_FIFO on one CPU, so neither is preempted for the other: a
+ *      wait that spins without ever yielding its core (the thread that would
+ *      answer it cannot run) hangs there for good instead of costing a time
+ *      slice per message on a loaded machine ("fifo unavailable: ..." where
+ *      real-time scheduling is not permitted).
  *
- * With runtime_thread_locks=fine (t_threads.sh runs both; fine mode with
- * "solo": steps 1 and 2) the same steps check the biased locks of
+ * With runtime_thread_locks=fine (t_threads.sh runs both) the same steps check the biased locks of
  * core/util/bias_lock.h too: a send to itself takes the API lock, the
  * matching lock and btl/self's lock of the BTL base, and with the bias none
  * of them is a mutex call once given.
@@ -25,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -157,12 +162,35 @@ static void *watchdog(void *arg)
     _exit(3);
 }
 
+/* Step 3's threads at SCHED_FIFO, both on one allowed CPU (the rank's, so
+ * the two ranks use different CPUs where there are several): 0 or an errno. */
+static int fifo_attr(pthread_attr_t *at)
+{
+    cpu_set_t all, one;
+    int rc = pthread_attr_init(at);
+    if (rc || sched_getaffinity(0, sizeof all, &all) != 0)
+        return rc ? rc : EINVAL;
+    int n = CPU_COUNT(&all), want = self % (n > 0 ? n : 1), cpu = -1;
+    for (int c = 0, seen = 0; c < CPU_SETSIZE && cpu < 0; ++c)
+        if (CPU_ISSET(c, &all) && seen++ == want)
+            cpu = c;
+    CPU_ZERO(&one);
+    CPU_SET(cpu < 0 ? 0 : cpu, &one);
+    struct sched_param sp = {.sched_priority = 1};
+    if ((rc = pthread_attr_setaffinity_np(at, sizeof one, &one)) ||
+        (rc = pthread_attr_setinheritsched(at, PTHREAD_EXPLICIT_SCHED)) ||
+        (rc = pthread_attr_setschedpolicy(at, SCHED_FIFO)) ||
+        (rc = pthread_attr_setschedparam(at, &sp)))
+        return rc;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    /* "solo": steps 1 and 2 only (t_threads.sh in fine mode, where step 3's
-     * two threads sending to their own process can hang: docs/threads.md,
-     * "What is left"). */
+    /* "solo": steps 1 and 2 only; "fifo": step 3's threads at SCHED_FIFO on
+     * one CPU (above). */
     int solo = argc > 1 && 0 == strcmp(argv[1], "solo");
+    int fifo = argc > 1 && 0 == strcmp(argv[1], "fifo");
     int provided = -1;
     pthread_t wd, th[2];
     pthread_create(&wd, NULL, watchdog, NULL);
@@ -196,8 +224,20 @@ int main(int argc, char **argv)
         return failures ? 1 : 0;
     }
     /* 3. two threads */
-    for (long t = 0; t < 2; ++t)
-        pthread_create(&th[t], NULL, pinger, (void *)t);
+    pthread_attr_t at;
+    int rc = fifo ? fifo_attr(&at) : 0;
+    for (long t = 0; t < 2 && 0 == rc; ++t) {
+        rc = pthread_create(&th[t], fifo ? &at : NULL, pinger, (void *)t);
+        if (rc && 1 == t) { /* the first one waits for its partner for good */
+            fprintf(stderr, "lock_bias: the second SCHED_FIFO thread: %s\n", strerror(rc));
+            _exit(1);
+        }
+    }
+    if (rc) {
+        printf("fifo unavailable: %s\n", strerror(rc));
+        px_finalize();
+        return failures ? 1 : 0;
+    }
     for (int t = 0; t < 2; ++t)
         pthread_join(th[t], NULL);
     if (!failures)
