@@ -139,13 +139,40 @@ static void describe(char *buf, size_t n, const px_request_t *r, const char *who
              send ? "to" : "from", rank, tag, tail);
 }
 
-/* Empty progress passes a wait at PX_THREAD_MULTIPLE spins before it yields
- * the core each pass: what completes its request may be another thread of
- * this process (a send to itself) that waits for a core the spin holds; on
- * an oversubscribed machine (or threads sharing a core) a wait that never
- * yields makes each hand-over between them cost a scheduler time slice
+/* An idle wait at PX_THREAD_MULTIPLE gives its core away after
+ * progress_idle_spins empty progress passes, on each further empty pass
+ * (sched_yield, or progress_idle_sleep_us), unless
+ * progress_yield_when_idle=never: what completes its request may be another
+ * thread of this process (a send to itself) that waits for a core the spin
+ * holds; on an oversubscribed machine (or threads sharing a core) a wait that
+ * never yields makes each hand-over between them cost a scheduler time slice
  * (test/threads/lock_bias fifo: for ever, when neither is preempted). */
-#define PX_PML_IDLE_SPINS 64
+typedef struct {
+    unsigned limit; /* empty passes before giving the core away; 0: never */
+    int sleep_us;   /* 0: sched_yield; > 0: nanosleep */
+} mt_idle_t;
+
+static mt_idle_t mt_idle_policy(void)
+{
+    mt_idle_t m = {0, 0};
+    px_progress_idle_policy_t p;
+    if (!px_rt_api_shared || px_progress_policy_get(&p, sizeof p) != PX_SUCCESS ||
+        PX_PROGRESS_YIELD_NEVER == p.yield_when_idle)
+        return m;
+    m.limit = p.idle_spins > 0 ? (unsigned)p.idle_spins : 1;
+    m.sleep_us = p.idle_sleep_us > 0 ? p.idle_sleep_us : 0;
+    return m;
+}
+
+static void mt_idle_give(const mt_idle_t *m)
+{
+    if (m->sleep_us > 0) {
+        struct timespec ts = {m->sleep_us / 1000000, (long)(m->sleep_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    } else {
+        sched_yield();
+    }
+}
 
 /* Progress until `r` completes; PX_ERR_TIMEOUT (after giving it up) when it
  * can never complete or runtime_wait_timeout passes. */
@@ -153,6 +180,7 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
 {
     double start = 0;
     unsigned spins = 0, idle = 0;
+    const mt_idle_t mt = mt_idle_policy();
     char what[512];
     while (!req_done(r)) {
         int n = px_pml_progress_once();
@@ -160,8 +188,8 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
             break;
         if (n > 0)
             idle = 0;
-        else if (PX_UNLIKELY(px_rt_api_shared) && ++idle >= PX_PML_IDLE_SPINS)
-            sched_yield(); /* see px_pml_wait_slow_fine */
+        else if (PX_UNLIKELY(mt.limit) && ++idle >= mt.limit)
+            mt_idle_give(&mt); /* see mt_idle_t */
         if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
             px_list_is_empty(&px_rt.pending)) {
             describe(what, sizeof(what), r, who,
@@ -238,6 +266,7 @@ int px_pml_wait_slow_fine(px_request_t *r, const char *who)
         return px_pml_wait_slow(r, who);
     double start = 0;
     unsigned spins = 0, idle = 0;
+    const mt_idle_t mt = mt_idle_policy();
     while (!req_done(r)) {
         bool ran;
         int n = px_pml_progress_fine(&ran);
@@ -247,8 +276,8 @@ int px_pml_wait_slow_fine(px_request_t *r, const char *who)
             idle = 0;
         if (!ran) {
             sched_yield(); /* another thread is progressing: let it run */
-        } else if (0 == n && ++idle >= PX_PML_IDLE_SPINS) {
-            sched_yield(); /* nothing moved for a while (PX_PML_IDLE_SPINS) */
+        } else if (0 == n && mt.limit && ++idle >= mt.limit) {
+            mt_idle_give(&mt); /* nothing moved for a while (see mt_idle_t) */
         }
         if (ran && 0 == n && 1 == px_rt.size) {
             int rc = fine_give_up(r, who,
