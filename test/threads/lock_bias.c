@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,13 +164,18 @@ static void *watchdog(void *arg)
 }
 
 /* Step 3's threads at SCHED_FIFO, both on one allowed CPU (the rank's, so
- * the two ranks use different CPUs where there are several): 0 or an errno. */
+ * the two ranks use different CPUs where there are several): 0 (the caller
+ * destroys *at) or an errno (*at is not left initialised). */
 static int fifo_attr(pthread_attr_t *at)
 {
     cpu_set_t all, one;
     int rc = pthread_attr_init(at);
-    if (rc || sched_getaffinity(0, sizeof all, &all) != 0)
-        return rc ? rc : EINVAL;
+    if (rc)
+        return rc;
+    if (sched_getaffinity(0, sizeof all, &all) != 0) {
+        pthread_attr_destroy(at);
+        return EINVAL;
+    }
     int n = CPU_COUNT(&all), want = self % (n > 0 ? n : 1), cpu = -1;
     for (int c = 0, seen = 0; c < CPU_SETSIZE && cpu < 0; ++c)
         if (CPU_ISSET(c, &all) && seen++ == want)
@@ -180,8 +186,10 @@ static int fifo_attr(pthread_attr_t *at)
     if ((rc = pthread_attr_setaffinity_np(at, sizeof one, &one)) ||
         (rc = pthread_attr_setinheritsched(at, PTHREAD_EXPLICIT_SCHED)) ||
         (rc = pthread_attr_setschedpolicy(at, SCHED_FIFO)) ||
-        (rc = pthread_attr_setschedparam(at, &sp)))
+        (rc = pthread_attr_setschedparam(at, &sp))) {
+        pthread_attr_destroy(at);
         return rc;
+    }
     return 0;
 }
 
@@ -226,6 +234,7 @@ int main(int argc, char **argv)
     /* 3. two threads */
     pthread_attr_t at;
     int rc = fifo ? fifo_attr(&at) : 0;
+    bool have_at = fifo && 0 == rc;
     for (long t = 0; t < 2 && 0 == rc; ++t) {
         rc = pthread_create(&th[t], fifo ? &at : NULL, pinger, (void *)t);
         if (rc && 1 == t) { /* the first one waits for its partner for good */
@@ -233,6 +242,8 @@ int main(int argc, char **argv)
             _exit(1);
         }
     }
+    if (have_at)
+        pthread_attr_destroy(&at); /* its affinity set is allocated */
     if (rc) {
         printf("fifo unavailable: %s\n", strerror(rc));
         px_finalize();
