@@ -264,6 +264,11 @@ void px_progress_idle(void)
     if (!px_progress_yield_on)
         return; /* counting only for waiters that cannot block now */
     px_progress_idle_yields++;
+    px_progress_give_core();
+}
+
+void px_progress_give_core(void)
+{
     int us = px_progress_policy.idle_sleep_us;
     if (us > 0) {
         struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};

@@ -12,4 +12,10 @@
  * and px_progress_policy_set. */
 px_progress_idle_policy_t *px_progress_policy_storage(void);
 
+/* Give the core away once as the policy says (a nanosleep of idle_sleep_us,
+ * or sched_yield), whatever px_progress_idle_setup decided: for a wait that
+ * knows a thread of this process may be what it waits for
+ * (runtime/pml/pml_wait.c). */
+void px_progress_give_core(void);
+
 #endif

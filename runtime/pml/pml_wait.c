@@ -11,7 +11,7 @@
 #include <time.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
-#include "core/util/progress.h"
+#include "core/util/progress_internal.h"
 #include "runtime/pml/pml_internal.h"
 
 /* A send to ourselves whose RNDV header still waits in our own unexpected
@@ -147,37 +147,19 @@ static void describe(char *buf, size_t n, const px_request_t *r, const char *who
  * holds; on an oversubscribed machine (or threads sharing a core) a wait that
  * never yields makes each hand-over between them cost a scheduler time slice
  * (test/threads/lock_bias fifo: for ever, when neither is preempted). */
-typedef struct {
-    unsigned limit; /* empty passes before giving the core away; 0: never */
-    int sleep_us;   /* 0: sched_yield; > 0: nanosleep */
-} mt_idle_t;
-
-static mt_idle_t mt_idle_policy(const px_request_t *r)
+static unsigned mt_idle_limit(const px_request_t *r)
 {
-    mt_idle_t m = {0, 0};
-    px_progress_idle_policy_t p;
     /* Only a request this process itself may complete (to or from itself,
      * or from any source): a wait for another process keeps spinning, as
      * the API lock's hand-over already lets this process's other threads in
      * (yielding there cost 2 threads per process on one core 0.66x their
      * message rate, compare-threads.sh). */
-    if (!px_rt_api_shared || (r->peer != px_rt.rank && r->peer != PX_ANY_SOURCE) ||
-        px_progress_policy_get(&p, sizeof p) != PX_SUCCESS ||
-        PX_PROGRESS_YIELD_NEVER == p.yield_when_idle)
-        return m;
-    m.limit = p.idle_spins > 0 ? (unsigned)p.idle_spins : 1;
-    m.sleep_us = p.idle_sleep_us > 0 ? p.idle_sleep_us : 0;
-    return m;
-}
-
-static void mt_idle_give(const mt_idle_t *m)
-{
-    if (m->sleep_us > 0) {
-        struct timespec ts = {m->sleep_us / 1000000, (long)(m->sleep_us % 1000000) * 1000};
-        nanosleep(&ts, NULL);
-    } else {
-        sched_yield();
-    }
+    if (!px_rt_api_shared || (r->peer != px_rt.rank && r->peer != PX_ANY_SOURCE))
+        return 0;
+    const px_progress_idle_policy_t *p = px_progress_policy_storage();
+    if (PX_PROGRESS_YIELD_NEVER == p->yield_when_idle)
+        return 0;
+    return p->idle_spins > 0 ? (unsigned)p->idle_spins : 1;
 }
 
 /* Progress until `r` completes; PX_ERR_TIMEOUT (after giving it up) when it
@@ -186,7 +168,7 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
 {
     double start = 0;
     unsigned spins = 0, idle = 0;
-    const mt_idle_t mt = mt_idle_policy(r);
+    const unsigned mt_limit = mt_idle_limit(r);
     char what[512];
     while (!req_done(r)) {
         int n = px_pml_progress_once();
@@ -194,8 +176,8 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
             break;
         if (n > 0)
             idle = 0;
-        else if (PX_UNLIKELY(mt.limit) && ++idle >= mt.limit)
-            mt_idle_give(&mt); /* see mt_idle_t */
+        else if (PX_UNLIKELY(mt_limit) && ++idle >= mt_limit)
+            px_progress_give_core(); /* see mt_idle_limit */
         if (0 == n && 1 == px_rt.size && 0 == px_progress_nentries &&
             px_list_is_empty(&px_rt.pending)) {
             describe(what, sizeof(what), r, who,
@@ -272,7 +254,7 @@ int px_pml_wait_slow_fine(px_request_t *r, const char *who)
         return px_pml_wait_slow(r, who);
     double start = 0;
     unsigned spins = 0, idle = 0;
-    const mt_idle_t mt = mt_idle_policy(r);
+    const unsigned mt_limit = mt_idle_limit(r);
     while (!req_done(r)) {
         bool ran;
         int n = px_pml_progress_fine(&ran);
@@ -282,8 +264,8 @@ int px_pml_wait_slow_fine(px_request_t *r, const char *who)
             idle = 0;
         if (!ran) {
             sched_yield(); /* another thread is progressing: let it run */
-        } else if (0 == n && mt.limit && ++idle >= mt.limit) {
-            mt_idle_give(&mt); /* nothing moved for a while (see mt_idle_t) */
+        } else if (0 == n && mt_limit && ++idle >= mt_limit) {
+            px_progress_give_core(); /* nothing moved for a while (mt_idle_limit) */
         }
         if (ran && 0 == n && 1 == px_rt.size) {
             int rc = fine_give_up(r, who,
