@@ -66,16 +66,15 @@ common+=("${pxenv[@]}")
 
 field() { sed -n "s/^px_xfer_bench: mode=.* $1=\([^ ]*\).*/\1/p" "$2" | head -1; }
 
-# on PLACE HOST CMD...: CMD where it runs (nothing for lo and perf)
-on() {
-    local place=$1 host=$2
-    shift 2
-    if [ "$place" = ns ]; then
-        local ns=$NS_A
-        [ "$host" = B ] && ns=$NS_B
-        ip netns exec "$ns" "$@"
-    else
-        "$@"
+# nsx PLACE HOST: sets the array `pre` to the command prefix that runs a
+# command on HOST (ip netns exec for ns, nothing for lo and perf). A prefix,
+# not a shell function around the command: a backgrounded function is a
+# subshell, and killing it left the target running (every target of a run
+# kept spinning until the end, which loaded the machine of every later run).
+nsx() {
+    pre=()
+    if [ "$1" = ns ]; then
+        if [ "$2" = B ]; then pre=(ip netns exec "$NS_B"); else pre=(ip netns exec "$NS_A"); fi
     fi
 }
 
@@ -98,13 +97,16 @@ run() {
     local ipa=127.0.0.1 ipb=127.0.0.1
     [ "$place" = ns ] && ipa=$IP_A ipb=$IP_B
     rm -f "$T/name"
-    on "$place" A env "${env[@]}" PX_MCA_peer_listen_address=$ipa timeout -s KILL 300 "$BENCH" \
+    local pre
+    nsx "$place" A
+    timeout -s KILL 300 "${pre[@]}" env "${env[@]}" PX_MCA_peer_listen_address=$ipa "$BENCH" \
         --mode target --publish "lanes/$size" --buffer-size "$buf" --mem reg \
         --name-file "$T/name" </dev/null >"$out.target" 2>&1 &
     local tp=$!
     for _ in $(seq 600); do [ -s "$T/name" ] && break; sleep 0.05; done
     if [ -s "$T/name" ]; then
-        on "$place" B env "${env[@]}" PX_MCA_peer_listen_address=$ipb timeout -s KILL 300 "$BENCH" \
+        nsx "$place" B
+        timeout -s KILL 300 "${pre[@]}" env "${env[@]}" PX_MCA_peer_listen_address=$ipb "$BENCH" \
             --target "$(cat "$T/name")" --op "$OP" --block-size "$size" --batch-size "$BATCH" \
             --duration "$DUR" --mem reg </dev/null >"$out" 2>&1
     else
