@@ -31,6 +31,10 @@ typedef struct fw_state {
     char **names;        /* names in the selection list (argv) */
     char *include_error; /* every unusable name of an include list */
     bool exclude_warned;
+    /* Its own variables registered by px_mca_framework_register_deferred
+     * after px_init's check for unknown variables: its components' are
+     * checked when they load. */
+    bool deferred;
 } fw_state_t;
 
 static fw_state_t states[MAX_FRAMEWORKS];
@@ -273,7 +277,10 @@ static px_mca_component_item_t *add_item(px_mca_framework_t *fw, const px_mca_co
 static int register_vars(px_mca_framework_t *fw)
 {
     char help[512];
-    fw->selection = NULL;
+    /* fw->selection and fw->verbose are not reset here: registering a
+     * variable that exists with the same storage (the framework's own part
+     * registered a second time: px_mca_framework_register_deferred, then
+     * open) leaves its value in place, and a reset would lose it. */
     snprintf(help, sizeof(help),
              "Components of the %s framework (%s): \"a,b\" uses only these, \"^a,b\" all but "
              "these; empty means all",
@@ -282,7 +289,6 @@ static int register_vars(px_mca_framework_t *fw)
                                  PX_MCA_VAR_SCOPE_ALL, 0, &fw->selection);
     if (rc < 0 && rc != PX_ERR_BAD_PARAM)
         return rc;
-    fw->verbose = 0;
     snprintf(help, sizeof(help),
              "Verbosity of the %s framework's messages: 0 quiet, 1 problems with components "
              "(refused, failed open), 10 every step, 100 everything",
@@ -295,12 +301,11 @@ static int register_vars(px_mca_framework_t *fw)
     return PX_SUCCESS;
 }
 
-int px_mca_framework_register(px_mca_framework_t *fw)
+/* The framework's own half of registering: its variables, output, selection
+ * list and register_fn; no component is looked for or loaded. Repeatable
+ * (every variable registration is idempotent). */
+static int register_framework_itself(px_mca_framework_t *fw, fw_state_t **stp)
 {
-    if (!fw || !fw->name)
-        return PX_ERR_BAD_PARAM;
-    if (fw->registered)
-        return PX_SUCCESS;
     px_mca_var_load();
     int rc = px_mca_repository_init();
     if (rc != PX_SUCCESS)
@@ -338,6 +343,33 @@ int px_mca_framework_register(px_mca_framework_t *fw)
             return rc;
         }
     }
+    *stp = st;
+    return PX_SUCCESS;
+}
+
+int px_mca_framework_register_deferred(px_mca_framework_t *fw)
+{
+    if (!fw || !fw->name)
+        return PX_ERR_BAD_PARAM;
+    if (fw->registered)
+        return PX_SUCCESS;
+    fw_state_t *st;
+    int rc = register_framework_itself(fw, &st);
+    if (rc == PX_SUCCESS)
+        st->deferred = true;
+    return rc;
+}
+
+int px_mca_framework_register(px_mca_framework_t *fw)
+{
+    if (!fw || !fw->name)
+        return PX_ERR_BAD_PARAM;
+    if (fw->registered)
+        return PX_SUCCESS;
+    fw_state_t *st;
+    int rc = register_framework_itself(fw, &st);
+    if (rc != PX_SUCCESS)
+        return rc;
 
     /* Candidates: built-in components, then plugins. */
     char **known = NULL;   /* every name that exists, for suggestions */
@@ -458,6 +490,14 @@ int px_mca_framework_register(px_mca_framework_t *fw)
     px_argv_free(known);
     px_argv_free(refused);
     fw->registered = true;
+    if (st->deferred) {
+        /* The check px_init made counted this framework's component
+         * variables as known while the components were not loaded: a
+         * misspelled one is found now (a warning; with mca_base_strict an
+         * error, and the framework does not open). */
+        st->deferred = false;
+        return px_mca_var_check_unknown();
+    }
     return PX_SUCCESS;
 }
 

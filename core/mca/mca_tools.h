@@ -36,4 +36,16 @@ PX_EXPORT char *px_mca_repository_search_path(void);
  * exist)", "~" expanded (caller frees). Not exported. */
 char *px_mca_repository_search_report(void);
 
+/* Register a framework's own variables (and its register_fn's) without
+ * looking for or loading any component: px_init does this for a framework it
+ * opens only on first use (the registry), so a program that never uses it
+ * does not load its plugins and their libraries. A variable of one of its
+ * components counts as known while the component is not loaded (its plugin
+ * file exists); px_mca_framework_register/open later do the rest, and then
+ * look for unknown variables again (px_mca_var_check_unknown), which finds a
+ * misspelled variable of one of its components. Internal to libplexus (not
+ * exported). */
+#include "core/mca/framework.h"
+int px_mca_framework_register_deferred(px_mca_framework_t *fw);
+
 #endif

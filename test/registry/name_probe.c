@@ -27,6 +27,10 @@
  *       publish this process's contact under NAME, progress until CTL/stop
  *   name_probe connect NAME
  *       px_name_connect: "connect ok" when a peer id came back
+ *   name_probe loaded NAME
+ *       count the registry plugins mapped into this process after px_init
+ *       ("after px_init: N registry plugin(s) loaded"), then px_name_open
+ *       NAME and count again ("after px_name_open: N ...")
  */
 #include <plexus.h>
 #include <stdint.h>
@@ -55,6 +59,31 @@ static int exists(const char *dir, const char *f)
         return 0;
     unlink(p);
     return 1;
+}
+
+/* Registry plugins (plexus_registry_*.so) mapped into this process: the
+ * distinct file names in /proc/self/maps. */
+static int registry_plugins_mapped(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    char line[4096], seen[16][256];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "plexus_registry_");
+        if (!p)
+            continue;
+        char file[256];
+        snprintf(file, sizeof file, "%.*s", (int)strcspn(p, "\n"), p);
+        int k = 0;
+        while (k < n && strcmp(seen[k], file) != 0)
+            k++;
+        if (k == n && n < 16)
+            snprintf(seen[n++], sizeof seen[0], "%s", file);
+    }
+    fclose(f);
+    return n;
 }
 
 static void say(const char *fmt, const char *a, int rc)
@@ -191,6 +220,16 @@ int main(int argc, char **argv)
         say("open %s: %s\n", name, rc);
         if (h)
             px_name_close(&h);
+    } else if (0 == strcmp(cmd, "loaded")) {
+        printf("after px_init: %d registry plugin(s) loaded\n", registry_plugins_mapped());
+        fflush(stdout);
+        px_name_t *h = NULL;
+        rc = px_name_open(name, &h);
+        if (h)
+            px_name_close(&h);
+        printf("after px_name_open: %d registry plugin(s) loaded\n", registry_plugins_mapped());
+        fflush(stdout);
+        rc = PX_SUCCESS;
     } else if (0 == strcmp(cmd, "publish")) {
         px_xfer_region_t *r;
         px_xfer_alloc(4096, &r);

@@ -236,6 +236,15 @@ check "another namespace does not see these names" contains "$out" "0 name(s) un
 out=$(PX_MCA_registry_namespace=tenant2 timeout -s KILL 60 "$app" open me/self 2>&1)
 check "... nor opens them" contains "$out" "open me/self: not found"
 
+# ---- the registry framework loads at the first name call, not at px_init
+# (its plugins pull in libcurl, hiredis, PMIx: 13 ms of every process's start)
+out=$(PX_MCA_registry_dirstore_dirr=x timeout 60 "$app" loaded nothing/here 2>&1)
+check "px_init loads no registry plugin" contains "$out" "after px_init: 0 registry plugin(s) loaded"
+check "the first px_name_* call loads them" grep -Eq 'after px_name_open: [1-9][0-9]* registry plugin' <<<"$out"
+check "... and a misspelled variable of a registry component is reported then" \
+    contains "$(sed -n '/^after px_init/,$p' <<<"$out")" 'unknown variable "registry_dirstore_dirr"'
+check "... once" [ "$(grep -c 'unknown variable "registry_dirstore_dirr"' <<<"$out")" = 1 ]
+
 # ---- settings and selection errors
 # (registry/p2p, built in, needs nothing and serves any process: left out here)
 out=$(PX_MCA_registry='^p2p' PX_MCA_registry_dirstore_dir= timeout 60 "$names" list 2>&1)
