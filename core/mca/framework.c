@@ -306,6 +306,8 @@ static int register_vars(px_mca_framework_t *fw)
  * (every variable registration is idempotent). */
 static int register_framework_itself(px_mca_framework_t *fw, fw_state_t **stp)
 {
+    if (!fw || !fw->name)
+        return PX_ERR_BAD_PARAM;
     px_mca_var_load();
     int rc = px_mca_repository_init();
     if (rc != PX_SUCCESS)
@@ -349,24 +351,18 @@ static int register_framework_itself(px_mca_framework_t *fw, fw_state_t **stp)
 
 int px_mca_framework_register_deferred(px_mca_framework_t *fw)
 {
-    if (!fw || !fw->name)
-        return PX_ERR_BAD_PARAM;
-    if (fw->registered)
-        return PX_SUCCESS;
-    fw_state_t *st;
-    int rc = register_framework_itself(fw, &st);
-    if (rc == PX_SUCCESS)
+    fw_state_t *st = NULL;
+    int rc = fw && fw->registered ? PX_SUCCESS : register_framework_itself(fw, &st);
+    if (st)
         st->deferred = true;
     return rc;
 }
 
 int px_mca_framework_register(px_mca_framework_t *fw)
 {
-    if (!fw || !fw->name)
-        return PX_ERR_BAD_PARAM;
-    if (fw->registered)
+    if (fw && fw->registered)
         return PX_SUCCESS;
-    fw_state_t *st;
+    fw_state_t *st = NULL;
     int rc = register_framework_itself(fw, &st);
     if (rc != PX_SUCCESS)
         return rc;
