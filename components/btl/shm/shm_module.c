@@ -414,7 +414,7 @@ static inline uint64_t sc_now(void)
  * one CMA message in SC_TIME_EVERY once a size class has an estimate). */
 static inline uint64_t sc_cpu_now(void)
 {
-    struct timespec t;
+    struct timespec t = {0, 0}; /* 0 if the clock is refused: no sample, CMA stays unpriced */
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
