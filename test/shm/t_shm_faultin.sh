@@ -9,7 +9,8 @@
 B=$PX_BUILD
 PXRUN=$B/tools/pxrun/pxrun
 FI=$B/test/shm/shm_faultin
-need_built "$PXRUN" "$FI"
+PERF=$B/tools/px_perf/px_perf
+need_built "$PXRUN" "$FI" "$PERF"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 run() { timeout -s KILL 180 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
@@ -83,14 +84,15 @@ for r in 0 1; do
     check "single copy auto: rank $r read 65537 and 1 MiB by CMA, 16433 and 65536 by fragments ($(counters $r))" \
         [ "$(counters $r)" = "cma 2 declined 2" ]
 done
-# By cost: CMA 100 ns per KiB, a fragment's copy out 60: the pipeline (one
-# fragment in, all out) costs 60 x (KiB + min(KiB, 64)), so CMA wins up to
-# 96 KiB: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments.
-run "$PXRUN" -n 2 --mca btl_shm_single_copy auto -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 \
-    --sizes 16433,65537,262144,1048576
+# By cost: CMA 100 ns per KiB per copier, a fragment's copy out 60: the
+# pipeline (one fragment in, all out) costs 60 x (KiB + min(KiB, 64)). A
+# read alone (no split: btl_shm_cma_split=0) wins up to 96 KiB: 16433 and
+# 65537 bytes by CMA, 256 KiB and 1 MiB by fragments.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy auto --mca btl_shm_cma_split 0 \
+    -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 --sizes 16433,65537,262144,1048576
 check "single copy auto by cost: data intact" ok_ranks 2
 show
-check "single copy auto by cost: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments ($(counters 1))" \
+check "single copy auto by cost, not split: 16433 and 65537 bytes by CMA, 256 KiB and 1 MiB by fragments ($(counters 1))" \
     [ "$(counters 1)" = "cma 2 declined 2" ]
 # The same choice when the sender puts (runtime_rndv_protocol=put): a
 # declined put sends the fragments unasked.
@@ -100,9 +102,33 @@ check "single copy auto by cost, put: data intact" ok_ranks 2
 show
 check "single copy auto by cost, put: 2 by CMA, 2 by fragments ($(counters 1))" \
     [ "$(counters 1)" = "cma 2 declined 2" ]
-# The default is auto.
+# The default is auto, with reads from 64 KiB split between both processes:
+# such a read costs each of the two copiers half the message, 50 x KiB
+# against 60 x (KiB + 64), so 256 KiB and 1 MiB go by CMA too (before
+# issue 26's session 34 a split read was priced as one copier's: the
+# pipeline's 2 of 4, and in a stream nearly every message).
 run "$PXRUN" -n 2 -x PX_BTL_SHM_TEST_SC_COST=100:60 "$FI" --cycles 1 --sizes 16433,65537,262144,1048576
-check "the default (auto): 2 by CMA, 2 by fragments ($(counters 1))" [ "$(counters 1)" = "cma 2 declined 2" ]
+check "the default (auto, split): data intact" ok_ranks 2
+show
+check "the default (auto): a split read priced per copier, all 4 by CMA ($(counters 1))" [ "$(counters 1)" = "cma 4 declined 0" ]
+# The same in a stream (px_perf bw --iters 2: 2 windows of 64 messages of 256 KiB, all
+# in flight): CMA 150 ns per KiB per copier against a fragment's 100, the
+# receiver (rank 1) reads every message by CMA; with btl_shm_cma_split=0
+# (one copier) it sends every one by fragments.
+stream() { # "cma N declined D" from rank 1's counts (btl_base_verbose 5 at finalize)
+    sed -n 's/.*btl shm: single copies \([0-9]*\) (split.*, declined \([0-9]*\);.*/cma \1 declined \2/p' "$T/out" "$T/err" |
+        sort | tail -1
+}
+run "$PXRUN" -n 2 --mca btl_base_verbose 5 -x PX_BTL_SHM_TEST_SC_COST=150:100 "$PERF" --test bw \
+    --sizes 262144 --iters 2
+check "auto in a stream of 256 KiB, CMA 1.5x a fragment's cost per copier: every message by CMA ($(stream))" \
+    [ "$(stream)" = "cma 128 declined 0" ]
+show
+run "$PXRUN" -n 2 --mca btl_base_verbose 5 --mca btl_shm_cma_split 0 -x PX_BTL_SHM_TEST_SC_COST=150:100 \
+    "$PERF" --test bw --sizes 262144 --iters 2
+check "the same stream not split (one copier): every message by fragments ($(stream))" \
+    [ "$(stream)" = "cma 0 declined 128" ]
+show
 # Measured (no fixed estimates): the receiver tries CMA first, then the
 # pipeline, for each size class, and every 32nd message the path it did not
 # choose; the data arrives either way.

@@ -55,11 +55,15 @@ static inline int px_btl_shm_sc_class(size_t size)
  * estimates in ns per KiB: CMA (one copy, a system call that pins the
  * pages) against the pipeline, whose time is about one fragment copied in
  * and then a fragment per period of its slower side (the sender's copy-in
- * overlaps the receiver's copy-out). */
-static inline bool px_btl_shm_sc_prefers_cma(double cma_ns_kb, double frag_ns_kb, size_t size)
+ * overlaps the receiver's copy-out). CMA's estimate is what one process
+ * spends per KiB it copies (its processor time, not the clock's); a split
+ * read has `copiers` 2 (the sender copies half while the receiver copies
+ * the other half), one read alone 1. */
+static inline bool px_btl_shm_sc_prefers_cma(double cma_ns_kb, double frag_ns_kb, size_t size,
+                                             int copiers)
 {
     double kb = (double)size / 1024, first = kb < 64 ? kb : 64;
-    return cma_ns_kb * kb < frag_ns_kb * (kb + first);
+    return cma_ns_kb * kb < frag_ns_kb * (kb + first) * copiers;
 }
 /* btl_shm_fault_in: when the pages of rings larger than 64 KiB are faulted
  * in (a ring of 64 KiB or less is left to the kernel, page by page). */
@@ -232,9 +236,10 @@ typedef struct px_btl_shm_split {
     uint64_t remote;
     size_t total;
     int status;
-    bool timed;     /* auto: its time is a sample */
-    uint64_t t0;    /* when it began (ns) */
-    uint64_t t_own; /* when we had read our chunks (ns; timed only) */
+    bool timed;       /* auto: its time is a sample */
+    uint64_t t0;      /* our processor time when it began (ns; timed only) */
+    uint64_t t_own;   /* ... when we had read our chunks */
+    size_t own_bytes; /* bytes of our chunks */
     px_btl_registration_handle_t *local_handle;
     px_btl_rdma_completion_fn cbfunc;
     void *cbcontext, *cbdata;
@@ -282,19 +287,19 @@ typedef struct px_btl_shm_state {
     bool cma_ok;
     uint64_t cma_calls, cma_declined; /* single copies done, rendezvous ones declined (tests) */
     /* btl_shm_single_copy=auto: what the receiver measured (px_btl_shm_sc_*). */
-    bool sc_auto;                              /* measure and choose (auto) */
-    bool sc_fixed;                             /* PX_BTL_SHM_TEST_SC_COST: estimates fixed */
-    double sc_cma_ns[PX_BTL_SHM_SC_CLASSES];   /* CMA ns per KiB by size class (0: unknown) */
-    double sc_alone_ns[PX_BTL_SHM_SC_CLASSES]; /* split reads the sender did not join */
-    double sc_frag_ns;                         /* a pipelined fragment's period, ns per KiB */
-    uint64_t sc_frag_t;                        /* when the last one was delivered (ns) */
-    uint32_t sc_seen[PX_BTL_SHM_SC_CLASSES];   /* rendezvous of each class, for exploring */
-    size_t cma_split;                          /* btl_shm_cma_split: smallest split (0: none) */
-    int split_test;                            /* PX_BTL_SHM_SPLIT_TEST_* */
+    bool sc_auto;                            /* measure and choose (auto) */
+    bool sc_fixed;                           /* PX_BTL_SHM_TEST_SC_COST: estimates fixed */
+    double sc_cma_ns[PX_BTL_SHM_SC_CLASSES]; /* CMA: ns per KiB copied, per copier (0: unknown) */
+    double sc_frag_ns;                       /* a pipelined fragment's period, ns per KiB */
+    uint64_t sc_frag_t;                      /* when the last one was delivered (ns) */
+    uint32_t sc_seen[PX_BTL_SHM_SC_CLASSES]; /* rendezvous of each class, for exploring */
+    size_t cma_split;                        /* btl_shm_cma_split: smallest split (0: none) */
+    int split_test;                          /* PX_BTL_SHM_SPLIT_TEST_* */
     uint64_t split_gen;
     px_btl_shm_split_t splits[PX_BTL_SHM_SPLITS];
     int nsplits;
     uint64_t cma_splits, cma_helped;     /* splits started, chunks written for peers (tests) */
+    uint64_t cma_joined;                 /* splits the sender joined */
     char **bases;                        /* [nlocal]: mapped segments by local index */
     size_t *sizes;                       /* [nlocal]: their sizes (0: not mapped) */
     struct px_btl_shm_frag **frag_table; /* heap fragments by the index in their des */

@@ -409,6 +409,16 @@ static inline uint64_t sc_now(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* This thread's processor time (ns): what a CMA copy cost us, without the
+ * time we were off the processor (a system call, not the vDSO: taken for
+ * one CMA message in SC_TIME_EVERY once a size class has an estimate). */
+static inline uint64_t sc_cpu_now(void)
+{
+    struct timespec t = {0, 0}; /* 0 if the clock is refused: no sample, CMA stays unpriced */
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static int fifo_poll(void)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
@@ -704,25 +714,38 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
 
 /* auto (btl_shm_single_copy=auto): should this rendezvous of `size` bytes
  * be read by CMA? Below btl_shm_single_copy_min, no. From it on, whichever
- * path the receiver measured cheaper for that size (px_btl_shm_sc_prefers_cma);
- * a path not measured yet is tried first, and every 32nd rendezvous of a
- * size class takes the other path, so the estimates follow the machine
+ * path the receiver measured cheaper for that size (px_btl_shm_sc_prefers_cma),
+ * CMA priced per copier: `copiers` 2 when the read would be split with the
+ * sender. A path not measured yet is tried first, and every 32nd rendezvous
+ * of a size class takes the other path, so the estimates follow the machine
  * (this VM's copies through shared memory slow down 3-6 times in some
- * phases, when CMA wins; in others the pipeline is 2.4 times faster). */
-#define SC_EXPLORE 32
-static PX_NOINLINE bool sc_choose_cma(px_btl_shm_state_t *s, size_t size)
+ * phases, when CMA wins; in others the pipeline is 2.4 times faster).
+ * *timed: take this CMA read's time as a sample (every read while the class
+ * has no estimate, every exploring one, else one in SC_TIME_EVERY). */
+#define SC_EXPLORE    32
+#define SC_TIME_EVERY 4
+static PX_NOINLINE bool sc_choose_cma(px_btl_shm_state_t *s, size_t size, int copiers, bool *timed)
 {
+    *timed = false;
     if (size < s->sc_min)
         return false;
     int k = px_btl_shm_sc_class(size);
-    double c = s->sc_cma_ns[k] > 0 ? s->sc_cma_ns[k] : s->sc_alone_ns[k];
-    if (c <= 0)
+    double c = s->sc_cma_ns[k];
+    if (c <= 0) {
+        *timed = !s->sc_fixed;
         return true; /* measure CMA first */
+    }
     if (s->sc_frag_ns <= 0)
         return false; /* then the pipeline */
-    bool cma = px_btl_shm_sc_prefers_cma(c, s->sc_frag_ns, size);
-    if (!s->sc_fixed && ++s->sc_seen[k] % SC_EXPLORE == 0)
-        cma = !cma;
+    bool cma = px_btl_shm_sc_prefers_cma(c, s->sc_frag_ns, size, copiers);
+    if (s->sc_fixed)
+        return cma;
+    uint32_t seen = ++s->sc_seen[k];
+    if (seen % SC_EXPLORE == 0) {
+        *timed = true;
+        return !cma;
+    }
+    *timed = cma && seen % SC_TIME_EVERY == 0;
     return cma;
 }
 
@@ -782,21 +805,24 @@ static PX_NOINLINE void split_help(px_btl_endpoint_t *ep, const char *data, size
     atomic_store_explicit(&slot->state, m.gen << 2 | PX_BTL_SHM_SPLIT_LEFT, memory_order_release);
 }
 
-/* The receiver's side: read the chunks we claim until none is left. */
-static void split_read(px_btl_shm_split_t *sp, size_t chunk)
+/* The receiver's side: read the chunks we claim until none is left;
+ * returns the bytes read. */
+static size_t split_read(px_btl_shm_split_t *sp, size_t chunk)
 {
+    size_t done = 0;
     for (;;) {
         uint64_t c = atomic_fetch_add_explicit(&sp->slot->next, chunk, memory_order_relaxed);
         if (c >= sp->total)
-            return;
+            return done;
         size_t n = sp->total - c < chunk ? sp->total - c : chunk;
         if (px_btl_shm_cma_copy(sp->ep, false, sp->local + c, sp->remote + c, n, false) !=
             PX_SUCCESS) {
             sp->status = PX_ERR_COMM;
             /* claim the rest: the sender stops, nothing more is read */
             atomic_fetch_add_explicit(&sp->slot->next, sp->total, memory_order_relaxed);
-            return;
+            return done;
         }
+        done += n;
     }
 }
 
@@ -838,21 +864,20 @@ static bool split_finish(px_btl_shm_state_t *s, int i)
      * we had stopped claiming): read now. */
     if (PX_SUCCESS == sp->status)
         split_read(sp, sp->total);
-    /* auto's sample: the time we spent on the message (our chunks), not
-     * until the sender's last chunk ended or progress noticed it: in a
-     * stream we read the next message meanwhile, and a sender busy
-     * elsewhere (pushing another message's fragments) would make every
-     * sample taken while auto explores look slow (4 MiB: 832 ns per KiB
-     * by CMA against the pipeline's 200, while CMA streamed faster). */
-    if (PX_SUCCESS == sp->status && sp->timed) {
-        /* A sender busy elsewhere never joins (a stream auto sends by
-         * fragments keeps it pushing them): such a sample tells what CMA
-         * costs alone, not what a stream by CMA gets, where the sender
-         * waits and helps. auto decides by the joined samples while it has
-         * any (sc_choose_cma). */
-        int k = px_btl_shm_sc_class(sp->total);
-        sc_sample(joined ? &s->sc_cma_ns[k] : &s->sc_alone_ns[k], sp->t_own - sp->t0, sp->total);
-    }
+    /* auto's sample: the processor time we spent on our chunks per KiB
+     * we read, i.e. per copier. Not the message's time: a sender busy
+     * elsewhere (pushing the fragments of a stream auto sends by the
+     * pipeline) leaves every chunk to us, and such a read took twice as
+     * long per message as one in a stream by CMA, where the sender waits
+     * and copies half (session 33: 300-560 ns per KiB read alone against
+     * the pipeline's 110-200, while CMA streamed 1.24-1.40x faster). The
+     * rule halves it for a split read (px_btl_shm_sc_prefers_cma). Not
+     * the clock's time either: at a load of 20 a read of 1 MiB often
+     * spans a time slice given to another process. */
+    if (joined)
+        s->cma_joined++;
+    if (PX_SUCCESS == sp->status && sp->timed && sp->own_bytes >= 4096)
+        sc_sample(&s->sc_cma_ns[px_btl_shm_sc_class(sp->total)], sp->t_own - sp->t0, sp->own_bytes);
     px_btl_shm_split_t done = *sp;
     s->splits[i] = s->splits[--s->nsplits];
     px_free_list_return(done.frag->list, &done.frag->base.super);
@@ -917,9 +942,9 @@ static int split_start(px_btl_endpoint_t *ep, const px_btl_rdma_args_t *a, bool 
                                .cbcontext = a->cbcontext,
                                .cbdata = a->cbdata};
     if (!(s->split_test & PX_BTL_SHM_SPLIT_TEST_LEAVE))
-        split_read(sp, chunk);
+        sp->own_bytes = split_read(sp, chunk);
     if (timed)
-        sp->t_own = sc_now();
+        sp->t_own = sc_cpu_now();
     split_finish(s, s->nsplits - 1);
     return PX_SUCCESS;
 }
@@ -935,13 +960,15 @@ static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
     if (a->flags & PX_BTL_RDMA_FLAG_RNDV) {
-        const bool timed = s->sc_auto && !s->sc_fixed && a->size;
-        if (s->sc_auto && !sc_choose_cma(s, a->size)) {
+        const bool split = PX_RDMA_GET_SPLIT(s, a) && !ep->dyn;
+        bool timed = false;
+        if (s->sc_auto && !sc_choose_cma(s, a->size, split ? 2 : 1, &timed)) {
             s->cma_declined++;
             return PX_ERR_NOT_SUPPORTED;
         }
-        uint64_t t0 = timed ? sc_now() : 0;
-        if (PX_RDMA_GET_SPLIT(s, a) && split_start(ep, a, timed, t0) == PX_SUCCESS)
+        timed = timed && a->size;
+        uint64_t t0 = timed ? sc_cpu_now() : 0;
+        if (split && split_start(ep, a, timed, t0) == PX_SUCCESS)
             return PX_SUCCESS;
         if (!s->sc_auto)
             return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address,
@@ -950,7 +977,7 @@ static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
         int rc = px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address,
                                 a->remote_address, a->local_handle, a->size, NULL, NULL, NULL);
         if (PX_SUCCESS == rc && timed)
-            sc_sample(&s->sc_cma_ns[px_btl_shm_sc_class(a->size)], sc_now() - t0, a->size);
+            sc_sample(&s->sc_cma_ns[px_btl_shm_sc_class(a->size)], sc_cpu_now() - t0, a->size);
         if (PX_SUCCESS == rc && a->cbfunc)
             a->cbfunc(btl, ep, a->local_address, a->local_handle, a->cbcontext, a->cbdata,
                       PX_SUCCESS);
@@ -975,15 +1002,15 @@ static int px_btl_shm_finalize(px_btl_module_t *btl)
         char est[256];
         int o = 0;
         for (int k = 0; k < PX_BTL_SHM_SC_CLASSES && o < (int)sizeof est - 24; k++)
-            o += snprintf(est + o, sizeof est - (size_t)o, " %.0f/%.0f", s->sc_cma_ns[k],
-                          s->sc_alone_ns[k]);
+            o += snprintf(est + o, sizeof est - (size_t)o, " %.0f", s->sc_cma_ns[k]);
         PX_OUTPUT_VERBOSE(5, px_btl_base_framework.output,
-                          "btl shm: single copies %llu (split %llu, chunks written for peers "
-                          "%llu), declined %llu; auto's estimates (ns per KiB): CMA by size "
-                          "class (32 KiB .. 4 MiB, joined/alone):%s, pipeline %.0f",
+                          "btl shm: single copies %llu (split %llu, joined by the sender %llu, "
+                          "chunks written for peers %llu), declined %llu; auto's estimates (ns "
+                          "per KiB): CMA per copier by size class (32 KiB .. 4 MiB):%s, "
+                          "pipeline %.0f",
                           (unsigned long long)s->cma_calls, (unsigned long long)s->cma_splits,
-                          (unsigned long long)s->cma_helped, (unsigned long long)s->cma_declined,
-                          est, s->sc_frag_ns);
+                          (unsigned long long)s->cma_joined, (unsigned long long)s->cma_helped,
+                          (unsigned long long)s->cma_declined, est, s->sc_frag_ns);
     }
     px_btl_shm_module_cleanup();
     return PX_SUCCESS;
@@ -1003,7 +1030,6 @@ int px_btl_shm_module_setup(void)
     s->sc_fixed = fixed && sscanf(fixed, "%lf:%lf", &c, &f) == 2 && c > 0 && f > 0;
     for (int k = 0; k < PX_BTL_SHM_SC_CLASSES; k++) {
         s->sc_cma_ns[k] = s->sc_fixed ? c : 0;
-        s->sc_alone_ns[k] = 0;
         s->sc_seen[k] = 0;
     }
     s->sc_frag_ns = s->sc_fixed ? f : 0;
@@ -1014,7 +1040,7 @@ int px_btl_shm_module_setup(void)
                     : !strcmp(st, "ignore") ? PX_BTL_SHM_SPLIT_TEST_IGNORE
                                             : 0;
     s->nsplits = 0;
-    s->cma_splits = s->cma_helped = 0;
+    s->cma_splits = s->cma_helped = s->cma_joined = 0;
     if (!s->cma_ok) /* the messaging layer's rendezvous pipelines */
         m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
     /* put/get stay for the transfer engine while XFER_RDMA is set (the
