@@ -9,6 +9,8 @@
  * its page table (/proc/self/pagemap, "present"): the rings its peers write
  * in its own segment and the rings it writes in theirs, and prints
  *   rank R: init ring pages present: in I of T, out O of T
+ * and what its segment file has reserved (tmpfs pages given to it):
+ *   rank R: segment S bytes, reserved B, heap at H, ring F
  * Then ranks 2k and 2k+1 play ping-pong with messages of the sizes in LIST
  * (default: around every line, page, the 64 KiB fault-in chunk, the eager
  * limit and the single-copy threshold), over and over until P times the
@@ -29,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
 #include "runtime/plexus.h"
@@ -93,6 +96,22 @@ static void rings(const char *when, int rank)
     fflush(stdout);
 }
 
+/* What px_init reserved of this process's segment file (tmpfs pages given
+ * to it, st_blocks): "rank R: segment S bytes, reserved B, heap at H, ring
+ * F". */
+static void reserved(int rank)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    struct stat st;
+    if (s->seg_fd < 0 || fstat(s->seg_fd, &st) != 0) {
+        printf("rank %d: segment reservation unknown (no descriptor)\n", rank);
+        return;
+    }
+    printf("rank %d: segment %zu bytes, reserved %llu, heap at %zu, ring %zu\n", rank, s->seg_size,
+           (unsigned long long)st.st_blocks * 512, s->heap_off, s->fbox_size);
+    fflush(stdout);
+}
+
 static const size_t default_sizes[] = {
     0,     1,      7,      8,      55,     56,     57,     63,      64,      65,
     119,   120,    121,    255,    256,    257,    1000,   4031,    4032,    4095,
@@ -141,6 +160,7 @@ int main(int argc, char **argv)
         return 2;
     }
     rings("init", rank);
+    reserved(rank);
     size_t max = 0;
     for (size_t i = 0; i < nsizes; i++)
         max = sizes[i] > max ? sizes[i] : max;

@@ -42,9 +42,9 @@ static void teardown(void)
 START_TEST(create_modes_and_attach)
 {
     char *base = NULL, *peer = NULL;
-    ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 0, 2, 4096, &base, NULL),
-        PX_SUCCESS);
+    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 42, 0, 2,
+                                               4096, &base, NULL),
+                     PX_SUCCESS);
     struct stat st;
     ck_assert_int_eq(stat(dir, &st), 0);
     ck_assert_int_eq(st.st_mode & 0777, 0700);
@@ -64,9 +64,9 @@ END_TEST
 START_TEST(other_job_cannot_attach)
 {
     char *base = NULL, *peer = (char *)1;
-    ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 0, 2, 4096, &base, NULL),
-        PX_SUCCESS);
+    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 42, 0, 2,
+                                               4096, &base, NULL),
+                     PX_SUCCESS);
     /* A process of job B, even one that learnt the key, is refused. */
     ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobB", 42, NULL, &peer, NULL),
                      PX_ERR_BAD_PARAM);
@@ -102,9 +102,9 @@ START_TEST(open_folder_refused)
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     ck_assert_int_eq(chmod(dir, 0777), 0);
     char *base = NULL;
-    ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &base, NULL),
-        PX_ERR_BAD_PARAM);
+    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 1, 0, 2, 4096,
+                                               &base, NULL),
+                     PX_ERR_BAD_PARAM);
     ck_assert_ptr_null(base);
     ck_assert_int_ne(access(path, F_OK), 0);
 }
@@ -114,11 +114,11 @@ START_TEST(exclusive_create)
 {
     char *a = NULL, *b = NULL;
     ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &a, NULL),
+        px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 1, 0, 2, 4096, &a, NULL),
         PX_SUCCESS);
     /* A second segment with the same name is an error, not a takeover. */
     ck_assert_int_ne(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 2, 0, 2, 4096, &b, NULL),
+        px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 2, 0, 2, 4096, &b, NULL),
         PX_SUCCESS);
     ck_assert_ptr_null(b);
     munmap(a, seg_size);
@@ -131,27 +131,28 @@ START_TEST(failed_create_removes_the_folder)
     char *a = NULL;
     int fd = 7;
     /* ftruncate refuses the size (negative as an off_t): after the folder was made. */
-    ck_assert_int_ne(
-        px_btl_shm_segment_create(dir, path, ~(size_t)4095, "jobA", 1, 0, 2, 4096, &a, &fd),
-        PX_SUCCESS);
+    ck_assert_int_ne(px_btl_shm_segment_create(dir, path, ~(size_t)4095, ~(size_t)4095, "jobA", 1,
+                                               0, 2, 4096, &a, &fd),
+                     PX_SUCCESS);
     ck_assert_ptr_null(a);
     ck_assert_int_eq(fd, -1);
     ck_assert_msg(access(dir, F_OK) != 0, "%s was left behind after a failed ftruncate", dir);
     /* open refuses the path: again after the folder was made. */
     char bad[256];
     snprintf(bad, sizeof bad, "%s/no/such/seg-0", dir);
-    ck_assert_int_ne(px_btl_shm_segment_create(dir, bad, seg_size, "jobA", 1, 0, 2, 4096, &a, NULL),
-                     PX_SUCCESS);
+    ck_assert_int_ne(
+        px_btl_shm_segment_create(dir, bad, seg_size, seg_size, "jobA", 1, 0, 2, 4096, &a, NULL),
+        PX_SUCCESS);
     ck_assert_msg(access(dir, F_OK) != 0, "%s was left behind after a failed open", dir);
     /* A folder that holds another segment is kept. */
     char *b = NULL;
     ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 1, 0, 2, 4096, &b, NULL),
+        px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 1, 0, 2, 4096, &b, NULL),
         PX_SUCCESS);
     snprintf(bad, sizeof bad, "%s/seg-1", dir);
-    ck_assert_int_ne(
-        px_btl_shm_segment_create(dir, bad, ~(size_t)4095, "jobA", 1, 1, 2, 4096, &a, NULL),
-        PX_SUCCESS);
+    ck_assert_int_ne(px_btl_shm_segment_create(dir, bad, ~(size_t)4095, ~(size_t)4095, "jobA", 1, 1,
+                                               2, 4096, &a, NULL),
+                     PX_SUCCESS);
     ck_assert_int_eq(access(path, F_OK), 0);
     munmap(b, seg_size);
 }
@@ -174,8 +175,8 @@ START_TEST(liveness_lock)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         char *mine = NULL;
-        int lfd = -1,
-            rc = px_btl_shm_segment_create(dir, path, seg_size, "jobA", 5, 0, 2, 4096, &mine, &lfd);
+        int lfd = -1, rc = px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 5, 0, 2,
+                                                     4096, &mine, &lfd);
         char c = (rc == PX_SUCCESS && lfd >= 0) ? 'y' : 'n';
         if (write(up[1], &c, 1) != 1 || read(go[0], &c, 1) < 0)
             _exit(3);
@@ -221,8 +222,8 @@ static pid_t plant_segment(const char *job, int go_fd)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         char *mine = NULL, c;
-        int lfd = -1,
-            rc = px_btl_shm_segment_create(dir, path, seg_size, job, 9, 0, 2, 4096, &mine, &lfd);
+        int lfd = -1, rc = px_btl_shm_segment_create(dir, path, seg_size, seg_size, job, 9, 0, 2,
+                                                     4096, &mine, &lfd);
         c = (rc == PX_SUCCESS && lfd >= 0) ? 'y' : 'n';
         if (write(up[1], &c, 1) != 1 || (go_fd >= 0 && read(go_fd, &c, 1) < 0))
             _exit(3);
@@ -247,9 +248,9 @@ START_TEST(takeover_of_a_dead_owner)
     ck_assert_int_eq(stat(path, &old), 0);
     char *base = NULL;
     int lfd = -1;
-    ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 11, 0, 2, 4096, &base, &lfd),
-        PX_SUCCESS);
+    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 11, 0, 2,
+                                               4096, &base, &lfd),
+                     PX_SUCCESS);
     ck_assert_ptr_nonnull(base);
     ck_assert_int_ge(lfd, 0);
     px_btl_shm_seg_hdr_t *h = (px_btl_shm_seg_hdr_t *)base;
@@ -275,9 +276,9 @@ START_TEST(no_takeover_of_a_live_owner)
     ck_assert_int_eq(stat(path, &before), 0);
     char *base = NULL;
     int lfd = -1;
-    ck_assert_int_ne(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 12, 0, 2, 4096, &base, &lfd),
-        PX_SUCCESS);
+    ck_assert_int_ne(px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 12, 0, 2,
+                                               4096, &base, &lfd),
+                     PX_SUCCESS);
     ck_assert_ptr_null(base);
     ck_assert_int_eq(lfd, -1);
     ck_assert_int_eq(stat(path, &after), 0);
@@ -344,8 +345,9 @@ START_TEST(long_job_ids)
     memcpy(b, a, sizeof b);
     b[200] = 'X'; /* differs only after byte 64 */
     char *base = NULL, *peer = NULL;
-    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, a, 42, 0, 2, 4096, &base, NULL),
-                     PX_SUCCESS);
+    ck_assert_int_eq(
+        px_btl_shm_segment_create(dir, path, seg_size, seg_size, a, 42, 0, 2, 4096, &base, NULL),
+        PX_SUCCESS);
     ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, a, 42, NULL, &peer, NULL),
                      PX_SUCCESS);
     munmap(peer, seg_size);
@@ -370,9 +372,9 @@ END_TEST
 START_TEST(geometry_checked_at_attach)
 {
     char *base = NULL, *peer = NULL;
-    ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, seg_size, "jobA", 42, 3, 4, 8192, &base, NULL),
-        PX_SUCCESS);
+    ck_assert_int_eq(px_btl_shm_segment_create(dir, path, seg_size, seg_size, "jobA", 42, 3, 4,
+                                               8192, &base, NULL),
+                     PX_SUCCESS);
     px_btl_shm_geom_t good = {3, 0, 4, 8192};
     ck_assert_int_eq(px_btl_shm_segment_attach(path, seg_size, "jobA", 42, &good, &peer, NULL),
                      PX_SUCCESS);
@@ -403,7 +405,7 @@ START_TEST(geometry_checked_at_attach)
     unlink(path);
     /* A header that agrees but a file too small for the rings it claims. */
     ck_assert_int_eq(
-        px_btl_shm_segment_create(dir, path, 65536, "jobA", 42, 0, 4, 65536, &base, NULL),
+        px_btl_shm_segment_create(dir, path, 65536, 65536, "jobA", 42, 0, 4, 65536, &base, NULL),
         PX_SUCCESS);
     px_btl_shm_geom_t big = {0, 1, 4, 65536};
     int rc = 0;

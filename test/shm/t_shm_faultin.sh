@@ -48,6 +48,15 @@ for n in 2 4; do
         check "lazy fault-in, $n ranks: rank $r's rings are not faulted in by px_init ($in and $out of $tot pages present)" \
             few "$in" "$out" "$tot"
     done
+    # px_init reserves (posix_fallocate) the rings the peers write and the
+    # fragment lists' first growth, not the own ring slot nor the rest of
+    # the heap (6-10 MB per process that every process zeroed at startup)
+    res=$(grep "^rank 0: segment " "$T/out")
+    read -r seg got heap ring <<<"$(sed -n 's/^rank 0: segment \([0-9]*\) bytes, reserved \([0-9]*\), heap at \([0-9]*\), ring \([0-9]*\)$/\1 \2 \3 \4/p' <<<"$res")"
+    check "$n ranks: px_init reserves the rings the peers write ($res)" \
+        test -n "$ring" && test "$got" -ge $((heap - ring))
+    check "$n ranks: ... but not the process's own ring slot nor the whole fragment heap" \
+        test -n "$ring" && test "$got" -lt $((seg - ring))
     if [ $n = 2 ]; then
         tot=$(pages 0 after total)
         check "lazy fault-in: after a pass the rank's rings are all in ($(pages 0 after in), $(pages 0 after out) of $tot), the fault-in finished" \

@@ -282,6 +282,8 @@ typedef struct px_btl_shm_state {
     char *seg; /* own segment */
     size_t seg_size;
     size_t heap_off, heap_used;
+    size_t reserved;     /* bytes of the segment reserved from offset 0 */
+    bool reserve_warned; /* the heap could not grow for lack of room: said once */
     uint64_t key;
     bool unlinked;
     bool cma_ok;
@@ -559,13 +561,23 @@ const char *px_btl_shm_header_check(const px_btl_shm_seg_hdr_t *h, size_t size, 
 /* Create `path` (0600, O_EXCL; a name directly inside `dir`) of `size`
  * bytes in folder `dir` (made 0700 when missing and held, as
  * px_btl_shm_dir_ensure; refused when not owned by us or open to others),
- * reserve its pages (posix_fallocate: ENOSPC is an error naming the folder,
- * not a SIGBUS later), map it and write its header. A segment of that name
+ * reserve its first `reserve` bytes (posix_fallocate: ENOSPC is an error
+ * naming the folder, not a SIGBUS later; all `size` without lockfd, or when
+ * the lock cannot be taken: the caller reserves the rest with
+ * px_btl_shm_segment_reserve on *lockfd before it touches it), map it and
+ * write its header. A segment of that name
  * left by a process that has ended (its liveness lock is free) is taken
  * over; one whose owner lives is an error. */
-int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
-                              uint64_t key, int rank, int nlocal, size_t fbox_size, char **base,
-                              int *lockfd);
+int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, size_t reserve,
+                              const char *jobid, uint64_t key, int rank, int nlocal,
+                              size_t fbox_size, char **base, int *lockfd);
+/* Reserve [off, off + len) of the segment file at fd (posix_fallocate): 0, or
+ * the errno when the file system has no room (ENOSPC, EFBIG, ENOMEM); a file
+ * system that cannot reserve at all counts as done. */
+int px_btl_shm_segment_reserve(int fd, size_t off, size_t len);
+/* The error of a segment without room: `len` bytes of `path` could not be
+ * reserved (errno `err`), with the folder's free space and the way out. */
+void px_btl_shm_segment_no_room(const char *dir, const char *path, size_t len, int err, int nlocal);
 /* Map a peer's segment after checking its header against the job id (hash and
  * length), the key and size from the modex, and with `geom`, its geometry
  * (owner rank, process count, ring size, heap offset, rings inside the mapped

@@ -216,7 +216,15 @@ static int px_btl_shm_close(void)
     return PX_SUCCESS;
 }
 
-/* Payload allocator: bump allocation from the segment's heap. */
+/* The heap is reserved in steps of this many bytes as the free lists grow. */
+#define PX_BTL_SHM_RESERVE_STEP ((size_t)1 << 20)
+
+/* Payload allocator: bump allocation from the segment's heap, whose pages
+ * are reserved (posix_fallocate) before the first fragment in them is
+ * handed out: px_init reserved the rings and the lists' first growth only
+ * (px_btl_shm_heap_first). With no room left the list does not grow (its
+ * fragments are reused as they come back, as at btl_shm_free_list_*_max),
+ * said once. */
 static void *px_btl_shm_heap_alloc(void *ctx, size_t size, size_t align, void **cookie)
 {
     (void)ctx;
@@ -224,6 +232,25 @@ static void *px_btl_shm_heap_alloc(void *ctx, size_t size, size_t align, void **
     size_t off = (s->heap_off + s->heap_used + align - 1) & ~(align - 1);
     if (off + size > s->seg_size)
         return NULL;
+    if (off + size > s->reserved) {
+        size_t end = (off + size + PX_BTL_SHM_RESERVE_STEP - 1) & ~(PX_BTL_SHM_RESERVE_STEP - 1);
+        if (end > s->seg_size)
+            end = s->seg_size;
+        int e = s->seg_fd >= 0
+                    ? px_btl_shm_segment_reserve(s->seg_fd, s->reserved, end - s->reserved)
+                    : ENOSPC;
+        if (e != 0) {
+            if (!s->reserve_warned)
+                px_show_warning("btl shm: cannot reserve %zu more bytes of segment %s for "
+                                "fragments: %s; this process keeps the fragments it has (%zu "
+                                "bytes of its heap), so large messages go with fewer in flight "
+                                "(btl_shm_backing_dir names a folder with more room)",
+                                end - s->reserved, s->path, strerror(e), s->heap_used);
+            s->reserve_warned = true;
+            return NULL;
+        }
+        s->reserved = end;
+    }
     s->heap_used = off + size - s->heap_off;
     *cookie = NULL;
     return s->seg + off;
@@ -289,13 +316,18 @@ static int px_btl_shm_lists_init(void)
     if (!s->frag_table)
         return PX_ERR_OUT_OF_RESOURCE;
     for (int i = 0; i < 2; i++) {
+        size_t grow = i == 0 ? 16 : 4;
         px_free_list_params_t p = {
             .item_class = PX_CLASS(px_btl_shm_frag_t),
             .payload_size = PX_BTL_SHM_FRAG_HDR + 64 + l[i].cap, /* + room to align */
             .payload_alignment = 64,
-            .num_initial = 0,
+            /* one growth now, inside what px_init reserved (seg_size's
+             * comment): each list has fragments even when the folder has no
+             * room for more later; none without a job segment (dynamic
+             * peers only: no heap) */
+            .num_initial = s->seg ? ((size_t)l[i].max < grow ? (size_t)l[i].max : grow) : 0,
             .num_max = (size_t)l[i].max,
-            .num_per_grow = i == 0 ? 16 : 4,
+            .num_per_grow = grow,
             .payload_allocator = &px_btl_shm_heap,
             .item_init = px_btl_shm_frag_init,
             .item_init_ctx = l[i].list,
@@ -426,6 +458,20 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         (size_t)s->free_list_send_max * (PX_BTL_SHM_FRAG_HDR + m->btl_max_send_size + 128) + 65536;
     s->seg_size = (s->heap_off + heap + 4095) & ~(size_t)4095;
     s->heap_used = 0;
+    /* Reserved at px_init: the header, the rings, and the heap's first
+     * growth of both lists (16 eager, 4 pipeline fragments, which
+     * px_btl_shm_lists_init makes at once, with room to align), so every
+     * list has fragments whatever the folder's room later. The rest
+     * is reserved as the lists grow (px_btl_shm_heap_alloc): a job whose
+     * messages fit the fast boxes never reserves it (6-10 MB per process,
+     * and pxrun -n 8's startup spent 35 ms in these reservations). */
+    size_t first = 16 * (PX_BTL_SHM_FRAG_HDR + 128 + m->btl_eager_limit + 64) +
+                   4 * (PX_BTL_SHM_FRAG_HDR + 128 + m->btl_max_send_size + 64) + 65536;
+    s->reserved =
+        (s->heap_off + first + PX_BTL_SHM_RESERVE_STEP - 1) & ~(PX_BTL_SHM_RESERVE_STEP - 1);
+    if (s->reserved > s->seg_size)
+        s->reserved = s->seg_size;
+    s->reserve_warned = false;
     const char *bdir = s->backing_dir && *s->backing_dir ? s->backing_dir : "/dev/shm";
     struct statvfs fs;
     if (statvfs(bdir, &fs) == 0 && fs.f_frsize > 0 &&
@@ -461,10 +507,28 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
         px_show_error("btl shm: segment path too long (btl_shm_backing_dir %s)", bd);
         return NULL;
     }
-    int rc = px_btl_shm_segment_create(s->dir, s->path, s->seg_size, px_boot->jobid, s->key,
+    /* create reserves the header; here the rings of the other local
+     * processes (this process's own slot is never written) and the heap's
+     * first part. */
+    size_t ring0 = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, 0);
+    int rc = px_btl_shm_segment_create(s->dir, s->path, s->seg_size, ring0, px_boot->jobid, s->key,
                                        s->my_rank, s->nlocal, s->fbox_size, &s->seg, &s->seg_fd);
     if (rc != PX_SUCCESS)
         return NULL;
+    if (s->seg_fd < 0) {
+        s->reserved = s->seg_size; /* create reserved it all */
+    } else {
+        size_t mine = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
+        size_t after = mine + s->fbox_size;
+        int e = px_btl_shm_segment_reserve(s->seg_fd, ring0, mine - ring0);
+        if (e == 0)
+            e = px_btl_shm_segment_reserve(s->seg_fd, after, s->reserved - after);
+        if (e != 0) {
+            px_btl_shm_segment_no_room(s->dir, s->path, s->reserved - s->fbox_size, e, s->nlocal);
+            px_btl_shm_module_cleanup();
+            return NULL;
+        }
+    }
     if (s->fbox_size > PX_BTL_SHM_FBOX_AUTO_MIN && s->fault_in == PX_BTL_SHM_FAULT_SETUP) {
         /* the incoming rings, not our own slot (lazy: shm_module.c) */
         char *r0 = s->seg + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, 0);

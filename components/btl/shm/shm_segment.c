@@ -264,9 +264,42 @@ static void create_failed(int dfd, const char *name, int fd)
     px_btl_shm_dir_release(); /* removes the folder when no one else uses it */
 }
 
-int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, const char *jobid,
-                              uint64_t key, int rank, int nlocal, size_t fbox_size, char **base,
-                              int *lockfd)
+void px_btl_shm_segment_no_room(const char *dir, const char *path, size_t len, int err, int nlocal)
+{
+    struct statvfs fs;
+    unsigned long long avail =
+        statvfs(dir, &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : 0;
+    px_show_error("btl shm: cannot reserve %zu bytes for segment %s: %s (%llu bytes free "
+                  "there now; each of the %d processes of this job on this host needs "
+                  "about as much): set btl_shm_backing_dir to a folder with more space, or "
+                  "make the segment smaller (btl_shm_fbox_size, btl_shm_free_list_eager_max, "
+                  "btl_shm_free_list_send_max)",
+                  len, path, strerror(err), avail, nlocal);
+}
+
+int px_btl_shm_segment_reserve(int fd, size_t off, size_t len)
+{
+    int e = len ? posix_fallocate(fd, (off_t)off, (off_t)len) : 0;
+    if (e == ENOSPC || e == EFBIG || e == ENOMEM)
+        return e;
+    return 0; /* done, or a file system that cannot reserve (EINVAL...) */
+}
+
+/* Reserve [off, off + len) or say why not: PX_SUCCESS or
+ * PX_ERR_OUT_OF_RESOURCE. */
+static int reserve_range(int fd, size_t off, size_t len, const char *dir, const char *path,
+                         int nlocal)
+{
+    int e = px_btl_shm_segment_reserve(fd, off, len);
+    if (e == 0)
+        return PX_SUCCESS;
+    px_btl_shm_segment_no_room(dir, path, len, e, nlocal);
+    return PX_ERR_OUT_OF_RESOURCE;
+}
+
+int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, size_t reserve,
+                              const char *jobid, uint64_t key, int rank, int nlocal,
+                              size_t fbox_size, char **base, int *lockfd)
 {
     *base = NULL;
     if (lockfd)
@@ -305,18 +338,12 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
     /* Reserve the pages now: the file is sparse, and a page the file system
      * cannot give when it is first touched kills the process with SIGBUS.
      * The free space each process checked before may have been taken by the
-     * other processes of the host since. */
-    int e = posix_fallocate(fd, 0, (off_t)size);
-    if (e == ENOSPC || e == EFBIG || e == ENOMEM) {
-        struct statvfs fs;
-        unsigned long long avail =
-            statvfs(dir, &fs) == 0 ? (unsigned long long)fs.f_bavail * fs.f_frsize : 0;
-        px_show_error("btl shm: cannot reserve %zu bytes for segment %s: %s (%llu bytes free "
-                      "there now; each of the %d processes of this job on this host needs "
-                      "about as much): set btl_shm_backing_dir to a folder with more space, or "
-                      "make the segment smaller (btl_shm_fbox_size, btl_shm_free_list_eager_max, "
-                      "btl_shm_free_list_send_max)",
-                      size, path, strerror(e), avail, nlocal);
+     * other processes of the host since. Only [0, reserve) when the caller
+     * keeps the file open to reserve the rest as it is used (lockfd); all of
+     * it otherwise. */
+    if (!lockfd || reserve > size)
+        reserve = size;
+    if (reserve_range(fd, 0, reserve, dir, path, nlocal) != PX_SUCCESS) {
         create_failed(dfd, name, fd);
         return PX_ERR_OUT_OF_RESOURCE;
     }
@@ -331,6 +358,12 @@ int px_btl_shm_segment_create(const char *dir, const char *path, size_t size, co
      * long as it lives (the kernel drops it when the process ends, however it
      * ends); a peer that can take a shared lock knows it is gone. */
     bool locked = lockfd && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked && reserve < size &&
+        reserve_range(fd, reserve, size - reserve, dir, path, nlocal) != PX_SUCCESS) {
+        munmap(p, size);
+        create_failed(dfd, name, fd);
+        return PX_ERR_OUT_OF_RESOURCE;
+    }
     if (locked)
         *lockfd = fd;
     else
