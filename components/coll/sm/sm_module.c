@@ -144,20 +144,23 @@ typedef struct sm_call {
 
 static char sm_watch_byte;
 
-/* Copy n bytes into a user's result buffer (the two ranges do not overlap
- * unless equal). From coll_sm_nt_min bytes, with non-temporal stores: the
- * block is larger than the caches hold near a core, and a cached copy would
- * read every destination line before writing it (and evict the lines the
- * copies that follow need); memcpy's own switch to such stores comes only
- * from a share of the (often misreported) last-level cache, 192 MiB on the
- * development VM, where 2-16 MiB copies ran 1.5-1.9x faster with them
- * (docs/measurements/coll.md). `nt`: the block this is part of is that
- * large (sm_use_nt). Returns true when the streaming stores were used. */
+/* Whether a block of this many bytes is copied into a result with
+ * non-temporal stores (coll_sm_nt_min; 0: never). */
 static inline bool sm_use_nt(size_t block)
 {
     return px_coll_sm_nt_min && block >= px_coll_sm_nt_min;
 }
 
+/* Copy n bytes into a user's result buffer (the two ranges do not overlap
+ * unless equal). With `nt` (the block this is part of passes sm_use_nt),
+ * by non-temporal stores: the block is larger than the caches near a core
+ * hold, and a cached copy would read every destination line before writing
+ * it and evict the lines the copies that follow need (the process_vm_readv
+ * of the peers' blocks); glibc's memcpy switches to such stores only above
+ * a share of the (often misreported) last-level cache, 192 MiB on the
+ * development VM, where a memcpy then a process_vm_readv of 2-16 MiB took
+ * 1.1-1.6x as long as with them (docs/measurements/coll.md). Returns true
+ * when the streaming stores were used. */
 static bool sm_copy_out(void *dst, const void *src, size_t n, bool nt)
 {
     if (dst == src || 0 == n)
@@ -165,7 +168,8 @@ static bool sm_copy_out(void *dst, const void *src, size_t n, bool nt)
 #ifdef SM_HAVE_NT
     char *d = dst;
     const char *s = src;
-    if (nt && (d + n <= s || s + n <= d)) {
+    uintptr_t da = (uintptr_t)dst, sa = (uintptr_t)src;
+    if (nt && (da + n <= sa || sa + n <= da)) {
         size_t head = (size_t)(-(uintptr_t)d & 15), i = 0;
         if (head > n)
             head = n; /* a chunk of a large block may be a few bytes */
