@@ -62,6 +62,7 @@ extern size_t px_coll_sm_chunk;
 extern int px_coll_sm_slots;
 extern size_t px_coll_sm_step;
 extern int px_coll_sm_single_copy;
+extern size_t px_coll_sm_nt_min;
 enum { PX_COLL_SM_SC_NONE = 0, PX_COLL_SM_SC_AUTO = 1 };
 
 #define PX_COLL_SM_MAGIC 0x706c78636f6c6c32ULL /* "plxcoll2" */

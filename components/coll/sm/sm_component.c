@@ -10,6 +10,7 @@ size_t px_coll_sm_chunk = 1024 * 1024;
 int px_coll_sm_slots = 8;
 size_t px_coll_sm_step = 256 * 1024;
 int px_coll_sm_single_copy = PX_COLL_SM_SC_AUTO;
+size_t px_coll_sm_nt_min = 2 * 1024 * 1024;
 
 static const px_mca_var_enum_value_t px_coll_sm_sc_values[] = {
     {PX_COLL_SM_SC_NONE, "none"},
@@ -63,6 +64,17 @@ static const px_mca_var_field_t px_coll_sm_vars[] = {
      .min = "4k",
      .max = "64M",
      .storage = &px_coll_sm_step},
+    {.name = "nt_min",
+     .help = "Bytes from which coll/sm copies a block into a user's result buffer by its own "
+             "code with non-temporal (streaming) stores, which skip the cache: a member's own "
+             "block of an allgather or alltoall, and the streams' copies out; 0: never (memcpy "
+             "throughout); may differ between ranks",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .dflt = "2M",
+     .min = "0",
+     .storage = &px_coll_sm_nt_min},
     {.name = NULL},
 };
 

@@ -42,9 +42,14 @@
  * Which calls go through single copy is agreed at setup (every member must
  * reach every other), so the streams' counters and the records never mix.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#define SM_HAVE_NT 1
+#endif
 #include "components/coll/sm/sm.h"
 #include "core/mca/framework.h"
 #include "core/util/error.h"
@@ -63,6 +68,7 @@ typedef struct sm_range {
     uint64_t first, n; /* chunks [first, first + n) of the stream in this call */
     size_t last;       /* bytes of its last chunk */
     int kind;          /* SM_COPY or SM_REDUCE */
+    bool nt;           /* copy: the block is large (sm_use_nt) */
     char *dst;         /* copy: where chunk 0 of the range goes */
 } sm_range_t;
 
@@ -137,6 +143,69 @@ typedef struct sm_call {
 } sm_call_t;
 
 static char sm_watch_byte;
+
+/* Whether a block of this many bytes is copied into a result with
+ * non-temporal stores (coll_sm_nt_min; 0: never). */
+static inline bool sm_use_nt(size_t block)
+{
+    return px_coll_sm_nt_min && block >= px_coll_sm_nt_min;
+}
+
+/* Copy n bytes into a user's result buffer (the two ranges do not overlap
+ * unless equal). With `nt` (the block this is part of passes sm_use_nt),
+ * by non-temporal stores: the block is larger than the caches near a core
+ * hold, and a cached copy would read every destination line before writing
+ * it and evict the lines the copies that follow need (the process_vm_readv
+ * of the peers' blocks); glibc's memcpy switches to such stores only above
+ * a share of the (often misreported) last-level cache, 192 MiB on the
+ * development VM, where a memcpy then a process_vm_readv of 2-16 MiB took
+ * 1.1-1.6x as long as with them (docs/measurements/coll.md). Returns true
+ * when the streaming stores were used. */
+static bool sm_copy_out(void *dst, const void *src, size_t n, bool nt)
+{
+    if (dst == src || 0 == n)
+        return false;
+#ifdef SM_HAVE_NT
+    char *d = dst;
+    const char *s = src;
+    uintptr_t da = (uintptr_t)dst, sa = (uintptr_t)src;
+    if (nt && (da + n <= sa || sa + n <= da)) {
+        size_t head = (size_t)(-(uintptr_t)d & 15), i = 0;
+        if (head > n)
+            head = n; /* a chunk of a large block may be a few bytes */
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        n -= head;
+        for (; i + 64 <= n; i += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 32));
+            __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + i + 48));
+            _mm_stream_si128((__m128i *)(void *)(d + i), a);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 16), b);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 32), c);
+            _mm_stream_si128((__m128i *)(void *)(d + i + 48), e);
+        }
+        _mm_sfence(); /* the stores are visible before anything that follows */
+        memcpy(d + i, s + i, n - i);
+        return true;
+    }
+#else
+    (void)nt;
+#endif
+    memmove(dst, src, n);
+    return false;
+}
+
+/* A member's own block into its result (allgather, alltoall). */
+static void sm_copy_own(const sm_call_t *c, void *dst, const void *src, size_t n)
+{
+    if (sm_copy_out(dst, src, n, sm_use_nt(n)))
+        PX_OUTPUT_VERBOSE(30, px_coll_base_framework.output,
+                          "coll/sm: %s: own block of %zu bytes copied with non-temporal stores",
+                          px_coll_op_name(c->opid), n);
+}
 
 /* ---- the group's segments ---- */
 
@@ -469,6 +538,7 @@ static int sm_plan(sm_call_t *c, const px_coll_args_t *a)
             default:
                 break;
             }
+            rg.nt = sm_use_nt(len[k]);
             if (rg.kind && n > 0 && st->nrg < 2)
                 st->rg[st->nrg++] = rg;
             at += n;
@@ -478,16 +548,11 @@ static int sm_plan(sm_call_t *c, const px_coll_args_t *a)
     }
     free(len);
     /* The own block where the result holds it. */
-    if (PX_COLL_ALLGATHER == c->opid) {
-        char *dst = (char *)a->rbuf + (size_t)r * blk;
-        if (dst != (const char *)a->sbuf && blk)
-            memmove(dst, a->sbuf, blk);
-    } else if (PX_COLL_ALLTOALL == c->opid) {
-        char *dst = (char *)a->rbuf + (size_t)r * blk;
-        const char *src = (const char *)a->sbuf + (size_t)r * blk;
-        if (dst != src && blk)
-            memmove(dst, src, blk);
-    }
+    if (PX_COLL_ALLGATHER == c->opid)
+        sm_copy_own(c, (char *)a->rbuf + (size_t)r * blk, a->sbuf, blk);
+    else if (PX_COLL_ALLTOALL == c->opid)
+        sm_copy_own(c, (char *)a->rbuf + (size_t)r * blk, (const char *)a->sbuf + (size_t)r * blk,
+                    blk);
     return PX_SUCCESS;
 }
 
@@ -560,7 +625,7 @@ static int read_some(sm_call_t *c, int j)
         size_t at = (size_t)st->ci * c->ch;
         if (SM_COPY == rg->kind) {
             size_t n = st->ci + 1 < rg->n ? c->ch : rg->last;
-            memcpy(rg->dst + at, src, n);
+            sm_copy_out(rg->dst + at, src, n, rg->nt);
         } else {
             size_t n = at + c->ch <= c->red_len ? c->ch : c->red_len - at;
             uint32_t *got = &c->got[st->ci];
@@ -744,11 +809,9 @@ static int sc_plan(sm_call_t *c)
      * others may read this member's block meanwhile (nobody reads or
      * writes the own block of the result). */
     if (PX_COLL_ALLGATHER == c->opid || PX_COLL_ALLTOALL == c->opid) {
-        char *dst = (char *)a->rbuf + (size_t)r * blk;
-        const char *src =
-            (const char *)a->sbuf + (PX_COLL_ALLTOALL == c->opid ? (size_t)r * blk : 0);
-        if (dst != src && blk)
-            memmove(dst, src, blk);
+        sm_copy_own(c, (char *)a->rbuf + (size_t)r * blk,
+                    (const char *)a->sbuf + (PX_COLL_ALLTOALL == c->opid ? (size_t)r * blk : 0),
+                    blk);
     }
     return PX_SUCCESS;
 }
