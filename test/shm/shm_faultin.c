@@ -214,8 +214,12 @@ int main(int argc, char **argv)
         return 2;
     }
     rings("init", rank);
-    if (xfer)
-        return xfer_reads(rank, peer, sizes, nsizes, seed);
+    if (xfer) {
+        int bad = xfer_reads(rank, peer, sizes, nsizes, seed);
+        if (sizes != default_sizes)
+            free(sizes);
+        return bad;
+    }
     size_t max = 0;
     for (size_t i = 0; i < nsizes; i++)
         max = sizes[i] > max ? sizes[i] : max;
