@@ -70,7 +70,20 @@
  * module keeps them from the messaging layer's rendezvous (btl/shm's
  * process_vm_readv/writev under btl_shm_single_copy=none). */
 #define PX_BTL_FLAGS_XFER_RDMA 0x0080u
-#define PX_BTL_FLAGS_RDMA      (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
+/* The module's dynamic peer parts (btl_dyn_offer, _accept, _complete) have
+ * an extension: data that a peer built before it must not see (its parser
+ * refuses bytes it does not know). The part the module writes, and the one
+ * it is handed, is then laid out as
+ *   u16 n (little endian) | n bytes: the part proper | the extension
+ * (the extension may be empty). The base sends the part proper as the
+ * module's part and a non-empty extension as a part of its own (module
+ * index + PX_BTL_DYN_EXT_INDEX, base_runtime.h), which a base that does not
+ * know it skips; it hands the module the peer's part proper and extension
+ * (empty when the peer sent none: an older peer) the same way. So an older
+ * peer reads exactly the part it knows, and a newer one learns more. A
+ * module without the flag writes and reads its part as it is. */
+#define PX_BTL_FLAGS_DYN_EXT 0x0100u
+#define PX_BTL_FLAGS_RDMA    (PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET)
 
 /* btl_put/btl_get flags. PX_BTL_RDMA_FLAG_RNDV: the first call (first
  * chunk) of a messaging rendezvous, which can still move the data by

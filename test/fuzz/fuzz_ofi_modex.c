@@ -1,6 +1,7 @@
 /*
- * fuzz_ofi_modex.c: btl/ofi's reading of a peer's modex blob
- * (components/btl/ofi/ofi_wire.c px_btl_ofi_modex_parse, compiled in).
+ * fuzz_ofi_modex.c: btl/ofi's reading of a peer's modex blob and lanes
+ * list (components/btl/ofi/ofi_wire.c px_btl_ofi_modex_parse and
+ * px_btl_ofi_lanes_parse, compiled in).
  *
  * Input: two bytes, then the blob.
  *   byte 0  bits 0-2: this process's address format (FI_SOCKADDR_IN,
@@ -9,12 +10,15 @@
  *           bit 3: write this process's provider name into the blob
  *           bit 4: write this process's address format into the blob
  *           bit 5: set the blob's address length to the bytes that follow
+ *           bit 6: the blob ends with its address (when the length fits);
+ *           what follows is the lanes list (modex key btl.ofi.lanes, or a
+ *           dynamic peer part's extension), read after the blob
  *   byte 1  this process's own address length
- * The blob is copied to a buffer of its exact length, so a read past it is
- * a sanitizer report. Checks beyond that: an accepted blob's address lies in
- * the blob, and every byte libfabric reads for its format (a sockaddr of its
- * family, a string up to its NUL, else as many bytes as this process's own
- * address) is in the blob (the harness reads them); a refusal has a reason.
+ * The blob and the lanes list are each copied to a buffer of their exact
+ * length, so a read past one is a sanitizer report. Checks beyond that: an accepted blob's address
+ * lies in the blob, and every byte libfabric reads for its format (a sockaddr of its family, a
+ * string up to its NUL, else as many bytes as this process's own address) is in the blob (the
+ * harness reads them); a refusal has a reason.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -84,9 +88,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             h.addrlen = (uint32_t)(n - sizeof(h));
         memcpy(blob, &h, sizeof(h));
     }
+    /* bit 6: split off the lanes list */
+    unsigned char *lanes = NULL;
+    size_t nl = 0;
+    if ((flags & 64) && n >= sizeof(h)) {
+        memcpy(&h, blob, sizeof(h));
+        if (h.addrlen <= n - sizeof(h)) {
+            nl = n - sizeof(h) - h.addrlen;
+            n -= nl;
+            lanes = malloc(nl ? nl : 1);
+            if (!lanes)
+                abort();
+            memcpy(lanes, blob + n, nl);
+            unsigned char *exact = malloc(n);
+            if (!exact)
+                abort();
+            memcpy(exact, blob, n);
+            free(blob);
+            blob = exact;
+        }
+    }
     px_btl_ofi_peer_addr_t pa;
     char why[400] = "";
     int rc = px_btl_ofi_modex_parse(n ? blob : NULL, n, prov, format, own, &pa, why, sizeof(why));
+    if (PX_SUCCESS == rc && lanes) {
+        rc = px_btl_ofi_lanes_parse(lanes, nl, prov, format, own, &pa, why, sizeof(why));
+        if (PX_SUCCESS != rc && 1 != pa.nlanes) {
+            fprintf(stderr, "fuzz_ofi_modex: a refused lanes list left %u lanes\n", pa.nlanes);
+            abort();
+        }
+    }
     if (PX_SUCCESS == rc) {
         const unsigned char *a = pa.addr;
         if (a < blob || a > blob + n || pa.addrlen > (size_t)(blob + n - a)) {
@@ -114,13 +145,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fprintf(stderr, "fuzz_ofi_modex: an accepted blob with %u lanes\n", pa.nlanes);
             abort();
         }
+        if (pa.nlanes > 1 && !lanes) {
+            fprintf(stderr, "fuzz_ofi_modex: %u lanes from a blob without a lanes list\n",
+                    pa.nlanes);
+            abort();
+        }
         for (uint32_t l = 1; l < pa.nlanes; ++l) {
             const unsigned char *la = pa.lane_addr[l];
-            if (la < blob || la > blob + n || pa.lane_len[l] > (size_t)(blob + n - la)) {
-                fprintf(stderr, "fuzz_ofi_modex: lane %u's address lies outside the blob\n", l);
+            if (la < lanes || la > lanes + nl || pa.lane_len[l] > (size_t)(lanes + nl - la)) {
+                fprintf(stderr, "fuzz_ofi_modex: lane %u's address lies outside the list\n", l);
                 abort();
             }
-            size_t lroom = (size_t)(blob + n - la);
+            size_t lroom = (size_t)(lanes + nl - la);
             size_t lreads = libfabric_reads(format, la, pa.lane_len[l], own);
             if (lreads > lroom) {
                 fprintf(stderr,
@@ -138,5 +174,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     free(blob);
+    free(lanes);
     return 0;
 }

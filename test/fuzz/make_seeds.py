@@ -267,11 +267,13 @@ def ofi_lanes(count, addrs):
                                                              for a in addrs)
 
 
-put("ofi_modex", "lanes3", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN) + ofi_lanes(3, [sin, sin]))
-put("ofi_modex", "lanes-count9", bytes([0, 16]) + ofi_blob(sin, FI_SOCKADDR_IN) +
+# (flag 64: the lanes list, under its own modex key, follows the blob)
+put("ofi_modex", "lanes3", bytes([64, 16]) + ofi_blob(sin, FI_SOCKADDR_IN) + ofi_lanes(3, [sin, sin]))
+put("ofi_modex", "lanes-count9", bytes([64, 16]) + ofi_blob(sin, FI_SOCKADDR_IN) +
     ofi_lanes(9, [sin, sin]))
-put("ofi_modex", "lanes-str", bytes([3, 30]) + ofi_blob(b"fi_sockaddr_in://127.0.0.1:4660\0",
+put("ofi_modex", "lanes-str", bytes([64 | 3, 30]) + ofi_blob(b"fi_sockaddr_in://127.0.0.1:4660\0",
     FI_ADDR_STR) + ofi_lanes(2, [b"fi_sockaddr_in://127.0.0.1:4661\0"]))
+put("ofi_modex", "lanes1", bytes([64, 16]) + ofi_blob(sin, FI_SOCKADDR_IN) + ofi_lanes(1, []))
 
 
 # btl/ofi receive headers: per message job size, buffer length (2), message length (2), bytes;

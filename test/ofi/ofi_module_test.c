@@ -468,6 +468,8 @@ START_TEST(unreachable_peer)
     memcpy(b->addr, &sin, sizeof(sin));
     blob[2] = b;
     blob_len[2] = len;
+    fake_drop_extra(2);
+    fake_drop_extra(3);
     /* rank 3 uses another provider */
     px_btl_ofi_modex_t *c = calloc(1, len);
     memcpy(c, b, len);
@@ -815,6 +817,7 @@ START_TEST(bad_modex)
     free(blob[2]);
     blob[2] = m;
     blob_len[2] = len;
+    fake_drop_extra(2);
     px_btl_endpoint_t *ep[NRANKS];
     const char *reasons[NRANKS];
     px_bitmap_t bm;
@@ -878,15 +881,99 @@ static void lanes_roundtrip(px_btl_module_t *a, px_btl_module_t *b, px_btl_endpo
     free(local);
 }
 
-/* Rank 0 and rank 1 with 3 lanes each, rank 2 with 1 (publishing the blob
- * of an older Plexus): reads and writes around the piece sizes arrive
- * intact, spread over the 3 lanes with rank 1 and on one lane with rank 2,
- * also as dynamic peers (the connect parts carry the lanes); a blob with a
- * lane count of 9, or of 0, cut short or with a byte too many is refused
- * naming the rank. */
-START_TEST(rdma_lanes)
+/* The modex blob an older Plexus (before the lanes, e.g. e460ad3) writes
+ * for module `m`, built as it did: header (provider, format, address length)
+ * and the address, nothing after. */
+static void *older_blob(px_btl_ofi_module_t *m, size_t *len)
 {
-    use_provider("tcp;ofi_rxm", NULL, "lo");
+    *len = sizeof(px_btl_ofi_modex_t) + m->addrlen;
+    px_btl_ofi_modex_t *b = calloc(1, *len);
+    snprintf(b->prov, sizeof(b->prov), "%s", px_btl_ofi_prov(m));
+    b->addr_format = m->info->addr_format;
+    b->addrlen = (uint32_t)m->addrlen;
+    memcpy(b->addr, m->addr, m->addrlen);
+    return b;
+}
+
+/* The part of btl/ofi (module 0, or its extension) in a dynamic-peer
+ * payload, or NULL. */
+static const px_btl_dyn_part_t *ofi_part(const void *payload, size_t len, uint8_t index,
+                                         px_btl_dyn_payload_t *pl)
+{
+    char why[256];
+    ck_assert_int_eq(px_btl_base_dyn_parse(payload, len, pl, why, sizeof why), PX_SUCCESS);
+    for (int i = 0; i < pl->nparts; ++i)
+        if (pl->parts[i].index == index && 0 == strcmp(pl->parts[i].component, "ofi"))
+            return &pl->parts[i];
+    return NULL;
+}
+
+/* Drop the last part of a payload (btl/ofi's extension: it comes last),
+ * as an older Plexus, which writes none, would have sent it. */
+static void drop_last_part(unsigned char *payload, size_t *len)
+{
+    px_btl_dyn_payload_t pl;
+    char why[256];
+    ck_assert_int_eq(px_btl_base_dyn_parse(payload, *len, &pl, why, sizeof why), PX_SUCCESS);
+    const px_btl_dyn_part_t *last = &pl.parts[pl.nparts - 1];
+    size_t at = (size_t)(last->data - payload) - (1 + strlen(last->component) + 10);
+    ck_assert_uint_eq(at + (1 + strlen(last->component) + 10) + last->len, *len);
+    *len = at;
+    payload[6] = (unsigned char)(pl.nparts - 1);
+    payload[7] = 0;
+    for (int i = 0; i < 4; ++i)
+        payload[16 + i] = (unsigned char)(at >> (8 * i));
+}
+
+/* Connect module a[0] to b[0] as dynamic peers through the base (the
+ * payloads as they travel; the arrays must outlive the connection),
+ * optionally as an older Plexus on both sides would see them (`older`: no
+ * extension parts); the base's peers in *pa, *pb. */
+static void dyn_connect(px_btl_module_t **a, px_btl_module_t **b, bool older,
+                        px_btl_base_dyn_peer_t **pa, px_btl_base_dyn_peer_t **pb)
+{
+    void *offer = NULL, *reply = NULL;
+    size_t olen = 0, rlen = 0;
+    char *err = NULL;
+    ck_assert_int_eq(px_btl_base_dyn_offer(a, 1, pa, &offer, &olen, &err), PX_SUCCESS);
+    px_btl_dyn_payload_t pl;
+    const px_btl_dyn_part_t *part = ofi_part(offer, olen, 0, &pl);
+    /* what an older Plexus reads: the part it knows, byte for byte (its
+     * number, then the blob of the older release) */
+    size_t olderlen;
+    void *ob = older_blob((px_btl_ofi_module_t *)a[0], &olderlen);
+    ck_assert_ptr_nonnull(part);
+    ck_assert_uint_eq(part->len, 8 + olderlen);
+    ck_assert_mem_eq(part->data + 8, ob, olderlen);
+    free(ob);
+    if (older && ofi_part(offer, olen, PX_BTL_DYN_EXT_INDEX, &pl))
+        drop_last_part(offer, &olen);
+    ck_assert_int_eq(px_btl_base_dyn_accept(b, 1, offer, olen, pb, &reply, &rlen, &err),
+                     PX_SUCCESS);
+    part = ofi_part(reply, rlen, 0, &pl);
+    ob = older_blob((px_btl_ofi_module_t *)b[0], &olderlen);
+    ck_assert_ptr_nonnull(part);
+    ck_assert_uint_eq(part->len, 8 + olderlen);
+    ck_assert_mem_eq(part->data + 8, ob, olderlen);
+    free(ob);
+    if (older && ofi_part(reply, rlen, PX_BTL_DYN_EXT_INDEX, &pl))
+        drop_last_part(reply, &rlen);
+    ck_assert_int_eq(px_btl_base_dyn_complete(*pa, reply, rlen, &err), PX_SUCCESS);
+    free(offer);
+    free(reply);
+}
+
+/* Rank 0 and rank 1 with 3 lanes each, rank 2 with 1 and publishing only
+ * what an older Plexus publishes: the blob under "btl.ofi" of every process
+ * is the older release's blob byte for byte (lane 0 only; the lanes are
+ * under "btl.ofi.lanes"); reads and writes around the piece sizes arrive
+ * intact, spread over the 3 lanes with rank 1 and on one lane with rank 2,
+ * also as dynamic peers (the extension part carries the lanes; without it,
+ * as from an older Plexus, one lane); a lanes list with a lane count of 9,
+ * or of 0, cut short or with a byte too many is refused naming the rank. */
+static void rdma_lanes_on(const char *prov)
+{
+    use_provider(prov, NULL, "lo");
     ck_assert_int_ge(px_mca_var_set("btl_ofi_rdma_lane_min", "4096"), 0);
     px_btl_module_t *a = make_module_lanes(0, "3"), *b = make_module_lanes(1, "3");
     px_btl_module_t *c = make_module_lanes(2, "1");
@@ -894,17 +981,32 @@ START_TEST(rdma_lanes)
     px_btl_ofi_module_t *ma = (px_btl_ofi_module_t *)a, *mc = (px_btl_ofi_module_t *)c;
     ck_assert_uint_eq(ma->nlanes, 3);
     ck_assert_uint_eq(mc->nlanes, 1);
-    /* one lane: the blob of an older Plexus, address and nothing after */
-    ck_assert_uint_eq(blob_len[2], sizeof(px_btl_ofi_modex_t) + mc->addrlen);
-    ck_assert_uint_gt(blob_len[0], sizeof(px_btl_ofi_modex_t) + ma->addrlen);
-    /* rank 3: rank 0's blob with its lane count made 9 */
-    size_t cnt_at = sizeof(px_btl_ofi_modex_t) + ma->addrlen + 4;
+    /* what an older Plexus reads of a process with 3 lanes, and of one with
+     * 1: the blob it knows, byte for byte */
+    for (int r = 0; r < 3; r += 2) {
+        size_t olen;
+        void *ob = older_blob(r ? mc : ma, &olen);
+        ck_assert_uint_eq(blob_len[r], olen);
+        ck_assert_mem_eq(blob[r], ob, olen);
+        free(ob);
+    }
+    ck_assert_str_eq(xkey[0], "btl.ofi.lanes");
+    ck_assert_uint_gt(xblob_len[0], 8);
+    /* rank 2 as an older Plexus: no lanes key at all */
+    fake_drop_extra(2);
+    /* rank 3: rank 0's blob, its lanes list with a lane count of 9 */
+    const size_t cnt_at = 4;
     free(blob[3]);
     blob[3] = malloc(blob_len[0]);
     memcpy(blob[3], blob[0], blob_len[0]);
     blob_len[3] = blob_len[0];
+    fake_drop_extra(3);
+    xblob[3] = malloc(xblob_len[0]);
+    memcpy(xblob[3], xblob[0], xblob_len[0]);
+    xblob_len[3] = xblob_len[0];
+    strcpy(xkey[3], xkey[0]);
     uint32_t bad = 9;
-    memcpy((char *)blob[3] + cnt_at, &bad, 4);
+    memcpy((char *)xblob[3] + cnt_at, &bad, 4);
 
     px_btl_endpoint_t *ea[NRANKS], *eb[NRANKS], *ec[NRANKS];
     const char *ra[NRANKS], *rb[NRANKS], *rc_[NRANKS];
@@ -915,36 +1017,50 @@ START_TEST(rdma_lanes)
     ck_assert(px_bitmap_is_set_bit(&bma, 1) && px_bitmap_is_set_bit(&bma, 2));
     ck_assert_uint_eq(ea[1]->nlanes, 3);
     ck_assert_uint_eq(eb[0]->nlanes, 3);
-    ck_assert_uint_eq(ea[2]->nlanes, 1); /* the smaller count */
+    ck_assert_uint_eq(ea[2]->nlanes, 1); /* the older one's */
     ck_assert_uint_eq(ec[0]->nlanes, 1);
     /* the malformed count: unreachable, with a reason naming the rank */
     ck_assert(!px_bitmap_is_set_bit(&bma, 3));
-    ck_assert_msg(ra[3] && strstr(ra[3], "rank 3") && strstr(ra[3], "lane count of 9"),
+    ck_assert_msg(ra[3] && strstr(ra[3], "rank 3") && strstr(ra[3], "lane count of 9") &&
+                      strstr(ra[3], "btl.ofi.lanes"),
                   "reason: %s", ra[3] ? ra[3] : "(none)");
     fprintf(stderr, "reason: %s\n", ra[3]);
-    /* the parser alone: a count of 0, a list cut short, a byte too many */
+    /* the parsers alone: a count of 0, a list cut short, a byte too many;
+     * a byte after the address of the blob */
     {
         px_btl_ofi_peer_addr_t pa;
         char why[400];
+        const char *prov_ = px_btl_ofi_prov(ma);
+        uint32_t fmt = ma->info->addr_format;
         size_t n = blob_len[0];
         char *x = malloc(n + 1);
         memcpy(x, blob[0], n);
-        const char *prov = px_btl_ofi_prov(ma);
-        uint32_t fmt = ma->info->addr_format;
-        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n, prov, fmt, ma->addrlen, &pa, why, 400),
+        x[n] = 0;
+        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n + 1, prov_, fmt, ma->addrlen, &pa, why, 400),
+                         PX_ERR_BAD_PARAM);
+        ck_assert_msg(strstr(why, "follow the header"), "why: %s", why);
+        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n, prov_, fmt, ma->addrlen, &pa, why, 400),
+                         PX_SUCCESS);
+        ck_assert_uint_eq(pa.nlanes, 1);
+        free(x);
+        n = xblob_len[0];
+        x = malloc(n + 1);
+        memcpy(x, xblob[0], n);
+        ck_assert_int_eq(px_btl_ofi_lanes_parse(x, n, prov_, fmt, ma->addrlen, &pa, why, 400),
                          PX_SUCCESS);
         ck_assert_uint_eq(pa.nlanes, 3);
         uint32_t zero = 0;
         memcpy(x + cnt_at, &zero, 4);
-        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n, prov, fmt, ma->addrlen, &pa, why, 400),
+        ck_assert_int_eq(px_btl_ofi_lanes_parse(x, n, prov_, fmt, ma->addrlen, &pa, why, 400),
                          PX_ERR_BAD_PARAM);
         ck_assert_msg(strstr(why, "lane count of 0"), "why: %s", why);
-        memcpy(x, blob[0], n);
-        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n - 1, prov, fmt, ma->addrlen, &pa, why, 400),
+        ck_assert_uint_eq(pa.nlanes, 1);
+        memcpy(x, xblob[0], n);
+        ck_assert_int_eq(px_btl_ofi_lanes_parse(x, n - 1, prov_, fmt, ma->addrlen, &pa, why, 400),
                          PX_ERR_BAD_PARAM);
         ck_assert_msg(strstr(why, "lane 2"), "why: %s", why);
         x[n] = 0;
-        ck_assert_int_eq(px_btl_ofi_modex_parse(x, n + 1, prov, fmt, ma->addrlen, &pa, why, 400),
+        ck_assert_int_eq(px_btl_ofi_lanes_parse(x, n + 1, prov_, fmt, ma->addrlen, &pa, why, 400),
                          PX_ERR_BAD_PARAM);
         ck_assert_msg(strstr(why, "after the last"), "why: %s", why);
         free(x);
@@ -976,25 +1092,42 @@ START_TEST(rdma_lanes)
     /* and from the one-lane side */
     ck_assert_uint_eq(ec[1]->nlanes, 1);
     lanes_roundtrip(c, b, ec[1], rem_b, rhb, 0, (1u << 20) + 13);
-    /* dynamic peers (BTL API 3.3): the connect parts carry the lanes too;
-     * a (3 lanes) connects to b (3) and to c (1) */
+    /* dynamic peers (BTL API 3.3), through the base: a (3 lanes) connects
+     * to b (3) and to c (1), and to b as an older Plexus would (no
+     * extension parts: 1 lane) */
     {
-        char part[PX_BTL_DYN_PART_MAX], reply[PX_BTL_DYN_PART_MAX], why[PX_BTL_DYN_REASON_MAX];
-        px_btl_module_t *peer[2] = {b, c};
-        const unsigned want[2] = {3, 1};
-        for (int k = 0; k < 2; ++k) {
-            px_btl_endpoint_t *da = NULL, *dp = NULL;
-            size_t plen = sizeof(part), rlen = sizeof(reply);
-            ck_assert_int_eq(a->btl_dyn_offer(a, &da, part, &plen, why), PX_SUCCESS);
-            ck_assert_int_eq(peer[k]->btl_dyn_accept(peer[k], part, plen, &dp, reply, &rlen, why),
-                             PX_SUCCESS);
-            ck_assert_int_eq(a->btl_dyn_complete(a, da, reply, rlen, why), PX_SUCCESS);
+        px_btl_module_t *peer[3] = {b, c, b}, *self[1] = {a};
+        const unsigned want[3] = {3, 1, 1};
+        for (int k = 0; k < 3; ++k) {
+            px_btl_base_dyn_peer_t *pa = NULL, *pb = NULL;
+            dyn_connect(self, &peer[k], 2 == k, &pa, &pb);
+            px_btl_endpoint_t *da = pa->endpoints[0], *dp = pb->endpoints[0];
             ck_assert_uint_eq(da->nlanes, want[k]);
             ck_assert_uint_eq(dp->nlanes, want[k]);
-            lanes_roundtrip(a, peer[k], da, k ? rem_c : rem_b, k ? rhc : rhb, 7, 12289);
-            ck_assert_int_eq(a->btl_dyn_remove(a, da), PX_SUCCESS);
-            ck_assert_int_eq(peer[k]->btl_dyn_remove(peer[k], dp), PX_SUCCESS);
+            lanes_roundtrip(a, peer[k], da, 1 == k ? rem_c : rem_b, 1 == k ? rhc : rhb, 7, 12289);
+            ck_assert_int_eq(px_btl_base_dyn_remove(pa), PX_SUCCESS);
+            ck_assert_int_eq(px_btl_base_dyn_remove(pb), PX_SUCCESS);
         }
+        /* a lane count of 9 in the extension: the acceptor refuses it,
+         * saying why */
+        px_btl_base_dyn_peer_t *pa = NULL, *pb = NULL;
+        void *offer = NULL, *reply = NULL;
+        size_t olen = 0, rlen = 0;
+        char *err = NULL;
+        ck_assert_int_eq(px_btl_base_dyn_offer(self, 1, &pa, &offer, &olen, &err), PX_SUCCESS);
+        px_btl_dyn_payload_t pl;
+        const px_btl_dyn_part_t *ext = ofi_part(offer, olen, PX_BTL_DYN_EXT_INDEX, &pl);
+        ck_assert_ptr_nonnull(ext);
+        memcpy((unsigned char *)offer + (ext->data - (const unsigned char *)offer) + cnt_at, &bad,
+               4);
+        ck_assert_int_eq(px_btl_base_dyn_accept(&peer[0], 1, offer, olen, &pb, &reply, &rlen, &err),
+                         PX_ERR_UNREACH);
+        ck_assert_msg(err && strstr(err, "lane count of 9"), "error: %s", err ? err : "(none)");
+        fprintf(stderr, "error: %s\n", err);
+        free(err);
+        free(reply);
+        free(offer);
+        ck_assert_int_eq(px_btl_base_dyn_remove(pa), PX_SUCCESS);
     }
     ck_assert_int_eq(b->btl_deregister_mem(b, rhb), PX_SUCCESS);
     ck_assert_int_eq(c->btl_deregister_mem(c, rhc), PX_SUCCESS);
@@ -1012,9 +1145,22 @@ START_TEST(rdma_lanes)
     for (int i = 0; i < NRANKS; ++i) {
         free(blob[i]);
         blob[i] = NULL;
+        fake_drop_extra(i);
     }
     ck_assert_int_ge(px_mca_var_set("btl_ofi_rdma_lanes", "1"), 0);
     ck_assert_int_ge(px_mca_var_set("btl_ofi_rdma_lane_min", "32768"), 0);
+}
+
+START_TEST(rdma_lanes)
+{
+    rdma_lanes_on("tcp;ofi_rxm");
+}
+END_TEST
+
+/* The same over net, btl/ofi's first choice over TCP. */
+START_TEST(rdma_lanes_net)
+{
+    rdma_lanes_on("net");
 }
 END_TEST
 
@@ -1044,7 +1190,8 @@ int main(void)
                             rxm_buffer_size_user,
                             bad_header,
                             bad_modex,
-                            rdma_lanes};
+                            rdma_lanes,
+                            rdma_lanes_net};
     Suite *s = suite_create("btl_ofi");
     suite_add_tcase(s, px_check_tcase("btl_ofi", NULL, NULL, 60, tests, PX_CHECK_COUNT(tests)));
     return px_check_run(s);

@@ -23,6 +23,12 @@
  * its receiver, btl_shm_cma_split)
  * and "rank R: faultin ok: N messages, B bytes through each ring", or the first bad
  * byte (message, offset, expected, got) and exit 1.
+ *
+ *   pxrun -n 2 shm_faultin --xfer 1 [--sizes LIST]
+ * instead reads one-sided (px_xfer_read, registered memory): rank 2k reads
+ * each size from rank 2k+1's region, which waits in px_barrier meanwhile;
+ * every byte is checked, then the same lines (the split counters say who
+ * copied) and "rank R: xfer ok: N reads".
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -35,6 +41,7 @@
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
 #include "runtime/plexus.h"
+#include "runtime/plexus_xfer.h"
 
 static uint64_t mix(uint64_t x)
 {
@@ -120,10 +127,74 @@ static const size_t default_sizes[] = {
     65552, 131071, 131072, 131073, 262143, 262144, 262145, 1048575, 1048576, 1048577,
 };
 
+/* --xfer: rank 2k reads each size one-sided from rank 2k+1's registered
+ * region, which waits in px_barrier (progress runs there: it may help). */
+static int xfer_reads(int rank, int peer, const size_t *sizes, size_t nsizes, uint64_t seed)
+{
+    size_t max = 0;
+    for (size_t i = 0; i < nsizes; i++)
+        max = sizes[i] > max ? sizes[i] : max;
+    unsigned char *mine = malloc(max + 1), *want = malloc(max + 1);
+    px_xfer_region_t *reg = NULL;
+    px_xfer_remote_t *rem = NULL;
+    unsigned char key[4096];
+    size_t klen = 0;
+    int bad = !mine || !want;
+    if (!bad) {
+        fill(mine, max, seed ^ (uint64_t)rank);
+        bad = px_xfer_register(mine, max + 1, &reg) != PX_SUCCESS ||
+              px_xfer_key_export(reg, key, sizeof key, &klen) != PX_SUCCESS;
+    }
+    px_status_t st;
+    unsigned char pkey[4096];
+    if (!bad && rank % 2)
+        bad = px_send(key, klen, peer, 9) != PX_SUCCESS;
+    else if (!bad)
+        bad = px_recv(pkey, sizeof pkey, peer, 9, &st) != PX_SUCCESS ||
+              px_xfer_key_import(peer, pkey, st.length, &rem) != PX_SUCCESS;
+    if (!bad && rank % 2 == 0) {
+        unsigned char *got = malloc(max + 1);
+        px_xfer_region_t *greg = NULL;
+        fill(want, max, seed ^ (uint64_t)peer);
+        bad = !got || px_xfer_register(got, max + 1, &greg) != PX_SUCCESS;
+        for (size_t i = 0; i < nsizes && !bad; i++) {
+            memset(got, 0xee, sizes[i] + 1);
+            int rc = px_xfer_read(greg, 0, rem, 0, sizes[i]);
+            if (rc != PX_SUCCESS) {
+                fprintf(stderr, "rank %d: read of %zu bytes: %s\n", rank, sizes[i],
+                        px_xfer_last_error());
+                bad = 1;
+            } else if (memcmp(got, want, sizes[i]) || got[sizes[i]] != 0xee) {
+                fprintf(stderr, "rank %d: read of %zu bytes: the data differs\n", rank, sizes[i]);
+                bad = 1;
+            }
+        }
+        if (greg)
+            px_xfer_free(&greg);
+        free(got);
+    }
+    if (px_barrier() != PX_SUCCESS)
+        bad = 1;
+    rings("after", rank);
+    if (!bad)
+        printf("rank %d: xfer ok: %zu reads\n", rank, rank % 2 ? (size_t)0 : nsizes);
+    if (rem)
+        px_xfer_remote_release(&rem);
+    if (px_barrier() != PX_SUCCESS)
+        bad = 1;
+    if (reg)
+        px_xfer_free(&reg);
+    free(mine);
+    free(want);
+    px_finalize();
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     double passes = 3;
     long cycles = 0;
+    bool xfer = false;
     uint64_t seed = 2611;
     size_t *sizes = (size_t *)default_sizes, nsizes = sizeof default_sizes / sizeof *default_sizes;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -131,6 +202,8 @@ int main(int argc, char **argv)
             passes = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--cycles"))
             cycles = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--xfer"))
+            xfer = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "--seed"))
             seed = (uint64_t)atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--sizes")) {
@@ -161,6 +234,12 @@ int main(int argc, char **argv)
     }
     rings("init", rank);
     reserved(rank);
+    if (xfer) {
+        int bad = xfer_reads(rank, peer, sizes, nsizes, seed);
+        if (sizes != default_sizes)
+            free(sizes);
+        return bad;
+    }
     size_t max = 0;
     for (size_t i = 0; i < nsizes; i++)
         max = sizes[i] > max ? sizes[i] : max;

@@ -311,15 +311,25 @@ px_btl_endpoint_t *px_btl_ofi_dyn_lookup(px_btl_ofi_module_t *m, uint32_t id);
 /* Release every dynamic peer (module teardown). */
 void px_btl_ofi_dyn_cleanup(px_btl_ofi_module_t *m);
 
-/* ofi_peers.c: the modex blob of this module (every lane's address) into
- * `buf` of `cap` bytes; its length (nothing written when larger than cap). */
+/* ofi_peers.c: the modex blob of this module (lane 0's address, the blob
+ * an older Plexus reads) into `buf` of `cap` bytes; its length (nothing
+ * written when larger than cap). */
 size_t px_btl_ofi_own_blob(px_btl_ofi_module_t *m, void *buf, size_t cap);
+/* ofi_peers.c: the lanes blob of this module (its lane count and lanes 1..'s
+ * addresses), likewise. */
+size_t px_btl_ofi_own_lanes(px_btl_ofi_module_t *m, void *buf, size_t cap);
+/* ofi_peers.c: the modex key of the lanes blob ("btl.ofi.lanes"). */
+int px_btl_ofi_lanes_key(char *key, size_t len);
 /* ofi_peers.c: put the peer's addresses `pa` into the address vector and
  * `ep` (lane 0's, then as many more lanes as both sides have); PX_SUCCESS,
  * or an error with *why when lane 0's address cannot be inserted. A later
  * lane that cannot be inserted only lowers ep->nlanes. */
 int px_btl_ofi_lanes_insert(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep,
                             const px_btl_ofi_peer_addr_t *pa, int *fi_rc);
+/* ofi_peers.c: put lanes ep->nlanes.. of the peer's addresses `pa` into
+ * the address vector and `ep`, as many as both sides have (lane 0 is in). */
+void px_btl_ofi_lanes_add(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep,
+                          const px_btl_ofi_peer_addr_t *pa);
 /* ofi_peers.c: take the peer's addresses out of the address vector. */
 void px_btl_ofi_lanes_remove(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep);
 

@@ -78,8 +78,10 @@ px_btl_ofi_module_t px_btl_ofi_module_template = {
             .btl_max_send_size = 64 * 1024 + 64,
             .btl_put_limit = (size_t)1 << 30,
             .btl_get_limit = 512 * 1024,
-            .btl_flags =
-                PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET | PX_BTL_FLAGS_NEEDS_REG,
+            /* DYN_EXT: the dynamic-peer part's extension carries the RDMA
+             * lanes (ofi_dyn.c) */
+            .btl_flags = PX_BTL_FLAGS_SEND | PX_BTL_FLAGS_PUT | PX_BTL_FLAGS_GET |
+                         PX_BTL_FLAGS_NEEDS_REG | PX_BTL_FLAGS_DYN_EXT,
             .btl_registration_handle_size = PX_BTL_OFI_HANDLE_WIRE_SIZE,
         },
 };
@@ -509,11 +511,12 @@ static const px_mca_var_field_t px_btl_ofi_vars_tail[] = {
      .storage = &px_btl_ofi_rxm_buffer_size},
     {.name = "rdma_lanes",
      .help = "Endpoints (lanes) per process for RDMA: each its own connection to the peer's lane "
-             "of the same number (its own TCP connection over tcp;ofi_rxm) and its own "
+             "of the same number (its own TCP connection over net and tcp;ofi_rxm) and its own "
              "completion queue; a put or get of at least two btl_ofi_rdma_lane_min goes out in "
              "pieces over the lanes, smaller ones take turns; messages stay on lane 0. With a "
-             "peer the smaller of the two counts is used (1 with a peer that publishes one "
-             "address, as an older Plexus). Providers that bind registrations to an endpoint "
+             "peer the smaller of the two counts is used (1 with an older Plexus, which "
+             "publishes no lanes). On a quiet machine 2 lanes lost (0.54-0.99x at 64 KiB-4 MiB, "
+             "docs/ofi.md): 1 is the default. Providers that bind registrations to an endpoint "
              "(FI_MR_ENDPOINT) get 1",
      .type = PX_MCA_VAR_TYPE_INT,
      .info_level = 5,
@@ -658,7 +661,17 @@ static int px_btl_ofi_modex_send(void)
     px_btl_ofi_own_blob(m, b, len);
     int rc = px_boot_modex_send(&px_btl_ofi_component.base, b, len);
     free(b);
-    return rc;
+    if (PX_SUCCESS != rc)
+        return rc;
+    /* The lanes under their own key, which an older Plexus never reads;
+     * published with one lane too, so that a newer peer finds it at once
+     * (boot/pxrun asks pxrun for a key it has not cached). */
+    char key[64];
+    unsigned char lanes[PX_BTL_OFI_LANES_MAX * (sizeof(uint32_t) + sizeof(m->lane_name[0])) + 8];
+    len = px_btl_ofi_own_lanes(m, lanes, sizeof(lanes));
+    if (len > sizeof(lanes) || PX_SUCCESS != (rc = px_btl_ofi_lanes_key(key, sizeof(key))))
+        return PX_SUCCESS == rc ? PX_ERR_BAD_PARAM : rc;
+    return px_boot->put(key, lanes, len);
 }
 
 const px_btl_component_t px_btl_ofi_component = {

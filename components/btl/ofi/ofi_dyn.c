@@ -7,9 +7,11 @@
  * sender apart although libfabric does not say who sent (FI_ADDR_UNSPEC,
  * no FI_SOURCE). The part of the payload is that number and the endpoint's
  * address in the modex blob's format (checked by px_btl_ofi_modex_parse:
- * same provider, an address libfabric can read whole). The address goes
- * into the address vector at accept (acceptor) and complete (connector)
- * and out again with fi_av_remove at remove.
+ * same provider, an address libfabric can read whole); the other RDMA
+ * lanes' addresses travel in the part's extension (write_part), which an
+ * older Plexus never sees. The addresses go into the address vector at
+ * accept (acceptor) and complete (connector) and out again with
+ * fi_av_remove at remove.
  *
  * Like the ranks' traffic, the number is a claim, not a proof: anybody who
  * can send to the endpoint can use it; the connection channel authenticates
@@ -74,27 +76,62 @@ static px_btl_endpoint_t *dyn_new(px_btl_ofi_module_t *m)
     return ep;
 }
 
+/* With PX_BTL_FLAGS_DYN_EXT (the default) the part is "u16 n | the part
+ * proper (n bytes) | the extension": the part proper is magic, number and
+ * the modex blob (lane 0's address: byte for byte what an older Plexus
+ * writes and reads), the extension this process's lanes blob when it has
+ * more than one lane. The base sends the extension where an older Plexus
+ * never looks (frameworks/btl/btl.h). */
+static bool with_ext(const px_btl_ofi_module_t *m)
+{
+    return 0 != (m->super.btl_flags & PX_BTL_FLAGS_DYN_EXT);
+}
+
 static int write_part(px_btl_ofi_module_t *m, const px_btl_endpoint_t *ep, void *part,
                       size_t *part_len, char *reason)
 {
-    size_t room = *part_len < sizeof(dyn_head_t) ? 0 : *part_len - sizeof(dyn_head_t);
     unsigned char *p = part;
-    size_t blen = px_btl_ofi_own_blob(m, room ? p + sizeof(dyn_head_t) : NULL, room);
-    if (blen > room) {
-        REASON("its addresses (%u lane(s), %zu bytes) do not fit a part of %zu bytes", m->nlanes,
-               blen, *part_len);
+    size_t at = with_ext(m) ? 2 : 0;
+    size_t blen = px_btl_ofi_own_blob(m, NULL, 0);
+    size_t main_len = sizeof(dyn_head_t) + blen;
+    size_t elen = (at && m->nlanes > 1) ? px_btl_ofi_own_lanes(m, NULL, 0) : 0;
+    if (at + main_len + elen > *part_len || main_len > PX_BTL_DYN_PART_MAX ||
+        elen > PX_BTL_DYN_PART_MAX) {
+        REASON("its addresses (%u lane(s), %zu + %zu bytes) do not fit a part of %zu bytes",
+               m->nlanes, main_len, elen, *part_len);
         return PX_ERR_NOT_SUPPORTED;
     }
     dyn_head_t h = {PX_BTL_OFI_DYN_MAGIC, ep->dyn_id};
-    memcpy(p, &h, sizeof h);
-    *part_len = sizeof h + blen;
+    memcpy(p + at, &h, sizeof h);
+    px_btl_ofi_own_blob(m, p + at + sizeof h, blen);
+    if (elen)
+        px_btl_ofi_own_lanes(m, p + at + main_len, elen);
+    if (at) {
+        p[0] = (unsigned char)(main_len & 0xff);
+        p[1] = (unsigned char)(main_len >> 8);
+    }
+    *part_len = at + main_len + elen;
     return PX_SUCCESS;
 }
 
-/* Read the peer's part and put its address in the address vector. */
+/* Read the peer's part and put its addresses in the address vector. */
 static int take_part(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, const void *part, size_t len,
                      char *reason)
 {
+    const unsigned char *ext = NULL;
+    size_t elen = 0;
+    if (NULL != part && with_ext(m)) {
+        const unsigned char *b = part;
+        size_t n = len >= 2 ? (size_t)(b[0] | (b[1] << 8)) : 0;
+        if (len < 2 || n > len - 2) {
+            REASON("its btl/ofi part of %zu bytes says its part proper is %zu bytes", len, n);
+            return PX_ERR_BAD_PARAM;
+        }
+        ext = b + 2 + n;
+        elen = len - 2 - n;
+        part = b + 2;
+        len = n;
+    }
     dyn_head_t h;
     if (NULL == part || len < sizeof h) {
         REASON("its btl/ofi part of %zu bytes is shorter than its header", len);
@@ -118,6 +155,16 @@ static int take_part(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep, const void *
         h.id == ep->dyn_id) {
         REASON("its btl/ofi part is this very connection's (a reflected offer)");
         return PX_ERR_BAD_PARAM;
+    }
+    /* The lanes, when it sent them and this process has lanes to pair
+     * them with; checked either way. */
+    if (elen) {
+        rc = px_btl_ofi_lanes_parse(ext, elen, px_btl_ofi_prov(m), m->info->addr_format, m->addrlen,
+                                    &pa, why, sizeof why);
+        if (PX_SUCCESS != rc) {
+            REASON("%.250s", why);
+            return PX_ERR_BAD_PARAM;
+        }
     }
     int fi_rc = 0;
     if (PX_SUCCESS != px_btl_ofi_lanes_insert(m, ep, &pa, &fi_rc)) {

@@ -1,9 +1,11 @@
 /*
  * ofi_peers.c: btl/ofi peers: add_procs reads each peer's modex blob (provider,
  * address format, fi_getname bytes), checks it (px_btl_ofi_modex_parse: the
- * same provider, an address libfabric can read whole) and inserts the address
- * into the address vector, or says why it cannot reach it; del_procs drains what was sent to the
- * peers, then forgets them.
+ * same provider, an address libfabric can read whole), reads its RDMA lanes
+ * under their own key when this process has lanes (px_btl_ofi_lanes_parse;
+ * none from an older Plexus: one lane) and inserts the addresses into the
+ * address vector, or says why it cannot reach it; del_procs drains what was
+ * sent to the peers, then forgets them.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -18,12 +20,51 @@
 
 size_t px_btl_ofi_own_blob(px_btl_ofi_module_t *m, void *buf, size_t cap)
 {
+    return px_btl_ofi_modex_build(buf, cap, px_btl_ofi_prov(m), m->info->addr_format, m->addr,
+                                  m->addrlen);
+}
+
+size_t px_btl_ofi_own_lanes(px_btl_ofi_module_t *m, void *buf, size_t cap)
+{
     const void *addrs[PX_BTL_OFI_LANES_MAX];
     unsigned n = m->nlanes ? m->nlanes : 1;
     for (unsigned l = 0; l < n; ++l)
         addrs[l] = m->lane_name[l];
-    return px_btl_ofi_modex_build(buf, cap, px_btl_ofi_prov(m), m->info->addr_format, addrs,
-                                  m->lane_namelen, n);
+    return px_btl_ofi_lanes_build(buf, cap, addrs, m->lane_namelen, n);
+}
+
+int px_btl_ofi_lanes_key(char *key, size_t len)
+{
+    const px_mca_component_t *c = &px_btl_ofi_component.base;
+    int n =
+        snprintf(key, len, "%s.%s.%s", c->framework_name, c->component_name, PX_BTL_OFI_LANES_KEY);
+    return (n < 0 || (size_t)n >= len) ? PX_ERR_BAD_PARAM : PX_SUCCESS;
+}
+
+void px_btl_ofi_lanes_add(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep,
+                          const px_btl_ofi_peer_addr_t *pa)
+{
+    unsigned want = pa->nlanes < m->nlanes ? pa->nlanes : m->nlanes;
+    unsigned had = ep->nlanes;
+    for (unsigned l = ep->nlanes; l < want; ++l) {
+        fi_addr_t fa = FI_ADDR_NOTAVAIL;
+        int n = fi_av_insert(m->av, pa->lane_addr[l], 1, &fa, 0, NULL);
+        if (1 != n) {
+            PX_OUTPUT_VERBOSE(1, px_btl_ofi_output,
+                              "btl/ofi (%s): fi_av_insert of the address of lane %u of rank %d "
+                              "failed (%s): %u lane(s) with it",
+                              px_btl_ofi_prov(m), l, ep->rank,
+                              px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL), l);
+            break;
+        }
+        ep->lane_addr[l] = fa;
+        ep->nlanes = l + 1;
+    }
+    if (had <= 1 && ep->nlanes > 1)
+        m->lane_peers++;
+    PX_OUTPUT_VERBOSE(20, px_btl_ofi_output,
+                      "btl/ofi (%s): rank %d: %u RDMA lane(s) (it publishes %u, this process %u)",
+                      px_btl_ofi_prov(m), ep->rank, ep->nlanes, pa->nlanes, m->nlanes);
 }
 
 int px_btl_ofi_lanes_insert(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep,
@@ -39,25 +80,7 @@ int px_btl_ofi_lanes_insert(px_btl_ofi_module_t *m, px_btl_endpoint_t *ep,
     ep->lane_addr[0] = fa;
     ep->nlanes = 1;
     ep->next_lane = 0;
-    unsigned want = pa->nlanes < m->nlanes ? pa->nlanes : m->nlanes;
-    for (unsigned l = 1; l < want; ++l) {
-        n = fi_av_insert(m->av, pa->lane_addr[l], 1, &fa, 0, NULL);
-        if (1 != n) {
-            PX_OUTPUT_VERBOSE(1, px_btl_ofi_output,
-                              "btl/ofi (%s): fi_av_insert of the address of lane %u of rank %d "
-                              "failed (%s): %u lane(s) with it",
-                              px_btl_ofi_prov(m), l, ep->rank,
-                              px_btl_ofi_strerror(n < 0 ? n : -FI_EINVAL), l);
-            break;
-        }
-        ep->lane_addr[l] = fa;
-        ep->nlanes = l + 1;
-    }
-    if (ep->nlanes > 1)
-        m->lane_peers++;
-    PX_OUTPUT_VERBOSE(20, px_btl_ofi_output,
-                      "btl/ofi (%s): rank %d: %u RDMA lane(s) (it publishes %u, this process %u)",
-                      px_btl_ofi_prov(m), ep->rank, ep->nlanes, pa->nlanes, m->nlanes);
+    px_btl_ofi_lanes_add(m, ep, pa);
     return PX_SUCCESS;
 }
 
@@ -87,6 +110,7 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
      * providers' addresses are not TCP ports. */
     bool probe_tcp = (0 == strncmp(myprov, "tcp", 3) && ('\0' == myprov[3] || ';' == myprov[3])) ||
                      (0 == strncmp(myprov, "net", 3) && ('\0' == myprov[3] || ';' == myprov[3]));
+    char lkey[64];
     for (size_t i = 0; i < nprocs; ++i) {
         px_proc_t *p = procs[i];
         endpoints[i] = NULL;
@@ -137,14 +161,37 @@ int px_btl_ofi_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
             free(blob);
             continue;
         }
+        /* The other lanes' addresses, under their own key (an older Plexus
+         * publishes none: one lane with it); read only when this process
+         * has lanes to pair them with. */
+        void *lblob = NULL;
+        size_t llen = 0;
+        if (m->nlanes > 1 && PX_SUCCESS == px_btl_ofi_lanes_key(lkey, sizeof(lkey)) &&
+            PX_SUCCESS == px_boot->get(p->rank, lkey, &lblob, &llen)) {
+            rc = px_btl_ofi_lanes_parse(lblob, llen, myprov, m->info->addr_format, m->addrlen, &pa,
+                                        why, sizeof(why));
+            if (PX_SUCCESS != rc) {
+                px_show_error("btl/ofi (%s): rank %d%s%s %s (modex key %s); it is not reachable "
+                              "over btl/ofi",
+                              myprov, p->rank, p->hostname ? " on host " : "",
+                              p->hostname ? p->hostname : "", why, lkey);
+                reasons[i] = px_btl_ofi_reason(m, "rank %d %s (modex key %s)", p->rank, why, lkey);
+                free(lblob);
+                free(blob);
+                continue;
+            }
+        }
         px_btl_endpoint_t *ep = calloc(1, sizeof(*ep));
         if (NULL == ep) {
+            free(lblob);
             free(blob);
             return PX_ERR_OUT_OF_RESOURCE;
         }
         ep->rank = p->rank;
         int fi_rc = 0;
-        if (PX_SUCCESS != px_btl_ofi_lanes_insert(m, ep, &pa, &fi_rc)) {
+        rc = px_btl_ofi_lanes_insert(m, ep, &pa, &fi_rc);
+        free(lblob);
+        if (PX_SUCCESS != rc) {
             free(blob);
             free(ep);
             reasons[i] = px_btl_ofi_reason(m, "fi_av_insert of rank %d's address failed: %s",

@@ -116,36 +116,39 @@ static int px_btl_ofi_addr_check(const unsigned char *addr, uint32_t addrlen, co
 }
 
 size_t px_btl_ofi_modex_build(void *buf, size_t cap, const char *prov, uint32_t addr_format,
-                              const void *const *addrs, const size_t *lens, unsigned nlanes)
+                              const void *addr, size_t addrlen)
 {
-    size_t need = sizeof(px_btl_ofi_modex_t) + lens[0];
-    if (nlanes > 1)
-        need += 2 * sizeof(uint32_t);
+    size_t need = sizeof(px_btl_ofi_modex_t) + addrlen;
+    if (need > cap)
+        return need;
+    px_btl_ofi_modex_t h;
+    memset(&h, 0, sizeof(h));
+    snprintf(h.prov, sizeof(h.prov), "%s", prov);
+    h.addr_format = addr_format;
+    h.addrlen = (uint32_t)addrlen;
+    memcpy(buf, &h, sizeof(h));
+    memcpy((unsigned char *)buf + sizeof(h), addr, addrlen);
+    return need;
+}
+
+size_t px_btl_ofi_lanes_build(void *buf, size_t cap, const void *const *addrs, const size_t *lens,
+                              unsigned nlanes)
+{
+    size_t need = 2 * sizeof(uint32_t);
     for (unsigned i = 1; i < nlanes; ++i)
         need += sizeof(uint32_t) + lens[i];
     if (need > cap)
         return need;
     unsigned char *p = buf;
-    px_btl_ofi_modex_t h;
-    memset(&h, 0, sizeof(h));
-    snprintf(h.prov, sizeof(h.prov), "%s", prov);
-    h.addr_format = addr_format;
-    h.addrlen = (uint32_t)lens[0];
-    memcpy(p, &h, sizeof(h));
-    p += sizeof(h);
-    memcpy(p, addrs[0], lens[0]);
-    p += lens[0];
-    if (nlanes > 1) {
-        uint32_t w[2] = {PX_BTL_OFI_LANES_MAGIC, nlanes};
-        memcpy(p, w, sizeof(w));
-        p += sizeof(w);
-        for (unsigned i = 1; i < nlanes; ++i) {
-            uint32_t l = (uint32_t)lens[i];
-            memcpy(p, &l, sizeof(l));
-            p += sizeof(l);
-            memcpy(p, addrs[i], lens[i]);
-            p += lens[i];
-        }
+    uint32_t w[2] = {PX_BTL_OFI_LANES_MAGIC, nlanes};
+    memcpy(p, w, sizeof(w));
+    p += sizeof(w);
+    for (unsigned i = 1; i < nlanes; ++i) {
+        uint32_t l = (uint32_t)lens[i];
+        memcpy(p, &l, sizeof(l));
+        p += sizeof(l);
+        memcpy(p, addrs[i], lens[i]);
+        p += lens[i];
     }
     return need;
 }
@@ -189,9 +192,10 @@ int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint3
         return PX_ERR_NOT_AVAILABLE;
     }
     size_t room = len - sizeof(h);
-    if (h.addrlen > room) {
+    if (h.addrlen != room) {
         snprintf(why, whylen,
-                 "published a btl/ofi address of %u bytes, but %zu bytes follow the header",
+                 "published a btl/ofi address of %u bytes, but %zu bytes follow the header (the "
+                 "blob ends with the address; other lanes' addresses are never in it)",
                  h.addrlen, room);
         return PX_ERR_BAD_PARAM;
     }
@@ -202,33 +206,38 @@ int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint3
     out->nlanes = 1;
     out->lane_addr[0] = out->addr;
     out->lane_len[0] = h.addrlen;
-    /* What follows the address: nothing (one lane), or the lanes list. */
-    size_t off = sizeof(h) + h.addrlen;
-    if (off == len)
-        return PX_SUCCESS;
+    return PX_SUCCESS;
+}
+
+int px_btl_ofi_lanes_parse(const void *blob, size_t len, const char *prov, uint32_t addr_format,
+                           size_t own_addrlen, px_btl_ofi_peer_addr_t *out, char *why,
+                           size_t whylen)
+{
+    const unsigned char *b = blob;
     uint32_t w[2];
-    if (len - off < sizeof(w)) {
+    size_t off = 0;
+    out->nlanes = 1;
+    if (NULL == blob || len < sizeof(w)) {
         snprintf(why, whylen,
-                 "published %zu bytes after its btl/ofi address, too few for a lanes list "
-                 "(%zu bytes at least)",
-                 len - off, sizeof(w));
-        goto bad;
+                 "published a btl/ofi lanes list of %zu bytes, less than its %zu-byte head", len,
+                 sizeof(w));
+        return PX_ERR_BAD_PARAM;
     }
-    memcpy(w, b + off, sizeof(w));
+    memcpy(w, b, sizeof(w));
     off += sizeof(w);
     if (PX_BTL_OFI_LANES_MAGIC != w[0]) {
         snprintf(why, whylen,
-                 "published %zu bytes after its btl/ofi address that are not a lanes list "
-                 "(magic 0x%08x, not 0x%08x)",
-                 len - off + sizeof(w), (unsigned)w[0], (unsigned)PX_BTL_OFI_LANES_MAGIC);
-        goto bad;
+                 "published a btl/ofi lanes list that does not start with its magic (0x%08x, "
+                 "not 0x%08x)",
+                 (unsigned)w[0], (unsigned)PX_BTL_OFI_LANES_MAGIC);
+        return PX_ERR_BAD_PARAM;
     }
     if (w[1] < 1 || w[1] > PX_BTL_OFI_LANES_MAX) {
         snprintf(why, whylen,
                  "published a btl/ofi lane count of %u; this process accepts 1 to %d "
                  "(btl_ofi_rdma_lanes)",
                  (unsigned)w[1], PX_BTL_OFI_LANES_MAX);
-        goto bad;
+        return PX_ERR_BAD_PARAM;
     }
     for (uint32_t i = 1; i < w[1]; ++i) {
         uint32_t l;
@@ -237,7 +246,7 @@ int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint3
                      "published a btl/ofi lanes list of %u lanes that ends before lane %u's "
                      "length",
                      (unsigned)w[1], (unsigned)i);
-            goto bad;
+            return PX_ERR_BAD_PARAM;
         }
         memcpy(&l, b + off, sizeof(l));
         off += sizeof(l);
@@ -246,11 +255,11 @@ int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint3
                      "published a btl/ofi address of %u bytes for lane %u, but %zu bytes "
                      "follow",
                      (unsigned)l, (unsigned)i, len - off);
-            goto bad;
+            return PX_ERR_BAD_PARAM;
         }
-        rc = px_btl_ofi_addr_check(b + off, l, prov, addr_format, own_addrlen, i, why, whylen);
+        int rc = px_btl_ofi_addr_check(b + off, l, prov, addr_format, own_addrlen, i, why, whylen);
         if (PX_SUCCESS != rc)
-            goto bad;
+            return PX_ERR_BAD_PARAM;
         out->lane_addr[i] = b + off;
         out->lane_len[i] = l;
         off += l;
@@ -258,11 +267,8 @@ int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint3
     if (off != len) {
         snprintf(why, whylen, "published %zu bytes after the last of its %u btl/ofi lanes",
                  len - off, (unsigned)w[1]);
-        goto bad;
+        return PX_ERR_BAD_PARAM;
     }
     out->nlanes = w[1];
     return PX_SUCCESS;
-bad:
-    out->nlanes = 0;
-    return PX_ERR_BAD_PARAM;
 }

@@ -34,14 +34,19 @@ typedef struct px_btl_ofi_hdr {
 #define PX_BTL_OFI_HDR_DRAIN 0x1
 #define PX_BTL_OFI_HDR_KNOWN PX_BTL_OFI_HDR_DRAIN /* every flag a sender may set */
 
-/* Modex blob: provider name, address format, then the fi_getname bytes of
- * the main endpoint (lane 0: messages and RDMA). A process with several RDMA
- * lanes (btl_ofi_rdma_lanes, ofi_rdma.c) appends a lanes list: the magic
- * PX_BTL_OFI_LANES_MAGIC, the number of lanes n (lane 0 included, 1 to
- * PX_BTL_OFI_LANES_MAX), then for lanes 1..n-1 a 32-bit length and the
- * address bytes; all in host order, like the header. A blob without the
- * list (an older Plexus, or one lane) is one lane, and a process with one
- * lane publishes no list, so an older Plexus reads its blob as before. */
+/* Modex blob (key "btl.ofi"): provider name, address format, then the
+ * fi_getname bytes of the main endpoint (lane 0: messages and RDMA), and
+ * nothing after: the blob every Plexus since btl/ofi's first has published
+ * and read (an older parser refuses bytes after the address).
+ *
+ * The other RDMA lanes' addresses (btl_ofi_rdma_lanes, ofi_rdma.c) travel
+ * apart, where an older Plexus never looks: under the modex key
+ * "btl.ofi.lanes" and, for a dynamic peer, in the extension of the connect
+ * part (PX_BTL_FLAGS_DYN_EXT: the base sends it as a part of its own, which
+ * an older base skips). That lanes blob: the magic PX_BTL_OFI_LANES_MAGIC,
+ * the number of lanes n (lane 0 included, 1 to PX_BTL_OFI_LANES_MAX), then
+ * for lanes 1..n-1 a 32-bit length and the address bytes; all in host
+ * order, like the header. No lanes blob (an older Plexus) means one lane. */
 typedef struct px_btl_ofi_modex {
     char prov[PX_BTL_OFI_NAME_MAX];
     uint32_t addr_format;
@@ -50,6 +55,7 @@ typedef struct px_btl_ofi_modex {
 } px_btl_ofi_modex_t;
 #define PX_BTL_OFI_LANES_MAGIC 0x6e616c6fu /* "olan" */
 #define PX_BTL_OFI_LANES_MAX   8
+#define PX_BTL_OFI_LANES_KEY   "lanes" /* the modex key is "btl.ofi." this */
 
 /* ---- receive header ---- */
 
@@ -125,26 +131,42 @@ typedef struct px_btl_ofi_peer_addr {
     uint32_t lane_len[PX_BTL_OFI_LANES_MAX];
 } px_btl_ofi_peer_addr_t;
 
-/* Write the modex blob of a process on provider `prov` whose `nlanes`
- * endpoints (1..PX_BTL_OFI_LANES_MAX) have addresses addrs[i] of lens[i]
- * bytes, format `addr_format`, into `buf` when it has `cap` bytes; returns
- * the blob's length (nothing is written when it exceeds cap). One lane
- * writes the blob of an older Plexus (no lanes list). */
+/* Write the modex blob of a process on provider `prov` whose main endpoint
+ * (lane 0) has the address `addr` of `addrlen` bytes, format `addr_format`,
+ * into `buf` when it has `cap` bytes; returns the blob's length (nothing is
+ * written when it exceeds cap). Byte for byte an older Plexus's blob. */
 size_t px_btl_ofi_modex_build(void *buf, size_t cap, const char *prov, uint32_t addr_format,
-                              const void *const *addrs, const size_t *lens, unsigned nlanes);
+                              const void *addr, size_t addrlen);
+
+/* Write the lanes blob of a process whose `nlanes` endpoints
+ * (1..PX_BTL_OFI_LANES_MAX) have addresses addrs[i] of lens[i] bytes (lane
+ * 0's is not in it: the modex blob has it) into `buf` of `cap` bytes;
+ * returns its length (nothing written when it exceeds cap). */
+size_t px_btl_ofi_lanes_build(void *buf, size_t cap, const void *const *addrs, const size_t *lens,
+                              unsigned nlanes);
 
 /* Read the `len`-byte modex blob a peer published, for a process on
  * provider `prov` whose own address has format `addr_format` and is
- * `own_addrlen` bytes. PX_SUCCESS: *out holds the peer's addresses (one per
- * lane), each of which libfabric can read whole (its length suits its
- * format). Otherwise `why` says what is wrong, and the result is
- * PX_ERR_BAD_PARAM for a blob that is malformed (truncated, a provider name
- * without its end, an address length beyond the blob or too short for its
- * format, bytes after the address that are not a lanes list, a lane count
- * outside 1..PX_BTL_OFI_LANES_MAX, a lane's length beyond the blob, bytes
- * left after the last lane) or PX_ERR_NOT_AVAILABLE for a well-formed blob
- * of another provider or address format. */
+ * `own_addrlen` bytes. PX_SUCCESS: *out holds the peer's lane 0 address
+ * (nlanes 1), which libfabric can read whole (its length suits its format).
+ * Otherwise `why` says what is wrong, and the result is PX_ERR_BAD_PARAM
+ * for a blob that is malformed (truncated, a provider name without its end,
+ * an address length beyond the blob or too short for its format, bytes
+ * after the address) or PX_ERR_NOT_AVAILABLE for a well-formed blob of
+ * another provider or address format. */
 int px_btl_ofi_modex_parse(const void *blob, size_t len, const char *prov, uint32_t addr_format,
+                           size_t own_addrlen, px_btl_ofi_peer_addr_t *out, char *why,
+                           size_t whylen);
+
+/* Read the `len`-byte lanes blob of the peer whose modex blob gave *out
+ * (px_btl_ofi_modex_parse: its provider and format are this process's).
+ * PX_SUCCESS: out->nlanes and lanes 1.. of *out are the peer's (each
+ * address one libfabric can read whole). PX_ERR_BAD_PARAM, with `why`, for
+ * a blob that is malformed (shorter than its 8-byte head, another magic, a
+ * lane count outside 1..PX_BTL_OFI_LANES_MAX, a list cut short, a lane's
+ * length beyond the blob or too short for its format, bytes left after the
+ * last lane); *out keeps one lane then. */
+int px_btl_ofi_lanes_parse(const void *blob, size_t len, const char *prov, uint32_t addr_format,
                            size_t own_addrlen, px_btl_ofi_peer_addr_t *out, char *why,
                            size_t whylen);
 

@@ -215,6 +215,11 @@ static inline px_btl_base_peer_module_t *px_btl_base_peer_send(px_btl_base_peer_
      PX_BTL_DYN_MAX_PARTS * (PX_BTL_DYN_NAME_MAX + 12 + PX_BTL_DYN_PART_MAX))
 #define PX_BTL_DYN_PART_OK       0
 #define PX_BTL_DYN_PART_DECLINED 1
+/* The extension of a module's part (PX_BTL_FLAGS_DYN_EXT) travels as a part
+ * of the same component whose module index is the module's plus this; a
+ * reader looks parts up by component and index, so one that does not know
+ * extensions never reads it. Modules of index 128 and up send none. */
+#define PX_BTL_DYN_EXT_INDEX 0x80
 
 typedef struct px_btl_dyn_part {
     char component[PX_BTL_DYN_NAME_MAX + 1];

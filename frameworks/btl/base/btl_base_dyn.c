@@ -302,6 +302,68 @@ static void part_text(const px_btl_dyn_part_t *part, char *buf, size_t len)
     buf[n] = '\0';
 }
 
+/* A module whose parts have an extension (PX_BTL_FLAGS_DYN_EXT) writes and
+ * reads them as "u16 n | part proper (n bytes) | extension"; it gets room
+ * for both. */
+#define DYN_ROOM (2 + 2 * PX_BTL_DYN_PART_MAX)
+
+static bool has_ext(const px_btl_module_t *m)
+{
+    return 0 != (m->btl_flags & PX_BTL_FLAGS_DYN_EXT);
+}
+
+/* Whether the `plen` bytes module `m` wrote are a part it may send. */
+static bool part_ok(const px_btl_module_t *m, const unsigned char *part, size_t plen)
+{
+    if (!has_ext(m))
+        return plen <= PX_BTL_DYN_PART_MAX;
+    if (plen < 2 || plen > DYN_ROOM)
+        return false;
+    size_t n = rd16(part);
+    return n <= plen - 2 && n <= PX_BTL_DYN_PART_MAX && plen - 2 - n <= PX_BTL_DYN_PART_MAX;
+}
+
+/* Frame what module `m` wrote (checked by part_ok): its part, and for a
+ * module with an extension that as a part of its own (index +
+ * PX_BTL_DYN_EXT_INDEX), which an older reader never looks up. */
+static int out_module(dyn_out_t *o, const px_btl_module_t *m, uint8_t index,
+                      const unsigned char *part, size_t plen)
+{
+    if (!has_ext(m))
+        return out_part(o, m, index, PX_BTL_DYN_PART_OK, part, plen);
+    size_t n = rd16(part);
+    int rc = out_part(o, m, index, PX_BTL_DYN_PART_OK, part + 2, n);
+    if (PX_SUCCESS == rc && plen - 2 - n > 0 && index < PX_BTL_DYN_EXT_INDEX)
+        rc = out_part(o, m, (uint8_t)(index + PX_BTL_DYN_EXT_INDEX), PX_BTL_DYN_PART_OK,
+                      part + 2 + n, plen - 2 - n);
+    return rc;
+}
+
+/* What module `m` reads of the peer's part `in` (its index `index`): the
+ * part as it is, or for a module with an extension the part proper and the
+ * peer's extension part (none from a peer that sends none) laid out in
+ * `buf` (DYN_ROOM bytes). */
+static const unsigned char *in_module(const px_btl_dyn_payload_t *pl, const px_btl_module_t *m,
+                                      const px_btl_dyn_part_t *in, uint8_t index,
+                                      unsigned char *buf, size_t *len)
+{
+    if (!has_ext(m)) {
+        *len = in->len;
+        return in->data;
+    }
+    const px_btl_dyn_part_t *ext =
+        index < PX_BTL_DYN_EXT_INDEX
+            ? find_part(pl, in->component, (uint8_t)(index + PX_BTL_DYN_EXT_INDEX))
+            : NULL;
+    size_t elen = (ext && PX_BTL_DYN_PART_OK == ext->status) ? ext->len : 0;
+    wr16(buf, (uint16_t)in->len);
+    memcpy(buf + 2, in->data, in->len);
+    if (elen)
+        memcpy(buf + 2 + in->len, ext->data, elen);
+    *len = 2 + in->len + elen;
+    return buf;
+}
+
 static px_btl_base_dyn_peer_t *dp_new(px_btl_module_t **modules, int nmodules)
 {
     px_btl_base_dyn_peer_t *dp = calloc(1, sizeof(*dp));
@@ -423,7 +485,7 @@ int px_btl_base_dyn_offer(px_btl_module_t **modules, int nmodules, px_btl_base_d
         return rc;
     }
     dyn_sb_t sb = {0};
-    unsigned char *part = malloc(PX_BTL_DYN_PART_MAX);
+    unsigned char *part = malloc(DYN_ROOM);
     char reason[PX_BTL_DYN_REASON_MAX];
     if (NULL == part)
         rc = PX_ERR_OUT_OF_RESOURCE;
@@ -435,10 +497,10 @@ int px_btl_base_dyn_offer(px_btl_module_t **modules, int nmodules, px_btl_base_d
             sb_printf(&sb, "\n    %s: %s", comp_name(mod), reason);
             continue;
         }
-        size_t plen = PX_BTL_DYN_PART_MAX;
+        size_t plen = has_ext(mod) ? DYN_ROOM : PX_BTL_DYN_PART_MAX;
         px_btl_endpoint_t *ep = NULL;
         int mrc = mod->btl_dyn_offer(mod, &ep, part, &plen, reason);
-        if (PX_SUCCESS != mrc || NULL == ep || plen > PX_BTL_DYN_PART_MAX) {
+        if (PX_SUCCESS != mrc || NULL == ep || !part_ok(mod, part, plen)) {
             if (PX_SUCCESS == mrc && ep)
                 mod->btl_dyn_remove(mod, ep);
             reason[sizeof reason - 1] = '\0';
@@ -447,7 +509,7 @@ int px_btl_base_dyn_offer(px_btl_module_t **modules, int nmodules, px_btl_base_d
             continue;
         }
         dp->endpoints[m] = ep;
-        rc = out_part(&o, mod, module_index(modules, m), PX_BTL_DYN_PART_OK, part, plen);
+        rc = out_module(&o, mod, module_index(modules, m), part, plen);
     }
     free(part);
     if (PX_SUCCESS == rc && 0 == o.nparts) {
@@ -505,9 +567,9 @@ int px_btl_base_dyn_accept(px_btl_module_t **modules, int nmodules, const void *
     px_btl_base_dyn_peer_t *dp = dp_new(modules, nmodules);
     char(*reasons)[PX_BTL_DYN_REASON_MAX] =
         calloc(nmodules > 0 ? (size_t)nmodules : 1, sizeof(*reasons));
-    unsigned char *part = malloc(PX_BTL_DYN_PART_MAX);
+    unsigned char *part = malloc(DYN_ROOM), *inbuf = malloc(DYN_ROOM);
     dyn_out_t o = {0};
-    if (NULL == dp || NULL == reasons || NULL == part ||
+    if (NULL == dp || NULL == reasons || NULL == part || NULL == inbuf ||
         PX_SUCCESS != out_init(&o, PX_BTL_DYN_REPLY, pl->conn_id)) {
         if (dp) {
             free(dp->endpoints);
@@ -515,6 +577,7 @@ int px_btl_base_dyn_accept(px_btl_module_t **modules, int nmodules, const void *
         }
         free(reasons);
         free(part);
+        free(inbuf);
         free(pl);
         free(o.buf);
         return PX_ERR_OUT_OF_RESOURCE;
@@ -538,14 +601,15 @@ int px_btl_base_dyn_accept(px_btl_module_t **modules, int nmodules, const void *
                      in->component, in->version[0], in->version[1], in->version[2], v->major,
                      v->minor, v->release);
         } else {
-            size_t plen = PX_BTL_DYN_PART_MAX;
+            size_t plen = has_ext(mod) ? DYN_ROOM : PX_BTL_DYN_PART_MAX, ilen = 0;
+            const unsigned char *idata = in_module(pl, mod, in, index, inbuf, &ilen);
             px_btl_endpoint_t *ep = NULL;
-            int mrc = mod->btl_dyn_accept(mod, in->data, in->len, &ep, part, &plen, r);
+            int mrc = mod->btl_dyn_accept(mod, idata, ilen, &ep, part, &plen, r);
             r[PX_BTL_DYN_REASON_MAX - 1] = '\0';
-            if (PX_SUCCESS == mrc && ep && plen <= PX_BTL_DYN_PART_MAX) {
+            if (PX_SUCCESS == mrc && ep && part_ok(mod, part, plen)) {
                 dp->endpoints[m] = ep;
                 r[0] = '\0';
-                rc = out_part(&o, mod, index, PX_BTL_DYN_PART_OK, part, plen);
+                rc = out_module(&o, mod, index, part, plen);
                 continue;
             }
             if (PX_SUCCESS == mrc && ep)
@@ -558,6 +622,7 @@ int px_btl_base_dyn_accept(px_btl_module_t **modules, int nmodules, const void *
             rc = out_part(&o, mod, index, PX_BTL_DYN_PART_DECLINED, r, strlen(r));
     }
     free(part);
+    free(inbuf);
     free(pl);
     dyn_sb_t sb = {0};
     if (PX_SUCCESS == rc) {
@@ -600,9 +665,11 @@ int px_btl_base_dyn_complete(px_btl_base_dyn_peer_t *dp, const void *reply, size
     px_btl_dyn_payload_t *pl = malloc(sizeof(*pl));
     char(*reasons)[PX_BTL_DYN_REASON_MAX] =
         calloc(dp->nmodules > 0 ? (size_t)dp->nmodules : 1, sizeof(*reasons));
-    if (NULL == pl || NULL == reasons) {
+    unsigned char *inbuf = malloc(DYN_ROOM);
+    if (NULL == pl || NULL == reasons || NULL == inbuf) {
         free(pl);
         free(reasons);
+        free(inbuf);
         return PX_ERR_OUT_OF_RESOURCE;
     }
     char why[PX_BTL_DYN_REASON_MAX];
@@ -632,7 +699,8 @@ int px_btl_base_dyn_complete(px_btl_base_dyn_peer_t *dp, const void *reply, size
                 snprintf(r, PX_BTL_DYN_REASON_MAX, "declined to offer");
             continue;
         }
-        const px_btl_dyn_part_t *in = find_part(pl, comp_name(mod), module_index(dp->modules, m));
+        uint8_t index = module_index(dp->modules, m);
+        const px_btl_dyn_part_t *in = find_part(pl, comp_name(mod), index);
         if (NULL == in || PX_BTL_DYN_PART_DECLINED == in->status) {
             /* Room for the words around it in r (PX_BTL_DYN_REASON_MAX). */
             char text[PX_BTL_DYN_REASON_MAX - 48] = "gave no reason";
@@ -644,7 +712,9 @@ int px_btl_base_dyn_complete(px_btl_base_dyn_peer_t *dp, const void *reply, size
             dp->endpoints[m] = NULL;
             continue;
         }
-        int mrc = mod->btl_dyn_complete(mod, dp->endpoints[m], in->data, in->len, r);
+        size_t ilen = 0;
+        const unsigned char *idata = in_module(pl, mod, in, index, inbuf, &ilen);
+        int mrc = mod->btl_dyn_complete(mod, dp->endpoints[m], idata, ilen, r);
         r[PX_BTL_DYN_REASON_MAX - 1] = '\0';
         if (PX_SUCCESS != mrc) {
             sb_printf(&e,
@@ -666,6 +736,7 @@ int px_btl_base_dyn_complete(px_btl_base_dyn_peer_t *dp, const void *reply, size
 out:
     free(pl);
     free(reasons);
+    free(inbuf);
     if (rc != PX_SUCCESS) {
         if (error)
             *error = sb_take(&e);

@@ -214,14 +214,15 @@ static const px_mca_var_field_t px_btl_base_module_vars[] = {
     {.name = "flags",
      .help = "Capabilities, OR of: 0x1 send, 0x2 put, 0x4 get, 0x8 send in place, 0x10 single "
              "copy, 0x20 needs registration, 0x40 shareable memory a same-host peer maps (the "
-             "transfer engine), 0x80 put/get for one-sided transfers only; a user may clear bits "
-             "(e.g. to disable RDMA) but not add ones the transport lacks; without 0x1 the "
-             "transport cannot be used",
+             "transfer engine), 0x80 put/get for one-sided transfers only, 0x100 dynamic peer "
+             "parts with an extension an older peer never reads (clear it to send only the part "
+             "every version reads); a user may clear bits (e.g. to disable RDMA) but not add "
+             "ones the transport lacks; without 0x1 the transport cannot be used",
      .type = PX_MCA_VAR_TYPE_UNSIGNED,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
      .min = "0",
-     .max = "0xff",
+     .max = "0x1ff",
      PX_BTL_BASE_AT(btl_flags)},
 };
 #undef PX_BTL_BASE_AT
