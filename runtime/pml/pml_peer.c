@@ -96,8 +96,9 @@ static const px_mca_var_field_t px_rt_vars[] = {
              "without the API lock: a matching lock around the queues, the BTL base's lock per "
              "module around each transport that is not thread-safe, progress by whichever "
              "waiting thread finds the API lock free) or auto (api while one thread calls; fine "
-             "from the moment a second thread calls, when the process's affinity mask has two "
-             "CPUs or more, since threads sharing one CPU gain nothing from finer locks)",
+             "from the moment a second thread calls when the process has two CPUs or more to "
+             "itself: its affinity mask, or the machine's CPUs per rank on this host when "
+             "unbound; threads sharing one CPU gain nothing from finer locks)",
      .type = PX_MCA_VAR_TYPE_ENUM,
      .enum_values = thread_locks_values,
      .info_level = 5,
