@@ -952,11 +952,11 @@ static int split_start(px_btl_endpoint_t *ep, const px_btl_rdma_args_t *a, bool 
 /* btl_put and btl_get: the single copy of shm_rdma.c. A rendezvous
  * (PX_BTL_RDMA_FLAG_RNDV) that auto would rather pipeline is declined
  * before anything moves: the messaging layer then sends it by fragments.
- * A get of btl_shm_cma_split bytes or more is split with the peer (above):
- * a rendezvous's sender, or the owner of a transfer engine's region, copies
- * the chunks it claims while it runs progress (a target waiting for its
- * readers has a core to give; a busy one never joins and the reader copies
- * it all, as alone). The transfer engine's other requests take CMA, alone. */
+ * A rendezvous get of btl_shm_cma_split bytes or more is split with the
+ * sender (above). Requests without the flag (the transfer engine's, coll/sm's
+ * reads) always take CMA, alone, and complete before the call returns:
+ * coll/sm relies on it (splitting them too, tried in session 34, failed its
+ * collectives with "the transport did not complete it at once"). */
 static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                                   const px_btl_rdma_args_t *a)
 {
@@ -985,8 +985,6 @@ static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                       PX_SUCCESS);
         return rc;
     }
-    if (PX_RDMA_GET_SPLIT(s, a) && split_start(ep, a, false, 0) == PX_SUCCESS)
-        return PX_SUCCESS;
     return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address, a->remote_address,
                           a->local_handle, a->size, a->cbfunc, a->cbcontext, a->cbdata);
 }
