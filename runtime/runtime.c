@@ -7,11 +7,16 @@
  * (job_vars.c) -> add_procs and per-peer selection -> messaging ready ->
  * fence. px_finalize undoes it in reverse order.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "core/mca/framework.h"
 #include "core/mca/mca_tools.h"
 #include "core/mca/var.h"
@@ -358,6 +363,35 @@ static const char *thread_level_name(int level)
     return level >= PX_THREAD_SINGLE && level <= PX_THREAD_MULTIPLE ? names[level] : "?";
 }
 
+/* runtime_thread_locks=auto: the CPUs this process has to itself. A mask
+ * narrower than the machine is taken as the process's own (a launcher bound
+ * it: pxrun --bind-to core gives each rank its cores); an unbound process
+ * shares the machine with the job's other ranks on this host. Test hook
+ * PX_RT_TEST_CPUS=N (docs/testing.md): N instead. */
+static int own_cpus(void)
+{
+    const char *hook = getenv("PX_RT_TEST_CPUS");
+    if (hook && *hook) {
+        char *end;
+        long n = strtol(hook, &end, 10);
+        if ('\0' == *end && n >= 1 && n <= 1 << 20)
+            return (int)n;
+        px_show_error("PX_RT_TEST_CPUS=%s (a test hook, docs/testing.md): expected a number of "
+                      "CPUs from 1; ignored",
+                      hook);
+    }
+    cpu_set_t set;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0 || online < 1)
+        return 1;
+    int mask = CPU_COUNT(&set), nlocal = 0;
+    if (mask < online)
+        return mask;
+    for (int r = 0; r < px_rt.size; ++r)
+        nlocal += (px_rt.procs[r].locality & PX_PROC_LOCAL_HOST) ? 1 : 0;
+    return (int)(online / (nlocal > 1 ? nlocal : 1));
+}
+
 int px_init_thread(int required, int *provided)
 {
     if (required < PX_THREAD_SINGLE || required > PX_THREAD_MULTIPLE) {
@@ -391,6 +425,11 @@ int px_init_thread(int required, int *provided)
      * without the API lock, so the base's lock per module serializes each
      * transport that is not thread-safe, and a matching lock the queues
      * (docs/threads.md). */
+    if (PX_THREAD_MULTIPLE == level && PX_RT_THREAD_LOCKS_AUTO == px_rt.thread_locks) {
+        /* auto: the API lock while one thread calls (a lone thread's cheapest),
+         * fine from a second thread on when two of them can run at once. */
+        px_pml_threads_auto(own_cpus());
+    }
     if (PX_THREAD_MULTIPLE == level && PX_RT_THREAD_LOCKS_FINE == px_rt.thread_locks &&
         (rc = px_pml_threads_fine()) != PX_SUCCESS) {
         px_show_error("px_init_thread: turning on the fine-grained locks "

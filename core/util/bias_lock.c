@@ -73,7 +73,7 @@ void px_bias_lock_destroy(px_bias_lock_t *l)
 /* The mutex was just taken: revoke another thread's bias, wait until a
  * revoked owner left (a try does not wait: false, the caller unlocks; the
  * bias stays revoked), count the streak, give the bias to this thread after
- * PX_BIAS_STREAK acquisitions in a row, and hold. */
+ * PX_BIAS_LOCK_STREAK acquisitions in a row, and hold. */
 static bool after_mutex(px_bias_lock_t *l, uintptr_t me, bool wait)
 {
     uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
@@ -91,7 +91,7 @@ static bool after_mutex(px_bias_lock_t *l, uintptr_t me, bool wait)
         l->streak_thread = me;
         l->streak = 0;
     }
-    if (++l->streak >= PX_BIAS_STREAK && owner != me && l->bias_ok && px_bias_usable())
+    if (++l->streak >= PX_BIAS_LOCK_STREAK && owner != me && l->bias_ok && px_bias_usable())
         atomic_store_explicit(&l->owner, me, memory_order_relaxed);
     atomic_store_explicit(&l->holder, me, memory_order_relaxed);
     l->depth = 1;

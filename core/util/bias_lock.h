@@ -5,7 +5,7 @@
  *
  * The scheme is the API lock's (runtime/proc/proc_lock.c), which shares the
  * membarrier half below with it: a thread that took the mutex
- * PX_BIAS_STREAK times in a row with no other thread taking it in between
+ * PX_BIAS_LOCK_STREAK times in a row with no other thread taking it in between
  * is given the lock (owner = its id) and then enters and leaves with plain
  * loads and stores: inside = 1, a compiler barrier, a re-check of owner; and
  * a release store of inside = 0 to leave. No atomic read-modify-write, no
@@ -29,6 +29,16 @@
 #include "core/util/compiler.h"
 
 #define PX_BIAS_STREAK 256
+/* The streak that gives a px_bias_lock_t's bias. Shorter than the API
+ * lock's: fine mode's locks (the matching lock, a module's lock) are held
+ * for one short step each, several per message, and with two threads taking
+ * turns on a core each turn moves every one of them; after a move the new
+ * thread pays a mutex for each acquisition until the bias is given, which at
+ * 256 made 6.7 mutex acquisitions per message against the API lock's 0.27
+ * (docs/measurements/threads.md, session 34). 16 bounds a turn's mutex calls
+ * per lock at 16 and a revocation (one membarrier) to one per 16
+ * acquisitions of threads that really alternate. */
+#define PX_BIAS_LOCK_STREAK 16
 
 typedef struct px_bias_lock {
     _Atomic uintptr_t owner;  /* the bias's thread (px_bias_self), or 0 */

@@ -29,6 +29,11 @@ int px_pml_finalize(void);
  * that is not thread-safe, the matching lock, point-to-point calls without
  * the API lock (docs/threads.md). */
 int px_pml_threads_fine(void);
+/* runtime_thread_locks=auto at PX_THREAD_MULTIPLE (px_init_thread, no other
+ * thread in Plexus): with `cpus` (the process's affinity mask) >= 2, the API
+ * lock until a second thread calls, then px_pml_threads_fine; with one CPU,
+ * the API lock throughout. */
+int px_pml_threads_auto(int cpus);
 
 /* ---- sends and receives of the runtime (any tag, including runtime tags < 0) ---- */
 

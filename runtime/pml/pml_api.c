@@ -158,7 +158,9 @@ static inline int rt_wait(px_request_t **request, px_status_t *status, const cha
     int rc = r->status.error;
     if (PX_UNLIKELY(PX_PML_REQ_GENERIC == r->type))
         r->ops->free(r); /* its owner's state (a collective's schedule) */
-    req_release(r);
+    /* px_pml_fine, not false: with runtime_thread_locks=auto the process may
+     * have turned to fine mode while this wait let the API lock go. */
+    req_release_mt(r, px_pml_fine);
     *request = NULL;
     return rc;
 }
@@ -344,6 +346,38 @@ static int waitall_fine(size_t count, px_request_t **requests, px_status_t *stat
 
 /* ------------------------------------------------------------------ the API */
 
+/* Is the process in fine mode? Set once (px_init_thread, or with
+ * runtime_thread_locks=auto when a second thread calls: a release store after
+ * the transports' locks are in place), never cleared while threads call. */
+static inline bool fine_now(void)
+{
+    return __atomic_load_n(&px_pml_fine, __ATOMIC_ACQUIRE);
+}
+
+/* A point-to-point entry point: `api` (an int expression) with no lock below
+ * MULTIPLE, under the API lock at MULTIPLE outside fine mode; else the code
+ * after it (fine mode) runs. With runtime_thread_locks=auto the thread that
+ * takes the API lock's mutex may be the second thread, whose taking switches
+ * the process to fine mode (proc_lock.c): a caller that decided on the API
+ * lock's path before then runs `fine` (the fine-mode call, which may run under
+ * the API lock) instead, as every later call does. */
+#define P2P_CALL(api, fine)                                                                        \
+    do {                                                                                           \
+        if (PX_LIKELY(!px_rt_api_shared))                                                          \
+            return (api);                                                                          \
+        if (PX_LIKELY(!fine_now())) {                                                              \
+            if (PX_LIKELY(px_rt_bias_enter())) {                                                   \
+                int px_rc_ = (api);                                                                \
+                px_rt_bias_leave();                                                                \
+                return px_rc_;                                                                     \
+            }                                                                                      \
+            bool px_took_ = px_rt_api_lock();                                                      \
+            int px_rc_ = PX_UNLIKELY(fine_now()) ? (fine) : (api);                                 \
+            px_rt_api_unlock(px_took_);                                                            \
+            return px_rc_;                                                                         \
+        }                                                                                          \
+    } while (0)
+
 int px_pml_wait(px_request_t **request, px_status_t *status, const char *who)
 {
     if (PX_UNLIKELY(px_pml_fine))
@@ -353,15 +387,13 @@ int px_pml_wait(px_request_t **request, px_status_t *status, const char *who)
 
 int px_progress(void)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(rt_progress_api());
+    P2P_CALL(rt_progress_api(), px_rt.initialized ? px_pml_progress_fine(NULL) : 0);
     return px_rt.initialized ? px_pml_progress_fine(NULL) : 0;
 }
 
 int px_wait(px_request_t **request, px_status_t *status)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(rt_wait(request, status, "px_wait"));
+    P2P_CALL(rt_wait(request, status, "px_wait"), fine_wait(request, status, "px_wait"));
     return fine_wait(request, status, "px_wait");
 }
 
@@ -401,8 +433,7 @@ static inline int api_waitall(size_t count, px_request_t **requests, px_status_t
 
 int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **request)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(api_isend(buf, len, dest, tag, request));
+    P2P_CALL(api_isend(buf, len, dest, tag, request), isend_fine(buf, len, dest, tag, request));
     if (PX_LIKELY(fine_peer(dest)))
         return isend_fine(buf, len, dest, tag, request);
     FINE_LOCKED(isend_fine(buf, len, dest, tag, request));
@@ -410,8 +441,7 @@ int px_isend(const void *buf, size_t len, int dest, int tag, px_request_t **requ
 
 int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(api_irecv(buf, len, source, tag, request));
+    P2P_CALL(api_irecv(buf, len, source, tag, request), irecv_fine(buf, len, source, tag, request));
     if (PX_LIKELY(fine_source(source)))
         return irecv_fine(buf, len, source, tag, request);
     FINE_LOCKED(irecv_fine(buf, len, source, tag, request));
@@ -419,8 +449,7 @@ int px_irecv(void *buf, size_t len, int source, int tag, px_request_t **request)
 
 int px_send(const void *buf, size_t len, int dest, int tag)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(api_send(buf, len, dest, tag));
+    P2P_CALL(api_send(buf, len, dest, tag), send_fine(buf, len, dest, tag));
     if (PX_LIKELY(fine_peer(dest)))
         return send_fine(buf, len, dest, tag);
     FINE_LOCKED(send_fine(buf, len, dest, tag));
@@ -428,8 +457,7 @@ int px_send(const void *buf, size_t len, int dest, int tag)
 
 int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(api_recv(buf, len, source, tag, status));
+    P2P_CALL(api_recv(buf, len, source, tag, status), recv_fine(buf, len, source, tag, status));
     if (PX_LIKELY(fine_source(source)))
         return recv_fine(buf, len, source, tag, status);
     FINE_LOCKED(recv_fine(buf, len, source, tag, status));
@@ -437,14 +465,12 @@ int px_recv(void *buf, size_t len, int source, int tag, px_status_t *status)
 
 int px_test(px_request_t **request, int *flag, px_status_t *status)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(api_test(request, flag, status));
+    P2P_CALL(api_test(request, flag, status), test_fine(request, flag, status));
     return test_fine(request, flag, status);
 }
 
 int px_waitall(size_t count, px_request_t **requests, px_status_t *statuses)
 {
-    if (PX_LIKELY(!px_rt_api_shared) || !px_pml_fine)
-        PX_RT_API_CALL(api_waitall(count, requests, statuses));
+    P2P_CALL(api_waitall(count, requests, statuses), waitall_fine(count, requests, statuses));
     return waitall_fine(count, requests, statuses);
 }

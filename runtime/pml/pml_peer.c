@@ -36,6 +36,7 @@ static const px_mca_var_enum_value_t thread_values[] = {
 static const px_mca_var_enum_value_t thread_locks_values[] = {
     {PX_RT_THREAD_LOCKS_API, "api"},
     {PX_RT_THREAD_LOCKS_FINE, "fine"},
+    {PX_RT_THREAD_LOCKS_AUTO, "auto"},
     {0, NULL},
 };
 
@@ -91,10 +92,13 @@ static const px_mca_var_field_t px_rt_vars[] = {
      PX_RT_AT(thread_max)},
     {.name = "thread_locks",
      .help = "How PX_THREAD_MULTIPLE serializes (docs/threads.md): api (every call under one "
-             "API lock, biased to a thread that works alone) or fine (point-to-point calls "
+             "API lock, biased to a thread that works alone), fine (point-to-point calls "
              "without the API lock: a matching lock around the queues, the BTL base's lock per "
              "module around each transport that is not thread-safe, progress by whichever "
-             "waiting thread finds the API lock free)",
+             "waiting thread finds the API lock free) or auto (api while one thread calls; fine "
+             "from the moment a second thread calls when the process has two CPUs or more to "
+             "itself: its affinity mask, or the machine's CPUs per rank on this host when "
+             "unbound; threads sharing one CPU gain nothing from finer locks)",
      .type = PX_MCA_VAR_TYPE_ENUM,
      .enum_values = thread_locks_values,
      .info_level = 5,
@@ -343,13 +347,52 @@ int px_pml_threads_fine(void)
     rc = px_btl_base_register_error(px_rt_btl_error_threads);
     if (rc != PX_SUCCESS)
         return rc;
-    px_pml_fine = true;
+    /* Release: a thread that sees it set (px_pml_fine_now) without the API
+     * lock sees the wrapped methods and the lock made above. */
+    __atomic_store_n(&px_pml_fine, true, __ATOMIC_RELEASE);
+    return PX_SUCCESS;
+}
+
+/* runtime_thread_locks=auto: a second thread called (proc_lock.c runs this as
+ * the API lock's holder, with nobody else inside it). A thread paused in a
+ * wait of the API lock's mode goes on with the calls of fine mode that may run
+ * under the API lock. */
+static void threads_auto_switch(void)
+{
+    int rc = px_pml_threads_fine();
+    if (rc != PX_SUCCESS) {
+        /* Whatever the base wrapped is biased and harmless under the API lock. */
+        px_show_error("runtime_thread_locks=auto: a second thread calls Plexus, but turning on "
+                      "the fine-grained locks failed (%s): every call stays under the API lock",
+                      px_strerror(rc));
+        return;
+    }
+    if (px_rt.verbose > 0)
+        px_output(px_rt.output, "runtime_thread_locks=auto: a second thread calls Plexus: "
+                                "fine-grained locks from now on");
+}
+
+int px_pml_threads_auto(int cpus)
+{
+    if (cpus >= 2) {
+        px_rt_lock_on_second_thread(threads_auto_switch);
+        if (px_rt.verbose > 0)
+            px_output(px_rt.output,
+                      "runtime_thread_locks=auto: %d CPUs in this process's affinity mask: the "
+                      "API lock until a second thread calls, then fine-grained locks",
+                      cpus);
+    } else if (px_rt.verbose > 0) {
+        px_output(px_rt.output,
+                  "runtime_thread_locks=auto: one CPU in this process's affinity mask: its "
+                  "threads never run at once, so the API lock (one hold per call) throughout");
+    }
     return PX_SUCCESS;
 }
 
 int px_pml_finalize(void)
 {
     px_pml_fine = false;
+    px_rt_lock_on_second_thread(NULL); /* auto's hook, when no second thread came */
     px_rt_btl_errors_free();
     /* Requests the application never completed, queued messages nobody received. */
     if (px_output_check(px_rt.output, 1) && px_rt.peers) {

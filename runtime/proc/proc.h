@@ -27,8 +27,10 @@
 
 /* runtime_thread_locks's values (px_rt.thread_locks, docs/threads.md): at
  * PX_THREAD_MULTIPLE, every call under the API lock, or point-to-point under
- * the matching lock and the transports' own locks. */
-enum { PX_RT_THREAD_LOCKS_API = 0, PX_RT_THREAD_LOCKS_FINE = 1 };
+ * the matching lock and the transports' own locks, or auto: the API lock
+ * until a second thread calls, then fine when the process may run two of its
+ * threads at once (two CPUs or more in its affinity mask). */
+enum { PX_RT_THREAD_LOCKS_API = 0, PX_RT_THREAD_LOCKS_FINE = 1, PX_RT_THREAD_LOCKS_AUTO = 2 };
 
 /* runtime_rndv_protocol's values (px_rt.rndv_protocol). */
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
@@ -144,6 +146,13 @@ bool px_rt_api_lock(void);
 void px_rt_api_unlock(bool took);
 /* A long wait lets other threads take the lock for a moment. */
 void px_rt_api_pause(void);
+/* runtime_thread_locks=auto (px_init_thread): `hook` runs once, as the
+ * holder of the API lock (through its mutex, with no thread inside it through
+ * the bias), when a thread other than the caller of this function, or than
+ * the last one that took the mutex, takes the lock: a second thread calls
+ * Plexus. It may switch the process to fine mode (pml_peer.c). NULL: none.
+ * Called while no other thread is in Plexus (px_init_thread, px_finalize). */
+void px_rt_lock_on_second_thread(void (*hook)(void));
 /* The lock's bias (proc_lock.c): a thread that takes the lock again and
  * again with nobody else taking it is given it, and then enters and leaves
  * with plain loads and stores. Inline here so that an entry point's fast

@@ -77,6 +77,7 @@ _Atomic int px_rt_bias_inside;      /* the owner holds the lock through the bias
 #define bias_inside px_rt_bias_inside
 static uintptr_t streak_thread; /* under the mutex: who took it last, how often */
 static unsigned streak;
+static void (*second_thread)(void); /* px_rt_lock_on_second_thread's hook */
 
 static uintptr_t self_id(void)
 {
@@ -117,6 +118,16 @@ static bool after_mutex(bool wait)
         sched_yield();
     }
     if (streak_thread != me) {
+        if (PX_UNLIKELY(second_thread != NULL) && streak_thread != 0) {
+            /* A second thread (runtime_thread_locks=auto, proc.h): nobody else
+             * is inside the lock now; the hook runs as its holder. */
+            void (*hook)(void) = second_thread;
+            second_thread = NULL;
+            int held = tl_held;
+            tl_held = HELD_MUTEX;
+            hook();
+            tl_held = held;
+        }
         streak_thread = me;
         streak = 0;
     }
@@ -126,6 +137,13 @@ static bool after_mutex(bool wait)
     if (++streak >= BIAS_STREAK && owner != me && px_rt_api_shared && bias_usable())
         atomic_store_explicit(&bias_owner, me, memory_order_relaxed);
     return true;
+}
+
+void px_rt_lock_on_second_thread(void (*hook)(void))
+{
+    second_thread = hook;
+    if (hook) /* the caller is the first thread */
+        streak_thread = self_id();
 }
 
 static inline void bias_leave(void)

@@ -34,7 +34,8 @@
 #                 own contender px_SETTING (e.g. LOCKS="api fine": px_api,
 #                 px_fine, with PX_MCA_runtime_thread_locks set for that run
 #                 only; px runs the default); the targets are then printed
-#                 for each of them too, and px_fine / px_api per round
+#                 for each of them too, and px_fine / px_api (px_auto / px_api)
+#                 per round
 #
 # Contenders (each on 2 processes):
 #   px        pxrun thread_bench_px --level multiple       (btl self,shm)
@@ -63,7 +64,7 @@ COMM=${COMM:-dup}
 BIND=${BIND:-core}
 LOCKS=${LOCKS:-}
 for l in $LOCKS; do
-    case $l in api | fine) ;; *) echo "compare-threads: LOCKS=$LOCKS: expected api and/or fine" >&2; exit 2 ;; esac
+    case $l in api | fine | auto) ;; *) echo "compare-threads: LOCKS=$LOCKS: expected api, fine and/or auto" >&2; exit 2 ;; esac
 done
 case $COMM in dup | world) ;; *) echo "compare-threads: COMM=$COMM: expected dup or world" >&2; exit 2 ;; esac
 case $BIND in core | none) ;; *) echo "compare-threads: BIND=$BIND: expected core or none" >&2; exit 2 ;; esac
@@ -130,7 +131,7 @@ run_one() { # name threads round
     ARGS="--reps $REPS --iters $it --windows $wi --csv"
     case $1 in
     px) $NICE timeout -k 10 "$RUN_TIMEOUT" "$PXRUN" -n 2 --bind-to "$BIND" "$PXB" --threads "$2" --level multiple $ARGS ;;
-    px_api | px_fine) $NICE timeout -k 10 "$RUN_TIMEOUT" env PX_MCA_runtime_thread_locks="${1#px_}" \
+    px_api | px_fine | px_auto) $NICE timeout -k 10 "$RUN_TIMEOUT" env PX_MCA_runtime_thread_locks="${1#px_}" \
         "$PXRUN" -n 2 --bind-to "$BIND" "$PXB" --threads "$2" --level multiple $ARGS ;;
     px_ser) $NICE timeout -k 10 "$RUN_TIMEOUT" "$PXRUN" -n 2 --bind-to "$BIND" "$PXB" --threads 1 --level serialized $ARGS ;;
     px_base) $NICE timeout -k 10 "$RUN_TIMEOUT" env LD_LIBRARY_PATH="$BASE/.libs" "$BASE/tools/pxrun/pxrun" -n 2 --bind-to "$BIND" \
@@ -201,7 +202,7 @@ echo "== medians over the rounds (latency: one-way us per thread; rate: million 
 printf "%-8s %7s" contender threads
 for th in $THREADS; do printf " | %8s %8s" "lat@$th" "rate@$th"; done
 echo
-for c in px px_api px_fine px_ser px_base vader ucx px_ofi tcp; do
+for c in px px_api px_fine px_auto px_ser px_base vader ucx px_ofi tcp; do
     ls "$T/$c".* >/dev/null 2>&1 || continue
     printf "%-8s %7s" "$c" ""
     for th in $THREADS; do printf " | %8s %8s" "$(med_of "$c" "$th" 2)" "$(med_of "$c" "$th" 3)"; done
@@ -256,17 +257,18 @@ for l in $LOCKS; do
         ;;
     esac
 done
-if [[ " $LOCKS " == *" fine "* ]]; then
-    # Against px_api when it ran, else against px (the default setting).
-    ref=px
-    [[ " $LOCKS " == *" api "* ]] && ref=px_api
+# fine and auto against px_api when it ran, else against px (the default setting).
+ref=px
+[[ " $LOCKS " == *" api "* ]] && ref=px_api
+for l in fine auto; do
+    [[ " $LOCKS " == *" $l "* ]] || continue
     echo
-    echo "== px_fine / $ref, median of the per-round ratios"
+    echo "== px_$l / $ref, median of the per-round ratios"
     for th in $THREADS; do
-        line "latency, $th thread(s)" px_fine "$th" 2 "<=" "" $ref
-        line "rate, $th thread(s)" px_fine "$th" 3 ">=" "" $ref
+        line "latency, $th thread(s)" px_$l "$th" 2 "<=" "" $ref
+        line "rate, $th thread(s)" px_$l "$th" 3 ">=" "" $ref
     done
-fi
+done
 if [ -n "$BASE" ]; then
     echo
     echo "== after / before: px (this build) / px_base (base build's library), median of the per-round ratios"
