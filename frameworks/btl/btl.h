@@ -47,8 +47,8 @@
  *      fingerprint (PX_BTL_COMPONENT_HEADER).
  * 2.0: btl_init lost its enable_mpi_threads argument. */
 #define PX_BTL_API_MAJOR   3
-#define PX_BTL_API_MINOR   4
-#define PX_BTL_API_RELEASE 1
+#define PX_BTL_API_MINOR   5
+#define PX_BTL_API_RELEASE 0
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
 #define PX_BTL_EXCLUSIVITY_HIGH    0x10000 /* self */

@@ -48,6 +48,9 @@ static const uint32_t px_btl_base_fp_sizes[PX_BTL_API_MINOR + 1][PX_MCA_FINGERPR
            sizeof(px_btl_active_message_callback_t)},
     [4] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
            sizeof(px_btl_active_message_callback_t)},
+    /* 3.5: a flag only (PX_BTL_FLAGS_DYN_EXT); the structures are 3.4's */
+    [5] = {sizeof(px_btl_component_t), sizeof(px_btl_module_t), sizeof(px_btl_descriptor_t),
+           sizeof(px_btl_active_message_callback_t)},
 };
 
 /* The btl_size of a module built for BTL API <this major>.`minor` (0 when
