@@ -35,6 +35,15 @@ for n in 1 2 4; do
     fi
 done
 
+# boot/pmix loads libpmix itself (the plugin is not linked with it), here
+# where a PMIx launcher started the ranks.
+PROBE=$B/test/runtime/init_probe
+"${MPIRUN[@]}" -np 2 "$PROBE" >"$T/out" 2>"$T/err" </dev/null
+rc=$?
+check "mpirun -np 2 init_probe: exit 0" test $rc -eq 0
+check "... both ranks mapped libpmix (boot/pmix loaded it on demand)" \
+    test "$(grep -c 'mapped: libpmix [1-9]' "$T/out")" -eq 2
+
 "${MPIRUN[@]}" -np 4 -x PX_MCA_btl=self,ofi "$A2A" >"$T/out" 2>"$T/err" </dev/null
 rc=$?
 check "mpirun -np 4 with btl=self,ofi: exit 0" test $rc -eq 0

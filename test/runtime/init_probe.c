@@ -5,11 +5,28 @@
  *   init_probe abort R     rank R calls px_abort(3, "probe abort from rank R")
  *   init_probe wait        rank 0 waits for a message rank 1 never sends
  *                          (prints the return code's text), then all finalize
+ * After px_init it also prints "mapped: libpmix N libibverbs N": how many
+ * mappings of each library /proc/self/maps shows (the boot and BTL plugins
+ * load them only when the launcher or a device needs them).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/plexus.h"
+
+/* Mappings of a file whose name contains `lib` in /proc/self/maps. */
+static int mapped(const char *lib)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    int n = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (strstr(line, lib))
+            ++n;
+    if (f)
+        fclose(f);
+    return n;
+}
 
 int main(int argc, char **argv)
 {
@@ -19,6 +36,7 @@ int main(int argc, char **argv)
         return 2;
     }
     printf("rank %d size %d\n", px_rank(), px_size());
+    printf("mapped: libpmix %d libibverbs %d\n", mapped("/libpmix.so"), mapped("/libibverbs.so"));
     for (int p = 0; p < px_size(); ++p)
         printf("transport to %d: %s\n", p, px_transport_name(p));
     if (argc > 2 && 0 == strcmp(argv[1], "abort")) {

@@ -57,6 +57,18 @@ else
     not_ok "plexus_boot_pmix.so is built in $PX_BUILD/.libs (configure found PMIx)"
 fi
 
+# boot/pmix loads libpmix only for a process a PMIx launcher started: a
+# singleton or a pxrun job never maps it (it cost every px_init ~3 ms of CPU).
+if [ -e "$PX_BUILD/.libs/plexus_boot_pmix.so" ]; then
+    run PX_MCA_mca_component_path="$PX_BUILD/.libs"
+    check "a singleton with boot/pmix on the path starts (exit $rc)" test "$rc" -eq 0
+    check "... without mapping libpmix" contains "$out" "mapped: libpmix 0 "
+    out=$(PX_MCA_mca_component_path="$PX_BUILD/.libs" timeout -s KILL 60 \
+        "$PX_BUILD/tools/pxrun/pxrun" -n 2 "$probe" 2>&1)
+    check "pxrun -n 2 with boot/pmix on the path: neither rank maps libpmix" \
+        test "$(printf '%s\n' "$out" | grep -c 'mapped: libpmix 0 ')" -eq 2
+fi
+
 run PX_MCA_mca_component_path="$tmp/empty" PX_MCA_boot=singleton PMIX_NAMESPACE=job42 PMIX_RANK=1
 check "PX_MCA_boot=singleton: a singleton on purpose (exit $rc)" test "$rc" -eq 0
 check "... of size 1" contains "$out" "rank 0 size 1"

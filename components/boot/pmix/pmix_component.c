@@ -3,12 +3,16 @@
  * query accepts only when the environment carries PMIx's own variables
  * (PMIX_NAMESPACE and PMIX_RANK, set by every PMIx server for its clients);
  * it does not contact the server, so a process with no launcher costs nothing.
+ * Only then does it load libpmix (pmix_lib.h): a process started by pxrun or
+ * with no launcher never maps it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include "components/boot/pmix/pmix.h"
+#include "components/boot/pmix/pmix_lib.h"
 #include "core/mca/var.h"
 #include "core/util/error.h"
+#include "core/util/output.h"
 
 int px_boot_pmix_priority = 60;
 int px_boot_pmix_fence_timeout = 300;
@@ -59,6 +63,18 @@ bool px_boot_pmix_env_present(const char **why)
 static int px_boot_pmix_query(int *priority, px_boot_module_t **module)
 {
     if (!px_boot_pmix_env_present(NULL)) {
+        *priority = -1;
+        *module = NULL;
+        return PX_ERR_NOT_AVAILABLE;
+    }
+    const char *why = NULL;
+    if (!px_boot_pmix_lib_load(&why)) {
+        const char *env = NULL;
+        (void)px_boot_pmix_env_present(&env);
+        px_show_error("boot/pmix: a PMIx launcher started this process (%s) but %s. Install the "
+                      "PMIx client library Plexus was built with (Debian: libpmix2), or put its "
+                      "folder in LD_LIBRARY_PATH; without it the process cannot join its job",
+                      env, why);
         *priority = -1;
         *module = NULL;
         return PX_ERR_NOT_AVAILABLE;

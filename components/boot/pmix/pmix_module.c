@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "components/boot/pmix/pmix.h"
+#include "components/boot/pmix/pmix_lib.h"
 #include "core/mca/framework.h"
 #include "core/util/error.h"
 #include "core/util/output.h"
