@@ -44,6 +44,13 @@ else
     skip "btl/verbs decline without a device" "this host has an RDMA device ($ndev)"
 fi
 
+# The plugin loads libibverbs at its first device search, which a job all on
+# one host skips (btl_verbs_skip_single_host): such a job never maps it.
+run "$PXRUN" -n 2 "$B/test/runtime/init_probe"
+check "a one-host job with btl/verbs on the path: exit 0" [ "$rc" -eq 0 ]
+check "... neither rank maps libibverbs" [ "$(grep -c 'libibverbs 0$' "$T/out")" -eq 2 ]
+show
+
 if [ ! -e "$LIB/libibverbs.so.1" ]; then
     skip "btl/verbs over the software device" "$LIB/libibverbs.so.1 is not built (make build-tests)"
     tap_done
@@ -52,6 +59,12 @@ export LD_LIBRARY_PATH=$LIB PX_SOFTVERBS_DIR=$T/reg PX_MCA_btl=self,verbs
 
 run "$B/test/verbs/verbs_unit_test"
 check "unit test over the software device (messages, credits, RDMA, bad rkey)" [ "$rc" -eq 0 ]
+show
+
+run "$PXRUN" -n 2 "$B/test/runtime/init_probe"
+check "btl=self,verbs on one host: both ranks load libibverbs (the software device's)" \
+    [ "$(grep -c 'libibverbs [1-9]' "$T/out")" -eq 2 ]
+check "... and reach each other over verbs" [ "$(grep -c 'transport to [01]: verbs' "$T/out")" -eq 2 ]
 show
 
 run "$PXINFO" --param btl verbs --level 9

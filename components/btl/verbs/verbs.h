@@ -11,6 +11,8 @@
  *    brought up through offer/accept/complete, destroyed at remove;
  *  - verbs_rdma.c: registration (free-list chunks, the BTL base's rcache)
  *    and put/get as IBV_WR_RDMA_WRITE / IBV_WR_RDMA_READ;
+ *  - verbs_lib.c: libibverbs loaded on first use (the plugin is not linked
+ *    with it), and its functions forwarded;
  *  - verbs_wire.c, verbs_wire.h: the message header and the modex blob, and
  *    the checks on what peers send (test/fuzz compiles them into harnesses).
  *
@@ -71,6 +73,11 @@ typedef struct px_btl_verbs_port {
  * `max`, may be NULL), describe what was found and why ports were skipped in
  * `out` ("none" when there is no device) and return how many are usable. */
 int px_btl_verbs_discover(px_btl_verbs_port_t *ports, int max, char *out, size_t len);
+
+/* verbs_lib.c: load libibverbs (the plugin is not linked with it) and resolve
+ * the functions the component calls; true when done (at once after the first
+ * success), false with *why naming the library and the failure. */
+bool px_btl_verbs_lib_load(const char **why);
 /* Does a device_include/exclude list name device `dev` port `port` ("dev" or
  * "dev:port")? Exposed for tests. */
 bool px_btl_verbs_list_matches(const char *list, const char *dev, int port);

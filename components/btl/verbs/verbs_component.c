@@ -12,7 +12,6 @@
  * Each kept port becomes a module: several ports are several rails.
  */
 #include "config.h"
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +177,12 @@ int px_btl_verbs_discover(px_btl_verbs_port_t *ports, int max, char *out, size_t
     out[0] = '\0';
     char *details = px_btl_verbs_details_text;
     details[0] = '\0';
+    const char *why = NULL;
+    if (!px_btl_verbs_lib_load(&why)) {
+        snprintf(out, len, "none: %s", why);
+        snprintf(details, sizeof(px_btl_verbs_details_text), "none: %s", why);
+        return 0;
+    }
     struct ibv_device **list = ibv_get_device_list(&num);
     if (NULL == list || 0 == num) {
         snprintf(out, len, "none");
@@ -441,15 +446,9 @@ static const px_mca_var_field_t px_btl_verbs_info_vars[] = {
 
 static int px_btl_verbs_register(void)
 {
-    /* libibverbs and its providers start threads and keep state that must
-     * outlive this plugin: when the framework closes and unloads it, the
-     * library it pulled in would go too, under a running thread (the software
-     * device's progress thread crashed so). Pin it for the process's life. */
-    static bool pinned;
-    if (!pinned) {
-        pinned = true;
-        (void)dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
-    }
+    /* libibverbs is loaded (and pinned for the process's life: its providers
+     * keep threads past this plugin's unload) by px_btl_verbs_lib_load, at
+     * the first device discovery, not here: registering costs nothing. */
     return px_btl_base_net_register(&px_btl_verbs_component, &px_btl_verbs_module_template.super,
                                     px_btl_verbs_vars, &px_btl_verbs_net, px_btl_verbs_vars_tail,
                                     px_btl_verbs_info_vars);
@@ -520,6 +519,12 @@ static px_btl_module_t **px_btl_verbs_init(int *num_modules, bool enable_progres
     px_btl_verbs_port_t ports[PX_BTL_VERBS_MAX_PORTS];
     char found[2048];
     int usable = px_btl_verbs_discover(ports, PX_BTL_VERBS_MAX_PORTS, found, sizeof(found));
+    if (0 == strncmp(found, "none: ", 6)) {
+        snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason), "%.1300s",
+                 found + 6);
+        px_btl_verbs_decline(false);
+        return NULL;
+    }
     if (0 == strcmp(found, "none")) {
         snprintf(px_btl_verbs_decline_reason, sizeof(px_btl_verbs_decline_reason),
                  "no RDMA device found (ibv_get_device_list lists none)");
