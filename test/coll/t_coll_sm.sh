@@ -51,7 +51,7 @@ sm_min0=(PX_MCA_coll_base_bcast_sm_min=0 PX_MCA_coll_base_allgather_sm_min=0
     PX_MCA_coll_base_alltoall_sm_min=0 PX_MCA_coll_base_reduce_scatter_sm_min=0
     PX_MCA_coll_base_allreduce_sm_min=0)
 sm_all=("${sm_min0[@]}" PX_MCA_coll_sm_chunk=4k PX_MCA_coll_sm_slots=2 PX_MCA_coll_sm_single_copy=none)
-sm_sc=("${sm_min0[@]}" PX_MCA_coll_sm_step=4k PX_MCA_coll_sm_single_copy_min=0)
+sm_sc=("${sm_min0[@]}" PX_MCA_coll_sm_step=4k PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0)
 
 # run DESCRIPTION NRANKS [env...] -- probe args: every rank reports 0 errors,
 # and coll/sm served calls of every one of its operations.
@@ -84,7 +84,7 @@ run() {
 
 # Single copy needs process_vm_readv between the ranks (btl/shm's probe).
 sc_ok=1
-out=$(env PX_MCA_coll_base_verbose=10 "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 timeout 120 "$pxrun" -n 2 "$probe" matrix --quick \
+out=$(env PX_MCA_coll_base_verbose=10 "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 timeout 120 "$pxrun" -n 2 "$probe" matrix --quick \
     </dev/null 2>&1)
 if ! echo "$out" | grep -q "coll/sm: group of .*: single copy"; then
     sc_ok=0
@@ -112,13 +112,13 @@ if [ "$sc_ok" = 1 ]; then
     # Both paths in one run: calls of 16 KiB and more by single copy, the
     # smaller ones through the streams, mixed call by call on the same groups.
     MODE="single copy" run "3 ranks, single copy from 16 KiB, streams below, mixed in one run (quick)" 3 \
-        "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=16k PX_MCA_coll_sm_step=4k PX_MCA_coll_sm_chunk=4k \
+        "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=16k PX_MCA_coll_sm_single_copy_red_min=16k PX_MCA_coll_sm_step=4k PX_MCA_coll_sm_chunk=4k \
         -- matrix --edges 4096,16383,16384,65600 --quick
     # Default step (256 KiB): around a quarter step (64 KiB), whole steps and
     # the step buffer of the reductions.
     MODE="single copy" run "3 ranks, single copy, default step: blocks around 64 KiB, 256 KiB, 1 MiB" 3 \
-        "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 -- matrix --quick --big-edges bcast:65536,allgather:262144,alltoall:262208,reduce_scatter:1048576,allreduce:786432,allreduce:1048576
-    out=$(env "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_runtime_wait_timeout=20 timeout 120 "$pxrun" -n 2 "$probe" mismatch \
+        "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 -- matrix --quick --big-edges bcast:65536,allgather:262144,alltoall:262208,reduce_scatter:1048576,allreduce:786432,allreduce:1048576
+    out=$(env "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 PX_MCA_runtime_wait_timeout=20 timeout 120 "$pxrun" -n 2 "$probe" mismatch \
         2>&1 </dev/null); rc=$?
     check "members calling different sizes: each returns an error (no hang, no crash)" \
         eval '[ $rc -ne 124 ] && [ "$(echo "$out" | grep -c "mismatched allreduce: ")" -eq 2 ] && ! echo "$out" | grep -q "mismatched allreduce: succeeded"'
@@ -139,7 +139,7 @@ if [ "$sc_ok" = 1 ] && command -v strace >/dev/null; then
     for oc in bcast:2 allgather:4 alltoall:4; do
         op=${oc%:*} most=${oc#*:}
         # 100 calls and 10 of warm-up; LeakSanitizer cannot run under ptrace.
-        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 PX_MCA_coll_sm_single_copy_min=0 timeout 300 strace -f -qq -c \
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 timeout 300 strace -f -qq -c \
             -e trace=process_vm_readv,process_vm_writev -o "$T/st" "$pxrun" -n 2 "$perf" --coll "$op" \
             --sizes 65536 --iters 100 </dev/null >"$T/perf" 2>&1; rc=$?
         calls=$(awk '/process_vm_(readv|writev)/ {s += $4} END {print s + 0}' "$T/st")
@@ -179,9 +179,13 @@ fi
 # takes its rank 0's threshold, so members set differently still agree.
 # Exact counts of calls, not times.
 if [ "$sc_ok" = 1 ]; then
+    # allreduce: streams at every size by default (coll_sm_single_copy_red_min
+    # 1G), single copy from 4 MiB when that is set to 4M.
     for op in bcast allgather alltoall allreduce; do
+        red=()
+        [ "$op" = allreduce ] && red=(PX_MCA_coll_sm_single_copy_red_min=4M)
         # 4 calls and 2 of warm-up per size: 12 lines per size over 2 ranks.
-        PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll "$op" --sizes 65536,1048576,4194304 \
+        env "${red[@]}" PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll "$op" --sizes 65536,1048576,4194304 \
             --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
         st=$(grep -Ec "coll/sm: $op of (65536|1048576) bytes: streams" "$T/err")
         sc=$(grep -c "coll/sm: $op of 4194304 bytes: single copy" "$T/err")
@@ -190,6 +194,11 @@ if [ "$sc_ok" = 1 ]; then
             eval '[ $rc -eq 0 ] && [ "$st" -eq 24 ] && [ "$sc" -eq 12 ] && [ "$all" -eq 36 ]'
         [ "$rc" -eq 0 ] || sed 's/^/# /' "$T/perf" | head -5
     done
+    PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll allreduce --sizes 65536,4194304 \
+        --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
+    st=$(grep -Ec "coll/sm: allreduce of (65536|4194304) bytes: streams" "$T/err")
+    check "2 ranks, allreduce, default settings: 64 KiB and 4 MiB through the streams ($st of 24 calls)" \
+        eval '[ $rc -eq 0 ] && [ "$st" -eq 24 ]'
     printf '#!/bin/sh\n[ "$PX_RANK" = 0 ] && export PX_MCA_coll_sm_single_copy_min=0\nexec "%s" "$@"\n' "$perf" >"$T/wrap0"
     chmod +x "$T/wrap0"
     PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$T/wrap0" --coll allgather --sizes 65536 \

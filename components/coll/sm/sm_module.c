@@ -278,6 +278,7 @@ static int setup_start(sm_call_t *c)
     h->data_off = data_off(p);
     h->step = sg->step;
     h->sc_min = px_coll_sm_single_copy_min;
+    h->sc_red_min = px_coll_sm_single_copy_red_min;
     __atomic_store_n(&h->magic, PX_COLL_SM_MAGIC, __ATOMIC_RELEASE);
     sg->base[r] = sg->own.base;
     uint32_t dl = sg->own.desc_len, flags = 0;
@@ -386,14 +387,19 @@ static int setup_progress(sm_call_t *c)
     /* Every member sees every member's flags: all agree. The size from
      * which a call goes by single copy is group rank 0's (its header). */
     c->sg->cma = all & 1;
-    c->sg->sc_min =
-        0 == r ? px_coll_sm_single_copy_min : ((const px_coll_sm_hdr_t *)c->sg->base[0])->sc_min;
-    PX_OUTPUT_VERBOSE(10, px_coll_base_framework.output,
-                      "coll/sm: group of %d (context %u): %s%zu bytes", p, c->g->ctx,
-                      c->sg->cma ? "single copy (btl_get/btl_put between the buffers) from "
-                                 : "streams through the shared segments; single copy refused "
-                                   "from ",
-                      c->sg->sc_min);
+    const px_coll_sm_hdr_t *h0 = (const void *)c->sg->base[0];
+    c->sg->sc_min = 0 == r ? px_coll_sm_single_copy_min : h0->sc_min;
+    c->sg->sc_red_min = 0 == r ? px_coll_sm_single_copy_red_min : h0->sc_red_min;
+    if (c->sg->cma)
+        PX_OUTPUT_VERBOSE(10, px_coll_base_framework.output,
+                          "coll/sm: group of %d (context %u): single copy (btl_get/btl_put between "
+                          "the buffers) from %zu bytes (allreduce, reduce_scatter from %zu), "
+                          "streams below",
+                          p, c->g->ctx, c->sg->sc_min, c->sg->sc_red_min);
+    else
+        PX_OUTPUT_VERBOSE(10, px_coll_base_framework.output,
+                          "coll/sm: group of %d (context %u): streams through the shared segments",
+                          p, c->g->ctx);
     c->sg->ready = true;
     c->setup = false;
     return 1;
@@ -1133,7 +1139,8 @@ static int sm_progress(px_coll_sched_t *s)
     if (!c->planned) {
         /* Single copy or streams, by size: the same on every member (the
          * arguments and the group's agreed mode and threshold). */
-        c->sc = sg->cma && c->a.count * c->es >= sg->sc_min;
+        bool red = PX_COLL_ALLREDUCE == c->opid || PX_COLL_REDUCE_SCATTER == c->opid;
+        c->sc = sg->cma && c->a.count * c->es >= (red ? sg->sc_red_min : sg->sc_min);
         PX_OUTPUT_VERBOSE(30, px_coll_base_framework.output, "coll/sm: %s of %zu bytes: %s",
                           px_coll_op_name(c->opid), c->a.count * c->es,
                           c->sc ? "single copy" : "streams");
