@@ -38,7 +38,8 @@ quick=()
 
 out=$("$pxinfo" --all 2>&1)
 check "px_info lists coll/sm" eval 'echo "$out" | grep -Eq "coll.*\bsm\b"'
-for v in coll_sm_chunk coll_sm_slots coll_sm_step coll_sm_single_copy coll_sm_priority coll_base_bcast_sm_min \
+for v in coll_sm_chunk coll_sm_slots coll_sm_step coll_sm_single_copy coll_sm_single_copy_min \
+    coll_sm_single_copy_red_min coll_sm_priority coll_base_bcast_sm_min \
     coll_base_allgather_sm_min coll_base_alltoall_sm_min coll_base_reduce_scatter_sm_min \
     coll_base_allreduce_sm_min; do
     check "px_info lists $v" contains "$out" "$v"
@@ -190,7 +191,7 @@ if [ "$sc_ok" = 1 ]; then
         st=$(grep -Ec "coll/sm: $op of (65536|1048576) bytes: streams" "$T/err")
         sc=$(grep -c "coll/sm: $op of 4194304 bytes: single copy" "$T/err")
         all=$(grep -c "coll/sm: $op of " "$T/err")
-        check "2 ranks, $op: 64 KiB and 1 MiB through the streams, 4 MiB by single copy ($st of 24, $sc of 12 calls)" \
+        check "2 ranks, $op${red:+ (${red[*]})}: 64 KiB and 1 MiB through the streams, 4 MiB by single copy ($st of 24, $sc of 12; $all of 36 calls named)" \
             eval '[ $rc -eq 0 ] && [ "$st" -eq 24 ] && [ "$sc" -eq 12 ] && [ "$all" -eq 36 ]'
         [ "$rc" -eq 0 ] || sed 's/^/# /' "$T/perf" | head -5
     done
@@ -223,11 +224,15 @@ for n in 3 4; do
         eval '[ $rc -eq 0 ] && ! echo "$out" | grep -q "^not ok" && [ "$(echo "$out" | grep -c "^ok .* calls checked")" -eq 5 ]'
 done
 
-# A rank killed during an allreduce served by coll/sm (4 MiB >= 1M).
+# A rank killed during an allreduce served by coll/sm (4 MiB >= 64k): 2
+# ranks by single copy (coll_sm_single_copy_red_min 0), 3 and 4 through the
+# streams (the default for allreduce).
 for n in 2 3 4; do
     victim=$((n - 1))
     [ "$n" -gt 2 ] && victim=$((n - 2))
-    out=$(PX_MCA_coll_base_verbose=20 PX_PXRUN_GRACE=60 timeout 120 "$pxrun" -n $n "$probe" die $victim \
+    redmin=1G
+    [ "$n" = 2 ] && redmin=0
+    out=$(PX_MCA_coll_sm_single_copy_red_min=$redmin PX_MCA_coll_base_verbose=20 PX_PXRUN_GRACE=60 timeout 120 "$pxrun" -n $n "$probe" die $victim \
         2>"$T/err" </dev/null)
     check "$n ranks, rank $victim killed: coll/sm served the allreduce" \
         grep -Eq "coll: allreduce of 4194304 bytes on $n ranks: sm" "$T/err"
