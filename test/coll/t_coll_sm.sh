@@ -38,7 +38,8 @@ quick=()
 
 out=$("$pxinfo" --all 2>&1)
 check "px_info lists coll/sm" eval 'echo "$out" | grep -Eq "coll.*\bsm\b"'
-for v in coll_sm_chunk coll_sm_slots coll_sm_step coll_sm_single_copy coll_sm_priority coll_base_bcast_sm_min \
+for v in coll_sm_chunk coll_sm_slots coll_sm_step coll_sm_single_copy coll_sm_single_copy_min \
+    coll_sm_single_copy_red_min coll_sm_priority coll_base_bcast_sm_min \
     coll_base_allgather_sm_min coll_base_alltoall_sm_min coll_base_reduce_scatter_sm_min \
     coll_base_allreduce_sm_min; do
     check "px_info lists $v" contains "$out" "$v"
@@ -51,7 +52,7 @@ sm_min0=(PX_MCA_coll_base_bcast_sm_min=0 PX_MCA_coll_base_allgather_sm_min=0
     PX_MCA_coll_base_alltoall_sm_min=0 PX_MCA_coll_base_reduce_scatter_sm_min=0
     PX_MCA_coll_base_allreduce_sm_min=0)
 sm_all=("${sm_min0[@]}" PX_MCA_coll_sm_chunk=4k PX_MCA_coll_sm_slots=2 PX_MCA_coll_sm_single_copy=none)
-sm_sc=("${sm_min0[@]}" PX_MCA_coll_sm_step=4k)
+sm_sc=("${sm_min0[@]}" PX_MCA_coll_sm_step=4k PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0)
 
 # run DESCRIPTION NRANKS [env...] -- probe args: every rank reports 0 errors,
 # and coll/sm served calls of every one of its operations.
@@ -84,7 +85,7 @@ run() {
 
 # Single copy needs process_vm_readv between the ranks (btl/shm's probe).
 sc_ok=1
-out=$(env PX_MCA_coll_base_verbose=10 "${sm_min0[@]}" timeout 120 "$pxrun" -n 2 "$probe" matrix --quick \
+out=$(env PX_MCA_coll_base_verbose=10 "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 timeout 120 "$pxrun" -n 2 "$probe" matrix --quick \
     </dev/null 2>&1)
 if ! echo "$out" | grep -q "coll/sm: group of .*: single copy"; then
     sc_ok=0
@@ -109,11 +110,16 @@ for n in 2 3 4; do
     fi
 done
 if [ "$sc_ok" = 1 ]; then
+    # Both paths in one run: calls of 16 KiB and more by single copy, the
+    # smaller ones through the streams, mixed call by call on the same groups.
+    MODE="single copy" run "3 ranks, single copy from 16 KiB, streams below, mixed in one run (quick)" 3 \
+        "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=16k PX_MCA_coll_sm_single_copy_red_min=16k PX_MCA_coll_sm_step=4k PX_MCA_coll_sm_chunk=4k \
+        -- matrix --edges 4096,16383,16384,65600 --quick
     # Default step (256 KiB): around a quarter step (64 KiB), whole steps and
     # the step buffer of the reductions.
     MODE="single copy" run "3 ranks, single copy, default step: blocks around 64 KiB, 256 KiB, 1 MiB" 3 \
-        "${sm_min0[@]}" -- matrix --quick --big-edges bcast:65536,allgather:262144,alltoall:262208,reduce_scatter:1048576,allreduce:786432,allreduce:1048576
-    out=$(env "${sm_min0[@]}" PX_MCA_runtime_wait_timeout=20 timeout 120 "$pxrun" -n 2 "$probe" mismatch \
+        "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 -- matrix --quick --big-edges bcast:65536,allgather:262144,alltoall:262208,reduce_scatter:1048576,allreduce:786432,allreduce:1048576
+    out=$(env "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 PX_MCA_runtime_wait_timeout=20 timeout 120 "$pxrun" -n 2 "$probe" mismatch \
         2>&1 </dev/null); rc=$?
     check "members calling different sizes: each returns an error (no hang, no crash)" \
         eval '[ $rc -ne 124 ] && [ "$(echo "$out" | grep -c "mismatched allreduce: ")" -eq 2 ] && ! echo "$out" | grep -q "mismatched allreduce: succeeded"'
@@ -134,7 +140,7 @@ if [ "$sc_ok" = 1 ] && command -v strace >/dev/null; then
     for oc in bcast:2 allgather:4 alltoall:4; do
         op=${oc%:*} most=${oc#*:}
         # 100 calls and 10 of warm-up; LeakSanitizer cannot run under ptrace.
-        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 timeout 300 strace -f -qq -c \
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 timeout 300 strace -f -qq -c \
             -e trace=process_vm_readv,process_vm_writev -o "$T/st" "$pxrun" -n 2 "$perf" --coll "$op" \
             --sizes 65536 --iters 100 </dev/null >"$T/perf" 2>&1; rc=$?
         calls=$(awk '/process_vm_(readv|writev)/ {s += $4} END {print s + 0}' "$T/st")
@@ -169,6 +175,42 @@ if [ "$sc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ]; then
 else
     skip "own block by streaming stores" "no single copy here, or not x86-64"
 fi
+# Which path a call takes: single copy from coll_sm_single_copy_min (4 MiB),
+# streams below (coll_base_verbose 30 names it per call and rank); the group
+# takes its rank 0's threshold, so members set differently still agree.
+# Exact counts of calls, not times.
+if [ "$sc_ok" = 1 ]; then
+    # allreduce: streams at every size by default (coll_sm_single_copy_red_min
+    # 1G), single copy from 4 MiB when that is set to 4M.
+    for op in bcast allgather alltoall allreduce; do
+        red=()
+        [ "$op" = allreduce ] && red=(PX_MCA_coll_sm_single_copy_red_min=4M)
+        # 4 calls and 2 of warm-up per size: 12 lines per size over 2 ranks.
+        env "${red[@]}" PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll "$op" --sizes 65536,1048576,4194304 \
+            --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
+        st=$(grep -Ec "coll/sm: $op of (65536|1048576) bytes: streams" "$T/err")
+        sc=$(grep -c "coll/sm: $op of 4194304 bytes: single copy" "$T/err")
+        all=$(grep -c "coll/sm: $op of " "$T/err")
+        check "2 ranks, $op${red:+ (${red[*]})}: 64 KiB and 1 MiB through the streams, 4 MiB by single copy ($st of 24, $sc of 12; $all of 36 calls named)" \
+            eval '[ $rc -eq 0 ] && [ "$st" -eq 24 ] && [ "$sc" -eq 12 ] && [ "$all" -eq 36 ]'
+        [ "$rc" -eq 0 ] || sed 's/^/# /' "$T/perf" | head -5
+    done
+    PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll allreduce --sizes 65536,4194304 \
+        --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
+    st=$(grep -Ec "coll/sm: allreduce of (65536|4194304) bytes: streams" "$T/err")
+    check "2 ranks, allreduce, default settings: 64 KiB and 4 MiB through the streams ($st of 24 calls)" \
+        eval '[ $rc -eq 0 ] && [ "$st" -eq 24 ]'
+    printf '#!/bin/sh\n[ "$PX_RANK" = 0 ] && export PX_MCA_coll_sm_single_copy_min=0\nexec "%s" "$@"\n' "$perf" >"$T/wrap0"
+    chmod +x "$T/wrap0"
+    PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$T/wrap0" --coll allgather --sizes 65536 \
+        --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
+    sc=$(grep -c "coll/sm: allgather of 65536 bytes: single copy" "$T/err")
+    check "rank 0 with coll_sm_single_copy_min=0, rank 1 the default: both go by single copy ($sc of 12 calls)" \
+        eval '[ $rc -eq 0 ] && [ "$sc" -eq 12 ]'
+else
+    skip "single copy or streams by size" "no single copy here"
+    skip "the group takes rank 0's coll_sm_single_copy_min" "no single copy here"
+fi
 run "2 ranks, default thresholds and chunk: 64 KiB, 1 and 16 MiB of each operation" 2 -- \
     matrix --quick --big-edges bcast:65536,allgather:1048576,alltoall:16777216,reduce_scatter:1048576,allreduce:16777216,bcast:16777216
 
@@ -182,11 +224,15 @@ for n in 3 4; do
         eval '[ $rc -eq 0 ] && ! echo "$out" | grep -q "^not ok" && [ "$(echo "$out" | grep -c "^ok .* calls checked")" -eq 5 ]'
 done
 
-# A rank killed during an allreduce served by coll/sm (4 MiB >= 1M).
+# A rank killed during an allreduce served by coll/sm (4 MiB >= 64k): 2
+# ranks by single copy (coll_sm_single_copy_red_min 0), 3 and 4 through the
+# streams (the default for allreduce).
 for n in 2 3 4; do
     victim=$((n - 1))
     [ "$n" -gt 2 ] && victim=$((n - 2))
-    out=$(PX_MCA_coll_base_verbose=20 PX_PXRUN_GRACE=60 timeout 120 "$pxrun" -n $n "$probe" die $victim \
+    redmin=1G
+    [ "$n" = 2 ] && redmin=0
+    out=$(PX_MCA_coll_sm_single_copy_red_min=$redmin PX_MCA_coll_base_verbose=20 PX_PXRUN_GRACE=60 timeout 120 "$pxrun" -n $n "$probe" die $victim \
         2>"$T/err" </dev/null)
     check "$n ranks, rank $victim killed: coll/sm served the allreduce" \
         grep -Eq "coll: allreduce of 4194304 bytes on $n ranks: sm" "$T/err"

@@ -63,22 +63,26 @@ extern int px_coll_sm_slots;
 extern size_t px_coll_sm_step;
 extern int px_coll_sm_single_copy;
 extern size_t px_coll_sm_nt_min;
+extern size_t px_coll_sm_single_copy_min;
+extern size_t px_coll_sm_single_copy_red_min;
 enum { PX_COLL_SM_SC_NONE = 0, PX_COLL_SM_SC_AUTO = 1 };
 
-#define PX_COLL_SM_MAGIC 0x706c78636f6c6c32ULL /* "plxcoll2" */
+#define PX_COLL_SM_MAGIC 0x706c78636f6c6c33ULL /* "plxcoll3" */
 #define PX_COLL_SM_LINE  64
 
 /* The first bytes of a segment (written once by its owner before it sends
  * the segment's description). */
 typedef struct px_coll_sm_hdr {
     uint64_t magic;
-    uint32_t ctx;      /* the group's context id */
-    int32_t owner;     /* the owner's group rank */
-    uint32_t size;     /* the group's size */
-    uint32_t nslots;   /* slots in the ring */
-    uint64_t slot;     /* bytes a slot */
-    uint64_t data_off; /* where slot 0 starts */
-    uint64_t step;     /* bytes of a single-copy step */
+    uint32_t ctx;        /* the group's context id */
+    int32_t owner;       /* the owner's group rank */
+    uint32_t size;       /* the group's size */
+    uint32_t nslots;     /* slots in the ring */
+    uint64_t slot;       /* bytes a slot */
+    uint64_t data_off;   /* where slot 0 starts */
+    uint64_t step;       /* bytes of a single-copy step */
+    uint64_t sc_min;     /* the owner's coll_sm_single_copy_min (group rank 0's rules) */
+    uint64_t sc_red_min; /* its coll_sm_single_copy_red_min */
 } px_coll_sm_hdr_t;
 
 /* A member's record of its current call (single copy), one line after the
@@ -113,6 +117,9 @@ typedef struct px_coll_sm_group {
     uint64_t *pos;                   /* [p]: chunks each stream holds up to the last call built */
     bool setup_claimed;              /* a call was built to make the segments */
     bool cma;                        /* single copy with every member (agreed at setup) */
+    size_t sc_min;                   /* calls of this many bytes or more go by single copy
+                                      * (when cma): group rank 0's coll_sm_single_copy_min */
+    size_t sc_red_min;               /* the same for allreduce and reduce_scatter */
     size_t step;                     /* bytes of a single-copy step */
     uint64_t *cin, *cout;            /* [p]: steps of transfers from / to each member, so far */
     void *tmp;                       /* one step: a peer's input to reduce */

@@ -11,6 +11,8 @@ int px_coll_sm_slots = 8;
 size_t px_coll_sm_step = 256 * 1024;
 int px_coll_sm_single_copy = PX_COLL_SM_SC_AUTO;
 size_t px_coll_sm_nt_min = 2 * 1024 * 1024;
+size_t px_coll_sm_single_copy_min = 4 * 1024 * 1024;
+size_t px_coll_sm_single_copy_red_min = (size_t)1 << 30;
 
 static const px_mca_var_enum_value_t px_coll_sm_sc_values[] = {
     {PX_COLL_SM_SC_NONE, "none"},
@@ -51,6 +53,29 @@ static const px_mca_var_field_t px_coll_sm_vars[] = {
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_READONLY,
      .storage = &px_coll_sm_single_copy},
+    {.name = "single_copy_min",
+     .help = "Bytes (a call's message size, as the decision rules count it) from which a call "
+             "goes by single copy when coll_sm_single_copy allows it; smaller calls go through "
+             "the shared segments, both members copying at once (on the development VM a "
+             "process_vm_readv cost 4-8x a memcpy of the same bytes); 0: single copy for every "
+             "call; the group uses its rank 0's value",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .dflt = "4M",
+     .min = "0",
+     .storage = &px_coll_sm_single_copy_min},
+    {.name = "single_copy_red_min",
+     .help = "coll_sm_single_copy_min for allreduce and reduce_scatter, whose single copy reads "
+             "the others' inputs with process_vm_readv where the streams reduce straight out of "
+             "the shared segments (they were faster at every size measured, 64 KiB-16 MiB); the "
+             "group uses its rank 0's value",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_READONLY,
+     .dflt = "1G",
+     .min = "0",
+     .storage = &px_coll_sm_single_copy_red_min},
     {.name = "step",
      .help = "Bytes of a coll/sm single-copy step (what a member claims of a transfer, and the "
              "reduction buffer); a transfer of up to 2 steps moves in halves of at least 16 KiB; a "

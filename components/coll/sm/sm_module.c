@@ -130,6 +130,13 @@ typedef struct sm_call {
     bool ticketed, counted;
     px_coll_args_t a;
     bool planned;
+    bool sc; /* this call goes by single copy (the group's cma and sc_min) */
+    /* streams: this member's own block into its result (allgather,
+     * alltoall), a chunk after each chunk it publishes */
+    const char *own_src;
+    char *own_dst;
+    size_t own_len, own_at;
+    bool own_nt;
     /* single copy */
     uint64_t seq; /* this call's record number */
     sm_xf_t *xf;  /* transfers with this member as d or s */
@@ -270,6 +277,8 @@ static int setup_start(sm_call_t *c)
     h->slot = sg->slot;
     h->data_off = data_off(p);
     h->step = sg->step;
+    h->sc_min = px_coll_sm_single_copy_min;
+    h->sc_red_min = px_coll_sm_single_copy_red_min;
     __atomic_store_n(&h->magic, PX_COLL_SM_MAGIC, __ATOMIC_RELEASE);
     sg->base[r] = sg->own.base;
     uint32_t dl = sg->own.desc_len, flags = 0;
@@ -375,12 +384,22 @@ static int setup_progress(sm_call_t *c)
         memcpy(&f, c->desc_in[j] + 4, 4);
         all &= f;
     }
-    /* Every member sees every member's flags: all agree. */
+    /* Every member sees every member's flags: all agree. The size from
+     * which a call goes by single copy is group rank 0's (its header). */
     c->sg->cma = all & 1;
-    PX_OUTPUT_VERBOSE(10, px_coll_base_framework.output, "coll/sm: group of %d (context %u): %s", p,
-                      c->g->ctx,
-                      c->sg->cma ? "single copy (btl_get/btl_put between the buffers)"
-                                 : "streams through the shared segments");
+    const px_coll_sm_hdr_t *h0 = (const void *)c->sg->base[0];
+    c->sg->sc_min = 0 == r ? px_coll_sm_single_copy_min : h0->sc_min;
+    c->sg->sc_red_min = 0 == r ? px_coll_sm_single_copy_red_min : h0->sc_red_min;
+    if (c->sg->cma)
+        PX_OUTPUT_VERBOSE(10, px_coll_base_framework.output,
+                          "coll/sm: group of %d (context %u): single copy (btl_get/btl_put between "
+                          "the buffers) from %zu bytes (allreduce, reduce_scatter from %zu), "
+                          "streams below",
+                          p, c->g->ctx, c->sg->sc_min, c->sg->sc_red_min);
+    else
+        PX_OUTPUT_VERBOSE(10, px_coll_base_framework.output,
+                          "coll/sm: group of %d (context %u): streams through the shared segments",
+                          p, c->g->ctx);
     c->sg->ready = true;
     c->setup = false;
     return 1;
@@ -547,12 +566,17 @@ static int sm_plan(sm_call_t *c, const px_coll_args_t *a)
         c->pending += st->nrg;
     }
     free(len);
-    /* The own block where the result holds it. */
-    if (PX_COLL_ALLGATHER == c->opid)
-        sm_copy_own(c, (char *)a->rbuf + (size_t)r * blk, a->sbuf, blk);
-    else if (PX_COLL_ALLTOALL == c->opid)
-        sm_copy_own(c, (char *)a->rbuf + (size_t)r * blk, (const char *)a->sbuf + (size_t)r * blk,
-                    blk);
+    /* The own block where the result holds it: a chunk after each chunk
+     * this member publishes (write_some), so the copy runs while the
+     * others copy out what it published, from a source just read into the
+     * cache (a copy of the whole block first left the others waiting for
+     * the first chunk: 1 MiB allgather 1.3x as long, docs/measurements/coll.md). */
+    if (PX_COLL_ALLGATHER == c->opid || PX_COLL_ALLTOALL == c->opid) {
+        c->own_src = (const char *)a->sbuf + (PX_COLL_ALLTOALL == c->opid ? (size_t)r * blk : 0);
+        c->own_dst = (char *)a->rbuf + (size_t)r * blk;
+        c->own_len = c->own_src == c->own_dst ? 0 : blk;
+        c->own_nt = sm_use_nt(blk);
+    }
     return PX_SUCCESS;
 }
 
@@ -564,6 +588,20 @@ static void publish_ack(sm_call_t *c, int j)
     uint64_t upto = st->ri < st->nrg ? st->rg[st->ri].first + st->ci : st->n;
     atomic_store_explicit(px_coll_sm_acked(c->sg->base[c->sg->r], j), c->pos[j] + upto,
                           memory_order_release);
+}
+
+/* The next chunk of this member's own block into its result (streams). */
+static void own_some(sm_call_t *c)
+{
+    if (c->own_at >= c->own_len)
+        return;
+    size_t n = c->own_len - c->own_at < c->ch ? c->own_len - c->own_at : c->ch;
+    bool nt = sm_copy_out(c->own_dst + c->own_at, c->own_src + c->own_at, n, c->own_nt);
+    if (nt && 0 == c->own_at)
+        PX_OUTPUT_VERBOSE(30, px_coll_base_framework.output,
+                          "coll/sm: %s: own block of %zu bytes copied with non-temporal stores",
+                          px_coll_op_name(c->opid), c->own_len);
+    c->own_at += n;
 }
 
 /* Publish what can be: returns chunks published. */
@@ -603,6 +641,7 @@ static int write_some(sm_call_t *c)
         c->w++;
         c->wc++;
         did++;
+        own_some(c);
     }
     return did;
 }
@@ -1098,7 +1137,14 @@ static int sm_progress(px_coll_sched_t *s)
         }
     }
     if (!c->planned) {
-        rc = sg->cma ? sc_plan(c) : stream_plan(c);
+        /* Single copy or streams, by size: the same on every member (the
+         * arguments and the group's agreed mode and threshold). */
+        bool red = PX_COLL_ALLREDUCE == c->opid || PX_COLL_REDUCE_SCATTER == c->opid;
+        c->sc = sg->cma && c->a.count * c->es >= (red ? sg->sc_red_min : sg->sc_min);
+        PX_OUTPUT_VERBOSE(30, px_coll_base_framework.output, "coll/sm: %s of %zu bytes: %s",
+                          px_coll_op_name(c->opid), c->a.count * c->es,
+                          c->sc ? "single copy" : "streams");
+        rc = c->sc ? sc_plan(c) : stream_plan(c);
         if (rc != PX_SUCCESS)
             return rc;
         c->planned = true;
@@ -1106,7 +1152,7 @@ static int sm_progress(px_coll_sched_t *s)
     if (!c->watching) {
         if ((rc = watch_start(c)) != PX_SUCCESS)
             return rc;
-        for (int j = 0; j < p && !sg->cma; ++j)
+        for (int j = 0; j < p && !c->sc; ++j)
             if (j != r)
                 publish_ack(c, j);
     }
@@ -1125,7 +1171,7 @@ static int sm_progress(px_coll_sched_t *s)
     int moved = 0;
     for (int spin = 0; spin < 64; ++spin) {
         int did = 0;
-        if (sg->cma) {
+        if (c->sc) {
             rc = sc_step_all(c, &did);
             if (rc < 0)
                 return c->err_pending ? 0 : rc;
@@ -1150,6 +1196,8 @@ static int sm_progress(px_coll_sched_t *s)
             did += rc;
         }
         if (c->w == c->nw && 0 == c->pending) {
+            while (c->own_at < c->own_len)
+                own_some(c);
             release_all(c);
             c->counted = true;
             sg->finished++; /* the next call may start */
