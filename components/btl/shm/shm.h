@@ -354,10 +354,10 @@ static inline px_btl_shm_frag_t *px_btl_shm_cool_pop(px_btl_shm_state_t *s)
  * cache line: the header (8 bytes), the runtime's match header (16) and an
  * 8-byte message fill one, so a stream of small messages moves half as many
  * lines between the cores as with an entry per line (docs/shm.md). */
-#define PX_BTL_SHM_FB_SLOT        32
-#define PX_BTL_SHM_FB_SLOT_SHIFT  5
-#define PX_BTL_SHM_FBOX_MAX_ENTRY ((size_t)0xffff * PX_BTL_SHM_FB_SLOT) /* size in slots: 16 bits  \
-                                                                         */
+#define PX_BTL_SHM_FB_SLOT       32
+#define PX_BTL_SHM_FB_SLOT_SHIFT 5
+/* The entry size field has 16 bits, in slots. */
+#define PX_BTL_SHM_FBOX_MAX_ENTRY   ((size_t)0xffff * PX_BTL_SHM_FB_SLOT)
 #define PX_BTL_SHM_FBOX_AUTO_MAX    (4u << 20)
 #define PX_BTL_SHM_FBOX_AUTO_MIN    (64u << 10)
 #define PX_BTL_SHM_FBOX_AUTO_BUDGET (4u << 20)
