@@ -424,7 +424,12 @@ static inline int api_waitall(size_t count, px_request_t **requests, px_status_t
         return PX_ERR_BAD_PARAM;
     int first = PX_SUCCESS;
     for (size_t i = 0; i < count; ++i) {
-        int rc = px_wait(&requests[i], statuses ? &statuses[i] : NULL);
+        /* The caller's lock (if any) is held: each wait as px_wait's would
+         * run inside it, without entering it again per request (with
+         * runtime_thread_locks=auto the process may turn to fine mode while
+         * a wait lets the API lock go: px_pml_wait then waits as fine mode
+         * does under the API lock). */
+        int rc = px_pml_wait(&requests[i], statuses ? &statuses[i] : NULL, "px_wait");
         if (rc != PX_SUCCESS && PX_SUCCESS == first)
             first = rc;
     }

@@ -76,11 +76,13 @@ static inline void api_leave(bool took)
 /* ---- hot-path helpers ---- */
 
 /* Requests and unexpected items come from free lists without locks of their
- * own: in fine mode under the matching lock. */
+ * own: in fine mode under the matching lock. Both lists are made with
+ * thread_safe = false (pml_peer.c), so the inline single-thread forms are
+ * used (no indirect call per get and return). */
 static inline px_request_t *req_alloc_mt(int type, bool mt)
 {
     ml_lock(mt);
-    px_request_t *r = (px_request_t *)px_free_list_get(&px_rt.requests);
+    px_request_t *r = (px_request_t *)px_free_list_get_st(&px_rt.requests);
     ml_unlock(mt);
     if (PX_UNLIKELY(NULL == r))
         return NULL;
@@ -109,7 +111,7 @@ static inline px_request_t *req_alloc(int type)
 static inline void req_free_mt(px_request_t *r, bool mt)
 {
     ml_lock(mt);
-    px_free_list_return(&px_rt.requests, &r->super);
+    px_free_list_return_st(&px_rt.requests, &r->super);
     ml_unlock(mt);
 }
 
@@ -140,7 +142,7 @@ static inline void req_release_mt(px_request_t *r, bool mt)
         took = api_enter(true);
     ml_lock(mt);
     if (PX_LIKELY(!req_held(r)))
-        px_free_list_return(&px_rt.requests, &r->super); /* under the lock, if any */
+        px_free_list_return_st(&px_rt.requests, &r->super); /* under the lock, if any */
     else
         r->released = true;
     ml_unlock(mt);
@@ -161,14 +163,14 @@ static inline px_rt_ux_t *ux_alloc(void)
 {
     if (PX_UNLIKELY(px_rt.ux_fail_countdown) && 0 == --px_rt.ux_fail_countdown)
         return NULL; /* test hook: PX_RT_TEST_UX_FAIL */
-    return (px_rt_ux_t *)px_free_list_get(&px_rt.ux_items);
+    return (px_rt_ux_t *)px_free_list_get_st(&px_rt.ux_items);
 }
 
 static inline void ux_free(px_rt_ux_t *u)
 {
     if (PX_UNLIKELY(u->data != u->inline_buf))
         free(u->data);
-    px_free_list_return(&px_rt.ux_items, &u->super);
+    px_free_list_return_st(&px_rt.ux_items, &u->super);
 }
 
 static inline bool tag_matches(int want_src, int want_tag, int src, int tag)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <time.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
@@ -248,13 +249,46 @@ static PX_COLD int fine_give_up(px_request_t *r, const char *who, const char *ta
     return rc;
 }
 
+/* Threads of this process in a fine-mode wait's loop. */
+static atomic_uint fine_waiters;
+
+/* Fine mode: a wait for another process's message whose progress found
+ * nothing progress_idle_spins passes in a row gives its core away too, on
+ * each further empty pass, while another thread of this process waits as
+ * well (unless progress_yield_when_idle=never). Threads that share a core
+ * otherwise take turns by whole time slices: a thread waiting for an answer
+ * that only a descheduled thread of the other process sends spins its slice
+ * away while this process's other thread, whose partner runs, waits for the
+ * core (the bimodal 2-thread rate of fine mode, 2.9 or 9.7 million
+ * messages/s by round, docs/threads.md). Under the API lock a waiter hands
+ * the lock to a thread blocked on it each pass instead; a lone waiter never
+ * yields here. */
+static unsigned fine_peer_idle_limit(void)
+{
+    const px_progress_idle_policy_t *p = px_progress_policy_storage();
+    if (PX_PROGRESS_YIELD_NEVER == p->yield_when_idle)
+        return 0;
+    return p->idle_spins > 0 ? (unsigned)p->idle_spins : 1;
+}
+
+static int wait_fine_loop(px_request_t *r, const char *who);
+
 int px_pml_wait_slow_fine(px_request_t *r, const char *who)
 {
     if (px_rt_tl_held != PX_RT_HELD_NOT) /* a locked path (a dynamic peer, a send to itself) */
         return px_pml_wait_slow(r, who);
+    atomic_fetch_add_explicit(&fine_waiters, 1, memory_order_relaxed);
+    int rc = wait_fine_loop(r, who);
+    atomic_fetch_sub_explicit(&fine_waiters, 1, memory_order_relaxed);
+    return rc;
+}
+
+static int wait_fine_loop(px_request_t *r, const char *who)
+{
     double start = 0;
     unsigned spins = 0, idle = 0;
     const unsigned mt_limit = mt_idle_limit(r);
+    const unsigned limit = mt_limit ? mt_limit : fine_peer_idle_limit();
     while (!req_done(r)) {
         bool ran;
         int n = px_pml_progress_fine(&ran);
@@ -264,8 +298,9 @@ int px_pml_wait_slow_fine(px_request_t *r, const char *who)
             idle = 0;
         if (!ran) {
             sched_yield(); /* another thread is progressing: let it run */
-        } else if (0 == n && mt_limit && ++idle >= mt_limit) {
-            px_progress_give_core(); /* nothing moved for a while (mt_idle_limit) */
+        } else if (0 == n && limit && ++idle >= limit &&
+                   (mt_limit || atomic_load_explicit(&fine_waiters, memory_order_relaxed) > 1)) {
+            px_progress_give_core(); /* nothing moved for a while (mt_idle_limit, above) */
         }
         if (ran && 0 == n && 1 == px_rt.size) {
             int rc = fine_give_up(r, who,

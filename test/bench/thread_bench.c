@@ -17,6 +17,14 @@
  *   --iters N       round trips per thread and block (default 2000)
  *   --windows W     windows per thread and block (default 20)
  *   --reps R        timed blocks after one warm-up block (default 9)
+ *   --settle MS     counting, not timing: in the rate part the receiver
+ *                   sleeps MS milliseconds after posting a window's receives
+ *                   and before its waitall, so the window's messages are all
+ *                   there when it waits; instructions counted in the window's
+ *                   calls (valgrind --tool=callgrind --toggle-collect=px_isend
+ *                   ... or MPI_Isend ...) are then each library's own cost
+ *                   per message, without polling for a message not there
+ *                   yet (docs/measurements/threads.md)
  *   --csv           one line "threads,lat_us,rate_mps,lat_best_us,rate_best_mps"
  *
  * Thread t of rank 0 works with thread t of rank 1 and nobody else, on tag t
@@ -34,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define WIN  64
 #define MAXT 64
@@ -61,7 +70,7 @@ typedef px_request_t *tb_req_t;
 #define TB_NAME                      "thread_bench_px"
 #endif
 
-static int nthreads = 1, iters = 2000, windows = 20, reps = 9, me;
+static int nthreads = 1, iters = 2000, windows = 20, reps = 9, settle_ms = 0, me;
 static pthread_barrier_t bar;
 static double lat_block[1000], rate_block[1000];
 
@@ -100,6 +109,8 @@ static void *worker(void *arg)
                 else
                     TB_IRECV(buf[i], 8, other, t, t, &r[i]);
             }
+            if (settle_ms && 0 != me)
+                usleep((useconds_t)settle_ms * 1000);
             TB_WAITALL(WIN, r);
             if (0 == me)
                 TB_RECV(&ack, 1, other, 1000 + t, t);
@@ -117,7 +128,8 @@ static void usage(const char *why)
 {
     fprintf(stderr,
             TB_NAME ": %s\nusage: " TB_NAME " [--threads 1..64] [--level multiple|serialized] "
-                    "[--comm dup|world] [--iters N] [--windows W] [--reps 1..1000] [--csv]\n",
+                    "[--comm dup|world] [--iters N] [--windows W] [--reps 1..1000] "
+                    "[--settle MS] [--csv]\n",
             why);
     exit(2);
 }
@@ -153,6 +165,8 @@ int main(int argc, char **argv)
             windows = int_arg(a, v, 1, 100000000);
         else if (!strcmp(a, "--reps"))
             reps = int_arg(a, v, 1, 1000);
+        else if (!strcmp(a, "--settle"))
+            settle_ms = int_arg(a, v, 0, 10000);
         else if (!strcmp(a, "--level") && (!strcmp(v, "multiple") || !strcmp(v, "serialized")))
             multiple = !strcmp(v, "multiple");
         else if (!strcmp(a, "--comm") && (!strcmp(v, "dup") || !strcmp(v, "world")))

@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned sum = 0;
     /* A ring full of stale but well-formed entries can be read forever (as
      * a sender could send forever): bounded here by laps. */
-    for (size_t step = 0; step < 4 * (fbs / 64) + 4; step++) {
+    for (size_t step = 0; step < 4 * (fbs / PX_BTL_SHM_FB_SLOT) + 4; step++) {
         uint64_t before = rpos, h = 0;
         char *d = NULL;
         size_t len = 0;

@@ -161,24 +161,26 @@ put("xfer_key", "version", bytes([3]) + xkey([], version=2))
 put("xfer_key", "wrap", bytes([3]) + xkey([], addr=0xffffffffffffff00, length=4096))
 put("xfer_key", "empty", b"")
 
-# btl/shm: fast box rings (byte 0: ring 4 KiB << (b & 3), byte 1: start line)
+# btl/shm: fast box rings (byte 0: ring 4 KiB << (b & 3), byte 1: start line);
+# entry sizes in 32-byte slots
 FBV, FBS, FBP = 1 << 63, 1 << 62, 1 << 61
 
 
 def fbe(tag, payload, lead=0, flags=0):
-    lines = (8 + lead + len(payload) + 63) // 64
-    h = FBV | flags | lead << 48 | lines << 32 | tag << 24 | len(payload)
+    slots = (8 + lead + len(payload) + 31) // 32
+    h = FBV | flags | lead << 48 | slots << 32 | tag << 24 | len(payload)
     e = struct.pack("<Q", h) + b"\0" * lead + payload
-    return e + b"\0" * (lines * 64 - len(e))
+    return e + b"\0" * (slots * 32 - len(e))
 
 
+first = fbe(1, b"at the start")
 put("shm_fbox", "messages", bytes([0, 0]) + fbe(1, b"hello") + fbe(1, b"x" * 200, lead=56) +
     fbe(2, b"") + fbe(0, b"", flags=FBP) + fbe(1, b"y" * 64))
-put("shm_fbox", "skip-wrap", bytes([0, 62]) + fbe(1, b"at the start") + b"\0" * (61 * 64) +
-    fbe(1, b"z" * 8) + struct.pack("<Q", FBV | FBS) + b"\0" * 56)
+put("shm_fbox", "skip-wrap", bytes([0, 62]) + first + b"\0" * (62 * 64 - len(first)) +
+    fbe(1, b"z" * 8) + fbe(1, b"w" * 8) + struct.pack("<Q", FBV | FBS) + b"\0" * 56)
 put("shm_fbox", "len-0xffffff", bytes([0, 0]) + struct.pack("<Q", FBV | 1 << 32 | 1 << 24 | 0xffffff))
 put("shm_fbox", "entry-past-ring", bytes([0, 63]) + b"\0" * (63 * 64) +
-    struct.pack("<Q", FBV | 2 << 32 | 1 << 24 | 8))
+    struct.pack("<Q", FBV | 3 << 32 | 1 << 24 | 8))
 put("shm_fbox", "lead-too-long", bytes([1, 0]) + struct.pack("<Q", FBV | 127 << 48 | 2 << 32 | 64))
 
 

@@ -458,17 +458,20 @@ END_TEST
 START_TEST(entry_bounds)
 {
     const size_t fbs = 4096;
-#define FBH(lead, lines, len)                                                                      \
-    (PX_BTL_SHM_FB_VALID | ((uint64_t)(lead) << 48) | ((uint64_t)(lines) << 32) | (uint64_t)(len))
-    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 1, 56), 0, fbs));
-    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 1, 57), 0, fbs));
-    ck_assert(px_btl_shm_fbox_entry_ok(FBH(120, 3, 64), 0, fbs));
-    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(127, 3, 64), 0, fbs));
+    /* Entry sizes in 32-byte slots (PX_BTL_SHM_FB_SLOT). */
+#define FBH(lead, slots, len)                                                                      \
+    (PX_BTL_SHM_FB_VALID | ((uint64_t)(lead) << 48) | ((uint64_t)(slots) << 32) | (uint64_t)(len))
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 1, 24), 0, fbs)); /* an 8-byte message */
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 1, 25), 0, fbs));
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 2, 56), 0, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 2, 57), 0, fbs));
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(120, 6, 64), 0, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(127, 6, 64), 0, fbs));
     ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 1, 0xffffff), 0, fbs)); /* the SIGSEGV */
-    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 64, 100), 0, fbs));      /* the whole ring */
-    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 64, 100), 64, fbs));    /* past its end */
-    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 1, 0), fbs - 64, fbs));
-    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 2, 0), fbs - 64, fbs));
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 128, 100), 0, fbs));     /* the whole ring */
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 128, 100), 32, fbs));   /* past its end */
+    ck_assert(px_btl_shm_fbox_entry_ok(FBH(0, 1, 0), fbs - 32, fbs));
+    ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 2, 0), fbs - 32, fbs));
     ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 0, 0), 0, fbs)); /* an empty entry: no progress */
     ck_assert(!px_btl_shm_fbox_entry_ok(FBH(0, 0xffff, 0), 0, fbs));
 #undef FBH

@@ -130,7 +130,7 @@ struct px_btl_endpoint {
     char *fb_out;
     _Atomic uint64_t *fb_out_ack; /* the peer's read position (peer writes) */
     uint64_t fb_wpos, fb_rpos_cache;
-    uint64_t fb_zeroed;      /* every line start in [fb_wpos, fb_zeroed) is zero */
+    uint64_t fb_zeroed;      /* every slot start in [fb_wpos, fb_zeroed) is zero */
     uint64_t fb_out_pop;     /* our pages of the ring below this are faulted in (lazy fault-in;
                                 UINT64_MAX: all, or never asked) */
     px_btl_shm_fifo_t *fifo; /* the peer's receive queue */
@@ -350,7 +350,14 @@ static inline px_btl_shm_frag_t *px_btl_shm_cool_pop(px_btl_shm_state_t *s)
  * still holds: with 2 local processes, 8 KiB one-way 0.75-0.87 us on 1 MiB
  * rings against 0.57-0.68 on 4 MiB ones, 16 KiB streaming 10-14 GB/s
  * against 30-40 (docs/measurements/shm.md). */
-#define PX_BTL_SHM_FBOX_MAX_ENTRY   ((size_t)0xffff * 64) /* entry size / 64: 16 bits */
+/* Fast box entries are whole slots of PX_BTL_SHM_FB_SLOT bytes, two to a
+ * cache line: the header (8 bytes), the runtime's match header (16) and an
+ * 8-byte message fill one, so a stream of small messages moves half as many
+ * lines between the cores as with an entry per line (docs/shm.md). */
+#define PX_BTL_SHM_FB_SLOT       32
+#define PX_BTL_SHM_FB_SLOT_SHIFT 5
+/* The entry size field has 16 bits, in slots. */
+#define PX_BTL_SHM_FBOX_MAX_ENTRY   ((size_t)0xffff * PX_BTL_SHM_FB_SLOT)
 #define PX_BTL_SHM_FBOX_AUTO_MAX    (4u << 20)
 #define PX_BTL_SHM_FBOX_AUTO_MIN    (64u << 10)
 #define PX_BTL_SHM_FBOX_AUTO_BUDGET (4u << 20)
@@ -417,7 +424,8 @@ static inline uint64_t px_btl_shm_job_hash(const char *jobid)
  * (test/fuzz/fuzz_shm_*.c) reach them with any bytes. */
 
 /* A fast box entry's header at ring offset `off` (< fbs) of a ring of `fbs`
- * bytes (FB_SKIP entries aside): its entry size (bits 32..47, in lines) must
+ * bytes (FB_SKIP entries aside): its entry size (bits 32..47, in 32-byte
+ * slots, PX_BTL_SHM_FB_SLOT) must
  * hold the 8-byte header, the lead (bits 48..54) and the data length (bits
  * 0..23), and end inside the ring (a sender never wraps an entry; it writes a
  * skip entry instead). */
@@ -427,7 +435,7 @@ static inline uint64_t px_btl_shm_job_hash(const char *jobid)
 #define PX_BTL_SHM_FB_CTL   (1ULL << 60) /* btl/shm's own entry (a split single copy's offer) */
 static inline bool px_btl_shm_fbox_entry_ok(uint64_t h, size_t off, size_t fbs)
 {
-    size_t esz = (size_t)((h >> 32) & 0xffff) << 6;
+    size_t esz = (size_t)((h >> 32) & 0xffff) << PX_BTL_SHM_FB_SLOT_SHIFT;
     size_t used = 8 + (size_t)((h >> 48) & 127) + (size_t)(h & 0xffffff);
     return used <= esz && esz <= fbs - off;
 }
@@ -474,7 +482,7 @@ static inline int px_btl_shm_fbox_take(char *ring, size_t fbs, uint64_t *rpos, u
     }
     if (__builtin_expect(!px_btl_shm_fbox_entry_ok(h, off, fbs), 0))
         return -1;
-    *rpos += ((h >> 32) & 0xffff) << 6;
+    *rpos += ((h >> 32) & 0xffff) << PX_BTL_SHM_FB_SLOT_SHIFT;
     if (__builtin_expect((h & PX_BTL_SHM_FB_PAD) != 0, 0))
         return 2;
     *data = ring + off + 8 + ((h >> 48) & 127);

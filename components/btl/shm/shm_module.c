@@ -126,12 +126,13 @@ static inline void deliver(px_btl_endpoint_t *ep, px_btl_tag_t tag, void *data, 
 
 /* ------------------------------------------------------------ fast box */
 
-/* Zero the header slots (first 8 bytes of each line) from fb_zeroed up to
- * `upto`, but only lines that are free (not holding unread entries). The
- * invariant: every line start in [fb_wpos, fb_zeroed) is zero, so the slot
- * after a published entry never shows stale bytes as a header. Zeroing runs
- * ahead in batches after a publish, which keeps a second line's ownership
- * transfer off the path of each message. */
+/* Zero the header slots (first 8 bytes of each 32-byte slot) from fb_zeroed
+ * up to `upto`, but only slots that are free (not holding unread entries).
+ * The invariant: every slot start in [fb_wpos, fb_zeroed) is zero, so the
+ * slot after a published entry never shows stale bytes as a header. Zeroing
+ * runs ahead in batches after a publish, which keeps a second line's
+ * ownership transfer off the path of each message. */
+#define FB_SLOT       PX_BTL_SHM_FB_SLOT
 #define FB_ZERO_LOW   1024
 #define FB_ZERO_AHEAD 4096
 static PX_NOINLINE void fbox_zero(px_btl_endpoint_t *ep, uint64_t from, uint64_t upto)
@@ -140,7 +141,7 @@ static PX_NOINLINE void fbox_zero(px_btl_endpoint_t *ep, uint64_t from, uint64_t
     uint64_t z = ep->fb_zeroed;
     if (z < from) /* never inside an entry being written */
         z = from;
-    for (; z < upto && z + 64 <= ep->fb_rpos_cache + fbs; z += 64)
+    for (; z < upto && z + FB_SLOT <= ep->fb_rpos_cache + fbs; z += FB_SLOT)
         *(volatile uint64_t *)(ep->fb_out + (z & (fbs - 1))) = 0;
     if (z > ep->fb_zeroed)
         ep->fb_zeroed = z;
@@ -166,14 +167,19 @@ static PX_NOINLINE void fbox_fault_ahead(char *ring, size_t fbs, uint64_t *pop, 
  * largest entry of the default btl_shm_fbox_max_send). */
 #define FB_FAULT_LOOKAHEAD ((uint64_t)32 << 10)
 
-/* Reserve room for an entry of `total` bytes (header included); returns the
- * ring offset to write at, or -1 when full. Writes a skip entry when the
- * entry does not fit before the end of the ring. */
-static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
+/* Reserve room for an entry of `total` bytes (header included, whole slots);
+ * returns the ring offset to write at, or -1 when full. An entry of more than
+ * one slot starts on a cache line (a one-slot pad entry before it when the
+ * last entry ended mid-line), so the layout of large entries (prepare_src's
+ * lead) holds. Writes a skip entry when the entry does not fit before the
+ * end of the ring. */
+static PX_NOINLINE long fbox_reserve_slow(px_btl_endpoint_t *ep, size_t esz)
 {
     const size_t fbs = ep->fbs;
     size_t off = ep->fb_wpos & (fbs - 1);
-    size_t pad = off + esz > fbs ? fbs - off : 0;
+    size_t align = esz > FB_SLOT ? (size_t)(-off & 63) : 0;
+    const bool skip = off + align + esz > fbs;
+    size_t pad = skip ? fbs - off : align;
     uint64_t need = ep->fb_wpos + pad + esz + 64; /* +64: the zeroed next header */
     if (PX_UNLIKELY(need - ep->fb_rpos_cache > fbs)) {
         uint64_t r = atomic_load_explicit(ep->fb_out_ack, memory_order_acquire);
@@ -196,12 +202,27 @@ static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
     if (PX_UNLIKELY(pad)) {
         if (ep->fb_zeroed <= ep->fb_wpos + pad)
             fbox_zero(ep, ep->fb_wpos + pad, ep->fb_wpos + pad + 64);
-        atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off), FB_VALID | FB_SKIP,
-                              memory_order_release);
+        /* To the ring's start, or over the rest of the line (a pad entry). */
+        uint64_t h =
+            skip ? FB_VALID | FB_SKIP : FB_VALID | FB_PAD | ((uint64_t)(pad / FB_SLOT) << 32);
+        atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off), h, memory_order_release);
         ep->fb_wpos += pad;
-        off = 0;
+        off = ep->fb_wpos & (fbs - 1);
     }
     return (long)off;
+}
+
+/* The usual case inline: room known (the cached read position), no pad or
+ * skip before the entry, the pages faulted in. */
+static inline long fbox_reserve(px_btl_endpoint_t *ep, size_t esz)
+{
+    const size_t fbs = ep->fbs;
+    size_t off = ep->fb_wpos & (fbs - 1);
+    uint64_t need = ep->fb_wpos + esz + 64;
+    if (PX_LIKELY((esz <= FB_SLOT || 0 == (off & 63)) && off + esz <= fbs &&
+                  need - ep->fb_rpos_cache <= fbs && need <= ep->fb_out_pop))
+        return (long)off;
+    return fbox_reserve_slow(ep, esz);
 }
 
 static inline void fbox_publish(px_btl_endpoint_t *ep, size_t off, size_t esz, px_btl_tag_t tag,
@@ -211,8 +232,9 @@ static inline void fbox_publish(px_btl_endpoint_t *ep, size_t off, size_t esz, p
     if (PX_UNLIKELY(ep->fb_zeroed <= end))
         fbox_zero(ep, end, end + 64); /* the slot after this entry, before its header */
     atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + off),
-                          FB_VALID | flags | ((uint64_t)lead << 48) | ((uint64_t)(esz >> 6) << 32) |
-                              ((uint64_t)tag << 24) | (uint64_t)len,
+                          FB_VALID | flags | ((uint64_t)lead << 48) |
+                              ((uint64_t)(esz / FB_SLOT) << 32) | ((uint64_t)tag << 24) |
+                              (uint64_t)len,
                           memory_order_release);
     ep->fb_wpos = end;
     if (PX_UNLIKELY(ep->fb_zeroed < end + FB_ZERO_LOW))
@@ -223,7 +245,7 @@ static inline int fbox_send2(px_btl_endpoint_t *ep, px_btl_tag_t tag, const void
                              const void *b, size_t blen)
 {
     size_t len = alen + blen;
-    size_t esz = (8 + len + 63) & ~(size_t)63;
+    size_t esz = (8 + len + FB_SLOT - 1) & ~(size_t)(FB_SLOT - 1);
     long off = fbox_reserve(ep, esz);
     if (PX_UNLIKELY(off < 0))
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
@@ -239,7 +261,7 @@ static inline int fbox_send2(px_btl_endpoint_t *ep, px_btl_tag_t tag, const void
 /* A control entry of btl/shm's own (PX_BTL_SHM_FB_CTL) into the peer's fast box. */
 static int fbox_send_ctl(px_btl_endpoint_t *ep, const void *a, size_t len)
 {
-    size_t esz = (8 + len + 63) & ~(size_t)63;
+    size_t esz = (8 + len + FB_SLOT - 1) & ~(size_t)(FB_SLOT - 1);
     long off = fbox_reserve(ep, esz);
     if (off < 0)
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
@@ -286,7 +308,7 @@ static inline int fbox_poll(px_btl_endpoint_t *ep, int max)
          * (the sender goes on meanwhile), not in the empty polls' loop. */
         if (PX_UNLIKELY(ep->fb_rpos + FB_FAULT_LOOKAHEAD > ep->fb_in_pop))
             fbox_fault_ahead(ep->fb_in, fbs, &ep->fb_in_pop, ep->fb_rpos + FB_FAULT_LOOKAHEAD);
-        if (PX_LIKELY(r != 3)) /* a skip to the ring's start is not an entry */
+        if (PX_LIKELY(r == 1 || r == 4)) /* a pad, or a skip to the ring's start, is no message */
             n++;
     }
     return n;
@@ -528,7 +550,7 @@ static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, s
      * limit (an 8 KiB message with the runtime's header fits the default). */
     if (!ep || size + 8 > ep->fb_max || ep->inflight || ep->fb_reserved)
         return NULL;
-    size_t esz = (8 + lead + size + 63) & ~(size_t)63;
+    size_t esz = (8 + lead + size + FB_SLOT - 1) & ~(size_t)(FB_SLOT - 1);
     long off = fbox_reserve(ep, esz);
     if (off < 0)
         return NULL;
@@ -591,7 +613,7 @@ static int px_btl_shm_free(px_btl_module_t *btl, px_btl_descriptor_t *des)
         if (ep->fb_zeroed <= ep->fb_wpos + f->fb_esz)
             fbox_zero(ep, ep->fb_wpos + f->fb_esz, ep->fb_wpos + f->fb_esz + 64);
         atomic_store_explicit((_Atomic uint64_t *)(ep->fb_out + f->fb_off),
-                              FB_VALID | FB_PAD | ((uint64_t)(f->fb_esz >> 6) << 32),
+                              FB_VALID | FB_PAD | ((uint64_t)(f->fb_esz / FB_SLOT) << 32),
                               memory_order_release);
         ep->fb_wpos += f->fb_esz;
         ep->fb_reserved = false;
