@@ -453,6 +453,34 @@ START_TEST(modex_checked)
 }
 END_TEST
 
+/* A dynamic peer of another release (another connection-segment version:
+ * version 1 wrote fast box entries in 64-byte lines) is unreachable by
+ * btl/shm, not a malformed part, so another transport may connect it; a bad
+ * magic number stays an error. */
+START_TEST(dyn_part_version)
+{
+    px_btl_shm_dyn_part_t mine = {.magic = PX_BTL_SHM_DYN_MAGIC,
+                                  .version = PX_BTL_SHM_DYN_VERSION,
+                                  .uid = 1000,
+                                  .pid = 42,
+                                  .fd = 3,
+                                  .pidns = 7,
+                                  .ipcns = 8},
+                          theirs = mine, out;
+    bool unreach = true;
+    ck_assert_ptr_null(px_btl_shm_dyn_part_check(&theirs, sizeof theirs, &mine, &out, &unreach));
+    theirs.version = PX_BTL_SHM_DYN_VERSION - 1;
+    const char *why = px_btl_shm_dyn_part_check(&theirs, sizeof theirs, &mine, &out, &unreach);
+    ck_assert_ptr_nonnull(why);
+    ck_assert_msg(unreach, "an older release's part counted as malformed: %s", why);
+    ck_assert_ptr_nonnull(strstr(why, "another Plexus release"));
+    theirs = mine;
+    theirs.magic ^= 1;
+    ck_assert_ptr_nonnull(px_btl_shm_dyn_part_check(&theirs, sizeof theirs, &mine, &out, &unreach));
+    ck_assert(!unreach);
+}
+END_TEST
+
 /* The checks of what peers write into the rings and the queue, at their
  * bounds. */
 START_TEST(entry_bounds)
@@ -570,4 +598,4 @@ PX_CHECK_MAIN("btl_shm_segment", setup, teardown, 0, create_modes_and_attach,
               other_job_cannot_attach, not_a_segment, open_folder_refused, exclusive_create,
               failed_create_removes_the_folder, liveness_lock, takeover_of_a_dead_owner,
               no_takeover_of_a_live_owner, auto_ring_size, long_job_ids, geometry_checked_at_attach,
-              modex_checked, entry_bounds, ended_jobs_folders_reaped)
+              modex_checked, entry_bounds, dyn_part_version, ended_jobs_folders_reaped)

@@ -36,8 +36,10 @@
 #include <sys/types.h>
 #include "frameworks/btl/btl.h"
 
-#define PX_BTL_SHM_MAGIC    0x706c78736d656d31ULL /* "plxsmem1" */
-#define PX_BTL_SHM_VERSION  2 /* 2: job hash and length instead of a 64-byte job id */
+#define PX_BTL_SHM_MAGIC 0x706c78736d656d31ULL /* "plxsmem1" */
+#define PX_BTL_SHM_VERSION                                                                         \
+    3 /* 2: job hash and length instead of a 64-byte job id;                                       \
+         3: fast box entries in 32-byte slots */
 #define PX_BTL_SHM_EMPTY    (~(uint64_t)0)
 #define PX_BTL_SHM_FRAG_HDR 64 /* bytes before a fragment's data */
 
@@ -630,8 +632,11 @@ void px_btl_shm_xfer_cleanup(void);
  * only to the same user, or a process allowed to ptrace it) after checking
  * that both run on the same boot of the same kernel in the same pid and IPC
  * namespaces; its header carries a random key the part names. */
-#define PX_BTL_SHM_DYN_MAGIC    0x706c7864796e3031ULL /* "plxdyn01" */
-#define PX_BTL_SHM_DYN_VERSION  1
+#define PX_BTL_SHM_DYN_MAGIC 0x706c7864796e3031ULL /* "plxdyn01" */
+/* 2: fast box entries in 32-byte slots; a peer of version 1 (an older
+ * release) cannot read this ring nor write one we can read: it is unreachable
+ * by btl/shm, and another transport (ofi) connects it. */
+#define PX_BTL_SHM_DYN_VERSION  2
 #define PX_BTL_SHM_DYN_RING_OFF 4096 /* the ring starts on the second page */
 typedef struct px_btl_shm_dyn_hdr {
     uint64_t magic;
@@ -660,8 +665,10 @@ typedef struct px_btl_shm_dyn_part {
 
 /* Check a peer's part against this host (boot id and namespaces as
  * `mine`): NULL when it may be the same host, else why not, with
- * *unreach true when it is another host or namespace (not an error) and
- * false when the part is malformed. Pure (the fuzz harness reaches it). */
+ * *unreach true when it is another host or namespace, or another release's
+ * part (another PX_BTL_SHM_DYN_VERSION; not an error: another transport may
+ * connect it) and false when the part is malformed. Pure (the fuzz harness
+ * reaches it). */
 const char *px_btl_shm_dyn_part_check(const void *buf, size_t len,
                                       const px_btl_shm_dyn_part_t *mine, px_btl_shm_dyn_part_t *out,
                                       bool *unreach);

@@ -116,9 +116,10 @@ const char *px_btl_shm_dyn_part_check(const void *buf, size_t len,
     memcpy(out, buf, sizeof *out);
     if (out->magic != PX_BTL_SHM_DYN_MAGIC)
         return "its btl/shm part has a bad magic number";
-    if (out->version != PX_BTL_SHM_DYN_VERSION)
-        return "its btl/shm part is of another version";
     *unreach = true;
+    if (out->version != PX_BTL_SHM_DYN_VERSION)
+        return "its btl/shm part is of another version (another Plexus release, whose fast box "
+               "format differs): btl/shm cannot reach it; another transport may";
     if (memcmp(out->boot_id, mine->boot_id, sizeof out->boot_id) != 0)
         return "on another host (its kernel boot id differs)";
     if (out->pidns != mine->pidns || out->ipcns != mine->ipcns)
