@@ -28,6 +28,9 @@
  * a component built for 3.m loads into a library with 3.n for n >= m; methods
  * added in a minor go at the end of px_btl_module_t and the base calls one
  * only when the module's btl_size covers it (PX_BTL_MODULE_HAS).
+ * 3.5.1: the put/get flag PX_BTL_RDMA_FLAG_ASYNC (set by the caller; a module
+ *      that does not know it ignores it, so the minor stays).
+ * 3.5: PX_BTL_FLAGS_DYN_EXT (dynamic-peer part extensions).
  * 3.4: thread support (btl_thread_support in px_btl_component_t, read only from
  *      components built for 3.4 or later): PX_BTL_THREADS_MULTIPLE says the
  *      component's modules take calls from several threads at once; any
@@ -48,7 +51,7 @@
  * 2.0: btl_init lost its enable_mpi_threads argument. */
 #define PX_BTL_API_MAJOR   3
 #define PX_BTL_API_MINOR   5
-#define PX_BTL_API_RELEASE 0
+#define PX_BTL_API_RELEASE 1
 
 /* Exclusivity: the highest exclusivity that reaches a peer wins it. */
 #define PX_BTL_EXCLUSIVITY_HIGH    0x10000 /* self */
@@ -92,6 +95,14 @@
  * before any byte moved; btl/shm by size, btl_shm_single_copy=auto). A
  * module that does not know the flag ignores it. */
 #define PX_BTL_RDMA_FLAG_RNDV 0x1
+/* 3.5.1: PX_BTL_RDMA_FLAG_ASYNC: the caller takes the completion from the
+ * callback whenever it runs, from btl_progress as well (the transfer
+ * engine). Without it a module whose put/get complete before they return
+ * (btl/shm's single copy) keeps doing so, which a caller may rely on
+ * (coll/sm); with it, such a module may return before the transfer is done
+ * and finish it in progress (btl/shm splits a large get with the peer). A
+ * module that does not know the flag ignores it. */
+#define PX_BTL_RDMA_FLAG_ASYNC 0x2
 
 /* Descriptor flags */
 #define PX_BTL_DES_FLAGS_BTL_OWNERSHIP  0x0001u /* the BTL frees it after the send */
@@ -307,7 +318,7 @@ typedef struct px_btl_module {
                      uint32_t flags, px_btl_tag_t tag, px_btl_descriptor_t **descriptor);
 
     /* RDMA: write local -> remote / read remote -> local. NULL when unsupported.
-     * `flags`: 0, or PX_BTL_RDMA_FLAG_RNDV. */
+     * `flags`: 0, PX_BTL_RDMA_FLAG_RNDV and/or PX_BTL_RDMA_FLAG_ASYNC. */
     int (*btl_put)(struct px_btl_module *btl, px_btl_endpoint_t *endpoint, void *local_address,
                    uint64_t remote_address, px_btl_registration_handle_t *local_handle,
                    px_btl_registration_handle_t *remote_handle, size_t size, int flags, int order,

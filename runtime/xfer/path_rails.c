@@ -6,6 +6,9 @@
  * a count of operations per rail; a mapping is copied in place. The
  * transports' callbacks (rdma_done) report to batch.c, which completes the
  * request or, when a transport had no room, resumes it from the run queue.
+ * Every put and get carries PX_BTL_RDMA_FLAG_ASYNC: the callback may run
+ * later, from progress (btl/shm then splits a large get with the region's
+ * owner, who copies part of it while it progresses).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -95,8 +98,9 @@ static px_xfer_pstatus_t rails_schedule(px_xfer_slot_t *s)
             s->rops[k]++;
             int rc = (write ? btl->btl_put : btl->btl_get)(
                 btl, rl->ep, lp, rm->addr + s->roff + off, s->local->reg[rl->mod],
-                rl->hsize ? (px_btl_registration_handle_t *)rl->handle : NULL, c, 0,
-                PX_BTL_NO_ORDER, rdma_done, s, (void *)(((uintptr_t)k << 56) | c));
+                rl->hsize ? (px_btl_registration_handle_t *)rl->handle : NULL, c,
+                PX_BTL_RDMA_FLAG_ASYNC, PX_BTL_NO_ORDER, rdma_done, s,
+                (void *)(((uintptr_t)k << 56) | c));
             if (PX_LIKELY(PX_SUCCESS == rc))
                 continue;
             s->rcur[k] -= c;

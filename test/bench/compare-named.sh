@@ -26,7 +26,16 @@
 #        sides, the same path for ranks and a connected peer; alloc:
 #        px_xfer_alloc'd, which ranks on one host map and a connected peer
 #        reads by CMA), KEEP (a folder to keep every run's output in),
-#        BENCH (another px_xfer_bench binary).
+#        BENCH (another px_xfer_bench binary), CONTENDERS ("ranks $STORES"),
+#        RATIOS (pairs A/B, e.g. "p2p/p2p-nosplit": the median of the
+#        per-round ratios A / B too), VERBOSE (1: btl_base_verbose 5, so each
+#        process prints btl/shm's single-copy counts at px_finalize; with
+#        KEEP, in the kept outputs).
+# A contender WHO-nosplit (ranks-nosplit, p2p-nosplit, redis-nosplit) is WHO
+# with btl_shm_cma_split=0 in every process: the transfer engine's gets are
+# read alone, not split with the region's owner (docs/shm.md), e.g.
+#   NETS=shm STORES="p2p" CONTENDERS="p2p p2p-nosplit" RATIOS=p2p/p2p-nosplit \
+#       test/bench/compare-named.sh build
 set -u
 src=$(cd "$(dirname "$0")/../.." && pwd)
 [ $# -ge 1 ] || { echo "usage: compare-named.sh BUILD_DIR" >&2; exit 2; }
@@ -84,6 +93,9 @@ run() {
     local net=$1 size=$2 op=$3 who=$4 out=$5 env=() buf
     buf=$((BATCH * size * THREADS))
     [ "$net" = ofi ] && env=(PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
+    [ "${who%-nosplit}" != "$who" ] && env+=(PX_MCA_btl_shm_cma_split=0)
+    who=${who%-nosplit}
+    [ "${VERBOSE:-0}" = 1 ] && env+=(PX_MCA_btl_base_verbose=5)
     local args=(--op "$op" --block-size "$size" --batch-size "$BATCH" --threads "$THREADS"
         --duration "$DUR" --mem "$MEM")
     if [ "$who" = ranks ]; then
@@ -109,7 +121,7 @@ run() {
     wait "$tp" 2>/dev/null
 }
 
-contenders="ranks $STORES"
+contenders=${CONTENDERS:-ranks $STORES}
 echo "# compare-named: $(date -u +%FT%TZ) $(uname -n) load $(cut -d' ' -f1-3 /proc/loadavg); rounds $ROUNDS, batch $BATCH, threads $THREADS, $DUR s per run, memory $MEM"
 echo "# contenders: $contenders; transports: $NETS; ops: $OPS; sizes: $SIZES"
 for r in $(seq 1 "$ROUNDS"); do
@@ -143,7 +155,7 @@ done
 
 # medians: of each contender's GB/s, of each round's ratio named / ranks, of
 # the first-byte times
-python3 - "$T/all" "$STORES" <<'PY'
+python3 - "$T/all" "$STORES" "${RATIOS:-}" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 stores = sys.argv[2].split()
@@ -170,5 +182,21 @@ for (net, op, size), rounds in sorted(data.items()):
                   (f"{st.median(oms):.3f} / " if oms else "") + (f"{st.median(fbs):.3f}" if fbs else "NA")]
     size_s = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
     print(f"| {net} | {op} | {size_s} | " + " | ".join(cells) + " |")
+pairs = [p.split("/") for p in (sys.argv[3].split() if len(sys.argv) > 3 else [])]
+if pairs:
+    print()
+    print("| transport | op | block | " + " | ".join(f"{a} GB/s | {b} GB/s | {a}/{b} (median of rounds, range)" for a, b in pairs) + " |")
+    print("|---|---|---|" + "---|---|---|" * len(pairs))
+    for (net, op, size), rounds in sorted(data.items()):
+        cells = []
+        for a, b in pairs:
+            ga = [num(v[a][0]) for v in rounds.values() if a in v and num(v[a][0])]
+            gb = [num(v[b][0]) for v in rounds.values() if b in v and num(v[b][0])]
+            rs = [num(v[a][0]) / num(v[b][0]) for v in rounds.values()
+                  if a in v and b in v and num(v[a][0]) and num(v[b][0])]
+            cells += [f"{st.median(ga):.2f}" if ga else "NA", f"{st.median(gb):.2f}" if gb else "NA",
+                      (f"{st.median(rs):.3f} ({min(rs):.2f}-{max(rs):.2f}; " + ", ".join(f"{r:.2f}" for r in rs) + ")") if rs else "NA"]
+        size_s = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+        print(f"| {net} | {op} | {size_s} | " + " | ".join(cells) + " |")
 PY
 echo "# load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -53,6 +53,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (r == 4 && len == sizeof m) { /* what split_help checks before using it */
                 memcpy(&m, d, sizeof m);
                 sum += px_btl_shm_split_msg_ok(&m, 4096, fbs);
+                /* a connected peer's offer: the slot is one of its lines */
+                if (px_btl_shm_split_msg_ok(&m, PX_BTL_SHM_DYN_SLOT_OFF, PX_BTL_SHM_DYN_SLOT_END) &&
+                    (m.slot < PX_BTL_SHM_DYN_SLOT_OFF || (m.slot & 63) ||
+                     m.slot + sizeof(px_btl_shm_split_slot_t) > PX_BTL_SHM_DYN_SLOT_END))
+                    abort();
             }
             if (d < ring || len > fbs || d + len > ring + fbs)
                 abort();

@@ -77,6 +77,36 @@ check "px_names get decodes the entry (kind)" contains "$out" "kind: region"
 check "... (owner)" contains "$out" "owner: host $(hostname), pid $owner_pid"
 check "... and prints it (versioned JSON)" contains "$out" '"plexus":1'
 
+# ---- a named read split with its owner (btl/shm, docs/shm.md "Split single
+# copy"): the reader, a dynamic peer of the owner, offers its 1 MiB get
+# through the connection's ring (the slot in its connection segment); the
+# owner, in progress, writes the chunks it claims (4 of 256 KiB). Counted by
+# btl/shm's line at px_finalize (btl_base_verbose 5). With the hook "leave"
+# the reader copies none; an owner that never joins (hook "ignore") leaves
+# all 4 to the reader, which completes alone; an owner with
+# btl_shm_cma_split=0 (as one from before session 35) says in its segment
+# that it takes no offers, and none is sent.
+shmline() { sed -n 's/.*btl shm: single copies [0-9]* (\(split [0-9]*\), of them one-sided \([0-9]*\), joined by the sender \([0-9]*\), chunks read ourselves \([0-9]*\), chunks written for peers \([0-9]*\)).*/\1 xfer \2 joined \3 own \4 wrote \5/p' "$1" | head -1; }
+split_case() { # NAME OWNER_ENV READER_ENV READER_WANTS OWNER_WANTS
+    mkdir -p "$T/cs$1"
+    env $2 PX_MCA_btl_base_verbose=5 timeout -s KILL 120 "$app" owner split/$1 $SIZE 9 "$T/cs$1" \
+        >"$T/os$1" 2>&1 </dev/null &
+    pids+=($!)
+    wait_for "$T/os$1" "^published" 60
+    env $3 PX_MCA_btl_base_verbose=5 timeout -s KILL 60 "$app" read split/$1 $SIZE 9 >"$T/rs$1" 2>&1
+    touch "$T/cs$1/stop"
+    wait_for "$T/os$1" "^finalized" 30
+    check "split $1: the named read of 1 MiB is intact" grep -q "read ok" "$T/rs$1"
+    check "split $1: the reader: $4 ($(shmline "$T/rs$1"))" [ "$(shmline "$T/rs$1")" = "$4" ]
+    check "split $1: the owner: $5 ($(shmline "$T/os$1"))" [ "$(shmline "$T/os$1")" = "$5" ]
+}
+split_case leave "" PX_BTL_SHM_TEST_SPLIT=leave \
+    "split 1 xfer 1 joined 1 own 0 wrote 0" "split 0 xfer 0 joined 0 own 0 wrote 4"
+split_case ignore PX_BTL_SHM_TEST_SPLIT=ignore "" \
+    "split 1 xfer 1 joined 0 own 4 wrote 0" "split 0 xfer 0 joined 0 own 0 wrote 0"
+split_case off PX_MCA_btl_shm_cma_split=0 "" \
+    "split 0 xfer 0 joined 0 own 0 wrote 0" "split 0 xfer 0 joined 0 own 0 wrote 0"
+
 # ---- taken by another process
 out=$(timeout -s KILL 60 "$app" publish kv/block-1 2>&1)
 check "publishing a name another live process holds: already exists" contains "$out" "publish kv/block-1: already exists"

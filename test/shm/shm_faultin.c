@@ -24,11 +24,16 @@
  * and "rank R: faultin ok: N messages, B bytes through each ring", or the first bad
  * byte (message, offset, expected, got) and exit 1.
  *
- *   pxrun -n 2 shm_faultin --xfer 1 [--sizes LIST]
+ *   pxrun -n 2 shm_faultin --xfer 1 [--sizes LIST] [--coll BYTES]
  * instead reads one-sided (px_xfer_read, registered memory): rank 2k reads
  * each size from rank 2k+1's region, which waits in px_barrier meanwhile;
  * every byte is checked, then the same lines (the split counters say who
- * copied) and "rank R: xfer ok: N reads".
+ * copied), "rank R: chunks read ourselves C, one-sided splits X" and
+ * "rank R: xfer ok: N reads". With --coll BYTES (and coll/sm chosen for
+ * that size) the ranks then run px_allgather of BYTES each, checked, and
+ * print "rank R: coll ok: cma C split S" (C, S: the single copies and splits
+ * during it): coll/sm's gets carry no PX_BTL_RDMA_FLAG_ASYNC, so they must
+ * complete at once, never split.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -41,6 +46,7 @@
 #include <unistd.h>
 #include "components/btl/shm/shm.h"
 #include "runtime/plexus.h"
+#include "runtime/plexus_coll.h"
 #include "runtime/plexus_xfer.h"
 
 static uint64_t mix(uint64_t x)
@@ -129,7 +135,39 @@ static const size_t default_sizes[] = {
 
 /* --xfer: rank 2k reads each size one-sided from rank 2k+1's registered
  * region, which waits in px_barrier (progress runs there: it may help). */
-static int xfer_reads(int rank, int peer, const size_t *sizes, size_t nsizes, uint64_t seed)
+static int coll_check(int rank, size_t bytes, uint64_t seed)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    int size = px_size();
+    unsigned char *mine = malloc(bytes), *all = malloc(bytes * (size_t)size), *want = malloc(bytes);
+    if (!mine || !all || !want) {
+        fprintf(stderr, "rank %d: out of memory for the collective\n", rank);
+        return 1;
+    }
+    fill(mine, bytes, seed ^ 77 ^ (uint64_t)rank);
+    uint64_t c0 = s->cma_calls, s0 = s->cma_splits;
+    int rc = px_allgather(mine, all, bytes, PX_UINT8, px_group_world());
+    int bad = rc != PX_SUCCESS;
+    if (bad)
+        fprintf(stderr, "rank %d: px_allgather of %zu bytes: %s\n", rank, bytes, px_strerror(rc));
+    for (int r = 0; r < size && !bad; r++) {
+        fill(want, bytes, seed ^ 77 ^ (uint64_t)r);
+        if (memcmp(all + (size_t)r * bytes, want, bytes)) {
+            fprintf(stderr, "rank %d: px_allgather: rank %d's block differs\n", rank, r);
+            bad = 1;
+        }
+    }
+    if (!bad)
+        printf("rank %d: coll ok: cma %llu split %llu\n", rank,
+               (unsigned long long)(s->cma_calls - c0), (unsigned long long)(s->cma_splits - s0));
+    free(mine);
+    free(all);
+    free(want);
+    return bad;
+}
+
+static int xfer_reads(int rank, int peer, const size_t *sizes, size_t nsizes, uint64_t seed,
+                      size_t coll)
 {
     size_t max = 0;
     for (size_t i = 0; i < nsizes; i++)
@@ -176,8 +214,13 @@ static int xfer_reads(int rank, int peer, const size_t *sizes, size_t nsizes, ui
     if (px_barrier() != PX_SUCCESS)
         bad = 1;
     rings("after", rank);
+    printf("rank %d: chunks read ourselves %llu, one-sided splits %llu\n", rank,
+           (unsigned long long)px_btl_shm_state.cma_own_chunks,
+           (unsigned long long)px_btl_shm_state.cma_xfer_splits);
     if (!bad)
         printf("rank %d: xfer ok: %zu reads\n", rank, rank % 2 ? (size_t)0 : nsizes);
+    if (!bad && coll)
+        bad = coll_check(rank, coll, seed);
     if (rem)
         px_xfer_remote_release(&rem);
     if (px_barrier() != PX_SUCCESS)
@@ -195,6 +238,7 @@ int main(int argc, char **argv)
     double passes = 3;
     long cycles = 0;
     bool xfer = false;
+    size_t coll = 0;
     uint64_t seed = 2611;
     size_t *sizes = (size_t *)default_sizes, nsizes = sizeof default_sizes / sizeof *default_sizes;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -204,6 +248,8 @@ int main(int argc, char **argv)
             cycles = atol(argv[i + 1]);
         else if (!strcmp(argv[i], "--xfer"))
             xfer = atoi(argv[i + 1]) != 0;
+        else if (!strcmp(argv[i], "--coll"))
+            coll = (size_t)atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--seed"))
             seed = (uint64_t)atoll(argv[i + 1]);
         else if (!strcmp(argv[i], "--sizes")) {
@@ -235,7 +281,7 @@ int main(int argc, char **argv)
     rings("init", rank);
     reserved(rank);
     if (xfer) {
-        int bad = xfer_reads(rank, peer, sizes, nsizes, seed);
+        int bad = xfer_reads(rank, peer, sizes, nsizes, seed, coll);
         if (sizes != default_sizes)
             free(sizes);
         return bad;

@@ -178,18 +178,43 @@ check "split single copy, both copying: 15 reads split ($(splits 0))" [ "$(split
 run "$PXRUN" -n 2 --mca btl_shm_single_copy cma --mca btl_shm_cma_split 0 "$FI" --cycles 1 --sizes $SS
 check "btl_shm_cma_split=0: data intact" ok_ranks 2
 check "btl_shm_cma_split=0: no split ($(splits 0), $(counters 0))" [ "$(splits 0)" = "split 0 helped 0" ]
-# One-sided reads (the transfer engine, registered memory) are never split
-# with the region's owner, hook or not: a get without the rendezvous flag
-# completes before btl_get returns, which coll/sm's single copy relies on
-# (splitting them, tried in session 34, failed every coll/sm collective that
-# read 64 KiB or more: "the transport did not complete it at once").
+# One-sided reads (the transfer engine: its gets carry PX_BTL_RDMA_FLAG_ASYNC,
+# its callback may run from progress) are split with the region's owner: it
+# waits in px_barrier, runs progress and, with the hook "leave" (the reader
+# copies no chunk itself), copies every chunk: 2 of 32 KiB for 64 KiB, 8 of
+# 512 KiB for 4 MiB; below btl_shm_cma_split (64 KiB) the reader copies
+# alone. Then a px_allgather of 1 MiB each through coll/sm's single copy,
+# whose btl_get/btl_put carry no flag: never split, hook or not (split, its
+# reader would leave every chunk to the other and return before the copy
+# was done; session 34's split of every flagless get failed each coll/sm
+# collective reading 64 KiB or more: "the transport did not complete it at
+# once").
 XS=4096,65535,65536,4194304
-run "$PXRUN" -n 2 --mca btl_shm_single_copy cma -x PX_BTL_SHM_TEST_SPLIT=leave "$FI" --xfer 1 --sizes $XS
+CM=(--mca coll_base_allgather_sm_min 0 --mca coll_sm_single_copy auto)
+run "$PXRUN" -n 2 --mca btl_shm_single_copy cma "${CM[@]}" -x PX_BTL_SHM_TEST_SPLIT=leave "$FI" \
+    --xfer 1 --sizes $XS --coll 1048576
 xfer_ok() { [ "$rc" -eq 0 ] && [ "$(grep -c '^rank [0-9]*: xfer ok' "$T/out")" -eq 2 ]; }
-check "one-sided reads: data intact" xfer_ok
+own() { sed -n "s/^rank $1: chunks read ourselves \([0-9]*\), one-sided splits \([0-9]*\)$/own \1 xfer \2/p" "$T/out"; }
+coll() { sed -n "s/^rank $1: coll ok: \(.*\)$/\1/p" "$T/out"; }
+check "one-sided reads split with the region's owner: data intact" xfer_ok
 show
-check "one-sided reads are read alone, complete at once, not split ($(splits 0); $(splits 1))" \
-    [ "$(splits 0)" = "split 0 helped 0" ] && [ "$(splits 1)" = "split 0 helped 0" ]
+check "one-sided reads split with the region's owner: 2 of 4 reads split ($(splits 0); $(own 0))" \
+    [ "$(splits 0)" = "split 2 helped 0" ] && [ "$(own 0)" = "own 0 xfer 2" ]
+check "one-sided reads split with the region's owner: it wrote all 10 chunks ($(splits 1))" \
+    [ "$(splits 1)" = "split 0 helped 10" ]
+check "coll/sm's single copy after them: both ranks' allgather intact ($(coll 0); $(coll 1))" \
+    [ -n "$(coll 0)" ] && [ -n "$(coll 1)" ]
+cc0=$(coll 0 | sed -n 's/^cma \([0-9]*\) split 0$/\1/p')
+cc1=$(coll 1 | sed -n 's/^cma \([0-9]*\) split 0$/\1/p')
+check "coll/sm's gets and puts went through btl/shm's CMA, none split" \
+    [ -n "$cc0" ] && [ -n "$cc1" ] && [ $((cc0 + cc1)) -gt 0 ]
+# An owner that never joins (the hook "ignore": busy elsewhere, or not in
+# progress) never stalls the reader: it claims all 10 chunks itself and
+# each read completes in the call.
+run "$PXRUN" -n 2 --mca btl_shm_single_copy cma -x PX_BTL_SHM_TEST_SPLIT=ignore "$FI" --xfer 1 --sizes $XS
+check "one-sided reads, an owner that never joins: data intact" xfer_ok
+check "one-sided reads, an owner that never joins: the reader copied all 10 chunks ($(splits 0); $(own 0); $(splits 1))" \
+    [ "$(splits 0)" = "split 2 helped 0" ] && [ "$(own 0)" = "own 10 xfer 2" ] && [ "$(splits 1)" = "split 0 helped 0" ]
 run "$PXRUN" -n 2 --mca btl_shm_single_copy cma --mca btl_shm_cma_split 0 "$FI" --xfer 1 --sizes $XS
 check "one-sided reads, btl_shm_cma_split=0: data intact" xfer_ok
 check "one-sided reads, btl_shm_cma_split=0: no split ($(splits 0), $(counters 0))" \

@@ -36,7 +36,7 @@ run
 check "no option: exit 0" eq "$rc" 0
 check "no option: version" contains "$out" "Plexus: $version"
 check "no option: configure line" contains "$out" "Configure command line:"
-check "no option: btl/self listed with versions" contains "$out" "MCA btl: self (MCA ABI 2, API 3.5.0, component"
+check "no option: btl/self listed with versions" contains "$out" "MCA btl: self (MCA ABI 2, API 3.5.1, component"
 check "no option: boot/singleton listed" contains "$out" "MCA boot: singleton (MCA ABI 2"
 check "no option: paths" contains "$out" "Override file: $tmp/etc/plexus-mca-params-override.conf"
 check "no option: fits 80 columns" width_ok
@@ -144,7 +144,7 @@ run --mca btl 'self,^shm'
 check "mixed selection list: exit 1" eq "$rc" 1
 check "mixed selection list: error" contains "$err" "mixes including and excluding"
 run --mca btl self
-check "include list: shm shown as excluded" contains "$out" "shm (MCA ABI 2, API 3.5.0, component"
+check "include list: shm shown as excluded" contains "$out" "shm (MCA ABI 2, API 3.5.1, component"
 check "include list: shm marked excluded" contains "$flat" "built-in, excluded)"
 run --mca btl self --selected-only
 check "--selected-only: shm hidden" bash -c '! grep -q "MCA btl: shm" "$0"' "$tmp/out"
@@ -206,7 +206,7 @@ check "--parsable: value line" contains "$out" "mca:btl:self:param:btl_self_eage
 check "--parsable: source line" contains "$out" "mca:btl:self:param:btl_self_eager_limit:source:default"
 check "--parsable: every line is key:value" bash -c '! grep -vE "^[a-z_]+:[^:]*:" "$0"' "$tmp/out"
 run --parsable
-check "--parsable default: component versions" contains "$out" "mca:btl:self:version:api:3.5.0"
+check "--parsable default: component versions" contains "$out" "mca:btl:self:version:api:3.5.1"
 check "--parsable default: package" contains "$out" "package:Plexus $version"
 check "--parsable default: btl/self's thread support" contains "$out" "mca:btl:self:threads:serialized"
 check "--parsable default: btl/shm's thread support" contains "$out" "mca:btl:shm:threads:serialized"

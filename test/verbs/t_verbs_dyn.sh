@@ -48,7 +48,7 @@ fi
 # px_info shows verbs as it shows shm and ofi: BTL API 3.4 (3.3: dynamic
 # peers; 3.4: thread support)
 check "px_info: btl verbs speaks BTL API 3.4 (dynamic peers, thread support), as shm and ofi do" \
-    contains "$("$B/tools/px_info/px_info" 2>&1)" "MCA btl: verbs (MCA ABI 2, API 3.5.0"
+    contains "$("$B/tools/px_info/px_info" 2>&1)" "MCA btl: verbs (MCA ABI 2, API 3.5.1"
 
 c=$T/v.contact
 timeout -s KILL 240 "$app" server "$c" 4 >"$T/srv" 2>"$T/srv.err" </dev/null &

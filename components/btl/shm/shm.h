@@ -158,6 +158,7 @@ struct px_btl_endpoint {
     size_t own_size;
     uint64_t key; /* the random key of our segment */
     struct px_btl_endpoint *dyn_next, *dyn_prev;
+    uint32_t split_slots; /* dynamic: the split slots in our segment in use (a bit each) */
 };
 
 typedef struct px_btl_shm_frag {
@@ -185,7 +186,14 @@ PX_CLASS_DECLARATION(px_btl_shm_frag_t);
  * not come (busy elsewhere, descheduled) is shut out: the receiver, having
  * claimed every chunk itself, closes the slot (OPEN -> CLOSED) and the
  * sender's late join fails. A sender that joined sets LEFT after its last
- * access, and only then may the receiver reuse the slot. */
+ * access, and only then may the receiver reuse the slot.
+ * The transfer engine's gets (PX_BTL_RDMA_FLAG_ASYNC) are split the same
+ * way with the region's owner. With a dynamic peer (no fragment heap) the
+ * slot is one of PX_BTL_SHM_DYN_SLOTS lines in the header page of the
+ * reader's connection segment, which the owner maps, and the offer goes
+ * through the connection's ring; only to an owner whose connection
+ * segment says it takes offers (PX_BTL_SHM_DYN_FEAT_SPLIT: older ones do
+ * not know control entries). */
 enum {
     PX_BTL_SHM_SPLIT_OPEN = 0,
     PX_BTL_SHM_SPLIT_JOINED = 1,
@@ -209,8 +217,10 @@ typedef struct px_btl_shm_split_msg {
 } px_btl_shm_split_msg_t;
 /* An offer read from a peer's control entry is usable when its slot lies in
  * the peer's fragment heap (from heap_off, 64-byte aligned, inside its
- * seg_size-byte segment) and its sizes keep the sender's loop short (a
- * chunk of 4 KiB and more, at most 2^20 chunks). */
+ * seg_size-byte segment; a dynamic peer's: its slot lines,
+ * PX_BTL_SHM_DYN_SLOT_OFF .. PX_BTL_SHM_DYN_SLOT_END) and its sizes keep
+ * the sender's loop short (a chunk of 4 KiB and more, at most 2^20
+ * chunks). */
 static inline bool px_btl_shm_split_msg_ok(const px_btl_shm_split_msg_t *m, size_t heap_off,
                                            size_t seg_size)
 {
@@ -242,11 +252,24 @@ typedef struct px_btl_shm_split {
     uint64_t t0;      /* our processor time when it began (ns; timed only) */
     uint64_t t_own;   /* ... when we had read our chunks */
     size_t own_bytes; /* bytes of our chunks */
+    int dslot;        /* a dynamic peer's: the slot's index in our connection segment (frag NULL) */
     px_btl_registration_handle_t *local_handle;
     px_btl_rdma_completion_fn cbfunc;
     void *cbcontext, *cbdata;
 } px_btl_shm_split_t;
 #define PX_BTL_SHM_SPLITS 16 /* splits in flight; more read alone */
+/* A split completed while the reader started another (its slot free
+ * again), whose callback waits for progress: a caller's btl_get never runs
+ * another request's completion. */
+typedef struct px_btl_shm_split_done {
+    struct px_btl_endpoint *ep;
+    char *local;
+    px_btl_registration_handle_t *local_handle;
+    px_btl_rdma_completion_fn cbfunc;
+    void *cbcontext, *cbdata;
+    int status;
+} px_btl_shm_split_done_t;
+#define PX_BTL_SHM_SPLIT_DONE 256
 /* PX_BTL_SHM_TEST_SPLIT: the test suite's hooks (t_shm_faultin.sh). */
 enum {
     PX_BTL_SHM_SPLIT_TEST_LEAVE = 1,  /* "leave": the receiver leaves every chunk to the sender */
@@ -302,8 +325,12 @@ typedef struct px_btl_shm_state {
     uint64_t split_gen;
     px_btl_shm_split_t splits[PX_BTL_SHM_SPLITS];
     int nsplits;
+    px_btl_shm_split_done_t split_done[PX_BTL_SHM_SPLIT_DONE]; /* callbacks for progress */
+    int nsplit_done;
     uint64_t cma_splits, cma_helped;     /* splits started, chunks written for peers (tests) */
     uint64_t cma_joined;                 /* splits the sender joined */
+    uint64_t cma_own_chunks;             /* chunks of splits read by us */
+    uint64_t cma_xfer_splits;            /* splits of the transfer engine's gets (ASYNC) */
     char **bases;                        /* [nlocal]: mapped segments by local index */
     size_t *sizes;                       /* [nlocal]: their sizes (0: not mapped) */
     struct px_btl_shm_frag **frag_table; /* heap fragments by the index in their des */
@@ -643,11 +670,25 @@ typedef struct px_btl_shm_dyn_hdr {
     uint32_t version;
     int32_t owner_pid;
     uint64_t key;
-    uint64_t size;            /* of the whole segment */
-    uint64_t ring;            /* bytes of the ring at PX_BTL_SHM_DYN_RING_OFF */
-    _Atomic uint8_t departed; /* the owner removed the connection */
+    uint64_t size;             /* of the whole segment */
+    uint64_t ring;             /* bytes of the ring at PX_BTL_SHM_DYN_RING_OFF */
+    _Atomic uint8_t departed;  /* the owner removed the connection */
+    _Atomic uint32_t features; /* PX_BTL_SHM_DYN_FEAT_* (0 in a segment of before session 35) */
 } px_btl_shm_dyn_hdr_t;
 #define PX_BTL_SHM_DYN_ACK_OFF 128 /* the owner's read position in the ring */
+/* The owner of this segment takes split offers (control entries) in it. */
+#define PX_BTL_SHM_DYN_FEAT_SPLIT 0x1u
+/* Split slots of the owner's gets from the peer: lines of the header page. */
+#define PX_BTL_SHM_DYN_SLOT_OFF 1024
+#define PX_BTL_SHM_DYN_SLOTS    16
+#define PX_BTL_SHM_DYN_SLOT_END                                                                    \
+    (PX_BTL_SHM_DYN_SLOT_OFF + PX_BTL_SHM_DYN_SLOTS * sizeof(px_btl_shm_split_slot_t))
+_Static_assert(sizeof(px_btl_shm_dyn_hdr_t) <= PX_BTL_SHM_DYN_ACK_OFF &&
+                   PX_BTL_SHM_DYN_ACK_OFF + 64 <= PX_BTL_SHM_DYN_SLOT_OFF &&
+                   PX_BTL_SHM_DYN_SLOT_END <= PX_BTL_SHM_DYN_RING_OFF,
+               "a connection segment's header page holds the header, the read position and "
+               "the split slots");
+_Static_assert(PX_BTL_SHM_DYN_SLOTS <= 32, "a bit each in split_slots");
 
 /* btl/shm's part of a dynamic peer payload. */
 typedef struct px_btl_shm_dyn_part {
@@ -683,6 +724,8 @@ int px_btl_shm_dyn_remove(px_btl_module_t *btl, px_btl_endpoint_t *endpoint);
 void px_btl_shm_dyn_check_peers(void);  /* from progress, when quiet */
 int px_btl_shm_dyn_progress(void *ctx); /* shm_module.c: progress of a dynamic-only module */
 void px_btl_shm_dyn_cleanup(void);
+/* shm_module.c: complete the splits of gets from `ep` before its connection goes. */
+void px_btl_shm_split_drop(px_btl_endpoint_t *ep);
 
 int px_btl_shm_module_setup(void);             /* shm_module.c: called by init */
 void px_btl_shm_module_cleanup(void);          /* shm_component.c */

@@ -100,10 +100,12 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .max = "64G",
      PX_BTL_SHM_AT(single_copy_min)},
     {.name = "cma_split",
-     .help = "Smallest message above the eager limit whose single copy (CMA) the receiver "
-             "splits with the sender: both copy chunks of it at once, the receiver reading, "
-             "the sender writing (a sender busy elsewhere leaves every chunk to the receiver); "
-             "0: the receiver reads every message alone",
+     .help = "Smallest message above the eager limit, or transfer engine get (a rank's or a "
+             "connected peer's region, named segments), whose single copy (CMA) the reader "
+             "splits with the sender or the region's owner: both copy chunks of it at once, the "
+             "reader reading, the other writing while it runs progress (one busy elsewhere "
+             "leaves every chunk to the reader); 0: the reader reads alone, and this process "
+             "takes no offers from connected peers",
      .type = PX_MCA_VAR_TYPE_SIZE,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_ALL,

@@ -184,6 +184,13 @@ static int own_segment(px_btl_endpoint_t *ep, size_t ring, char *reason)
     h->key = ep->key;
     h->size = size;
     h->ring = ring;
+    /* We take split offers from this peer (it reads our regions, we copy
+     * part of each large read while we progress): said here so that a
+     * peer of a version that writes no offers, or reads no such bit,
+     * never meets one. */
+    const px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (s->cma_split)
+        atomic_store_explicit(&h->features, PX_BTL_SHM_DYN_FEAT_SPLIT, memory_order_relaxed);
     ep->memfd = fd;
     ep->own = base;
     ep->own_size = size;
@@ -296,6 +303,8 @@ static px_btl_endpoint_t *ep_new(void)
 static void ep_free(px_btl_endpoint_t *ep)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
+    if (ep->dyn) /* our gets split with it: their slots are in ep->own */
+        px_btl_shm_split_drop(ep);
     if (ep->own) { /* the peer sees we left in order */
         atomic_store_explicit(&((px_btl_shm_dyn_hdr_t *)ep->own)->departed, 1,
                               memory_order_release);

@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -525,7 +526,7 @@ int px_btl_shm_progress(px_btl_module_t *btl)
     if (s->my_fifo &&
         atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
         n += fifo_poll();
-    if (PX_UNLIKELY(s->nsplits))
+    if (PX_UNLIKELY(s->nsplits | s->nsplit_done))
         n += split_progress(s);
     if (n == 0 && PX_UNLIKELY(++s->quiet_polls >= PX_BTL_SHM_QUIET_POLLS)) {
         s->quiet_polls = 0;
@@ -771,9 +772,21 @@ static PX_NOINLINE bool sc_choose_cma(px_btl_shm_state_t *s, size_t size, int co
     return cma;
 }
 
-/* A rendezvous get split with the sender: from btl_shm_cma_split bytes on. */
+/* A get split with the peer (a rendezvous's sender, the owner of a
+ * transfer engine's region): from btl_shm_cma_split bytes on. */
 #define PX_RDMA_GET_SPLIT(s, a)                                                                    \
     (PX_BTL_RDMA_GET == (a)->dir && (s)->cma_split && (a)->size >= (s)->cma_split)
+
+/* A dynamic peer takes offers: its connection segment (mapped, from accept
+ * or complete on) says so. An older one leaves the bit 0 (it would not
+ * know a control entry in its ring). */
+static inline bool split_dyn_ok(const px_btl_endpoint_t *ep)
+{
+    return ep->seg && ep->own &&
+           (atomic_load_explicit(&((px_btl_shm_dyn_hdr_t *)ep->seg)->features,
+                                 memory_order_relaxed) &
+            PX_BTL_SHM_DYN_FEAT_SPLIT);
+}
 
 /* ------------------------------------------------------------ split single copy
  * (shm.h explains the slot.) The sender's side: an offer from `ep` in our
@@ -783,20 +796,32 @@ static PX_NOINLINE void split_help(px_btl_endpoint_t *ep, const char *data, size
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
     px_btl_shm_split_msg_t m;
-    if (ep->dyn || (s->split_test & PX_BTL_SHM_SPLIT_TEST_IGNORE))
+    if (s->split_test & PX_BTL_SHM_SPLIT_TEST_IGNORE)
         return;
+    /* A dynamic peer's slot lies in the header page of its connection
+     * segment; an offer we did not invite (our segment says we take none)
+     * is left alone: the reader reads it all. */
+    size_t lo = s->heap_off, hi = ep->seg_size;
+    if (ep->dyn) {
+        if (!(atomic_load_explicit(&((px_btl_shm_dyn_hdr_t *)ep->own)->features,
+                                   memory_order_relaxed) &
+              PX_BTL_SHM_DYN_FEAT_SPLIT))
+            return;
+        lo = PX_BTL_SHM_DYN_SLOT_OFF;
+        hi = PX_BTL_SHM_DYN_SLOT_END;
+    }
     if (len != sizeof m) {
         px_btl_shm_corrupt(ep, "a single-copy offer in our fast box has %zu bytes, not %zu", len,
                            sizeof m);
         return;
     }
     memcpy(&m, data, sizeof m);
-    if (!px_btl_shm_split_msg_ok(&m, s->heap_off, ep->seg_size)) {
+    if (!px_btl_shm_split_msg_ok(&m, lo, hi)) {
         px_btl_shm_corrupt(ep,
-                           "a single-copy offer names slot offset %llu (its fragment heap: "
-                           "%zu..%zu), generation %llu, %llu bytes in chunks of %llu",
-                           (unsigned long long)m.slot, s->heap_off, ep->seg_size,
-                           (unsigned long long)m.gen, (unsigned long long)m.total,
+                           "a single-copy offer names slot offset %llu (its %s: %zu..%zu), "
+                           "generation %llu, %llu bytes in chunks of %llu",
+                           (unsigned long long)m.slot, ep->dyn ? "split slots" : "fragment heap",
+                           lo, hi, (unsigned long long)m.gen, (unsigned long long)m.total,
                            (unsigned long long)m.chunk);
         return;
     }
@@ -828,11 +853,16 @@ static PX_NOINLINE void split_help(px_btl_endpoint_t *ep, const char *data, size
 }
 
 /* The receiver's side: read the chunks we claim until none is left;
- * returns the bytes read. */
+ * returns the bytes read. The claims are bounded: the slot's `next` lies in
+ * shared memory, and a peer that moved it back would keep us copying. */
 static size_t split_read(px_btl_shm_split_t *sp, size_t chunk)
 {
     size_t done = 0;
-    for (;;) {
+    for (uint64_t claims = sp->total / chunk + 2;; claims--) {
+        if (0 == claims) {
+            sp->status = PX_ERR_COMM; /* more claims than chunks: not the protocol */
+            return done;
+        }
         uint64_t c = atomic_fetch_add_explicit(&sp->slot->next, chunk, memory_order_relaxed);
         if (c >= sp->total)
             return done;
@@ -844,13 +874,15 @@ static size_t split_read(px_btl_shm_split_t *sp, size_t chunk)
             atomic_fetch_add_explicit(&sp->slot->next, sp->total, memory_order_relaxed);
             return done;
         }
+        px_btl_shm_state.cma_own_chunks++;
         done += n;
     }
 }
 
 /* Complete split `i` when the sender has left it or never joined (true);
- * false while the sender is still copying its chunks. */
-static bool split_finish(px_btl_shm_state_t *s, int i)
+ * false while the sender is still copying its chunks. `defer`: its
+ * callback waits in split_done for progress (the caller made room). */
+static bool split_finish(px_btl_shm_state_t *s, int i, bool defer)
 {
     px_btl_shm_split_t *sp = &s->splits[i];
     px_btl_shm_split_slot_t *slot = sp->slot;
@@ -902,19 +934,45 @@ static bool split_finish(px_btl_shm_state_t *s, int i)
         sc_sample(&s->sc_cma_ns[px_btl_shm_sc_class(sp->total)], sp->t_own - sp->t0, sp->own_bytes);
     px_btl_shm_split_t done = *sp;
     s->splits[i] = s->splits[--s->nsplits];
-    px_free_list_return(done.frag->list, &done.frag->base.super);
-    if (done.cbfunc)
+    if (done.frag)
+        px_free_list_return(done.frag->list, &done.frag->base.super);
+    else
+        done.ep->split_slots &= ~(1u << done.dslot);
+    if (done.cbfunc && defer)
+        s->split_done[s->nsplit_done++] =
+            (px_btl_shm_split_done_t){done.ep,        done.local,  done.local_handle, done.cbfunc,
+                                      done.cbcontext, done.cbdata, done.status};
+    else if (done.cbfunc)
         done.cbfunc(&px_btl_shm_module.super, done.ep, done.local, done.local_handle,
                     done.cbcontext, done.cbdata, done.status);
     return true;
 }
 
-/* Progress: complete the splits whose sender has left. */
-static PX_NOINLINE int split_progress(px_btl_shm_state_t *s)
+/* Run the callbacks of splits completed earlier (of `ep` only, or all). */
+static int split_done_run(px_btl_shm_state_t *s, const px_btl_endpoint_t *ep)
 {
     int n = 0;
+    for (int i = s->nsplit_done - 1; i >= 0; i--) {
+        if (i >= s->nsplit_done) /* a callback ran others' (it started a get) */
+            continue;
+        if (ep && s->split_done[i].ep != ep)
+            continue;
+        px_btl_shm_split_done_t d = s->split_done[i];
+        s->split_done[i] = s->split_done[--s->nsplit_done];
+        d.cbfunc(&px_btl_shm_module.super, d.ep, d.local, d.local_handle, d.cbcontext, d.cbdata,
+                 d.status);
+        n++;
+    }
+    return n;
+}
+
+/* Progress: run the callbacks of splits completed while others started,
+ * complete the splits whose sender has left. */
+static PX_NOINLINE int split_progress(px_btl_shm_state_t *s)
+{
+    int n = s->nsplit_done ? split_done_run(s, NULL) : 0;
     for (int i = 0; i < s->nsplits;)
-        if (split_finish(s, i))
+        if (split_finish(s, i, false))
             n++;
         else
             i++;
@@ -927,30 +985,58 @@ static PX_NOINLINE int split_progress(px_btl_shm_state_t *s)
 static int split_start(px_btl_endpoint_t *ep, const px_btl_rdma_args_t *a, bool timed, uint64_t t0)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
-    if (s->nsplits >= PX_BTL_SHM_SPLITS || ep->dyn || ep->gone || ep->fb_reserved)
+    /* Splits whose owner has left since free their slots now (a batch
+     * starts its gets back to back, with no progress between them); their
+     * callbacks wait for progress. */
+    if (s->nsplits && s->nsplit_done + s->nsplits <= PX_BTL_SHM_SPLIT_DONE)
+        for (int i = 0; i < s->nsplits;)
+            if (!split_finish(s, i, true))
+                i++;
+    if (s->nsplits >= PX_BTL_SHM_SPLITS || ep->gone || ep->corrupt || ep->fb_reserved)
         return PX_ERR_NOT_AVAILABLE;
-    px_btl_shm_frag_t *f = (px_btl_shm_frag_t *)px_free_list_get(&s->frags_eager);
-    if (!f)
-        return PX_ERR_NOT_AVAILABLE;
-    px_btl_shm_split_slot_t *slot =
-        (px_btl_shm_split_slot_t *)(void *)((char *)f->hdr + PX_BTL_SHM_FRAG_HDR);
+    px_btl_shm_frag_t *f = NULL;
+    px_btl_shm_split_slot_t *slot;
+    uint64_t slot_off;
+    int dslot = -1;
+    if (ep->dyn) {
+        /* A free line of our connection segment's header page, which the
+         * owner maps; only to an owner that takes offers. */
+        uint32_t busy = ep->split_slots;
+        if (!split_dyn_ok(ep) || busy == (1u << PX_BTL_SHM_DYN_SLOTS) - 1)
+            return PX_ERR_NOT_AVAILABLE;
+        dslot = __builtin_ctz(~busy);
+        slot_off = PX_BTL_SHM_DYN_SLOT_OFF + (uint64_t)dslot * sizeof *slot;
+        slot = (px_btl_shm_split_slot_t *)(void *)(ep->own + slot_off);
+    } else {
+        f = (px_btl_shm_frag_t *)px_free_list_get(&s->frags_eager);
+        if (!f)
+            return PX_ERR_NOT_AVAILABLE;
+        slot = (px_btl_shm_split_slot_t *)(void *)((char *)f->hdr + PX_BTL_SHM_FRAG_HDR);
+        slot_off = (uint64_t)((char *)slot - s->seg);
+    }
     uint64_t gen = ++s->split_gen & ((1ULL << 60) - 1);
     size_t chunk = px_btl_shm_split_chunk(a->size);
     atomic_store_explicit(&slot->next, 0, memory_order_relaxed);
     atomic_store_explicit(&slot->fail_off, 0, memory_order_relaxed);
     atomic_store_explicit(&slot->fail_len, 0, memory_order_relaxed);
     atomic_store_explicit(&slot->state, gen << 2 | PX_BTL_SHM_SPLIT_OPEN, memory_order_release);
-    px_btl_shm_split_msg_t m = {(uint64_t)((char *)slot - s->seg),     gen,     a->remote_address,
-                                (uint64_t)(uintptr_t)a->local_address, a->size, chunk};
+    px_btl_shm_split_msg_t m = {
+        slot_off, gen, a->remote_address, (uint64_t)(uintptr_t)a->local_address, a->size, chunk};
     if (fbox_send_ctl(ep, &m, sizeof m) != PX_SUCCESS) {
-        px_free_list_return(f->list, &f->base.super);
+        if (f)
+            px_free_list_return(f->list, &f->base.super);
         return PX_ERR_NOT_AVAILABLE;
     }
+    if (ep->dyn)
+        ep->split_slots |= 1u << dslot;
     s->cma_calls++;
     s->cma_splits++;
+    if (a->flags & PX_BTL_RDMA_FLAG_ASYNC)
+        s->cma_xfer_splits++;
     px_btl_shm_split_t *sp = &s->splits[s->nsplits++];
     *sp = (px_btl_shm_split_t){.ep = ep,
                                .frag = f,
+                               .dslot = dslot,
                                .slot = slot,
                                .gen = gen,
                                .local = a->local_address,
@@ -967,7 +1053,7 @@ static int split_start(px_btl_endpoint_t *ep, const px_btl_rdma_args_t *a, bool 
         sp->own_bytes = split_read(sp, chunk);
     if (timed)
         sp->t_own = sc_cpu_now();
-    split_finish(s, s->nsplits - 1);
+    split_finish(s, s->nsplits - 1, false);
     return PX_SUCCESS;
 }
 
@@ -975,16 +1061,21 @@ static int split_start(px_btl_endpoint_t *ep, const px_btl_rdma_args_t *a, bool 
  * (PX_BTL_RDMA_FLAG_RNDV) that auto would rather pipeline is declined
  * before anything moves: the messaging layer then sends it by fragments.
  * A rendezvous get of btl_shm_cma_split bytes or more is split with the
- * sender (above). Requests without the flag (the transfer engine's, coll/sm's
- * reads) always take CMA, alone, and complete before the call returns:
- * coll/sm relies on it (splitting them too, tried in session 34, failed its
- * collectives with "the transport did not complete it at once"). */
+ * sender (above), and so is a get whose caller takes its completion from
+ * progress (PX_BTL_RDMA_FLAG_ASYNC: the transfer engine's), with the
+ * region's owner, which copies the chunks it claims while it progresses
+ * (one busy elsewhere or idle never joins: the reader reads it all and the
+ * get completes before the call returns, as alone). Other requests (coll/sm's
+ * reads) take CMA, alone, and complete before the call returns: coll/sm
+ * relies on it (splitting them too, tried in session 34 before the flag,
+ * failed its collectives with "the transport did not complete it at
+ * once"). */
 static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                                   const px_btl_rdma_args_t *a)
 {
     px_btl_shm_state_t *s = &px_btl_shm_state;
     if (a->flags & PX_BTL_RDMA_FLAG_RNDV) {
-        const bool split = PX_RDMA_GET_SPLIT(s, a) && !ep->dyn;
+        const bool split = PX_RDMA_GET_SPLIT(s, a) && (!ep->dyn || split_dyn_ok(ep));
         bool timed = false;
         if (s->sc_auto && !sc_choose_cma(s, a->size, split ? 2 : 1, &timed)) {
             s->cma_declined++;
@@ -1007,8 +1098,41 @@ static inline int px_btl_shm_rdma(px_btl_module_t *btl, px_btl_endpoint_t *ep,
                       PX_SUCCESS);
         return rc;
     }
+    if ((a->flags & PX_BTL_RDMA_FLAG_ASYNC) && PX_RDMA_GET_SPLIT(s, a) &&
+        split_start(ep, a, false, 0) == PX_SUCCESS)
+        return PX_SUCCESS;
     return px_btl_shm_cma(btl, ep, PX_BTL_RDMA_PUT == a->dir, a->local_address, a->remote_address,
                           a->local_handle, a->size, a->cbfunc, a->cbcontext, a->cbdata);
+}
+
+/* A dynamic peer's connection goes (shm_dyn.c, before its segments are
+ * unmapped): its splits complete first. An owner that joined one is
+ * copying into our buffer; it is waited for while it lives, up to a
+ * second (a stopped process), then the get fails. */
+void px_btl_shm_split_drop(px_btl_endpoint_t *ep)
+{
+    px_btl_shm_state_t *s = &px_btl_shm_state;
+    split_done_run(s, ep);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < s->nsplits;) {
+        if (s->splits[i].ep != ep) {
+            i++;
+            continue;
+        }
+        if (split_finish(s, i, false))
+            continue; /* the array moved: look at i again */
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > 1000000000L ||
+            (ep->pidfd >= 0 && poll(&(struct pollfd){ep->pidfd, POLLIN, 0}, 1, 0) > 0)) {
+            bool gone = ep->gone;
+            ep->gone = true; /* completes it with PX_ERR_PEER_FAILED */
+            split_finish(s, i, false);
+            ep->gone = gone;
+            continue;
+        }
+        sched_yield();
+    }
 }
 PX_BTL_BASE_RDMA_PUT_GET(px_btl_shm, px_btl_shm_rdma)
 
@@ -1022,18 +1146,19 @@ static int px_btl_shm_finalize(px_btl_module_t *btl)
 {
     (void)btl;
     px_btl_shm_state_t *s = &px_btl_shm_state;
-    if (s->sc_auto || s->cma_splits) {
+    if (s->sc_auto || s->cma_splits || s->cma_helped) {
         char est[256];
         int o = 0;
         for (int k = 0; k < PX_BTL_SHM_SC_CLASSES && o < (int)sizeof est - 24; k++)
             o += snprintf(est + o, sizeof est - (size_t)o, " %.0f", s->sc_cma_ns[k]);
         PX_OUTPUT_VERBOSE(5, px_btl_base_framework.output,
-                          "btl shm: single copies %llu (split %llu, joined by the sender %llu, "
-                          "chunks written for peers %llu), declined %llu; auto's estimates (ns "
-                          "per KiB): CMA per copier by size class (32 KiB .. 4 MiB):%s, "
-                          "pipeline %.0f",
+                          "btl shm: single copies %llu (split %llu, of them one-sided %llu, "
+                          "joined by the sender %llu, chunks read ourselves %llu, chunks "
+                          "written for peers %llu), declined %llu; auto's estimates (ns per "
+                          "KiB): CMA per copier by size class (32 KiB .. 4 MiB):%s, pipeline %.0f",
                           (unsigned long long)s->cma_calls, (unsigned long long)s->cma_splits,
-                          (unsigned long long)s->cma_joined, (unsigned long long)s->cma_helped,
+                          (unsigned long long)s->cma_xfer_splits, (unsigned long long)s->cma_joined,
+                          (unsigned long long)s->cma_own_chunks, (unsigned long long)s->cma_helped,
                           (unsigned long long)s->cma_declined, est, s->sc_frag_ns);
     }
     px_btl_shm_module_cleanup();
@@ -1063,8 +1188,8 @@ int px_btl_shm_module_setup(void)
                     : !strcmp(st, "leave")  ? PX_BTL_SHM_SPLIT_TEST_LEAVE
                     : !strcmp(st, "ignore") ? PX_BTL_SHM_SPLIT_TEST_IGNORE
                                             : 0;
-    s->nsplits = 0;
-    s->cma_splits = s->cma_helped = s->cma_joined = 0;
+    s->nsplits = s->nsplit_done = 0;
+    s->cma_splits = s->cma_helped = s->cma_joined = s->cma_own_chunks = s->cma_xfer_splits = 0;
     if (!s->cma_ok) /* the messaging layer's rendezvous pipelines */
         m->btl_flags &= ~(PX_BTL_FLAGS_RDMA | PX_BTL_FLAGS_SINGLE_COPY);
     /* put/get stay for the transfer engine while XFER_RDMA is set (the

@@ -70,6 +70,9 @@ int px_btl_shm_flush(px_btl_module_t *btl, px_btl_endpoint_t *ep)
         for (int i = 0; i < s->nsplits; i++) /* a split get completes in progress */
             if (NULL == ep || s->splits[i].ep == ep)
                 busy = true;
+        for (int i = 0; i < s->nsplit_done; i++) /* ... or its callback runs there */
+            if (NULL == ep || s->split_done[i].ep == ep)
+                busy = true;
         if (!busy)
             return lost ? PX_ERR_PEER_FAILED : PX_SUCCESS;
         px_btl_shm_progress(btl);
