@@ -20,8 +20,8 @@
  * function too (rndv_use_frags).
  * A truncating receive reads (or keeps) only what fits and still completes
  * the protocol, so the sender finishes and no other message is lost.
- * First fragment (runtime_rndv_first_frag): over a network transport the
- * RNDV also carries the message's first bytes, as many as fit in the eager
+ * First fragment (runtime_rndv_first_frag, off by default; auto: over a
+ * network transport) the RNDV also carries the message's first bytes, as many as fit in the eager
  * limit (PX_RT_RNDV_FLAG_DATA, px_rt_rndv_data_t). The receiver starts the
  * get of the rest (or sends its ACK, whose px_rt_ack_data_t tail tells the
  * sender where fragments start) and copies those bytes while the request

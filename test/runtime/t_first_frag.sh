@@ -4,9 +4,10 @@
 # first_frag_probe.c under pxrun -n 2 sends sizes around the eager limit, the
 # fragment size and the read size, posted first, unexpected and truncated,
 # every byte checked, over btl/ofi (net or tcp;ofi_rxm on lo, where the
-# plugin is built) by RDMA get and by pipelined fragments, and over btl/shm
-# with the carrying forced on (it is off there by default); the carried
-# bytes are used (verbose) where auto says so and only there; RNDV headers
+# plugin is built) by RDMA get and by pipelined fragments with
+# runtime_rndv_first_frag=auto, and over btl/shm with it on (auto leaves
+# shm alone); the carried bytes are used (verbose) where the variable says so
+# and only there (off, the default, carries none); RNDV headers
 # whose carried length lies are refused with an error and never matched.
 . "$PX_SRC/test/lib/tap.sh"
 probe=$PX_BUILD/test/runtime/first_frag_probe
@@ -34,14 +35,15 @@ ofi=0
 if [ $ofi = 1 ]; then
     for proto in auto pipeline; do
         run "ofi, rndv $proto, first bytes carried (auto)" PX_MCA_btl=self,ofi \
-            PX_MCA_btl_ofi_domain=lo PX_MCA_runtime_rndv_protocol=$proto
+            PX_MCA_btl_ofi_domain=lo PX_MCA_runtime_rndv_protocol=$proto \
+            PX_MCA_runtime_rndv_first_frag=auto
         # 13 sizes - the ones not above the eager limit (64 KiB +- 1: 3), 3 ways, 2 directions
         check "ofi, rndv $proto: the receiver took the carried bytes of every rendezvous ($carried)" \
             test "$carried" -ge 60
     done
-    run "ofi, rndv auto, first bytes not carried (off)" PX_MCA_btl=self,ofi \
-        PX_MCA_btl_ofi_domain=lo PX_MCA_runtime_rndv_first_frag=off
-    check "ofi, off: no rendezvous carried bytes" test "$carried" -eq 0
+    run "ofi, rndv auto, first bytes not carried (the default, off)" PX_MCA_btl=self,ofi \
+        PX_MCA_btl_ofi_domain=lo
+    check "ofi, off (the default): no rendezvous carried bytes" test "$carried" -eq 0
 else
     skip "btl/ofi" "plexus_btl_ofi.so or fi_info is missing"
 fi
@@ -51,8 +53,8 @@ for proto in auto pipeline; do
     check "shm, rndv $proto, on: the receiver took the carried bytes" test "$carried" -ge 60
 done
 probe=$PX_BUILD/test/runtime/first_frag_inject # the same, linked -static: injects too
-run "shm, default (auto): nothing carried" PX_MCA_btl=self,shm
-check "shm, auto: no rendezvous carried bytes (single copy is left alone)" test "$carried" -eq 0
+run "shm, auto: nothing carried" PX_MCA_btl=self,shm PX_MCA_runtime_rndv_first_frag=auto
+check "shm, auto: no rendezvous carried bytes (shm is not a network transport)" test "$carried" -eq 0
 errs=$(cat "$T/err")
 out=$(cat "$T/out")
 check "a lying RNDV is never matched: the receive gets the real message" \
