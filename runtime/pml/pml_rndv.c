@@ -385,8 +385,7 @@ void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const un
     r->carried = c ? c->len : 0;
     if (c)
         PX_OUTPUT_VERBOSE(20, px_rt.output,
-                          "runtime: a rendezvous from rank %d carried its first %zu of %" PRIu64
-                          " bytes",
+                          "a rendezvous from rank %d carried its first %zu of %" PRIu64 " bytes",
                           h->m.src, c->len, h->len);
     if (h->len > r->len) {
         r->status.length = r->len;
@@ -740,8 +739,12 @@ void px_pml_send_start_rndv(px_request_t *r)
     msg.h.blob = (uint32_t)pos;
     size_t bytes = sizeof(msg.h) + msg.h.blob;
     const size_t carry = rndv_first_frag(r, m, bytes);
-    if (carry)
+    if (carry) {
         msg.h.m.flags |= PX_RT_RNDV_FLAG_DATA;
+        PX_OUTPUT_VERBOSE(20, px_rt.output,
+                          "a rendezvous to rank %d carries its first %zu of %zu bytes", r->peer,
+                          carry, r->len);
+    }
     const size_t head = bytes;
     if (carry)
         bytes += sizeof(px_rt_rndv_data_t) + carry;
