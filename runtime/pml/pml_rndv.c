@@ -416,6 +416,10 @@ void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const un
         rails_split(r, from, r->status.length)) {
         r->rdma_mode = (uint8_t)mode;
         if (PX_PML_RDMA_PUT == mode) {
+            /* The sender writes the whole message (it never carries bytes
+             * with put; if one did, they are not taken: a fallback to
+             * fragments then asks for all of them). */
+            r->carried = 0;
             px_pml_recv_send_putack(r);
             return;
         }
