@@ -231,7 +231,24 @@ static px_rt_ux_t *ux_make(int src, int tag, uint32_t seq, int kind, const px_bt
     return u;
 }
 
-static px_request_t *deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob, bool *lost);
+static px_request_t *deliver_rndv(const px_rt_rndv_hdr_t *h, const px_btl_receive_descriptor_t *d,
+                                  const unsigned char *blob, size_t carried, bool *lost);
+
+/* A queued rendezvous header's record: its rail entries, then (with
+ * PX_RT_RNDV_FLAG_DATA) the px_rt_rndv_data_t and the bytes it carried, all
+ * checked when it arrived (px_pml_am_rndv). *c describes those bytes; NULL
+ * when it carried none. */
+static const px_pml_carried_t *ux_carried(const px_rt_ux_t *u, px_pml_carried_t *c,
+                                          px_btl_segment_t *seg)
+{
+    if (!(u->rndv.m.flags & PX_RT_RNDV_FLAG_DATA))
+        return NULL;
+    size_t at = u->rndv.blob + sizeof(px_rt_rndv_data_t);
+    seg->seg_addr = u->data;
+    seg->seg_len = u->rndv.blob + sizeof(px_rt_rndv_data_t) + u->carried;
+    *c = (px_pml_carried_t){seg, 1, at, u->carried};
+    return c;
+}
 
 static void hdr_drop(const char *what, int from, int src, uint32_t seq, uint32_t expected);
 
@@ -279,7 +296,9 @@ static void ooo_drain(px_rt_peer_t *peer, px_rt_ux_t **starts)
                 found->next_start = *starts;
                 *starts = found;
             } else if (r) {
-                px_pml_recv_start_rndv(r, &found->rndv, found->data);
+                px_pml_carried_t c;
+                px_btl_segment_t seg;
+                px_pml_recv_start_rndv(r, &found->rndv, found->data, ux_carried(found, &c, &seg));
                 ux_free(found);
             } else {
                 px_list_append(&px_rt.unexpected, &found->super.super);
@@ -453,7 +472,9 @@ static void starts_run(px_rt_ux_t *u)
     }
     for (u = rev; u; u = rev) {
         rev = u->next_start;
-        px_pml_recv_start_rndv(u->match, &u->rndv, u->data);
+        px_pml_carried_t c;
+        px_btl_segment_t seg;
+        px_pml_recv_start_rndv(u->match, &u->rndv, u->data, ux_carried(u, &c, &seg));
         ml_lock(true);
         ux_free(u);
         ml_unlock(true);
@@ -534,23 +555,45 @@ out:
         ux_lost(lost, src);
 }
 
+/* Queue a rendezvous header `h` (checked) that arrived in `d`: the rail
+ * entries go in the item's data, followed by the bytes it carried if any
+ * (kept, as Open MPI's ob1 keeps an unexpected RNDV's first fragment, so the
+ * receive that matches it later still reads only the rest). NULL when there
+ * is no memory for it. */
+static px_rt_ux_t *rndv_record(const px_rt_rndv_hdr_t *h, const px_btl_receive_descriptor_t *d,
+                               const unsigned char *blob, size_t carried)
+{
+    px_rt_ux_t *u;
+    if (h->m.flags & PX_RT_RNDV_FLAG_DATA) {
+        u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_PML_KIND_RNDV, d->des_segments,
+                    d->des_segment_count, sizeof(*h),
+                    h->blob + sizeof(px_rt_rndv_data_t) + carried);
+    } else {
+        px_btl_segment_t s = {(void *)blob, h->blob};
+        u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_PML_KIND_RNDV, &s, 1, 0, h->blob);
+    }
+    if (NULL == u)
+        return NULL;
+    u->len = h->len;
+    u->rndv = *h;
+    u->carried = carried;
+    return u;
+}
+
 /* Match a rendezvous header (the matching lock held in fine mode): the
  * receive it matched, to start (after the lock is let go), or NULL (queued;
  * *lost when it could not be). */
-static px_request_t *deliver_rndv(const px_rt_rndv_hdr_t *h, const unsigned char *blob, bool *lost)
+static px_request_t *deliver_rndv(const px_rt_rndv_hdr_t *h, const px_btl_receive_descriptor_t *d,
+                                  const unsigned char *blob, size_t carried, bool *lost)
 {
     px_request_t *r = posted_match(h->m.src, h->m.tag);
     if (r)
         return r;
-    /* Queue the header; the rail entries go in the item's data. */
-    px_btl_segment_t s = {(void *)blob, h->blob};
-    px_rt_ux_t *u = ux_make(h->m.src, h->m.tag, h->m.seq, PX_PML_KIND_RNDV, &s, 1, 0, h->blob);
+    px_rt_ux_t *u = rndv_record(h, d, blob, carried);
     if (NULL == u) {
         *lost = true;
         return NULL;
     }
-    u->len = h->len;
-    u->rndv = *h;
     px_list_append(&px_rt.unexpected, &u->super.super);
     return NULL;
 }
@@ -585,6 +628,28 @@ void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
     if (h.blob)
         seg_copy(blob, h.blob, d->des_segments, d->des_segment_count, sizeof(h));
+    /* The message's first bytes (PX_RT_RNDV_FLAG_DATA): a length, then
+     * exactly that many bytes to the end of the message, fewer than the
+     * message has (the sender moves at least one byte after them). */
+    px_pml_carried_t carried = {d->des_segments, d->des_segment_count, 0, 0};
+    if (h.m.flags & PX_RT_RNDV_FLAG_DATA) {
+        px_rt_rndv_data_t dh = {0};
+        size_t at = sizeof(h) + h.blob;
+        size_t left = total - at;
+        if (left >= sizeof(dh))
+            seg_copy(&dh, sizeof(dh), d->des_segments, d->des_segment_count, at);
+        if (left < sizeof(dh) || dh.len != left - sizeof(dh) || dh.len >= h.len) {
+            px_show_error("runtime: dropped a malformed rendezvous request from rank %d: it says "
+                          "it carries %" PRIu64 " bytes of a %" PRIu64 "-byte message, but %zu "
+                          "bytes follow its header (a carried length must match them and be "
+                          "less than the message)",
+                          h.m.src, left >= sizeof(dh) ? dh.len : (uint64_t)0, h.len,
+                          left >= sizeof(dh) ? left - sizeof(dh) : left);
+            return;
+        }
+        carried.skip = at + sizeof(dh);
+        carried.len = (size_t)dh.len;
+    }
     /* Fine mode: the queues under the matching lock, the rendezvous started
      * after it is let go (this runs in progress, under the API lock). */
     const bool mt = px_pml_fine;
@@ -601,21 +666,18 @@ void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
         goto out;
     }
     if (h.m.seq != peer->recv_seq) {
-        px_btl_segment_t s = {blob, h.blob};
-        px_rt_ux_t *u = ux_make(h.m.src, h.m.tag, h.m.seq, PX_PML_KIND_RNDV, &s, 1, 0, h.blob);
+        px_rt_ux_t *u = rndv_record(&h, d, blob, carried.len);
         px_rt.ooo_arrivals++;
         if (NULL == u) {
             lost = "an out-of-order rendezvous request";
             goto out;
         }
-        u->len = h.len;
-        u->rndv = h;
         px_list_append(&peer->ooo, &u->super.super);
         goto out;
     }
     peer->recv_seq++;
     bool qlost = false;
-    r = deliver_rndv(&h, blob, &qlost);
+    r = deliver_rndv(&h, d, blob, carried.len, &qlost);
     if (qlost)
         lost = "an unexpected rendezvous request";
     if (!px_list_is_empty(&peer->ooo) && !peer->failed)
@@ -623,7 +685,7 @@ void px_pml_am_rndv(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 out:
     ml_unlock(mt);
     if (r)
-        px_pml_recv_start_rndv(r, &h, blob);
+        px_pml_recv_start_rndv(r, &h, blob, (h.m.flags & PX_RT_RNDV_FLAG_DATA) ? &carried : NULL);
     if (starts)
         starts_run(starts);
     if (lost)
@@ -979,7 +1041,9 @@ int px_pml_irecv_fine(void *buf, size_t len, int source, int tag, px_request_t *
         }
         ml_unlock(true);
         bool took = api_enter(true);
-        px_pml_recv_start_rndv(r, &u->rndv, u->data);
+        px_pml_carried_t c;
+        px_btl_segment_t seg;
+        px_pml_recv_start_rndv(r, &u->rndv, u->data, ux_carried(u, &c, &seg));
         api_leave(took);
         ml_lock(true);
         ux_free(u);
@@ -1006,7 +1070,9 @@ int px_pml_irecv_st(void *buf, size_t len, int source, int tag, px_request_t **r
             px_btl_segment_t s = {u->data, u->len};
             recv_eager_into(r, u->src, u->tag, &s, 1, 0, u->len);
         } else {
-            px_pml_recv_start_rndv(r, &u->rndv, u->data);
+            px_pml_carried_t c;
+            px_btl_segment_t seg;
+            px_pml_recv_start_rndv(r, &u->rndv, u->data, ux_carried(u, &c, &seg));
         }
         ux_free(u);
         return PX_SUCCESS;

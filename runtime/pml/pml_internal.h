@@ -269,8 +269,19 @@ int px_pml_send_ctl(int rank, px_btl_tag_t am, uint64_t sreq, uint64_t rreq);
 
 /* Sender: the RNDV header (chooses get rails or put first). */
 void px_pml_send_start_rndv(px_request_t *r);
-/* Receiver: a receive matched an RNDV header (`blob`: the rails offered). */
-void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob);
+/* The first bytes of a message its RNDV carried (PX_RT_RNDV_FLAG_DATA): `len`
+ * bytes at `skip` bytes into the segments (checked against the message by
+ * pml.c before). */
+typedef struct px_pml_carried {
+    const px_btl_segment_t *segs;
+    size_t nseg;
+    size_t skip;
+    size_t len;
+} px_pml_carried_t;
+/* Receiver: a receive matched an RNDV header (`blob`: the rails offered;
+ * `c`: the data it carried, or NULL). */
+void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob,
+                            const px_pml_carried_t *c);
 /* Steps retried from progress. */
 void px_pml_send_schedule_frags(px_request_t *r);
 void px_pml_recv_send_ack(px_request_t *r);

@@ -25,6 +25,13 @@ static const px_mca_var_enum_value_t rndv_values[] = {
     {0, NULL},
 };
 
+static const px_mca_var_enum_value_t first_frag_values[] = {
+    {PX_RT_FIRST_FRAG_AUTO, "auto"},
+    {PX_RT_FIRST_FRAG_ON, "on"},
+    {PX_RT_FIRST_FRAG_OFF, "off"},
+    {0, NULL},
+};
+
 static const px_mca_var_enum_value_t thread_values[] = {
     {PX_THREAD_SINGLE, "single"},
     {PX_THREAD_FUNNELED, "funneled"},
@@ -71,6 +78,22 @@ static const px_mca_var_field_t px_rt_vars[] = {
      .scope = PX_MCA_VAR_SCOPE_ALL,
      .dflt = "auto",
      PX_RT_AT(rndv_protocol)},
+    {.name = "rndv_first_frag",
+     .help = "Whether a rendezvous request (RNDV) carries the message's first bytes, as many "
+             "as fit in the eager transport's eager limit, so that the receiver copies them "
+             "and reads (or is sent) only the rest, as Open MPI's ob1 does: off (the "
+             "default: over one TCP stream it saves no trip nor system call and adds a copy "
+             "on each side, docs/ofi.md), auto (over transports whose RDMA needs registered "
+             "memory and is not single-copy, i.e. a network's: btl/ofi, btl/verbs; never "
+             "btl/shm or btl/self), on (any transport). A receiver of an older release "
+             "ignores them and moves the whole message (docs/api.md, \"Protocols and their "
+             "variables\")",
+     .type = PX_MCA_VAR_TYPE_ENUM,
+     .enum_values = first_frag_values,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .dflt = "off",
+     PX_RT_AT(rndv_first_frag)},
     {.name = "wait_timeout",
      .help = "Seconds a blocking call (px_wait, px_recv, px_barrier, ...) waits before failing "
              "with PX_ERR_TIMEOUT; 0: no limit",

@@ -86,6 +86,7 @@ struct px_request {
     int outstanding;  /* BTL operations not yet completed */
     uint64_t remote;  /* the peer's request */
     size_t rlen;      /* RDMA: bytes to move (what the receive takes) */
+    size_t carried;   /* recv: the message's first bytes its RNDV carried (the rest moves) */
     uint64_t raddr;   /* the peer's buffer (get: the sender's, put: the receiver's) */
     px_btl_convertor_t conv;
     int nrails; /* RDMA rails in use (get: up to PX_RT_MAX_RAILS, put: 1) */
@@ -107,6 +108,8 @@ typedef struct px_rt_ux {
     size_t len;          /* eager: data bytes; rndv: message length */
     unsigned char *data; /* eager data: inline_buf or malloc'ed */
     px_rt_rndv_hdr_t rndv;
+    size_t carried;              /* rndv: bytes of the message it carried (after the rail
+                                  * entries and the px_rt_rndv_data_t in data) */
     px_request_t *match;         /* fine mode: the receive a rendezvous header matched,
                                   * started once the matching lock is let go (pml.c) */
     struct px_rt_ux *next_start; /* ... and the next such header */

@@ -20,7 +20,16 @@
  * function too (rndv_use_frags).
  * A truncating receive reads (or keeps) only what fits and still completes
  * the protocol, so the sender finishes and no other message is lost.
+ * First fragment (runtime_rndv_first_frag, off by default; auto: over a
+ * network transport) the RNDV also carries the message's first bytes, as many as fit in the eager
+ * limit (PX_RT_RNDV_FLAG_DATA, px_rt_rndv_data_t). The receiver starts the
+ * get of the rest (or sends its ACK, whose px_rt_ack_data_t tail tells the
+ * sender where fragments start) and copies those bytes while the request
+ * travels. The sender still offers its whole buffer, so a receiver of an
+ * older release, which ignores the flag and the bytes after the rail
+ * entries, reads (or asks for) all of it as before.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include "runtime/pml/pml_internal.h"
 #include "core/util/error.h"
@@ -45,23 +54,25 @@ static int rails_max(int mode)
     return PX_PML_RDMA_GET == mode ? PX_RT_MAX_RAILS : 1;
 }
 
-/* Split [0, len) over the request's rails by bandwidth weight (the last rail
- * takes the remainder) and register each rail's range of the local buffer.
- * false when a range cannot be registered (the caller falls back). */
-static bool rails_split(px_request_t *r, size_t len)
+/* Split [from, end) of the message over the request's rails by bandwidth
+ * weight (the last rail takes the remainder) and register each rail's range
+ * of the local buffer. false when a range cannot be registered (the caller
+ * falls back). */
+static bool rails_split(px_request_t *r, size_t from, size_t end)
 {
     double wsum = 0;
     for (int k = 0; k < r->nrails; ++k)
         wsum += r->rails[k].pm->weight;
-    size_t start = 0;
+    const size_t len = end - from;
+    size_t start = from;
     for (int k = 0; k < r->nrails; ++k) {
         px_rt_rail_t *rl = &r->rails[k];
-        size_t n = len - start;
+        size_t n = end - start;
         if (k + 1 < r->nrails) {
             double share = wsum > 0 ? rl->pm->weight / wsum : 1.0 / r->nrails;
             n = (size_t)((double)len * share);
-            if (n > len - start)
-                n = len - start;
+            if (n > end - start)
+                n = end - start;
         }
         rl->cursor = start;
         rl->end = start + n;
@@ -87,6 +98,7 @@ static void rndv_use_frags(px_request_t *r)
     r->done = 0;
     px_pml_pending_remove(r);
     if (PX_PML_REQ_RECV == r->type) {
+        r->done = r->carried; /* the ACK says so: fragments start after them */
         px_pml_recv_send_ack(r);
         return;
     }
@@ -219,7 +231,16 @@ void px_pml_rdma_schedule(px_request_t *r)
 
 void px_pml_recv_send_ack(px_request_t *r)
 {
-    int rc = px_pml_send_ctl(r->status.source, PX_RT_AM_ACK, r->remote, (uint64_t)(uintptr_t)r);
+    int rc;
+    if (r->carried) { /* fragments from where the RNDV's bytes end */
+        struct {
+            px_rt_ctl_hdr_t h;
+            px_rt_ack_data_t a;
+        } msg = {{r->remote, (uint64_t)(uintptr_t)r}, {r->carried}};
+        rc = px_pml_send_ctl_buf(r->status.source, PX_RT_AM_ACK, &msg, sizeof(msg));
+    } else {
+        rc = px_pml_send_ctl(r->status.source, PX_RT_AM_ACK, r->remote, (uint64_t)(uintptr_t)r);
+    }
     if (PX_ERR_TEMP_OUT_OF_RESOURCE == rc) {
         px_pml_pending_add(r, PX_PML_PEND_ACK);
         return;
@@ -336,8 +357,21 @@ void px_pml_am_putfin(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
     req_complete(r);
 }
 
-/* A rendezvous matched by receive `r`. */
-void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob)
+/* Copy the first bytes the RNDV carried into the receive's buffer (what fits),
+ * unless the request already completed (failed while starting). */
+static void recv_copy_carried(px_request_t *r, const px_pml_carried_t *c)
+{
+    if (NULL == c || r->complete || r->released)
+        return;
+    size_t n = c->len < r->status.length ? c->len : r->status.length;
+    if (n)
+        seg_copy(r->buf, n, c->segs, c->nseg, c->skip);
+}
+
+/* A rendezvous matched by receive `r`; `c`: the first bytes its RNDV carried
+ * (NULL: none), at most the message's length (pml.c checked). */
+void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const unsigned char *blob,
+                            const px_pml_carried_t *c)
 {
     r->rndv = true; /* fine mode: its release takes the API lock (req_release_mt) */
     r->status.source = h->m.src;
@@ -347,6 +381,12 @@ void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const un
     r->done = 0;
     r->scheduled = 0;
     r->outstanding = 0;
+    r->finishing = false;
+    r->carried = c ? c->len : 0;
+    if (c)
+        PX_OUTPUT_VERBOSE(20, px_rt.output,
+                          "a rendezvous from rank %d carried its first %zu of %" PRIu64 " bytes",
+                          h->m.src, c->len, h->len);
     if (h->len > r->len) {
         r->status.length = r->len;
         r->status.error = PX_ERR_TRUNCATE;
@@ -366,21 +406,38 @@ void px_pml_recv_start_rndv(px_request_t *r, const px_rt_rndv_hdr_t *h, const un
         else if (h->m.flags & PX_RT_RNDV_FLAG_PUT)
             mode = PX_PML_RDMA_PUT;
     }
-    /* Get: the receiver reads its rails' ranges. Put: its buffer is
-     * registered whole with the one rail, for the sender to write. */
+    /* Get: the receiver reads its rails' ranges (after what the RNDV
+     * carried). Put: its buffer is registered whole with the one rail, for
+     * the sender to write (all of it: PUT-ACK has no offset). */
+    size_t from = 0;
+    if (PX_PML_RDMA_GET == mode)
+        from = r->carried < r->status.length ? r->carried : r->status.length;
     if (mode != PX_PML_RDMA_NONE && recv_match_rails(r, peer, h, blob, mode) > 0 &&
-        rails_split(r, r->status.length)) {
+        rails_split(r, from, r->status.length)) {
         r->rdma_mode = (uint8_t)mode;
         if (PX_PML_RDMA_PUT == mode) {
+            /* The sender writes the whole message (it never carries bytes
+             * with put; if one did, they are not taken: a fallback to
+             * fragments then asks for all of them). */
+            r->carried = 0;
             px_pml_recv_send_putack(r);
             return;
         }
         r->raddr = h->addr;
-        r->rlen = r->status.length;
+        r->rlen = r->status.length - from;
+        /* The reads go out first; the carried bytes are copied while they
+         * travel, and no FIN goes before that copy is done (finishing holds
+         * rdma_check, in case a module completes a read at once). */
+        r->finishing = true;
         px_pml_rdma_schedule(r);
+        recv_copy_carried(r, c);
+        r->finishing = false;
+        if (PX_PML_RDMA_GET == r->rdma_mode)
+            rdma_check(r);
         return;
     }
-    rndv_use_frags(r);
+    rndv_use_frags(r); /* the ACK goes first; the copy while it travels */
+    recv_copy_carried(r, c);
 }
 
 /* AM callback: a pipelined fragment. */
@@ -500,10 +557,27 @@ void px_pml_am_ack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     px_request_t *r = ctl_request(d, &h, PX_PML_REQ_SEND, PX_RT_AM_ACK, "ACK");
     if (NULL == r)
         return;
+    /* A receiver that took the bytes the RNDV carried says where the
+     * fragments start (px_rt_ack_data_t); an older one sends no tail. */
+    size_t from = 0;
+    if (seg_data_len(d->des_segments, d->des_segment_count, 0) >=
+        sizeof(h) + sizeof(px_rt_ack_data_t)) {
+        px_rt_ack_data_t a;
+        seg_copy(&a, sizeof(a), d->des_segments, d->des_segment_count, sizeof(h));
+        if (a.offset >= r->total) { /* an RNDV carries less than the message */
+            px_show_error("runtime: an ACK from rank %d asks for fragments from byte %" PRIu64
+                          " of a %zu-byte message; the send fails",
+                          d->src_rank, a.offset, r->total);
+            px_pml_req_release_regs(r);
+            px_pml_req_fail(r, PX_ERR_COMM);
+            return;
+        }
+        from = (size_t)a.offset;
+    }
     px_pml_req_release_regs(r);
     r->remote = h.rreq;
-    r->scheduled = 0;
-    r->done = 0;
+    r->scheduled = from;
+    r->done = from;
     r->outstanding = 0;
     px_btl_convertor_init_contig(&r->conv, r->buf, r->total);
     px_pml_send_schedule_frags(r);
@@ -556,7 +630,7 @@ void px_pml_am_putack(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d
     r->done = 0;
     r->outstanding = 0;
     r->finishing = false;
-    if (!rails_split(r, r->rlen)) {
+    if (!rails_split(r, 0, r->rlen)) {
         rndv_use_frags(r); /* cannot register: fragments instead */
         return;
     }
@@ -604,7 +678,28 @@ static void rndv_choose_rdma(px_request_t *r, px_rt_peer_t *peer)
         r->rdma_mode = PX_PML_RDMA_PUT;
 }
 
-/* Start a rendezvous: the RNDV header with the RDMA rails offered. */
+/* How many of the message's first bytes the RNDV carries over module `m`
+ * when its header and rail entries take `head` bytes (0: none): per
+ * runtime_rndv_first_frag (auto: over a transport whose RDMA needs
+ * registered memory and is not single-copy, i.e. a network's), never with
+ * put (the sender writes the whole message), at most what the module's eager
+ * limit leaves. */
+static size_t rndv_first_frag(const px_request_t *r, const px_btl_module_t *m, size_t head)
+{
+    if (PX_RT_FIRST_FRAG_OFF == px_rt.rndv_first_frag || PX_PML_RDMA_PUT == r->rdma_mode)
+        return 0;
+    if (PX_RT_FIRST_FRAG_AUTO == px_rt.rndv_first_frag &&
+        (!(m->btl_flags & PX_BTL_FLAGS_NEEDS_REG) || (m->btl_flags & PX_BTL_FLAGS_SINGLE_COPY)))
+        return 0;
+    head += sizeof(px_rt_rndv_data_t);
+    if (m->btl_eager_limit <= head)
+        return 0;
+    size_t n = m->btl_eager_limit - head;
+    return n < r->len ? n : r->len - 1; /* at least a byte moves after it */
+}
+
+/* Start a rendezvous: the RNDV header with the RDMA rails offered, and the
+ * message's first bytes where rndv_first_frag says so. */
 void px_pml_send_start_rndv(px_request_t *r)
 {
     r->rndv = true;
@@ -647,13 +742,29 @@ void px_pml_send_start_rndv(px_request_t *r)
     }
     msg.h.blob = (uint32_t)pos;
     size_t bytes = sizeof(msg.h) + msg.h.blob;
+    const size_t carry = rndv_first_frag(r, m, bytes);
+    if (carry) {
+        msg.h.m.flags |= PX_RT_RNDV_FLAG_DATA;
+        PX_OUTPUT_VERBOSE(20, px_rt.output,
+                          "a rendezvous to rank %d carries its first %zu of %zu bytes", r->peer,
+                          carry, r->len);
+    }
+    const size_t head = bytes;
+    if (carry)
+        bytes += sizeof(px_rt_rndv_data_t) + carry;
     px_btl_descriptor_t *des =
         m->btl_alloc(m, pm->endpoint, PX_BTL_NO_ORDER, bytes, PX_BTL_DES_FLAGS_BTL_OWNERSHIP);
     if (NULL == des) {
         px_pml_pending_add(r, PX_PML_PEND_START);
         return;
     }
-    memcpy(des->des_segments[0].seg_addr, &msg, bytes);
+    char *out = des->des_segments[0].seg_addr;
+    memcpy(out, &msg, head);
+    if (carry) {
+        px_rt_rndv_data_t dh = {carry};
+        memcpy(out + head, &dh, sizeof(dh));
+        memcpy(out + head + sizeof(dh), r->buf, carry);
+    }
     des->des_segments[0].seg_len = bytes;
     des->des_cbfunc = NULL;
     px_pml_pending_remove(r);

@@ -71,5 +71,24 @@ typedef struct px_rt_putack_hdr {
 /* px_rt_match_hdr_t.flags of an RNDV header */
 #define PX_RT_RNDV_FLAG_GET 0x1u /* the sender's buffer may be read (addr, handle) */
 #define PX_RT_RNDV_FLAG_PUT 0x2u /* the sender can write into the receiver's buffer */
+/* The message's first bytes follow the rail entries: a px_rt_rndv_data_t,
+ * then exactly `len` bytes (all that is left of the RNDV message). A
+ * receiver that takes them reads (get) or asks for (ACK with a
+ * px_rt_ack_data_t) only the rest; one that does not (a release before this
+ * flag, which never reads past the rail entries nor looks at unknown flags)
+ * moves the whole message as before, so the sender still offers all of it. */
+#define PX_RT_RNDV_FLAG_DATA 0x4u
+
+typedef struct px_rt_rndv_data {
+    uint64_t len; /* bytes of the message carried (from offset 0) */
+} px_rt_rndv_data_t;
+
+/* Optional tail of an ACK (a px_rt_ctl_hdr_t): the receiver already holds
+ * the message's first `offset` bytes (carried by the RNDV), so fragments
+ * start there. A sender before it reads only the px_rt_ctl_hdr_t and sends
+ * from 0; the receiver counts what arrives, so either works. */
+typedef struct px_rt_ack_data {
+    uint64_t offset;
+} px_rt_ack_data_t;
 
 #endif

@@ -34,6 +34,9 @@ enum { PX_RT_THREAD_LOCKS_API = 0, PX_RT_THREAD_LOCKS_FINE = 1, PX_RT_THREAD_LOC
 
 /* runtime_rndv_protocol's values (px_rt.rndv_protocol). */
 enum { PX_RT_RNDV_AUTO = 0, PX_RT_RNDV_GET = 1, PX_RT_RNDV_PIPELINE = 2, PX_RT_RNDV_PUT = 3 };
+/* runtime_rndv_first_frag's values (px_rt.rndv_first_frag): whether an RNDV
+ * carries the message's first bytes (pml_rndv.c). */
+enum { PX_RT_FIRST_FRAG_AUTO = 0, PX_RT_FIRST_FRAG_ON = 1, PX_RT_FIRST_FRAG_OFF = 2 };
 
 typedef struct px_rt_peer {
     px_btl_base_peer_t *btl;
@@ -109,6 +112,7 @@ typedef struct px_runtime {
     size_t tiny_limit;
     size_t eager_limit;
     int rndv_protocol;
+    int rndv_first_frag; /* runtime_rndv_first_frag: PX_RT_FIRST_FRAG_* */
     double wait_timeout;
     int thread_max;   /* runtime_thread_max */
     int thread_level; /* the level px_init / px_init_thread provided */

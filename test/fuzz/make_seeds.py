@@ -115,6 +115,18 @@ put("runtime_am", "send-rndv", isend(3, 600) + inject(3, struct.pack("<QQ", 0, 0
     bytes([0xa0]) + inject(5, struct.pack("<QQ", 0, 0)) + bytes([0xc0]))
 put("runtime_am", "putack", isend(3, 600) + inject(6, struct.pack("<QQQQII", 0, 0, 0, 600, 0, 0)) +
     inject(7, struct.pack("<QQ", 0, 0)))
+# An RNDV carrying its first 100 bytes (PX_RT_RNDV_FLAG_DATA), the rest by
+# fragments from 100; an ACK that asks for fragments from byte 100; RNDVs
+# whose carried length lies (beyond the bytes, the whole message, no room).
+put("runtime_am", "rndv-data", irecv(7, 300) +
+    inject(2, rndv(7, 0, 300, 0, 4) + struct.pack("<Q", 100) + b"d" * 100) +
+    inject(4, struct.pack("<QQ", 0, 100) + b"x" * 200, 9))
+put("runtime_am", "ack-offset", isend(3, 600) + inject(3, struct.pack("<QQQ", 0, 0, 100)) +
+    inject(3, struct.pack("<QQQ", 0, 0, 1 << 40)) + bytes([0xa0, 0xc0]))
+put("runtime_am", "rndv-data-bad", irecv(7, 300) +
+    inject(2, rndv(7, 0, 300, 0, 4) + struct.pack("<Q", 1 << 20) + b"d" * 100) +
+    inject(2, rndv(7, 0, 100, 0, 4) + struct.pack("<Q", 100) + b"d" * 100) +
+    inject(2, rndv(7, 0, 100, 0, 4) + b"\x01\x02"))
 put("runtime_am", "short", inject(2, b"\x00" * 10) + inject(3, b"\x01") + inject(6, b"") +
     inject(1, match(0, 1, 0)))
 
