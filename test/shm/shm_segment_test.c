@@ -464,6 +464,8 @@ START_TEST(dyn_part_version)
                                   .uid = 1000,
                                   .pid = 42,
                                   .fd = 3,
+                                  .ring = 1 << 16,
+                                  .size = PX_BTL_SHM_DYN_RING_OFF + (1 << 16),
                                   .pidns = 7,
                                   .ipcns = 8},
                           theirs = mine, out;
