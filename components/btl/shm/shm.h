@@ -294,8 +294,9 @@ typedef struct px_btl_shm_state {
     int free_list_eager_max, free_list_send_max;
     size_t frag_cool_bytes; /* btl_shm_frag_cool_bytes */
     int poll_batch;
-    int fault_in; /* btl_shm_fault_in: PX_BTL_SHM_FAULT_* */
-    bool dynamic; /* btl_shm_dynamic */
+    int fault_in;   /* btl_shm_fault_in: PX_BTL_SHM_FAULT_* */
+    bool dynamic;   /* btl_shm_dynamic */
+    bool dyn_split; /* btl_shm_dyn_split: take split offers from connected peers */
     /* runtime */
     bool in_progress;
     unsigned quiet_polls;   /* progress calls that found nothing, towards a liveness check */

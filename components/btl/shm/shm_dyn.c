@@ -189,7 +189,7 @@ static int own_segment(px_btl_endpoint_t *ep, size_t ring, char *reason)
      * peer of a version that writes no offers, or reads no such bit,
      * never meets one. */
     const px_btl_shm_state_t *s = &px_btl_shm_state;
-    if (s->cma_split)
+    if (s->cma_split && s->dyn_split)
         atomic_store_explicit(&h->features, PX_BTL_SHM_DYN_FEAT_SPLIT, memory_order_relaxed);
     ep->memfd = fd;
     ep->own = base;
