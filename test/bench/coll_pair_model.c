@@ -57,10 +57,21 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s BYTES MODE(0-3) ITERS [CHUNK]\n", argv[0]);
+        return 2;
+    }
     size_t n = strtoull(argv[1], 0, 0);
     int mode = atoi(argv[2]);
     int iters = atoi(argv[3]);
     size_t ch = argc > 4 ? strtoull(argv[4], 0, 0) : 262144;
+    if (n == 0 || mode < 0 || mode > 3 || iters < 12 || ch == 0) {
+        fprintf(stderr,
+                "coll_pair_model: BYTES and CHUNK must be positive, MODE 0-3, ITERS 12 or more "
+                "(got %s %s %s)\n",
+                argv[1], argv[2], argv[3]);
+        return 2;
+    }
     uint64_t nslots = 8;
     C = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     for (int i = 0; i < 2; i++)
@@ -100,7 +111,8 @@ int main(int argc, char **argv)
             if (mode == 1)
                 memcpy(r + me * n, s, n);
             barrier(me, &gen);
-        } else if (mode == 2) { /* two-copy pipeline: write own chunks to own seg, read peer's */
+        } else { /* 2: two-copy pipeline: write own chunks to own seg, read peer's, own block
+                  * copied at the end; 3: the same with the own copy of each chunk along */
             uint64_t nc = (n + ch - 1) / ch, w = 0, rd = 0;
             while (w < nc || rd < nc) {
                 if (w < nc) {
@@ -111,6 +123,8 @@ int main(int argc, char **argv)
                         size_t at = w * ch, m = n - at < ch ? n - at : ch;
                         memcpy(seg[me] + (k % nslots) * ch, s + at, m);
                         atomic_store_explicit(&C->posted[me], k + 1, memory_order_release);
+                        if (mode == 3)
+                            memcpy(r + me * n + at, seg[me] + (k % nslots) * ch, m);
                         w++;
                         continue;
                     }
@@ -127,36 +141,9 @@ int main(int argc, char **argv)
                 }
             }
             cpos += nc;
-            memcpy(r + me * n, s, n);
+            if (mode == 2)
+                memcpy(r + me * n, s, n);
             barrier(me, &gen);
-        } else if (mode == 3) { /* own copy interleaved: pipeline, own copy of chunk along */
-            uint64_t nc = (n + ch - 1) / ch, w = 0, rd = 0;
-            while (w < nc || rd < nc) {
-                if (w < nc) {
-                    uint64_t k = cpos + w;
-                    if (k < nslots ||
-                        k + 1 - nslots <=
-                            atomic_load_explicit(&C->acked[peer], memory_order_acquire)) {
-                        size_t at = w * ch, m = n - at < ch ? n - at : ch;
-                        memcpy(seg[me] + (k % nslots) * ch, s + at, m);
-                        atomic_store_explicit(&C->posted[me], k + 1, memory_order_release);
-                        memcpy(r + me * n + at, seg[me] + (k % nslots) * ch, m);
-                        w++;
-                        continue;
-                    }
-                }
-                if (rd < nc) {
-                    uint64_t k = cpos + rd;
-                    if (atomic_load_explicit(&C->posted[peer], memory_order_acquire) > k) {
-                        size_t at = rd * ch, m = n - at < ch ? n - at : ch;
-                        memcpy(r + peer * n + at, seg[peer] + (k % nslots) * ch, m);
-                        rd++;
-                        atomic_store_explicit(&C->acked[me], cpos + rd, memory_order_release);
-                        continue;
-                    }
-                }
-            }
-            cpos += nc;
             barrier(me, &gen);
         }
         double t = now() - t0;
