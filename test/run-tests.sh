@@ -10,6 +10,11 @@
 # (they read the source tree and build scratch copies, never BUILD_DIR, so a
 # second build flavour runs them identically) are not run; a line names them.
 # .ci/run sets it for the sanitizer build, after the normal build ran them.
+# Shell tests marked "# px-test: background" (they compile and inspect files:
+# no process of theirs waits on another or on a clock) run in a second lane
+# at the lowest CPU priority (nice 19) beside the others, which have two
+# cores but keep about a third of them busy; their lines come at the end.
+# PX_TEST_LANES=1 runs everything in one lane, one test after the other.
 set -u
 build=$(cd "${1:?usage: run-tests.sh BUILD_DIR [filter]}" && pwd)
 filter=${2:-.}
@@ -26,6 +31,7 @@ export HOME=${PX_TEST_HOME:-$(mktemp -d)}
 # libplexus.a. Tests that need other folders set the variable themselves.
 export PX_MCA_mca_component_path=$build/.libs
 timeout_s=${PX_TEST_TIMEOUT:-600}
+lane=${PX_TEST_LANE:-main} # main, or bg: the background lane's own run
 passed=0 failed=0 skipped=0
 failures=() not_run=()
 logdir=$build/test-logs
@@ -74,8 +80,17 @@ run_shell() { # a TAP-style shell test
     echo "  $name: $p passed, $f failed, $s skipped ($((SECONDS - t0)) s)"
 }
 
-echo "Plexus tests (build: $build)"
+is_background() { grep -q '^# px-test: background' "$1"; }
+bg_pid= bg_log=
+if [ "$lane" = main ] && [ "${PX_TEST_LANES:-2}" != 1 ]; then
+    bg_log=$logdir/background-lane.log
+    PX_TEST_LANE=bg nice -n 19 bash "$0" "$build" "$filter" >"$bg_log" 2>&1 </dev/null &
+    bg_pid=$!
+fi
+
+[ "$lane" = main ] && echo "Plexus tests (build: $build)"
 while IFS= read -r prog; do
+    [ "$lane" = bg ] && break
     [[ $prog =~ $filter ]] || continue
     [ -n "$exclude" ] && [[ $prog =~ $exclude ]] && continue
     run_check "$prog"
@@ -87,9 +102,28 @@ while IFS= read -r t; do
         not_run+=("${t#"$src"/}")
         continue
     fi
+    if [ "$lane" = bg ]; then
+        is_background "$t" || continue
+    elif [ -n "$bg_pid" ] && is_background "$t"; then
+        continue
+    fi
     run_shell "$t"
 done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null | sort)
 
+if [ -n "$bg_pid" ]; then # the background lane's lines, counts and failures
+    wait "$bg_pid"
+    echo "  (background lane, nice 19:)"
+    sed -n '/^Failures:$/q; /^Not run in this build/d; /^  test\//p' "$bg_log"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$bg_log" | tail -1)
+    if [ -z "$line" ]; then
+        failed=$((failed + 1)); failures+=("background lane: no summary line (see $bg_log)")
+    else
+        passed=$((passed + $(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')))
+        failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+        case "$line" in *skipped*) skipped=$((skipped + $(echo "$line" | sed -E 's/.* ([0-9]+) skipped.*/\1/'))) ;; esac
+        while IFS= read -r l; do failures+=("$l"); done < <(sed -n '/^Failures:$/,/^[0-9]* passed, /p' "$bg_log" | sed -n 's/^  //p')
+    fi
+fi
 if [ ${#not_run[@]} -gt 0 ]; then
     echo "Not run in this build (source-only, PX_TEST_SKIP_SOURCE_ONLY=1): ${not_run[*]}"
 fi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: background (compiles and reads files; nothing waits on a clock)
 # libplexus.so's ABI against the baseline committed in test/abi/libplexus.abi
 # (docs/abi.md, "The checks"): abidiff (abigail-tools) compares the exported
 # functions and variables, their symbol versions and every type reachable

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: background (compiles and reads files; nothing waits on a clock)
 # The two tiers of installed headers (docs/abi.md, "Two tiers of headers"):
 # an application includes <plexus.h> alone, and what that pulls in is the
 # application tier only (plexus.h, plexus_types.h, runtime/plexus*.h): no

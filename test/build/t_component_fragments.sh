@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # px-test: source-only (reads the source tree, never the build under test)
+# px-test: background (compiles and reads files; nothing waits on a clock)
 # A component is its folder: components/<fw>/<name>/ with its configure.m4 and
 # Makefile.inc, found by autogen.sh. configure.ac and the top-level Makefile.am
 # name no component; in a scratch copy of the tree, components dropped into

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: background (compiles and reads files; nothing waits on a clock)
 # libplexus.so is built with -fvisibility=hidden and exports only what is
 # marked PX_EXPORT (core/util/compiler.h): the application API and what
 # components call. Its dynamic symbol table must match

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # px-test: source-only (reads the source tree, never the build under test)
+# px-test: background (compiles and reads files; nothing waits on a clock)
 # Each component stands on its own fragments (docs/writing-a-component.md):
 #  - a library a component uses (X_CFLAGS or X_LIBS in its Makefile.inc,
 #    PX_HAVE_X in its sources) is checked by its own configure.m4

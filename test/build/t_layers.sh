@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # px-test: source-only (reads the source tree, never the build under test)
+# px-test: background (compiles and reads files; nothing waits on a clock)
 # The dependency rule (docs/architecture.md, "Layers"): test/build/check_layers.sh
 # finds no include that breaks it in the tree, and it does find each kind of
 # violation planted in a scratch copy (so a checker that reports nothing

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # px-test: source-only (reads the source tree, never the build under test)
+# px-test: background (compiles and reads files; nothing waits on a clock)
 # The documentation's links and installation:
 # - every relative link of README.md and docs/**/*.md ([text](page.md),
 #   [text](page.md#section), [text](#section)) names a file that exists and,
