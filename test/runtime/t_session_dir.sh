@@ -7,7 +7,10 @@
 # rank gets its own folder, removed at its finalize; nothing is left under
 # TMPDIR after the job; inside a Slurm job the name carries SLURM_JOB_ID and
 # SLURM_STEP_ID. A TMPDIR/plexus-<uid> that others can enter is
-# refused with a message that names it.
+# refused with a message that names it. Many jobs starting and ending at
+# once (one removes plexus-<uid> when it leaves it empty, another is making
+# its folder in it) all get their folders: 6 x 100 pxrun jobs, 6 x 60
+# processes alone; before the fix about 1 in 300 failed with ENOENT.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 probe=$B/test/runtime/session_probe
@@ -87,4 +90,26 @@ check "plexus-<uid> with mode 755: the probe gets no folder (exit $rc)" test $rc
 check "... the error names the folder" contains "$err" "cannot use $T/open/plexus-$uid"
 check "... says where the place came from and what is accepted" \
     contains "$err" "the place comes from TMPDIR=$T/open; each folder must be a directory owned by uid $uid with mode 0700"
+# ---- many jobs at once, sharing TMPDIR/plexus-<uid>
+mkdir -p "$T/race"
+for lane in 1 2 3 4 5 6; do
+    (for _ in $(seq 1 100); do
+        TMPDIR=$T/race "$pxrun" -n 1 /bin/true 2>&1 || echo "exit $?"
+    done) >"$T/race.pxrun.$lane" &
+done
+wait
+bad=$(cat "$T"/race.pxrun.* | grep -c .)
+check "600 pxrun jobs, 6 at a time: each made its session folder ($bad lines of error)" test "$bad" -eq 0
+cat "$T"/race.pxrun.* | sort | uniq -c | head -3 | sed 's/^/# /'
+for lane in 1 2 3 4 5 6; do
+    (for _ in $(seq 1 60); do
+        TMPDIR=$T/race "$probe" >"$T/race.one.$lane" 2>&1 ||
+            { echo "exit $?"; grep -v '^rank' "$T/race.one.$lane" | head -2; }
+    done) >"$T/race.single.$lane" &
+done
+wait
+bad=$(cat "$T"/race.single.* | grep -c .)
+check "360 processes alone, 6 at a time: each made its scratch folder ($bad lines of error)" test "$bad" -eq 0
+cat "$T"/race.single.* | sort | uniq -c | head -3 | sed 's/^/# /'
+check "... and nothing is left under TMPDIR" test -z "$(ls -A "$T/race")"
 tap_done

@@ -258,19 +258,31 @@ static void setup_session(void)
     if (!tmp || !*tmp || strlen(tmp) > 60)
         tmp = "/tmp";
     snprintf(px.topdir, sizeof px.topdir, "%s/plexus-%u", tmp, (unsigned)getuid());
-    if (make_private_dir(px.topdir) != 0) {
-        fprintf(stderr,
-                "pxrun: error: cannot use session folder %s: %s (it must be a directory owned by "
-                "uid %u with mode 0700; set TMPDIR to use another place)\n",
-                px.topdir, strerror(errno), (unsigned)getuid());
-        px.topdir[0] = 0;
-        exit(1);
-    }
     bool made = false;
-    if (snprintf(px.sessdir, sizeof px.sessdir, "%s/job-%s", px.topdir, px.jobid) >=
-            (int)sizeof px.sockpath - 8 ||
-        (px.sessfd = px_fs_private_dir_open(px.sessdir, true, NULL, &made)) < 0 || !made) {
-        if (px.sessfd >= 0 || errno == EPERM)
+    bool too_long = snprintf(px.sessdir, sizeof px.sessdir, "%s/job-%s", px.topdir, px.jobid) >=
+                    (int)sizeof px.sockpath - 8;
+    /* Another job that ends removes plexus-<uid> when it holds no job
+     * folder: removed between its mkdir and its open, or before our job
+     * folder's mkdir (ENOENT), it is made again. */
+    for (int attempt = 0; !too_long && attempt < 100; attempt++) {
+        if (make_private_dir(px.topdir) != 0) {
+            if (ENOENT == errno && attempt < 99)
+                continue; /* removed between its mkdir and its open */
+            fprintf(stderr,
+                    "pxrun: error: cannot use session folder %s: %s (it must be a directory owned "
+                    "by uid %u with mode 0700; set TMPDIR to use another place)\n",
+                    px.topdir, strerror(errno), (unsigned)getuid());
+            px.topdir[0] = 0;
+            exit(1);
+        }
+        px.sessfd = px_fs_private_dir_open(px.sessdir, true, NULL, &made);
+        if (px.sessfd >= 0 || errno != ENOENT)
+            break;
+    }
+    if (too_long || px.sessfd < 0 || !made) {
+        if (too_long)
+            errno = ENAMETOOLONG;
+        else if (px.sessfd >= 0 || errno == EPERM)
             errno = EEXIST; /* not ours to use: a job folder is always new */
         if (px.sessfd >= 0)
             close(px.sessfd);

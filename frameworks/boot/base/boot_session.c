@@ -79,8 +79,10 @@ static void component_name(char *out, size_t len, const char *in)
 /* Report (once) that `path`, which holds or is the scratch folder, cannot be
  * used: what failed, the error, the rank, where the place came from, and
  * what is accepted. */
-static void session_fail(const char *path, const char *what, int err)
+static void session_fail(const char *where, const char *what, int err)
 {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", where); /* `where` may be px_boot_node_dir */
     px_boot_session_failed = true;
     px_boot_node_dir[0] = '\0';
     const char *tmp = getenv("TMPDIR");
@@ -103,11 +105,18 @@ static void session_fail(const char *path, const char *what, int err)
 static int open_node_dir(void)
 {
     for (int attempt = 0; attempt < 100; attempt++) {
+        /* plexus-<uid> is removed by the last job that leaves it: made
+         * again when that happened between its mkdir and its open, or
+         * before the job folder's mkdir (ENOENT). */
         if (px_boot_top_dir[0] && private_dir(px_boot_top_dir) != 0) {
+            if (ENOENT == errno)
+                continue;
             session_fail(px_boot_top_dir, "use", errno);
             return -1;
         }
         if (private_dir(px_boot_node_dir) != 0) {
+            if (ENOENT == errno && px_boot_top_dir[0])
+                continue;
             session_fail(px_boot_node_dir, "make", errno);
             return -1;
         }
