@@ -560,13 +560,21 @@ static int read_entry(const char *key, bool fresh, void **value, size_t *len, bo
     return PX_SUCCESS;
 }
 
+/* A connection that may still be used: not closed, and no transport of
+ * it has reported the peer failed (a copy that found its process exiting
+ * says so before the connection closes). */
+static bool conn_live(const px_rt_dyn_t *d)
+{
+    return d && !d->gone && !__atomic_load_n(&d->peer.failed, __ATOMIC_RELAXED);
+}
+
 /* Whether a live connection to the entry's owner exists (its id in *peer). */
 static bool reachable(const px_name_entry_t *e, int *peer)
 {
     for (conn_t *c = conns; c; c = c->next)
         if (0 == strcmp(c->contact, e->contact) && c->owner == e->owner) {
             px_rt_dyn_t *d = px_rt_dyn_find(c->peer);
-            if (d && !d->gone) {
+            if (conn_live(d)) {
                 *peer = c->peer;
                 return true;
             }
@@ -586,7 +594,7 @@ static int owner_peer(const char *fn, const char *name, const px_name_entry_t *e
         conn_t *c = *pp;
         if (0 == strcmp(c->contact, e->contact) && c->owner == e->owner) {
             px_rt_dyn_t *d = px_rt_dyn_find(c->peer);
-            if (d && !d->gone) {
+            if (conn_live(d)) {
                 *peer = c->peer;
                 return PX_SUCCESS;
             }

@@ -147,6 +147,7 @@ struct px_btl_endpoint {
     int lockfd;
     bool gone;     /* seen dead or cut off (reported once) */
     bool corrupt;  /* it wrote something out of bounds: no longer read */
+    bool exiting;  /* a copy from or to it found no process (ESRCH): reported in progress */
     size_t fbs;    /* bytes of each ring with this peer (a power of two) */
     size_t fb_max; /* largest message (with its 8-byte header) through them */
     /* A dynamic peer (BTL API 3.3, shm_dyn.c): rank PX_BTL_RANK_DYNAMIC, no
@@ -299,6 +300,7 @@ typedef struct px_btl_shm_state {
     bool dyn_split; /* btl_shm_dyn_split: take split offers from connected peers */
     /* runtime */
     bool in_progress;
+    bool dyn_exiting;       /* a dynamic peer is `exiting`: progress reports it first */
     unsigned quiet_polls;   /* progress calls that found nothing, towards a liveness check */
     uint64_t next_check_ns; /* earliest next liveness check (CLOCK_MONOTONIC_COARSE) */
     int seg_fd;             /* own segment, locked while this process lives (-1: none) */

@@ -170,13 +170,12 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
     {.name = "dyn_split",
      .help = "Take split offers from connected peers (processes that connected at run time, "
              "e.g. readers of named segments): copy part of their large reads of our regions "
-             "while we progress (btl_shm_cma_split). Off by default: with it, a reader of "
-             "several owners could keep a dead owner's names open after a failed read "
-             "(examples/kvcache, session 35); ranks of the job split either way",
+             "while we progress (btl_shm_cma_split); false: connected readers read alone "
+             "(ranks of the job split either way)",
      .type = PX_MCA_VAR_TYPE_BOOL,
      .info_level = 6,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,
-     .dflt = "false",
+     .dflt = "true",
      PX_BTL_SHM_AT(dyn_split)},
     {.name = NULL},
 };

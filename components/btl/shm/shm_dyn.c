@@ -466,7 +466,7 @@ void px_btl_shm_dyn_check_peers(void)
         bool left = atomic_load_explicit(&((px_btl_shm_dyn_hdr_t *)ep->seg)->departed,
                                          memory_order_acquire) != 0;
         struct pollfd pf = {ep->pidfd, POLLIN, 0};
-        bool dead = ep->pidfd >= 0 && poll(&pf, 1, 0) > 0;
+        bool dead = ep->exiting || (ep->pidfd >= 0 && poll(&pf, 1, 0) > 0);
         if (!left && !dead)
             continue;
         ep->gone = true;

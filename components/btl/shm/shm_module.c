@@ -526,8 +526,13 @@ int px_btl_shm_progress(px_btl_module_t *btl)
     if (s->my_fifo &&
         atomic_load_explicit(&s->my_fifo->head, memory_order_relaxed) != PX_BTL_SHM_EMPTY)
         n += fifo_poll();
-    if (PX_UNLIKELY(s->nsplits | s->nsplit_done))
+    if (PX_UNLIKELY(s->nsplits | s->nsplit_done | s->dyn_exiting)) {
+        if (s->dyn_exiting) { /* before the callbacks of its failed copies */
+            s->dyn_exiting = false;
+            px_btl_shm_dyn_check_peers();
+        }
         n += split_progress(s);
+    }
     if (n == 0 && PX_UNLIKELY(++s->quiet_polls >= PX_BTL_SHM_QUIET_POLLS)) {
         s->quiet_polls = 0;
         px_btl_shm_check_peers(s);
@@ -908,12 +913,14 @@ static bool split_finish(px_btl_shm_state_t *s, int i, bool defer)
                                              false) != PX_SUCCESS)
                     sp->status = PX_ERR_COMM;
             }
-        } else if (sp->ep->gone) {
+        } else if (sp->ep->gone || sp->ep->exiting) {
             sp->status = PX_ERR_PEER_FAILED; /* it died holding chunks */
         } else {
             sp->status = PX_ERR_COMM; /* another state: not written by the protocol */
         }
     }
+    if (PX_ERR_COMM == sp->status && sp->ep->exiting)
+        sp->status = PX_ERR_PEER_FAILED; /* its process is exiting */
     /* Chunks nobody claimed (the sender stopped after a failed chunk while
      * we had stopped claiming): read now. */
     if (PX_SUCCESS == sp->status)
@@ -942,9 +949,15 @@ static bool split_finish(px_btl_shm_state_t *s, int i, bool defer)
         s->split_done[s->nsplit_done++] =
             (px_btl_shm_split_done_t){done.ep,        done.local,  done.local_handle, done.cbfunc,
                                       done.cbcontext, done.cbdata, done.status};
-    else if (done.cbfunc)
+    else if (done.cbfunc) {
+        /* A copy found the owner's process exiting: the runtime learns that
+         * it is gone before it learns that this get failed (a reader that
+         * opens its names again must not take the connection for live). */
+        if (done.ep->exiting && !done.ep->gone)
+            px_btl_shm_dyn_check_peers();
         done.cbfunc(&px_btl_shm_module.super, done.ep, done.local, done.local_handle,
                     done.cbcontext, done.cbdata, done.status);
+    }
     return true;
 }
 

@@ -25,6 +25,14 @@ int px_btl_shm_cma_copy(px_btl_endpoint_t *ep, bool write, void *local_address,
         ssize_t n = write ? process_vm_writev(ep->pid, &l, 1, &r, 1, 0)
                           : process_vm_readv(ep->pid, &l, 1, &r, 1, 0);
         if (n <= 0) {
+            /* No process (its memory already released: it is exiting,
+             * before its descriptors close and its pidfd says so): a
+             * dynamic peer is reported gone by the next progress call,
+             * before the completion of this copy's operation. */
+            if (n < 0 && ESRCH == errno && ep->dyn && !ep->gone) {
+                ep->exiting = true;
+                px_btl_shm_state.dyn_exiting = true;
+            }
             if (!quiet)
                 px_show_error("btl shm: %s of %zu bytes %s rank %d (pid %d) failed: %s",
                               write ? "process_vm_writev" : "process_vm_readv", size - done,
