@@ -100,15 +100,15 @@ split_case() { # NAME OWNER_ENV READER_ENV READER_WANTS OWNER_WANTS
     check "split $1: the reader: $4 ($(shmline "$T/rs$1"))" [ "$(shmline "$T/rs$1")" = "$4" ]
     check "split $1: the owner: $5 ($(shmline "$T/os$1"))" [ "$(shmline "$T/os$1")" = "$5" ]
 }
-split_case leave PX_MCA_btl_shm_dyn_split=1 PX_BTL_SHM_TEST_SPLIT=leave \
+split_case leave "" PX_BTL_SHM_TEST_SPLIT=leave \
     "split 1 xfer 1 joined 1 own 0 wrote 0" "split 0 xfer 0 joined 0 own 0 wrote 4"
 split_case ignore "PX_MCA_btl_shm_dyn_split=1 PX_BTL_SHM_TEST_SPLIT=ignore" "" \
     "split 1 xfer 1 joined 0 own 4 wrote 0" "split 0 xfer 0 joined 0 own 0 wrote 0"
 split_case off PX_MCA_btl_shm_cma_split=0 "" \
     "split 0 xfer 0 joined 0 own 0 wrote 0" "split 0 xfer 0 joined 0 own 0 wrote 0"
-# The default (btl_shm_dyn_split false): an owner takes no offers from
-# connected readers, which read alone.
-split_case default "" "" \
+# An owner that sets btl_shm_dyn_split false (default true) takes no offers
+# from connected readers, which read alone.
+split_case dyn-off PX_MCA_btl_shm_dyn_split=0 "" \
     "split 0 xfer 0 joined 0 own 0 wrote 0" "split 0 xfer 0 joined 0 own 0 wrote 0"
 
 # ---- taken by another process
