@@ -128,6 +128,7 @@ if command -v ompi-server >/dev/null; then
     K=$!
     for _ in $(seq 300); do grep -q published "$T/k.out" 2>/dev/null && break; sleep 0.1; done
     check "crash: job A publishes its contact" contains "$(cat "$T/k.out")" "published"
+    grep -q published "$T/k.out" || sed 's/^/# job A: /' "$T/k.err" | head -20
     sleep 2.5 # 2.5 leases: only renewals keep it
     "${MPIRUN[@]}" "${SRV[@]}" -np 1 "$P" get "$CKEY" >"$T/k1.out" 2>&1 </dev/null
     check "crash: another job reads it after 2.5 leases (renewed)" contains "$(cat "$T/k1.out")" "got "
