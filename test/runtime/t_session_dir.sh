@@ -91,6 +91,14 @@ check "plexus-<uid> with mode 755: the probe gets no folder (exit $rc)" test $rc
 check "... the error names the folder" contains "$err" "cannot use $T/open/plexus-$uid"
 check "... says where the place came from and what is accepted" \
     contains "$err" "the place comes from TMPDIR=$T/open; each folder must be a directory owned by uid $uid with mode 0700"
+# ---- a TMPDIR that does not exist: said at once (the retries on ENOENT of
+# the race below end with the real error)
+err=$(TMPDIR=$T/none/x "$probe" 2>&1)
+check "TMPDIR missing: a process alone says which folder it cannot use, and why" \
+    contains "$err" "cannot use $T/none/x/plexus-$uid: No such file or directory"
+err=$(TMPDIR=$T/none/x "$pxrun" -n 1 /bin/true 2>&1)
+check "TMPDIR missing: pxrun says which folder it cannot use, and why" \
+    contains "$err" "cannot use session folder $T/none/x/plexus-$uid: No such file or directory"
 # ---- many jobs at once, sharing TMPDIR/plexus-<uid>
 mkdir -p "$T/race"
 # race NAME RUNS WHAT COMMAND...: 6 lanes of RUNS runs of COMMAND at once; a

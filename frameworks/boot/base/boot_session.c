@@ -107,15 +107,17 @@ static int open_node_dir(void)
     for (int attempt = 0; attempt < 100; attempt++) {
         /* plexus-<uid> is removed by the last job that leaves it: made
          * again when that happened between its mkdir and its open, or
-         * before the job folder's mkdir (ENOENT). */
+         * before the job folder's mkdir (ENOENT). A TMPDIR that does not
+         * exist gives ENOENT every time: the last attempt reports it. */
+        bool again = attempt < 99;
         if (px_boot_top_dir[0] && private_dir(px_boot_top_dir) != 0) {
-            if (ENOENT == errno)
+            if (ENOENT == errno && again)
                 continue;
             session_fail(px_boot_top_dir, "use", errno);
             return -1;
         }
         if (private_dir(px_boot_node_dir) != 0) {
-            if (ENOENT == errno && px_boot_top_dir[0])
+            if (ENOENT == errno && px_boot_top_dir[0] && again)
                 continue;
             session_fail(px_boot_node_dir, "make", errno);
             return -1;
