@@ -132,6 +132,8 @@ static void dyn_destroy(px_rt_dyn_t *d, const char *why)
             naccq--;
             break;
         }
+    PX_OUTPUT_VERBOSE(10, px_peer_output(), "released %s: %s; %d dynamic peer(s) left", d->name,
+                      why, px_rt.ndyn - 1);
     px_rt_dyn_free(d);
     hook_update();
 }
@@ -194,6 +196,7 @@ static void delivered(px_peer_conn_t *c)
         return;
     }
     d->conn = c;
+    PX_OUTPUT_VERBOSE(10, px_peer_output(), "accepted %s: %d dynamic peer(s)", d->name, px_rt.ndyn);
     if (naccq == accq_cap) {
         int cap = accq_cap ? 2 * accq_cap : 8;
         int *n = realloc(accq, (size_t)cap * sizeof *n);
@@ -505,6 +508,8 @@ static int rt_connect(const char *contact, int *peer)
     d->connected = true;
     dyn_name(d, id, contact);
     hook_update();
+    PX_OUTPUT_VERBOSE(10, px_peer_output(), "connected %s: %d dynamic peer(s)", d->name,
+                      px_rt.ndyn);
     *peer = d->id;
     return PX_SUCCESS;
 }
