@@ -42,12 +42,12 @@ typedef struct own {
 } own_t;
 
 /* A connection this layer made (reused for every name of the same owner).
- * Its lifetime (docs/registry.md, "Connections"): kept while it is live, for
- * the next open of a name of the same owner; once it is not (its owner left
- * or died, or this process failed the peer: a timeout), it is no longer
- * reused, and it is released (px_disconnect) as soon as no open handle
- * resolved through it remains: at that handle's px_name_close or refresh, or
- * at the next px_name_* call that looks at the connections. */
+ * Its lifetime (docs/registry.md, "Connections to owners"): kept while it is
+ * live, for the next open of a name of the same owner; once it is not (its
+ * owner left or died, or this process failed the peer: a timeout), it is no
+ * longer reused, and it is released (px_disconnect) as soon as no open
+ * handle resolved through it remains: at that handle's px_name_close or
+ * refresh, or at the next open that looks for a connection. */
 typedef struct conn {
     struct conn *next;
     char contact[PX_NAME_CONTACT_MAX];
@@ -698,8 +698,9 @@ static int owner_peer(const char *fn, const char *name, const px_name_entry_t *e
 }
 
 /* Read, decode and reach the entry of h->key into h (the previous remote
- * and connection, if any, are the caller's). An entry from the cache that cannot be reached
- * (its owner moved or ended since) is read again from the store, once. */
+ * and connection, if any, are the caller's). An entry from the cache that
+ * cannot be reached (its owner moved or ended since) is read again from the
+ * store, once. */
 static int resolve(const char *fn, px_name_t *h, bool fresh)
 {
     void *value = NULL;
