@@ -73,6 +73,33 @@ check "... and its open descriptors do not grow with the writers ($first in the 
     at_most "$rest" "${first:-0}"
 check "its px_finalize succeeds" grep -q "finalized: success" "$T/churn.out"
 
+# ---- the owner's side: readers that come and go, never px_accept-ed
+# An owner that only serves its memory never calls px_accept; a reader
+# that left must not stay in its table until px_finalize.
+R=6
+PX_MCA_peer_verbose=10 start_owner served/x 65536 9 "$T/c2" "$T/o2"
+for i in $(seq 1 $R); do
+    timeout -s KILL 60 "$app" read served/x 65536 9 >"$T/r2.$i" 2>&1 </dev/null
+    wait_for "$T/o2" "released .*it left before px_accept took it; .*" 10 >/dev/null 2>&1
+done
+rd=$(cat "$T"/r2.* | grep -c "^read ok")
+check "$R readers, one after the other, read the owner's region ($rd)" [ "$rd" -eq $R ]
+for _ in $(seq 1 100); do
+    [ "$(grep -c "it left before px_accept took it" "$T/o2")" -ge $R ] && break
+    sleep 0.05
+done
+gone=$(grep -c "it left before px_accept took it" "$T/o2")
+opeers=$(max_count "$T/o2" "dynamic peer(s)")
+echo "# owner: at most $opeers dynamic peer(s) over $R readers; $gone released as they left"
+check "the owner releases each reader that left (never px_accept-ed) before px_finalize ($gone of $R)" \
+    [ "$gone" -eq $R ]
+check "... so its dynamic peers stay bounded: at most 2 at any time (max $opeers)" at_most "$opeers" 2
+timeout -s KILL 60 "$app" read served/x 65536 9 >"$T/r2.last" 2>&1 </dev/null
+check "... and it still serves the next reader" grep -q "^read ok" "$T/r2.last"
+touch "$T/c2/stop"
+wait_for "$T/o2" "finalized" 30
+check "... and ends cleanly" grep -q "finalized: success" "$T/o2"
+
 # ---- a peer failed by this process (a timeout) while its owner is alive
 start_owner alive/x 65536 5 "$T/c1" "$T/o1"
 PX_MCA_peer_verbose=10 PX_MCA_registry_base_verbose=10 PX_MCA_runtime_wait_timeout=0.5 \
@@ -97,7 +124,7 @@ check "the owner carries on and ends cleanly" grep -q "finalized: success" "$T/o
 # (a sanitizer build: a report makes a process exit non-zero after its work;
 # the owner's comes after its "finalized" line)
 for _ in $(seq 1 200); do kill -0 "$owner_pid" 2>/dev/null || break; sleep 0.05; done
-reports=$(cat "$T/churn.out" "$T/failed.out" "$T/o1" "$T"/churn/owner-*.log 2>/dev/null |
+reports=$(cat "$T/churn.out" "$T/failed.out" "$T/o1" "$T/o2" "$T"/churn/owner-*.log 2>/dev/null |
     grep -c "ERROR: [A-Za-z]*Sanitizer\|runtime error:")
 check "no process reported a sanitizer error ($reports)" [ "$reports" -eq 0 ]
 
