@@ -89,7 +89,8 @@ PX_EXPORT int px_name_kind(const px_name_t *name_handle);
  * px_name_refresh that found the name moved. */
 PX_EXPORT px_xfer_remote_t *px_name_remote(const px_name_t *name_handle);
 /* The owner's peer id (px_connect's), or this process's rank when it owns
- * the name itself. */
+ * the name itself. The connection is the names layer's: usable while the
+ * owner lives (docs/registry.md, "Connections to owners"). */
 PX_EXPORT int px_name_peer(const px_name_t *name_handle);
 /* Read the entry again: PX_SUCCESS when unchanged; 1 when it moved (a new
  * owner or region: the handle now points at it and px_name_remote returns the
@@ -102,10 +103,14 @@ PX_EXPORT int px_name_refresh(px_name_t *name_handle);
  * seconds and progresses Plexus meanwhile. */
 PX_EXPORT int px_name_watch(px_name_t *name_handle, double timeout);
 /* Release the handle (and its imported region); *name_handle becomes NULL.
- * The connection to the owner stays for other names of the same owner. */
+ * The connection to the owner stays for other names of the same owner while
+ * it is live; once the owner left or died (or this process failed it), the
+ * last handle's close releases it (px_disconnect). */
 PX_EXPORT int px_name_close(px_name_t **name_handle);
 /* Open a name published with px_name_publish_contact (or a region's name)
- * and return its owner's peer id, connecting on demand. */
+ * and return its owner's peer id, connecting on demand. The peer belongs to
+ * the names layer as px_name_peer's does: released by it once the owner is
+ * gone (at a later px_name_* call), or by the application's px_disconnect. */
 PX_EXPORT int px_name_connect(const char *name, int *peer);
 
 /* ---- listing ---- */

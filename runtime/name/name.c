@@ -41,12 +41,21 @@ typedef struct own {
     px_xfer_region_t *region; /* NULL for a contact */
 } own_t;
 
-/* A connection this layer made (reused for every name of the same owner). */
+/* A connection this layer made (reused for every name of the same owner).
+ * Its lifetime (docs/registry.md, "Connections to owners"): kept while it is
+ * live, for the next open of a name of the same owner; once it is not (its
+ * owner left or died, or this process failed the peer: a timeout), it is no
+ * longer reused, and it is released (px_disconnect) as soon as no open
+ * handle resolved through it remains: at that handle's px_name_close or
+ * refresh, or at the next open that looks for a connection. */
 typedef struct conn {
     struct conn *next;
     char contact[PX_NAME_CONTACT_MAX];
     uint64_t owner;
     int peer;
+    int users;                    /* open handles resolved through it (px_name_t.conn) */
+    bool dead;                    /* not live any more: never reused, released at users == 0 */
+    char name[PX_NAME_MAX + 128]; /* the first name opened through it (for messages) */
 } conn_t;
 
 /* A description read from the registry, kept registry_cache_ttl seconds. */
@@ -65,6 +74,7 @@ struct px_name {
     size_t len;
     px_name_entry_t e;
     int peer;
+    conn_t *conn; /* the connection it was resolved through (NULL: this process) */
     px_xfer_remote_t *remote;
     double read_at;
 };
@@ -568,42 +578,97 @@ static bool conn_live(const px_rt_dyn_t *d)
     return d && !d->gone && !__atomic_load_n(&d->peer.failed, __ATOMIC_RELAXED);
 }
 
+/* Whether c may carry a new handle: not marked dead, and live. */
+static bool conn_usable(conn_t *c)
+{
+    if (!c->dead && !conn_live(px_rt_dyn_find(c->peer)))
+        c->dead = true;
+    return !c->dead;
+}
+
+static int conns_held(void)
+{
+    int n = 0;
+    for (conn_t *c = conns; c; c = c->next)
+        n++;
+    return n;
+}
+
+/* Release connection c (no handle uses it any more): its peer is
+ * disconnected unless the application did so already, and forgotten. */
+static void conn_release(conn_t *c)
+{
+    conn_t **pp = &conns;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = c->next;
+    px_rt_dyn_t *d = px_rt_dyn_find(c->peer);
+    const char *why = NULL == d ? "the application disconnected it"
+                      : d->gone ? "its owner is gone"
+                                : "this process failed it";
+    if (d && d->connected)
+        px_disconnect(c->peer);
+    PX_OUTPUT_VERBOSE(10, px_registry_base_framework.output,
+                      "released the connection to the owner of \"%s\" (peer %d, "
+                      "contact %s): %s; %d connection(s) to owners held",
+                      c->name, c->peer, c->contact, why, conns_held());
+    free(c);
+}
+
+/* A handle stops using c: c goes when it is dead and this was its last. */
+static void conn_drop(conn_t *c)
+{
+    if (NULL == c)
+        return;
+    if (c->users > 0)
+        c->users--;
+    if (0 == c->users && !conn_usable(c))
+        conn_release(c);
+}
+
+/* Mark the connections that are not live any more, and release those of
+ * them no open handle uses. */
+static void conns_sweep(void)
+{
+    for (conn_t *c = conns, *next; c; c = next) {
+        next = c->next;
+        if (!conn_usable(c) && 0 == c->users)
+            conn_release(c);
+    }
+}
+
 /* Whether a live connection to the entry's owner exists (its id in *peer). */
 static bool reachable(const px_name_entry_t *e, int *peer)
 {
     for (conn_t *c = conns; c; c = c->next)
-        if (0 == strcmp(c->contact, e->contact) && c->owner == e->owner) {
-            px_rt_dyn_t *d = px_rt_dyn_find(c->peer);
-            if (conn_live(d)) {
-                *peer = c->peer;
-                return true;
-            }
+        if (0 == strcmp(c->contact, e->contact) && c->owner == e->owner && conn_usable(c)) {
+            *peer = c->peer;
+            return true;
         }
     return false;
 }
 
-/* The peer id of the entry's owner: this process, a connection made
- * before to the same owner, or a new one. */
-static int owner_peer(const char *fn, const char *name, const px_name_entry_t *e, int *peer)
+/* The peer id of the entry's owner: this process (*conn NULL), a
+ * connection made before to the same owner, or a new one (*conn, with one
+ * more user: the caller's handle). Connections that are not live any more
+ * and that no handle uses are released first. */
+static int owner_peer(const char *fn, const char *name, const px_name_entry_t *e, int *peer,
+                      conn_t **conn)
 {
+    *conn = NULL;
     if (e->owner == instance_id && instance_id != 0) {
         *peer = px_rt.rank;
         return PX_SUCCESS;
     }
-    for (conn_t **pp = &conns; *pp;) {
-        conn_t *c = *pp;
-        if (0 == strcmp(c->contact, e->contact) && c->owner == e->owner) {
-            px_rt_dyn_t *d = px_rt_dyn_find(c->peer);
-            if (conn_live(d)) {
-                *peer = c->peer;
-                return PX_SUCCESS;
-            }
-            *pp = c->next; /* that connection is gone: make a new one */
-            free(c);
-            continue;
+    conns_sweep();
+    for (conn_t *c = conns; c; c = c->next)
+        if (0 == strcmp(c->contact, e->contact) && c->owner == e->owner && conn_usable(c)) {
+            *peer = c->peer;
+            c->users++;
+            *conn = c;
+            return PX_SUCCESS;
         }
-        pp = &c->next;
-    }
     int rc = px_connect(e->contact, peer);
     if (rc != PX_SUCCESS) {
         px_show_error("%s(\"%s\"): its owner (host %s, pid %ld, contact %s) cannot be reached: %s "
@@ -613,19 +678,29 @@ static int owner_peer(const char *fn, const char *name, const px_name_entry_t *e
         return rc;
     }
     conn_t *c = calloc(1, sizeof *c);
-    if (c) {
-        snprintf(c->contact, sizeof c->contact, "%s", e->contact);
-        c->owner = e->owner;
-        c->peer = *peer;
-        c->next = conns;
-        conns = c;
+    if (NULL == c) {
+        px_disconnect(*peer);
+        return PX_ERR_OUT_OF_RESOURCE;
     }
+    snprintf(c->contact, sizeof c->contact, "%s", e->contact);
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->owner = e->owner;
+    c->peer = *peer;
+    c->users = 1;
+    c->next = conns;
+    conns = c;
+    *conn = c;
+    PX_OUTPUT_VERBOSE(10, px_registry_base_framework.output,
+                      "connected to the owner of \"%s\" (peer %d, contact %s): %d "
+                      "connection(s) to owners held",
+                      name, *peer, e->contact, conns_held());
     return PX_SUCCESS;
 }
 
-/* Read, decode and reach the entry of h->key into h (the previous remote,
- * if any, is the caller's). An entry from the cache that cannot be reached
- * (its owner moved or ended since) is read again from the store, once. */
+/* Read, decode and reach the entry of h->key into h (the previous remote
+ * and connection, if any, are the caller's). An entry from the cache that
+ * cannot be reached (its owner moved or ended since) is read again from the
+ * store, once. */
 static int resolve(const char *fn, px_name_t *h, bool fresh)
 {
     void *value = NULL;
@@ -670,7 +745,8 @@ static int resolve(const char *fn, px_name_t *h, bool fresh)
         return rc;
     }
     int peer = -1;
-    rc = owner_peer(fn, h->name, &e, &peer);
+    conn_t *conn = NULL;
+    rc = owner_peer(fn, h->name, &e, &peer, &conn);
     if (rc != PX_SUCCESS) {
         free(value);
         return rc;
@@ -683,6 +759,7 @@ static int resolve(const char *fn, px_name_t *h, bool fresh)
                           "imported: %s (%s)",
                           fn, h->name, e.host, e.pid, px_strerror(rc), px_xfer_last_error());
             free(value);
+            conn_drop(conn);
             return rc;
         }
     }
@@ -691,6 +768,7 @@ static int resolve(const char *fn, px_name_t *h, bool fresh)
     h->len = len;
     h->e = e;
     h->peer = peer;
+    h->conn = conn;
     h->remote = remote;
     h->read_at = now();
     return PX_SUCCESS;
@@ -767,16 +845,21 @@ int px_name_refresh(px_name_t *h)
     h->read_at = now();
     if (same)
         return PX_SUCCESS;
-    /* It moved: reach the new entry, then let the old remote go. */
+    /* It moved: reach the new entry, then let the old remote and
+     * connection go. */
     px_xfer_remote_t *old = h->remote;
+    conn_t *old_conn = h->conn;
     h->remote = NULL;
+    h->conn = NULL;
     rc = resolve("px_name_refresh", h, true);
     if (rc != PX_SUCCESS) {
         h->remote = old;
+        h->conn = old_conn;
         return rc;
     }
     if (old)
         px_xfer_remote_release(&old);
+    conn_drop(old_conn);
     return 1;
 }
 
@@ -815,6 +898,10 @@ int px_name_close(px_name_t **name_handle)
     int rc = PX_SUCCESS;
     if (h->remote)
         rc = px_xfer_remote_release(&h->remote);
+    /* Its connection goes with its last handle when it is not live any more
+     * (px_finalize releases the live ones). */
+    if (px_rt.initialized)
+        conn_drop(h->conn);
     free(h->value);
     free(h);
     *name_handle = NULL;

@@ -127,7 +127,8 @@ static const px_mca_var_field_t peer_var_table[] = {
      PV_AT(max_pending)},
     {.name = "verbose",
      .help = "Verbosity of the peer listener and connector: 1 (default) every connection a "
-             "listener refused, who and why; 10 every connection made",
+             "listener refused, who and why; 10 every connection made, and every dynamic peer "
+             "connected, accepted or released with the number this process holds",
      .type = PX_MCA_VAR_TYPE_INT,
      .info_level = 5,
      .scope = PX_MCA_VAR_SCOPE_LOCAL,

@@ -32,6 +32,9 @@ typedef struct px_peer_ident {
 
 /* Register the peer_* variables (px_init does; safe to call again). */
 int px_peer_register_params(void);
+/* The output stream of the peer_verbose variable (the runtime's dynamic
+ * peers report there too: each one connected, accepted and released). */
+int px_peer_output(void);
 
 /* Open a listener on peer_listen_address:peer_listen_port that answers every
  * authenticated connector with `payload` (copied). *contact is the listener's

@@ -152,8 +152,6 @@ int px_peer_listener_adopt(px_peer_listener_t *l, int fd, const char *from);
 int px_peer_listener_pending(const px_peer_listener_t *l);
 /* Set this thread's error text (printf-like); returns `rc`. */
 int px_peer_fail(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The output stream of the peer_verbose variable. */
-int px_peer_output(void);
 
 /* A connection, from the listener (px_peer_accept*) or the connector. */
 struct px_peer_conn {

@@ -132,6 +132,8 @@ static void dyn_destroy(px_rt_dyn_t *d, const char *why)
             naccq--;
             break;
         }
+    PX_OUTPUT_VERBOSE(10, px_peer_output(), "released %s: %s; %d dynamic peer(s) left", d->name,
+                      why, px_rt.ndyn - 1);
     px_rt_dyn_free(d);
     hook_update();
 }
@@ -194,6 +196,7 @@ static void delivered(px_peer_conn_t *c)
         return;
     }
     d->conn = c;
+    PX_OUTPUT_VERBOSE(10, px_peer_output(), "accepted %s: %d dynamic peer(s)", d->name, px_rt.ndyn);
     if (naccq == accq_cap) {
         int cap = accq_cap ? 2 * accq_cap : 8;
         int *n = realloc(accq, (size_t)cap * sizeof *n);
@@ -242,6 +245,24 @@ static bool conn_closed(px_rt_dyn_t *d)
     return 0 == r || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* Does a message of peer `id` wait to be received (unexpected or out of order)? */
+static bool ux_from(int id)
+{
+    px_rt_dyn_t *d = px_rt_dyn_find(id);
+    px_rt_ux_t *u;
+    ml_lock(px_pml_fine);
+    bool found = d && !px_list_is_empty(&d->peer.ooo);
+    PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
+    {
+        if (found || u->src == id) {
+            found = true;
+            break;
+        }
+    }
+    ml_unlock(px_pml_fine);
+    return found;
+}
+
 static int watch_conns(void)
 {
     int n = 0;
@@ -258,6 +279,16 @@ static int watch_conns(void)
         px_rt_fail_peer_gone(d->id, PX_ERR_PEER_FAILED,
                              "its connection closed: it disconnected or exited",
                              0 == ops_with(d->id));
+        /* Never handed out by px_accept, nothing of it to receive, no
+         * operation on it: nobody can ask for it any more (a server that
+         * only serves its memory never calls px_accept), so release it now
+         * rather than at px_finalize: its descriptors and transports' state
+         * would pile up, one per visitor. Its id stays spent; an operation
+         * naming it fails with PX_ERR_PEER_FAILED, as after px_disconnect. */
+        if (!d->connected && 0 == ops_with(d->id) && !ux_from(d->id)) {
+            dyn_destroy(d, "it left before px_accept took it");
+            i--; /* px_rt_dyn_free moved the last entry here */
+        }
     }
     return n;
 }
@@ -505,6 +536,8 @@ static int rt_connect(const char *contact, int *peer)
     d->connected = true;
     dyn_name(d, id, contact);
     hook_update();
+    PX_OUTPUT_VERBOSE(10, px_peer_output(), "connected %s: %d dynamic peer(s)", d->name,
+                      px_rt.ndyn);
     *peer = d->id;
     return PX_SUCCESS;
 }

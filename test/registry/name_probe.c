@@ -31,13 +31,34 @@
  *       count the registry plugins mapped into this process after px_init
  *       ("after px_init: N registry plugin(s) loaded"), then px_name_open
  *       NAME and count again ("after px_name_open: N ...")
+ *   name_probe churn PREFIX SIZE N DIR
+ *       a long-running reader of writers that come and go: N times, start a
+ *       writer (this program, "owner PREFIX/i SIZE i DIR/i", its output in
+ *       DIR/owner-i.log), open and read PREFIX/i, and end the writer: killed
+ *       (SIGKILL) when i is even, leaving (px_finalize) when odd; when i % 4
+ *       < 2 the handle stays open while the writer ends, a read on it then
+ *       fails ("read after end i: <error>") and it is closed after. Prints
+ *       "round i: read ok, N descriptors" (this process's open descriptors
+ *       after the writer ended and the handle was closed)
+ *   name_probe failed NAME SIZE SEED
+ *       open NAME and read it, then fail its owner by a timeout while it is
+ *       alive (a 1 MiB send it never receives, with runtime_wait_timeout
+ *       set): "send: timed out"; open NAME again while the first handle is
+ *       open ("reopen: read ok", over a new connection), close the first
+ *       ("closed the first"), open it once more ("third: read ok, same
+ *       peer" when it reused the second connection)
  */
 #include <plexus.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +107,41 @@ static int registry_plugins_mapped(void)
     return n;
 }
 
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own descriptor */
+}
+
+/* Progress for `ms` milliseconds (a reader that keeps working). */
+static void progress_for(int ms)
+{
+    for (int i = 0; i < ms; ++i) {
+        px_progress();
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static bool file_has(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, text) != NULL;
+    fclose(f);
+    return found;
+}
+
 static void say(const char *fmt, const char *a, int rc)
 {
     printf(fmt, a, px_strerror(rc));
@@ -117,6 +173,61 @@ static int read_check(px_name_t *h, size_t size, unsigned seed)
     }
     px_xfer_free(&mine);
     return rc;
+}
+
+/* name_probe churn (above): one writer's round. */
+static int churn_round(const char *exe, const char *prefix, size_t size, int i, const char *dir)
+{
+    char name[256], ctl[4096], log[4096], sz[32], seed[16];
+    snprintf(name, sizeof name, "%s/%d", prefix, i);
+    snprintf(ctl, sizeof ctl, "%s/%d", dir, i);
+    snprintf(log, sizeof log, "%s/owner-%d.log", dir, i);
+    snprintf(sz, sizeof sz, "%zu", size);
+    snprintf(seed, sizeof seed, "%d", i);
+    mkdir(ctl, 0700);
+    char *args[] = {(char *)exe, "owner", name, sz, seed, ctl, NULL};
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (0 == pid) { /* only async-signal-safe calls until exec */
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (fd >= 0 && dup2(fd, 1) >= 0 && dup2(fd, 2) >= 0)
+            execv(exe, args);
+        _exit(127);
+    }
+    for (int t = 0; t < 60000 && !file_has(log, "published by pid"); t += 5)
+        progress_for(5);
+    px_name_t *h = NULL;
+    int rc = px_name_open(name, &h);
+    if (PX_SUCCESS == rc)
+        rc = read_check(h, size, (unsigned)i);
+    if (rc != PX_SUCCESS)
+        printf("round %d: %s\n", i, px_strerror(rc));
+    bool keep = i % 4 < 2;
+    if (h && !keep)
+        px_name_close(&h);
+    if (i % 2 == 0) {
+        kill(pid, SIGKILL);
+    } else {
+        char stop[4200];
+        snprintf(stop, sizeof stop, "%s/stop", ctl);
+        FILE *f = fopen(stop, "w");
+        if (f)
+            fclose(f);
+    }
+    int st;
+    while (waitpid(pid, &st, WNOHANG) == 0)
+        progress_for(2);
+    progress_for(20); /* the reader goes on working meanwhile */
+    if (h) {
+        int r2 = read_check(h, size, (unsigned)i);
+        printf("read after end %d: %s\n", i, px_strerror(r2));
+        px_name_close(&h);
+    }
+    if (PX_SUCCESS == rc)
+        printf("round %d: read ok, %d descriptors\n", i, open_fds());
+    fflush(stdout);
+    return rc != PX_SUCCESS;
 }
 
 int main(int argc, char **argv)
@@ -230,6 +341,48 @@ int main(int argc, char **argv)
         printf("after px_name_open: %d registry plugin(s) loaded\n", registry_plugins_mapped());
         fflush(stdout);
         rc = PX_SUCCESS;
+    } else if (0 == strcmp(cmd, "churn") && argc > 5) {
+        char exe[4096];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+            return 7;
+        exe[n] = 0;
+        int rounds = atoi(argv[4]);
+        printf("before: %d descriptors\n", open_fds());
+        for (int i = 0; i < rounds; ++i)
+            ret |= churn_round(exe, name, size, i, argv[5]);
+    } else if (0 == strcmp(cmd, "failed")) {
+        px_name_t *h = NULL, *h2 = NULL, *h3 = NULL;
+        rc = px_name_open(name, &h);
+        if (PX_SUCCESS == rc && read_check(h, size, seed) == PX_SUCCESS)
+            printf("first: read ok\n");
+        fflush(stdout);
+        size_t big = 1 << 20;
+        char *buf = calloc(1, big);
+        if (PX_SUCCESS == rc) {
+            int s = px_send(buf, big, px_name_peer(h), 77);
+            printf("send: %s\n", PX_ERR_TIMEOUT == s ? "timed out" : px_strerror(s));
+            fflush(stdout);
+        }
+        free(buf);
+        int p1 = h ? px_name_peer(h) : -1;
+        rc = px_name_open(name, &h2);
+        if (PX_SUCCESS == rc && read_check(h2, size, seed) == PX_SUCCESS)
+            printf("reopen: read ok, %s peer\n", px_name_peer(h2) == p1 ? "same" : "another");
+        fflush(stdout);
+        if (h)
+            px_name_close(&h);
+        printf("closed the first\n");
+        fflush(stdout);
+        rc = px_name_open(name, &h3);
+        if (PX_SUCCESS == rc && read_check(h3, size, seed) == PX_SUCCESS)
+            printf("third: read ok, %s peer\n",
+                   h2 && px_name_peer(h3) == px_name_peer(h2) ? "same" : "another");
+        fflush(stdout);
+        if (h2)
+            px_name_close(&h2);
+        if (h3)
+            px_name_close(&h3);
     } else if (0 == strcmp(cmd, "publish")) {
         px_xfer_region_t *r;
         px_xfer_alloc(4096, &r);
