@@ -107,6 +107,29 @@ run_shell() { # a TAP-style shell test
 }
 
 is_background() { grep -q '^# px-test: background' "$1"; }
+
+# One `make install` of the build under test for every test that needs an
+# installed tree (test/lib/install.sh copies it), made before the lanes
+# start: `make install` relinks the plugins in the build's .libs/, moving
+# each aside meanwhile, and a test installing beside another that loaded
+# plugins could make one missing for it (docs/testing.md).
+if [ "$lane" = main ] && [ -z "${PX_TEST_STAGE:-}" ]; then
+    need_stage=0
+    while IFS= read -r t; do
+        [[ $t =~ $filter ]] || continue
+        [ -n "$exclude" ] && [[ $t =~ $exclude ]] && continue
+        if grep -q 'px_staged_install\|test/lib/example\.sh' "$t"; then
+            need_stage=1
+            break
+        fi
+    done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null)
+    if [ "$need_stage" = 1 ]; then
+        export PX_TEST_STAGE=$build/test-stage
+        rm -rf "$PX_TEST_STAGE" "$PX_TEST_STAGE.rc"
+        make -C "$build" install DESTDIR="$PX_TEST_STAGE" >"$PX_TEST_STAGE.log" 2>&1
+        echo $? >"$PX_TEST_STAGE.rc"
+    fi
+fi
 bg_pid= bg_log=
 if [ "$lane" = main ] && [ "${PX_TEST_LANES:-2}" != 1 ]; then
     bg_log=$logdir/background-lane.log
