@@ -15,6 +15,8 @@
 # at the lowest CPU priority (nice 19) beside the others, which have two
 # cores but keep about a third of them busy; their lines come at the end.
 # PX_TEST_LANES=1 runs everything in one lane, one test after the other.
+# Each test's line ends with its wall time and CPU time "(W s, CPU C s)":
+# a CPU time far below the wall time is waiting (sleeps, polls, timeouts).
 set -u
 build=$(cd "${1:?usage: run-tests.sh BUILD_DIR [filter]}" && pwd)
 filter=${2:-.}
@@ -36,13 +38,37 @@ passed=0 failed=0 skipped=0
 failures=() not_run=()
 logdir=$build/test-logs
 mkdir -p "$logdir"
+# timed LOG CMD...: run CMD (output to LOG, no input) in a subshell of its
+# own, which then reads its children's CPU time (user + system; fields
+# cutime and cstime of /proc/PID/stat) into $cpu_file: the CPU that CMD
+# and the processes it waited for used (not a daemon it left running, nor
+# one re-parented away by a double fork). Returns CMD's status.
+tick=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_file=$logdir/.cpu.$$
+timed() {
+    local log=$1
+    shift
+    rm -f "$cpu_file"
+    (
+        "$@" >"$log" 2>&1 </dev/null
+        rc=$?
+        read -r -a st <"/proc/$BASHPID/stat"
+        echo $(((st[15] + st[16]) * 100 / tick)) >"$cpu_file"
+        exit $rc
+    )
+}
+cpu_s() { # the CPU seconds of the last timed command, with one decimal
+    local cs
+    cs=$(cat "$cpu_file" 2>/dev/null || echo 0)
+    echo "$((cs / 100)).$((cs % 100 / 10))"
+}
 
 run_check() { # a Check program
     local prog=$1 name log out t0=$SECONDS
     name=${prog#"$build"/}
     log=$logdir/$(echo "$name" | tr / _).log
     CK_VERBOSITY=normal CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-120} \
-        timeout -k 5 "$timeout_s" "$prog" >"$log" 2>&1 </dev/null
+        timed "$log" timeout -k 5 "$timeout_s" "$prog"
     local rc=$?
     out=$(grep -E '^[0-9]+%: Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+' "$log" | tail -1)
     if [ -z "$out" ]; then
@@ -57,14 +83,14 @@ run_check() { # a Check program
     if [ $((f + e)) -gt 0 ]; then
         while IFS= read -r l; do failures+=("$name: $l"); done < <(grep -E ':(F|E):' "$log")
     fi
-    echo "  $name: $((n - f - e))/$n ($((SECONDS - t0)) s)"
+    echo "  $name: $((n - f - e))/$n ($((SECONDS - t0)) s, CPU $(cpu_s) s)"
 }
 
 run_shell() { # a TAP-style shell test
     local t=$1 name log rc t0=$SECONDS
     name=${t#"$src"/}
     log=$logdir/$(echo "$name" | tr / _).log
-    timeout -k 5 "$timeout_s" bash "$t" >"$log" 2>&1 </dev/null
+    timed "$log" timeout -k 5 "$timeout_s" bash "$t"
     rc=$?
     local p f s
     p=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
@@ -77,10 +103,33 @@ run_shell() { # a TAP-style shell test
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     while IFS= read -r l; do failures+=("$name: $l"); done < <(grep -E '^not ok' "$log")
     while IFS= read -r l; do echo "  $name: $l"; done < <(grep -E '^ok [0-9]+ .*# SKIP' "$log")
-    echo "  $name: $p passed, $f failed, $s skipped ($((SECONDS - t0)) s)"
+    echo "  $name: $p passed, $f failed, $s skipped ($((SECONDS - t0)) s, CPU $(cpu_s) s)"
 }
 
 is_background() { grep -q '^# px-test: background' "$1"; }
+
+# One `make install` of the build under test for every test that needs an
+# installed tree (test/lib/install.sh copies it), made before the lanes
+# start: `make install` relinks the plugins in the build's .libs/, moving
+# each aside meanwhile, and a test installing beside another that loaded
+# plugins could make one missing for it (docs/testing.md).
+if [ "$lane" = main ] && [ -z "${PX_TEST_STAGE:-}" ]; then
+    need_stage=0
+    while IFS= read -r t; do
+        [[ $t =~ $filter ]] || continue
+        [ -n "$exclude" ] && [[ $t =~ $exclude ]] && continue
+        if grep -q 'px_staged_install\|test/lib/example\.sh' "$t"; then
+            need_stage=1
+            break
+        fi
+    done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null)
+    if [ "$need_stage" = 1 ]; then
+        export PX_TEST_STAGE=$build/test-stage
+        rm -rf "$PX_TEST_STAGE" "$PX_TEST_STAGE.rc"
+        make -C "$build" install DESTDIR="$PX_TEST_STAGE" >"$PX_TEST_STAGE.log" 2>&1
+        echo $? >"$PX_TEST_STAGE.rc"
+    fi
+fi
 bg_pid= bg_log=
 if [ "$lane" = main ] && [ "${PX_TEST_LANES:-2}" != 1 ]; then
     bg_log=$logdir/background-lane.log
@@ -124,6 +173,7 @@ if [ -n "$bg_pid" ]; then # the background lane's lines, counts and failures
         while IFS= read -r l; do failures+=("$l"); done < <(sed -n '/^Failures:$/,/^[0-9]* passed, /p' "$bg_log" | sed -n 's/^  //p')
     fi
 fi
+rm -f "$cpu_file"
 if [ ${#not_run[@]} -gt 0 ]; then
     echo "Not run in this build (source-only, PX_TEST_SKIP_SOURCE_ONLY=1): ${not_run[*]}"
 fi

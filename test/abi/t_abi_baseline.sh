@@ -14,6 +14,7 @@
 # handles (px_xfer_region_t, a component's px_btl_endpoint_t) are the
 # library's own and change freely.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/install.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 lib=$(readlink -f "$PX_BUILD/.libs/libplexus.so")
@@ -32,7 +33,7 @@ if ! readelf -S "$lib" | grep -q '\.debug_info'; then
     tap_done
 fi
 check "the baseline test/abi/libplexus.abi is committed" test -s "$base"
-make -C "$PX_BUILD" install DESTDIR="$tmp/inst" >"$tmp/install.log" 2>&1
+px_staged_install "$tmp/inst" "$tmp/install.log"
 hdrs=$(dirname "$(find "$tmp/inst" -path '*/include/plexus/plexus.h' | head -1)")
 check "the installed headers are found (make install DESTDIR=...)" test -f "$hdrs/plexus.h"
 

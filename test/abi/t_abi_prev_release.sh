@@ -37,19 +37,9 @@ if ! git -C "$PX_SRC" cat-file -e "$commit^{commit}" 2>/dev/null; then
 fi
 full=$(git -C "$PX_SRC" rev-parse "$commit^{commit}")
 
-# 1. The previous release's library and headers, built once per commit.
-if [ "$(cat "$prev/stamp" 2>/dev/null)" != "$full" ] || [ ! -f "$prev/obj/.libs/libplexus.so" ]; then
-    rm -rf "$prev"
-    mkdir -p "$prev/src" "$prev/obj"
-    git -C "$PX_SRC" archive "$full" | tar -x -C "$prev/src"
-    (
-        set -e
-        cd "$prev/src" && ./autogen.sh
-        cd "$prev/obj" && ../src/configure -q --disable-static --enable-shared CFLAGS="-O1 -g" \
-            --prefix="$prev/nowhere"
-        make -j2 libplexus.la
-    ) >"$prev/build.log" 2>&1 && echo "$full" >"$prev/stamp"
-fi
+# 1. The previous release's library and headers, built once per commit
+# (test/abi/build-prev.sh; .ci/run has it built beside the normal build).
+bash "$PX_SRC/test/abi/build-prev.sh" "$prev" "$full"
 check "release 0.1 ($commit) built: libplexus.so (log: $prev/build.log)" test -f "$prev/stamp"
 if [ ! -f "$prev/stamp" ]; then
     tail -20 "$prev/build.log" | sed 's/^/#   /'

@@ -9,6 +9,7 @@
 # are not installed. The examples use the tier their reader would:
 # applications (a main) <plexus.h> alone, components installed headers only.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/install.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 APP_TIER="plexus.h plexus_types.h runtime/plexus.h runtime/plexus_coll.h runtime/plexus_xfer.h runtime/plexus_name.h"
@@ -16,7 +17,7 @@ APP_TIER="plexus.h plexus_types.h runtime/plexus.h runtime/plexus_coll.h runtime
 # (<plexus/plexus_name.h>): it includes runtime/plexus_name.h only.
 APP_EXTRA="plexus_name.h"
 
-make -C "$PX_BUILD" install DESTDIR="$tmp/root" >"$tmp/install.log" 2>&1
+px_staged_install "$tmp/root" "$tmp/install.log"
 check "make install into a staging root" test $? -eq 0
 top=$(find "$tmp/root" -path '*/include/plexus/plexus.h' | head -1)
 inc=${top%/plexus.h}

@@ -8,6 +8,7 @@
 # in-tree tools only) are marked there and must stay out of the installed
 # headers.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/install.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 lib=$PX_BUILD/.libs/libplexus.so
@@ -69,7 +70,7 @@ fi
 # names it (a class px_foo_t_class through PX_CLASS_DECLARATION(px_foo_t)).
 # munmap and mremap interpose the C library's; px_progress_policy is 0.1's
 # compatibility symbol (docs/abi.md): no header declares them.
-make -C "$PX_BUILD" install DESTDIR="$tmp/inst" >"$tmp/install.log" 2>&1
+px_staged_install "$tmp/inst" "$tmp/install.log"
 hdrs=$(dirname "$(find "$tmp/inst" -path '*/include/plexus/plexus.h' | head -1)")
 check "the installed headers are found (make install DESTDIR=...)" test -f "$hdrs/plexus.h"
 # Their code without comments (gcc -fpreprocessed strips them, expands nothing).

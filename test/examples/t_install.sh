@@ -4,11 +4,12 @@
 # and pxcc that man renders, and the compiler wrapper pxcc, which builds the
 # example application so that it runs without LD_LIBRARY_PATH.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/install.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/root
 
-make -C "$PX_BUILD" install DESTDIR="$dest" >"$tmp/install.log" 2>&1
+px_staged_install "$dest" "$tmp/install.log"
 rc=$?
 check "make install into a staging root (exit $rc)" test $rc -eq 0
 [ $rc -eq 0 ] || tail -5 "$tmp/install.log" | sed 's/^/# /'

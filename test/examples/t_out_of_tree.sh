@@ -4,11 +4,12 @@
 # the repository loads it (px_info shows it and its variable) and that it
 # works as a transport: the messaging layer runs over btl=self,example.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/install.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dest=$tmp/root
 
-make -C "$PX_BUILD" install DESTDIR="$dest" >"$tmp/install.log" 2>&1
+px_staged_install "$dest" "$tmp/install.log"
 check "make install into a staging root" test $? -eq 0
 pc=$(find "$dest" -name plexus.pc | head -1)
 check "plexus.pc is installed" test -n "$pc"

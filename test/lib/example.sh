@@ -14,11 +14,13 @@
 #       a fresh 0600 secret in $tmp/secret, exported as
 #       PX_MCA_peer_secret_file (umask 077 from here on).
 
+. "$PX_SRC/test/lib/install.sh"
+
 example_build() {
     local name=$1 p ok=1
     shift
     dest=$tmp/root
-    make -C "$PX_BUILD" install DESTDIR="$dest" >"$tmp/install.log" 2>&1
+    px_staged_install "$dest" "$tmp/install.log"
     check "make install into a staging root" test $? -eq 0
     local pc
     pc=$(find "$dest" -name plexus.pc | head -1)

@@ -12,6 +12,7 @@
 # malformed, oversized and newer-format entries, bad names (refused before
 # any store call), namespaces, px_finalize unpublishing, no usable component.
 . "$PX_SRC/test/lib/tap.sh"
+. "$PX_SRC/test/lib/install.sh"
 B=$PX_BUILD
 app=$B/test/registry/name_probe
 names=$B/tools/px_names/px_names
@@ -30,7 +31,7 @@ if ! grep -q '^#define PX_HAVE_SODIUM 1' "$B/config.h"; then
 fi
 
 # ---- dirstore, out of tree
-make -C "$B" install DESTDIR="$T/root" >"$T/install.log" 2>&1
+px_staged_install "$T/root" "$T/install.log"
 check "make install into a staging root" test $? -eq 0
 pc=$(find "$T/root" -name plexus.pc | head -1)
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$T/root

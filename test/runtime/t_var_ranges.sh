@@ -10,6 +10,16 @@
 # or a silent failure fails. The list comes from px_info, so a new variable
 # is covered without editing this file. Read-only/constant variables cannot
 # be set and are counted, not run.
+# A value outside the declared range (or unparsable for the type) is refused
+# by the variable system, which names the variable and keeps the default: the
+# job then runs at the defaults. Such values do not each get a job of their
+# own: those of one framework and set of transports go together into one
+# job per turn (the first refused value of every variable, then the second,
+# ...), which must end as a job of its own would (exit 0, both ranks clean)
+# and name each of its variables as refused; a variable it does not name
+# (its value was taken after all) and every variable of a job that did not
+# end so (in coll and registry a refused value ends the job with an error)
+# run again alone, as before. Every (variable, value) pair keeps its line.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 pxrun=$B/tools/pxrun/pxrun
@@ -39,6 +49,22 @@ sanitizer = sys.argv[4] != ""
 tmax = {"int": "2147483647", "unsigned": "4294967295",
         "size": "18446744073709551615", "double": "1e308"}
 jobs, skipped = [], []
+tmin = {"int": -2**31, "unsigned": 0, "size": 0, "double": float("-inf")}
+def num(text):
+    """A value as the variable system reads it (k, M, G suffixes), or None."""
+    mult = {"k": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
+    t = text.strip()
+    f = 1
+    if t and t[-1] in mult:
+        f, t = mult[t[-1]], t[:-1]
+    try:
+        return int(t) * f
+    except ValueError:
+        pass
+    try:
+        return float(t) * f
+    except ValueError:
+        return None
 for v in doc["variables"]:
     if v["type"] not in tmax:
         continue
@@ -66,19 +92,29 @@ for v in doc["variables"]:
         values = (vmin or ["0"]) + [vmax]
     else:
         values = ["0", "-1", "1"] + vmin + [vmax, "18446744073709551615"]
+    lo = num(v["min"]) if v.get("min") is not None else tmin[v["type"]]
+    hi = num(vmax)
+    turn = 0
     for val in values:
         if val not in seen:
             seen.append(val)
-            jobs.append("\t".join([v["name"], val] + env))
+            # "refused TURN FRAMEWORK": outside the range, so refused (a
+            # guess that the job checks); "alone": a job of its own.
+            x = num(val)
+            how = "alone"
+            if x is not None and lo is not None and hi is not None and not lo <= x <= hi:
+                how = "refused %d %s" % (turn, fw)
+                turn += 1
+            jobs.append("\t".join([how, v["name"], val] + env))
 open(sys.argv[2], "w").write("".join(j + "\n" for j in jobs))
 open(sys.argv[3], "w").write("".join(s + "\n" for s in skipped))
 EOF
 njobs=$(wc -l <"$T/jobs")
-nvars=$(cut -f1 "$T/jobs" | sort -u | wc -l)
+nvars=$(cut -f2 "$T/jobs" | sort -u | wc -l)
 nskip=$(wc -l <"$T/skipped")
-echo "# $nvars numeric variables, $njobs jobs; $nskip read-only/constant skipped: $(tr '\n' ' ' <"$T/skipped")"
+echo "# $nvars numeric variables, $njobs (variable, value) pairs; $nskip read-only/constant skipped: $(tr '\n' ' ' <"$T/skipped")"
 check "px_info lists the variables of shm, ofi and the runtime" \
-    test "$(grep -cE '^(btl_shm_|btl_ofi_|runtime_)' "$T/jobs")" -gt 30
+    test "$(cut -f2 "$T/jobs" | grep -cE '^(btl_shm_|btl_ofi_|runtime_)')" -gt 30
 
 # One job: NAME VALUE [ENV...]; writes "PASS" or "FAIL reason" to $T/res.N.
 one() {
@@ -104,14 +140,77 @@ one() {
     echo "$res" >"$T/res.$n"
 }
 
+# together G N:NAME=VALUE... -- ENV...: one job with every NAME=VALUE set
+# (values the variable system refuses). When it ends as a job of each alone
+# would (exit 0, both ranks without error, no crash) and names NAME as
+# refused, "PASS" goes to $T/res.N (N: the pair's number); a NAME not named
+# gets "ALONE" (run alone later). A job that did not end so gives "ALONE"
+# to all its pairs: in some frameworks (coll, registry) a refused value is
+# an error that ends the job early, which could hide what another value does.
+together() {
+    local g=$1; shift
+    local pairs=()
+    while [ "$1" != -- ]; do pairs+=("$1"); shift; done
+    shift
+    local sets=() p
+    for p in "${pairs[@]}"; do sets+=("PX_MCA_${p#*:}"); done
+    local out=$T/group.$g
+    env "$@" "${sets[@]}" timeout -k 5 "$limit" "$pxrun" -n 2 "$prog" </dev/null >"$out" 2>&1
+    local rc=$? name
+    if [ $rc -eq 0 ] && [ "$(grep -c ': 0 errors' "$out")" -eq 2 ] &&
+        ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|killed by signal|Segmentation' "$out"; then
+        for p in "${pairs[@]}"; do
+            name=${p#*:}
+            name=${name%%=*}
+            if grep -qF "for variable $name (" "$out"; then
+                echo PASS >"$T/res.${p%%:*}"
+            else
+                echo ALONE >"$T/res.${p%%:*}"
+            fi
+        done
+    else
+        for p in "${pairs[@]}"; do echo ALONE >"$T/res.${p%%:*}"; done
+    fi
+}
+
 # PX_RANGE_PARALLEL jobs at a time (default 2, the cores here: 3 took as
 # long, a job being mostly process start-up, which keeps a core busy); a new
 # job starts as soon as one ends.
 par=${PX_RANGE_PARALLEL:-2}
-n=0 running=0
+n=0 running=0 g=0
+# The refused values first, together by set of transports, turn and
+# framework.
+while IFS= read -r key; do
+    [ -n "$key" ] || continue
+    args=()
+    n=0
+    while IFS=$'\t' read -r -a job; do
+        n=$((n + 1))
+        [ "${job[0]}" = "${key%%$'\t'*}" ] || continue
+        [ "${job[*]:3}" = "${key#*$'\t'}" ] || continue
+        args+=("$n:${job[1]}=${job[2]}")
+    done <"$T/jobs"
+    g=$((g + 1))
+    # shellcheck disable=SC2086
+    together "$g" "${args[@]}" -- ${key#*$'\t'} &
+    running=$((running + 1))
+    if [ "$running" -ge "$par" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+done < <(while IFS=$'\t' read -r -a job; do
+    [ "${job[0]}" = alone ] || printf '%s\t%s\n' "${job[0]}" "${job[*]:3}"
+done <"$T/jobs" | sort -u)
+wait
+running=0
+# Then every other pair, and the refused ones a group did not clear, alone.
+n=0
+ngroups=$g nalone=0
 while IFS=$'\t' read -r -a job; do
     n=$((n + 1))
-    one "$n" "${job[@]}" &
+    [ "$(cat "$T/res.$n" 2>/dev/null)" = PASS ] && continue
+    nalone=$((nalone + 1))
+    one "$n" "${job[@]:1}" &
     running=$((running + 1))
     if [ "$running" -ge "$par" ]; then
         wait -n
@@ -119,12 +218,13 @@ while IFS=$'\t' read -r -a job; do
     fi
 done <"$T/jobs"
 wait
+echo "# $ngroups jobs of refused values together, $nalone jobs alone"
 
 n=0
 while IFS=$'\t' read -r -a job; do
     n=$((n + 1))
     res=$(cat "$T/res.$n" 2>/dev/null || echo "FAIL no result")
-    d="${job[0]}=${job[1]} ${job[*]:2}"
+    d="${job[1]}=${job[2]} ${job[*]:3}"
     if [ "$res" = PASS ]; then
         ok "$d"
     else

@@ -50,7 +50,11 @@ count() { find "$victim" -type f | wc -l; }
 att=$!
 for _ in $(seq 200); do grep -q ready "$T/att1" && break; sleep 0.1; done
 "$RACE" remove "$target"
-wait $att
+# The removal has returned: nothing removes anything any more, so the other
+# user stops here (it would swap until its 20 s end: a removal that leaves
+# the folder alone never lets it finish by itself).
+kill $att 2>/dev/null
+wait $att 2>/dev/null
 echo "# px_fs_remove_tree: $(count) of root's $NFILES files left ($(grep -c swapped "$T/att1") folders swapped)"
 check "px_fs_remove_tree on another user's folder: none of root's $NFILES files behind its links removed" \
     [ "$(count)" -eq $NFILES ]
