@@ -22,27 +22,8 @@ static int membarrier(int cmd)
 /* 0 not asked yet, 1 usable, -1 not. */
 static _Atomic int usable;
 
-/* ThreadSanitizer models no membarrier: it cannot see the order a revoker's
- * barrier gives the biased owner's entry, so in its builds no lock is ever
- * biased and each is a plain mutex, which it checks (the code the locks
- * protect included). The biased hand-over itself is checked by the normal
- * build's tests (test/threads: lock_bias, threads_stress's checksums).
- * Session 36: with the bias, every run of t_threads under ThreadSanitizer
- * reported races on data the fine mode's locks protect (3 of 3); whether
- * any is real is not settled (docs/threads.md). */
-#if defined(__SANITIZE_THREAD__)
-#define PX_BIAS_OFF 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PX_BIAS_OFF 1
-#endif
-#endif
-
 bool px_bias_usable(void)
 {
-#ifdef PX_BIAS_OFF
-    return false;
-#endif
     int u = atomic_load_explicit(&usable, memory_order_acquire);
     if (0 == u) {
         /* Registering twice (two threads racing here) is harmless. */
@@ -105,6 +86,7 @@ static bool after_mutex(px_bias_lock_t *l, uintptr_t me, bool wait)
             return false;
         sched_yield(); /* the owner holds it for one short step */
     }
+    px_bias_tsan_acquire(l);
     l->mutex_takes++;
     if (l->streak_thread != me) {
         l->streak_thread = me;

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "core/class/free_list.h"
 #include "core/class/list.h"
+#include "core/util/bias_lock.h"
 #include "core/util/proc.h"
 #include "frameworks/btl/base/base_runtime.h"
 #include "runtime/plexus.h"
@@ -187,6 +188,7 @@ static inline void px_rt_bias_leave(void)
 {
     if (PX_LIKELY(PX_RT_HELD_BIAS == px_rt_tl_held)) {
         px_rt_tl_held = PX_RT_HELD_NOT;
+        px_bias_tsan_release(&px_rt_bias_owner); /* core/util/bias_lock.h */
         atomic_store_explicit(&px_rt_bias_inside, 0, memory_order_release);
     } else {
         px_rt_lock_drop(true);

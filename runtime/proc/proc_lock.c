@@ -117,6 +117,7 @@ static bool after_mutex(bool wait)
             return false;
         sched_yield();
     }
+    px_bias_tsan_acquire(&bias_owner); /* core/util/bias_lock.h */
     if (streak_thread != me) {
         if (PX_UNLIKELY(second_thread != NULL) && streak_thread != 0) {
             /* A second thread (runtime_thread_locks=auto, proc.h): nobody else
@@ -148,6 +149,7 @@ void px_rt_lock_on_second_thread(void (*hook)(void))
 
 static inline void bias_leave(void)
 {
+    px_bias_tsan_release(&bias_owner);
     atomic_store_explicit(&bias_inside, 0, memory_order_release);
 }
 
