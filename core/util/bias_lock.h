@@ -77,6 +77,14 @@ typedef struct px_bias_lock {
     uint64_t mutex_takes; /* times the mutex was taken (tests), under it */
 } px_bias_lock_t;
 
+/* Tests only (test/threads/bias_lock_test.c defines it before including this
+ * header): runs in the owner's entry between its first load of `owner` and
+ * its store that says it is inside, where a thread that is preempted goes on
+ * later with what it loaded. Nothing elsewhere. */
+#ifndef PX_BIAS_TEST_STALL
+#define PX_BIAS_TEST_STALL(l) ((void)0)
+#endif
+
 /* This thread's id: the address of a thread-local byte (initial-exec TLS:
  * one %fs-relative lea). */
 extern _Thread_local char px_bias_tl_id __attribute__((tls_model("initial-exec")));
@@ -106,6 +114,7 @@ static inline bool px_bias_lock_fast(px_bias_lock_t *l, uintptr_t me)
 {
     if (atomic_load_explicit(&l->owner, memory_order_relaxed) != me)
         return false;
+    PX_BIAS_TEST_STALL(l);
     atomic_store_explicit(&l->inside, 1, memory_order_relaxed);
     /* A compiler barrier only: a revoker's membarrier is the CPU fence. */
     atomic_signal_fence(memory_order_seq_cst);
