@@ -13,6 +13,60 @@
 #include "core/util/output.h"
 
 _Thread_local char px_bias_tl_id __attribute__((tls_model("initial-exec")));
+_Thread_local px_bias_thread_t *px_bias_tl_rec __attribute__((tls_model("initial-exec")));
+
+/* The records of exited threads, for new ones (bias_lock.h: never freed). */
+static pthread_mutex_t records_mutex = PTHREAD_MUTEX_INITIALIZER;
+static px_bias_thread_t *records_free;
+static pthread_key_t records_key;
+static bool records_key_ok;
+static pthread_once_t records_once = PTHREAD_ONCE_INIT;
+
+/* A thread exits: its record goes to the list (it is inside no lock). */
+static void record_release(void *p)
+{
+    px_bias_thread_t *t = p;
+    px_bias_tl_rec = NULL;
+    pthread_mutex_lock(&records_mutex);
+    t->next_free = records_free;
+    records_free = t;
+    pthread_mutex_unlock(&records_mutex);
+}
+
+static void records_init(void)
+{
+    records_key_ok = 0 == pthread_key_create(&records_key, record_release);
+}
+
+px_bias_thread_t *px_bias_thread(void)
+{
+    if (px_bias_tl_rec != NULL)
+        return px_bias_tl_rec;
+    pthread_once(&records_once, records_init);
+    if (!records_key_ok)
+        return NULL;
+    pthread_mutex_lock(&records_mutex);
+    px_bias_thread_t *t = records_free;
+    if (t != NULL)
+        records_free = t->next_free;
+    pthread_mutex_unlock(&records_mutex);
+    if (NULL == t && NULL == (t = calloc(1, sizeof *t)))
+        return NULL;
+    if (pthread_setspecific(records_key, t) != 0) {
+        record_release(t);
+        return NULL;
+    }
+    px_bias_tl_rec = t;
+    return t;
+}
+
+bool px_bias_thread_inside(px_bias_thread_t *t, const void *id)
+{
+    for (int i = 0; i < PX_BIAS_NEST; ++i)
+        if (atomic_load_explicit(&t->in[i], memory_order_acquire) == id)
+            return true;
+    return false;
+}
 
 static int membarrier(int cmd)
 {
@@ -54,7 +108,6 @@ void px_bias_revoke_barrier(void)
 int px_bias_lock_init(px_bias_lock_t *l, bool bias)
 {
     atomic_init(&l->owner, 0);
-    atomic_init(&l->inside, 0);
     atomic_init(&l->holder, 0);
     l->depth = 0;
     l->via_bias = false;
@@ -62,6 +115,7 @@ int px_bias_lock_init(px_bias_lock_t *l, bool bias)
     l->streak_thread = 0;
     l->streak = 0;
     l->mutex_takes = 0;
+    l->revoked = NULL;
     return pthread_mutex_init(&l->mutex, NULL) ? PX_ERR_OUT_OF_RESOURCE : PX_SUCCESS;
 }
 
@@ -72,28 +126,37 @@ void px_bias_lock_destroy(px_bias_lock_t *l)
 
 /* The mutex was just taken: revoke another thread's bias, wait until a
  * revoked owner left (a try does not wait: false, the caller unlocks; the
- * bias stays revoked), count the streak, give the bias to this thread after
- * PX_BIAS_LOCK_STREAK acquisitions in a row, and hold. */
+ * bias stays revoked and the next taker waits for it), count the streak,
+ * give the bias to this thread after PX_BIAS_LOCK_STREAK acquisitions in a
+ * row, and hold. */
 static bool after_mutex(px_bias_lock_t *l, uintptr_t me, bool wait)
 {
+    uintptr_t mine = (uintptr_t)px_bias_tl_rec;
     uintptr_t owner = atomic_load_explicit(&l->owner, memory_order_relaxed);
-    if (owner != 0 && owner != me) {
+    if (owner != 0 && owner != mine) {
         atomic_store_explicit(&l->owner, 0, memory_order_relaxed);
         px_bias_revoke_barrier();
+        l->revoked = (px_bias_thread_t *)owner;
     }
-    while (atomic_load_explicit(&l->inside, memory_order_acquire)) {
-        if (!wait)
-            return false;
-        sched_yield(); /* the owner holds it for one short step */
+    if (l->revoked != NULL) {
+        while (px_bias_thread_inside(l->revoked, l)) {
+            if (!wait)
+                return false;
+            sched_yield(); /* the owner holds it for one short step */
+        }
+        l->revoked = NULL;
     }
-    px_bias_tsan_acquire(l);
     l->mutex_takes++;
     if (l->streak_thread != me) {
         l->streak_thread = me;
         l->streak = 0;
     }
-    if (++l->streak >= PX_BIAS_LOCK_STREAK && owner != me && l->bias_ok && px_bias_usable())
-        atomic_store_explicit(&l->owner, me, memory_order_relaxed);
+    if (++l->streak >= PX_BIAS_LOCK_STREAK && (0 == mine || owner != mine) && l->bias_ok &&
+        px_bias_usable()) {
+        px_bias_thread_t *t = px_bias_thread();
+        if (t != NULL)
+            atomic_store_explicit(&l->owner, (uintptr_t)t, memory_order_relaxed);
+    }
     atomic_store_explicit(&l->holder, me, memory_order_relaxed);
     l->depth = 1;
     l->via_bias = false;

@@ -34,8 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-struct px_bias_lock;
-static void stall_hook(struct px_bias_lock *l);
+static void stall_hook(const void *id);
 #define PX_BIAS_TEST_STALL(l) stall_hook(l)
 #include "core/util/bias_lock.h"
 #include "test/lib/px_check.h"
@@ -43,9 +42,9 @@ static void stall_hook(struct px_bias_lock *l);
 static _Thread_local bool stall_armed;
 static sem_t stalled, go_on;
 
-static void stall_hook(struct px_bias_lock *l)
+static void stall_hook(const void *id)
 {
-    (void)l;
+    (void)id;
     if (!stall_armed)
         return;
     stall_armed = false;
@@ -249,7 +248,7 @@ int main(int argc, char **argv)
     const TTest *tests[] = {stale_owner, turns};
 #endif
     Suite *s = suite_create("bias_lock");
-    suite_add_tcase(s, px_check_tcase("bias_lock", NULL, NULL, 120, tests,
-                                      sizeof tests / sizeof tests[0]));
+    suite_add_tcase(
+        s, px_check_tcase("bias_lock", NULL, NULL, 120, tests, sizeof tests / sizeof tests[0]));
     return px_check_run(s);
 }
