@@ -13,7 +13,9 @@
 #include "core/util/output.h"
 
 _Thread_local char px_bias_tl_id __attribute__((tls_model("initial-exec")));
-_Thread_local px_bias_thread_t *px_bias_tl_rec __attribute__((tls_model("initial-exec")));
+px_bias_thread_t px_bias_no_record;
+_Thread_local px_bias_thread_t *px_bias_tl_rec __attribute__((tls_model("initial-exec"))) =
+    &px_bias_no_record;
 
 /* The records of exited threads, for new ones (bias_lock.h: never freed). */
 static pthread_mutex_t records_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -26,7 +28,7 @@ static pthread_once_t records_once = PTHREAD_ONCE_INIT;
 static void record_release(void *p)
 {
     px_bias_thread_t *t = p;
-    px_bias_tl_rec = NULL;
+    px_bias_tl_rec = &px_bias_no_record;
     pthread_mutex_lock(&records_mutex);
     t->next_free = records_free;
     records_free = t;
@@ -40,7 +42,7 @@ static void records_init(void)
 
 px_bias_thread_t *px_bias_thread(void)
 {
-    if (px_bias_tl_rec != NULL)
+    if (px_bias_tl_rec != &px_bias_no_record)
         return px_bias_tl_rec;
     pthread_once(&records_once, records_init);
     if (!records_key_ok)
@@ -58,14 +60,6 @@ px_bias_thread_t *px_bias_thread(void)
     }
     px_bias_tl_rec = t;
     return t;
-}
-
-bool px_bias_thread_inside(px_bias_thread_t *t, const void *id)
-{
-    for (int i = 0; i < PX_BIAS_NEST; ++i)
-        if (atomic_load_explicit(&t->in[i], memory_order_acquire) == id)
-            return true;
-    return false;
 }
 
 static int membarrier(int cmd)
@@ -116,6 +110,9 @@ int px_bias_lock_init(px_bias_lock_t *l, bool bias)
     l->streak = 0;
     l->mutex_takes = 0;
     l->revoked = NULL;
+    static atomic_uint next_slot;
+    l->slot = 1 + (int)(atomic_fetch_add_explicit(&next_slot, 1, memory_order_relaxed) %
+                        (PX_BIAS_NEST - 1));
     return pthread_mutex_init(&l->mutex, NULL) ? PX_ERR_OUT_OF_RESOURCE : PX_SUCCESS;
 }
 
@@ -139,7 +136,7 @@ static bool after_mutex(px_bias_lock_t *l, uintptr_t me, bool wait)
         l->revoked = (px_bias_thread_t *)owner;
     }
     if (l->revoked != NULL) {
-        while (px_bias_thread_inside(l->revoked, l)) {
+        while (px_bias_thread_inside(l->revoked, l->slot, l)) {
             if (!wait)
                 return false;
             sched_yield(); /* the owner holds it for one short step */
@@ -151,8 +148,7 @@ static bool after_mutex(px_bias_lock_t *l, uintptr_t me, bool wait)
         l->streak_thread = me;
         l->streak = 0;
     }
-    if (++l->streak >= PX_BIAS_LOCK_STREAK && (0 == mine || owner != mine) && l->bias_ok &&
-        px_bias_usable()) {
+    if (++l->streak >= PX_BIAS_LOCK_STREAK && owner != mine && l->bias_ok && px_bias_usable()) {
         px_bias_thread_t *t = px_bias_thread();
         if (t != NULL)
             atomic_store_explicit(&l->owner, (uintptr_t)t, memory_order_relaxed);

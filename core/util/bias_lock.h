@@ -61,16 +61,18 @@
  * acquisitions of threads that really alternate. */
 #define PX_BIAS_LOCK_STREAK 16
 
-/* The biased locks one thread can be inside at once through their bias
- * (fine mode nests two: the matching lock, a module's lock; the API lock is
- * a third); a thread inside this many takes the next through the mutex. */
-#define PX_BIAS_NEST 4
+/* The slots of a thread's record. A lock always uses the same one: slot 0
+ * is left to a lock that names it (the API lock, runtime/proc/proc.h);
+ * px_bias_lock_init hands out 1 to PX_BIAS_NEST - 1 in turn. A thread inside
+ * one lock through its bias that takes another of the same slot takes that
+ * one through its mutex. */
+#define PX_BIAS_NEST 8
 
-/* A thread's record: the slots that say which biased locks it is inside (or
- * entering) through their bias, written only by that thread, read by a
- * revoker. Records are never freed: a revoker may read the record of a thread
- * that has exited; a new thread reuses an exited one's record (and with it
- * the biases that still name it, ordered after the old thread by the list's
+/* A thread's record: which biased lock it is inside (or entering) through
+ * its bias in each slot, written only by that thread, read by a revoker.
+ * Records are never freed: a revoker may read the record of a thread that
+ * has exited; a new thread reuses an exited one's record (and with it the
+ * biases that still name it, ordered after the old thread by the list's
  * mutex). */
 typedef struct px_bias_thread {
     _Atomic(const void *) in[PX_BIAS_NEST];
@@ -86,6 +88,7 @@ typedef struct px_bias_lock {
     pthread_mutex_t mutex;    /* plain */
     uintptr_t streak_thread;  /* under the mutex: who took it last, how often */
     unsigned streak;
+    int slot;                  /* its slot in a thread's record (px_bias_lock_init) */
     uint64_t mutex_takes;      /* times the mutex was taken (tests), under it */
     px_bias_thread_t *revoked; /* under the mutex: an owner revoked and not yet seen out */
 } px_bias_lock_t;
@@ -98,52 +101,50 @@ typedef struct px_bias_lock {
 #define PX_BIAS_TEST_STALL(l) ((void)0)
 #endif
 
-/* This thread's record, or NULL before it was given a bias (initial-exec
- * TLS: one %fs-relative load). */
+/* This thread's record; px_bias_no_record (no lock is ever biased to it)
+ * until it is first given a bias (initial-exec TLS: one %fs-relative load). */
+extern px_bias_thread_t px_bias_no_record;
 extern _Thread_local px_bias_thread_t *px_bias_tl_rec __attribute__((tls_model("initial-exec")));
 /* This thread's record, made (or an exited thread's reused) if it has none:
  * NULL only when out of memory. */
 px_bias_thread_t *px_bias_thread(void);
-/* Is the thread of record `t` inside (or entering) lock `id` through its
- * bias? Acquire: once it says no, what that thread did inside is ordered
- * before the caller's next steps. */
-bool px_bias_thread_inside(px_bias_thread_t *t, const void *id);
+/* Is the thread of record `t` inside (or entering) lock `id`, of slot
+ * `slot`, through its bias? Acquire: once it says no, what that thread did
+ * inside is ordered before the caller's next steps. */
+static inline bool px_bias_thread_inside(px_bias_thread_t *t, int slot, const void *id)
+{
+    return atomic_load_explicit(&t->in[slot], memory_order_acquire) == id;
+}
 
-/* Enter lock `id` through its bias word `owner` if this thread owns it:
- * true when in. */
-static inline bool px_bias_enter(_Atomic uintptr_t *owner, const void *id)
+/* Enter lock `id` (of slot `slot`) through its bias word `owner` if this
+ * thread owns it: true when in. */
+static inline bool px_bias_enter(_Atomic uintptr_t *owner, int slot, const void *id)
 {
     px_bias_thread_t *t = px_bias_tl_rec;
     uintptr_t o = atomic_load_explicit(owner, memory_order_relaxed);
-    if (o != (uintptr_t)t || 0 == o)
+    if (o != (uintptr_t)t)
         return false;
     PX_BIAS_TEST_STALL(id);
-    int i = 0;
-    while (atomic_load_explicit(&t->in[i], memory_order_relaxed) != NULL)
-        if (++i == PX_BIAS_NEST)
-            return false;
+    if (PX_UNLIKELY(atomic_load_explicit(&t->in[slot], memory_order_relaxed) != NULL))
+        return false; /* inside another lock of this slot */
     /* Release, so a revoker that reads this (another lock than its own) is
-     * ordered after this thread's earlier exit from its lock through this
-     * slot (a plain store on x86). */
-    atomic_store_explicit(&t->in[i], id, memory_order_release);
+     * ordered after this thread's earlier exit through this slot (a plain
+     * store on x86). */
+    atomic_store_explicit(&t->in[slot], id, memory_order_release);
     /* A compiler barrier only: a revoker's membarrier is the CPU fence. */
     atomic_signal_fence(memory_order_seq_cst);
     if (PX_UNLIKELY(atomic_load_explicit(owner, memory_order_relaxed) != o)) {
-        atomic_store_explicit(&t->in[i], NULL, memory_order_release);
+        atomic_store_explicit(&t->in[slot], NULL, memory_order_release);
         return false;
     }
     return true;
 }
 
-/* Leave lock `id`, entered through its bias: the release that orders what
- * this thread did inside before a revoker that sees it out. */
-static inline void px_bias_leave(const void *id)
+/* Leave what px_bias_enter entered through `slot`: the release that orders
+ * what this thread did inside before a revoker that sees it out. */
+static inline void px_bias_leave(int slot)
 {
-    px_bias_thread_t *t = px_bias_tl_rec;
-    int i = 0;
-    while (atomic_load_explicit(&t->in[i], memory_order_relaxed) != id)
-        ++i;
-    atomic_store_explicit(&t->in[i], NULL, memory_order_release);
+    atomic_store_explicit(&px_bias_tl_rec->in[slot], NULL, memory_order_release);
 }
 
 /* This thread's id: the address of a thread-local byte (initial-exec TLS:
@@ -173,7 +174,7 @@ void px_bias_revoke_barrier(void);
 /* Enter through the bias, if this thread owns it. */
 static inline bool px_bias_lock_fast(px_bias_lock_t *l, uintptr_t me)
 {
-    if (!px_bias_enter(&l->owner, l))
+    if (!px_bias_enter(&l->owner, l->slot, l))
         return false;
     atomic_store_explicit(&l->holder, me, memory_order_relaxed);
     l->depth = 1;
@@ -213,7 +214,7 @@ static inline void px_bias_unlock(px_bias_lock_t *l)
         return;
     if (PX_LIKELY(l->via_bias)) {
         atomic_store_explicit(&l->holder, 0, memory_order_relaxed);
-        px_bias_leave(l);
+        px_bias_leave(l->slot);
         return;
     }
     px_bias_unlock_slow(l);

@@ -166,11 +166,13 @@ enum { PX_RT_HELD_NOT = 0, PX_RT_HELD_MUTEX = 1, PX_RT_HELD_BIAS = 2 };
 extern _Thread_local int px_rt_tl_held __attribute__((tls_model("initial-exec")));
 extern _Atomic uintptr_t px_rt_bias_owner; /* the owner's px_bias_thread_t, or 0 */
 /* Enter through the bias if this thread owns it and does not hold the lock
- * (core/util/bias_lock.h: px_bias_enter, with the bias word as the lock's
- * id in the owner's record). */
+ * (core/util/bias_lock.h: px_bias_enter; the lock's slot is 0, its id the
+ * bias word). */
 static inline bool px_rt_bias_enter(void)
 {
-    if (px_rt_tl_held != PX_RT_HELD_NOT || !px_bias_enter(&px_rt_bias_owner, &px_rt_bias_owner))
+    if (px_rt_tl_held != PX_RT_HELD_NOT)
+        return false;
+    if (!px_bias_enter(&px_rt_bias_owner, 0, &px_rt_bias_owner))
         return false;
     px_rt_tl_held = PX_RT_HELD_BIAS;
     return true;
@@ -180,7 +182,7 @@ static inline void px_rt_bias_leave(void)
 {
     if (PX_LIKELY(PX_RT_HELD_BIAS == px_rt_tl_held)) {
         px_rt_tl_held = PX_RT_HELD_NOT;
-        px_bias_leave(&px_rt_bias_owner);
+        px_bias_leave(0);
     } else {
         px_rt_lock_drop(true);
     }

@@ -114,7 +114,7 @@ static bool after_mutex(bool wait)
      * that did not wait for it): the mutex alone is not the lock until it
      * left. */
     if (bias_revoked != NULL) {
-        while (px_bias_thread_inside(bias_revoked, &bias_owner)) {
+        while (px_bias_thread_inside(bias_revoked, 0, &bias_owner)) {
             if (!wait)
                 return false;
             sched_yield();
@@ -138,8 +138,7 @@ static bool after_mutex(bool wait)
     /* Only when threads share the library (MULTIPLE, px_xfer_enable_threads):
      * a serialized program keeps the plain mutex and never asks for
      * membarrier (its registration costs the kernel an RCU grace period). */
-    if (++streak >= BIAS_STREAK && (0 == mine || owner != mine) && px_rt_api_shared &&
-        bias_usable()) {
+    if (++streak >= BIAS_STREAK && owner != mine && px_rt_api_shared && bias_usable()) {
         px_bias_thread_t *t = px_bias_thread();
         if (t != NULL)
             atomic_store_explicit(&bias_owner, (uintptr_t)t, memory_order_relaxed);
@@ -156,7 +155,7 @@ void px_rt_lock_on_second_thread(void (*hook)(void))
 
 static inline void bias_leave(void)
 {
-    px_bias_leave(&bias_owner);
+    px_bias_leave(0);
 }
 
 /* Take the mutex; a thread that has to block counts itself a waiter. */
