@@ -7,9 +7,9 @@
  * membarrier half and the thread records below with it: a thread that took
  * the mutex PX_BIAS_LOCK_STREAK times in a row with no other thread taking it
  * in between is given the lock (owner = its record, px_bias_thread_t) and
- * then enters and leaves with plain loads and stores: the lock's address in a
- * free slot of its own record, a compiler barrier, a re-check of owner; and a
- * release store that clears the slot to leave. No atomic read-modify-write,
+ * then enters and leaves with plain loads and stores: the lock's address in
+ * the lock's slot of its own record, a compiler barrier, a re-check of owner;
+ * and a release store that clears the slot to leave. No atomic read-modify-write,
  * no fence, no call. Any other thread takes the mutex, clears owner and calls
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (px_bias_revoke_barrier):
  * after it either the owner saw owner cleared (and queues on the mutex) or

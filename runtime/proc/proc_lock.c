@@ -53,20 +53,23 @@ static atomic_uint px_rt_lock_handoffs;
  * The bias. An uncontended mutex costs two atomic read-modify-writes per call
  * (lock and unlock), which at MULTIPLE was most of the difference from
  * SERIALIZED on an 8-byte shm ping-pong. A lock that one thread takes again
- * and again is given to that thread (bias_owner = its record, core/util/bias_lock.h's
- * px_bias_thread_t): the owner then enters with plain stores and loads (the lock's id in a slot of
- * its own record, check bias_owner again) and leaves with a release store
- * that clears the slot, no atomic read-modify-write and no fence. Any other thread takes the mutex,
- * clears bias_owner and calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which puts a full
- * barrier into every running thread of the process: after it, either the owner sees bias_owner
- * cleared (and queues on the mutex), or the revoker sees the lock in the owner's record and waits
- * until the owner leaves (the owner's waits, px_rt_api_pause, notice the revocation each pass and
- * move to the mutex, so a revoker never waits for a whole blocking call). The bias is given again,
- * under the mutex, to a thread that took the mutex BIAS_STREAK times in a row with nobody else
- * taking it between: a revocation (one membarrier, microseconds) is then paid at most once per
- * BIAS_STREAK acquisitions. Without membarrier (old kernel, seccomp) there is no bias; nor while
- * px_rt_api_shared is off (the transfer engine's own uses of the lock at SERIALIZED keep the
- * mutex).
+ * and again is given to that thread (bias_owner = its record,
+ * core/util/bias_lock.h's px_bias_thread_t): the owner then enters with plain
+ * stores and loads (the lock's id in a slot of its own record, check
+ * bias_owner again) and leaves with a release store that clears the slot, no
+ * atomic read-modify-write and no fence. Any other thread takes the mutex,
+ * clears bias_owner and calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
+ * which puts a full barrier into every running thread of the process: after
+ * it, either the owner sees bias_owner cleared (and queues on the mutex), or
+ * the revoker sees the lock in the owner's record and waits until the owner
+ * leaves (the owner's waits, px_rt_api_pause, notice the revocation each pass
+ * and move to the mutex, so a revoker never waits for a whole blocking call).
+ * The bias is given again, under the mutex, to a thread that took the mutex
+ * BIAS_STREAK times in a row with nobody else taking it between: a revocation
+ * (one membarrier, microseconds) is then paid at most once per BIAS_STREAK
+ * acquisitions. Without membarrier (old kernel, seccomp) there is no bias; nor
+ * while px_rt_api_shared is off (the transfer engine's own uses of the lock at
+ * SERIALIZED keep the mutex).
  */
 #define BIAS_STREAK PX_BIAS_STREAK
 _Atomic uintptr_t px_rt_bias_owner; /* 0: nobody (proc.h enters inline too) */
