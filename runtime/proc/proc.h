@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "core/class/free_list.h"
 #include "core/class/list.h"
+#include "core/util/bias_lock.h"
 #include "core/util/proc.h"
 #include "frameworks/btl/base/base_runtime.h"
 #include "runtime/plexus.h"
@@ -163,22 +164,16 @@ void px_rt_lock_on_second_thread(void (*hook)(void));
  * path is a few instructions and no call. */
 enum { PX_RT_HELD_NOT = 0, PX_RT_HELD_MUTEX = 1, PX_RT_HELD_BIAS = 2 };
 extern _Thread_local int px_rt_tl_held __attribute__((tls_model("initial-exec")));
-extern _Atomic uintptr_t px_rt_bias_owner; /* the owner's &px_rt_tl_held, or 0 */
-extern _Atomic int px_rt_bias_inside;      /* the owner holds the lock through it */
-/* Enter through the bias if this thread owns it and does not hold the lock. */
+extern _Atomic uintptr_t px_rt_bias_owner; /* the owner's px_bias_thread_t, or 0 */
+/* Enter through the bias if this thread owns it and does not hold the lock
+ * (core/util/bias_lock.h: px_bias_enter; the lock's slot is 0, its id the
+ * bias word). */
 static inline bool px_rt_bias_enter(void)
 {
-    uintptr_t me = (uintptr_t)&px_rt_tl_held;
-    if (px_rt_tl_held != PX_RT_HELD_NOT ||
-        atomic_load_explicit(&px_rt_bias_owner, memory_order_relaxed) != me)
+    if (px_rt_tl_held != PX_RT_HELD_NOT)
         return false;
-    atomic_store_explicit(&px_rt_bias_inside, 1, memory_order_relaxed);
-    /* A compiler barrier only: a revoker's membarrier is the CPU fence. */
-    atomic_signal_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&px_rt_bias_owner, memory_order_relaxed) != me) {
-        atomic_store_explicit(&px_rt_bias_inside, 0, memory_order_release);
+    if (!px_bias_enter(&px_rt_bias_owner, 0, &px_rt_bias_owner))
         return false;
-    }
     px_rt_tl_held = PX_RT_HELD_BIAS;
     return true;
 }
@@ -187,7 +182,7 @@ static inline void px_rt_bias_leave(void)
 {
     if (PX_LIKELY(PX_RT_HELD_BIAS == px_rt_tl_held)) {
         px_rt_tl_held = PX_RT_HELD_NOT;
-        atomic_store_explicit(&px_rt_bias_inside, 0, memory_order_release);
+        px_bias_leave(0);
     } else {
         px_rt_lock_drop(true);
     }

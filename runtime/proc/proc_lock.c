@@ -53,28 +53,30 @@ static atomic_uint px_rt_lock_handoffs;
  * The bias. An uncontended mutex costs two atomic read-modify-writes per call
  * (lock and unlock), which at MULTIPLE was most of the difference from
  * SERIALIZED on an 8-byte shm ping-pong. A lock that one thread takes again
- * and again is given to that thread (bias_owner = its id, the address of its
- * tl_held): the owner then enters with plain stores and loads (bias_inside =
- * 1, check bias_owner again) and leaves with a release store, no atomic
- * read-modify-write and no fence. Any other thread takes the mutex, clears
- * bias_owner and calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which
- * puts a full barrier into every running thread of the process: after it,
- * either the owner sees bias_owner cleared (and queues on the mutex), or the
- * revoker sees bias_inside set and waits until the owner leaves (the owner's
- * waits, px_rt_api_pause, notice the revocation each pass and move to the
- * mutex, so a revoker never waits for a whole blocking call). The bias is
- * given again, under the mutex, to a thread that took the mutex BIAS_STREAK
- * times in a row with nobody else taking it between: a revocation (one
- * membarrier, microseconds) is then paid at most once per BIAS_STREAK
- * acquisitions. Without membarrier (old kernel, seccomp) there is no bias;
- * nor while px_rt_api_shared is off (the transfer engine's own uses of the
- * lock at SERIALIZED keep the mutex).
+ * and again is given to that thread (bias_owner = its record,
+ * core/util/bias_lock.h's px_bias_thread_t): the owner then enters with plain
+ * stores and loads (the lock's id in a slot of its own record, check
+ * bias_owner again) and leaves with a release store that clears the slot, no
+ * atomic read-modify-write and no fence. Any other thread takes the mutex,
+ * clears bias_owner and calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED),
+ * which puts a full barrier into every running thread of the process: after
+ * it, either the owner sees bias_owner cleared (and queues on the mutex), or
+ * the revoker sees the lock in the owner's record and waits until the owner
+ * leaves (the owner's waits, px_rt_api_pause, notice the revocation each pass
+ * and move to the mutex, so a revoker never waits for a whole blocking call).
+ * The bias is given again, under the mutex, to a thread that took the mutex
+ * BIAS_STREAK times in a row with nobody else taking it between: a revocation
+ * (one membarrier, microseconds) is then paid at most once per BIAS_STREAK
+ * acquisitions. Without membarrier (old kernel, seccomp) there is no bias; nor
+ * while px_rt_api_shared is off (the transfer engine's own uses of the lock at
+ * SERIALIZED keep the mutex).
  */
 #define BIAS_STREAK PX_BIAS_STREAK
 _Atomic uintptr_t px_rt_bias_owner; /* 0: nobody (proc.h enters inline too) */
-_Atomic int px_rt_bias_inside;      /* the owner holds the lock through the bias */
-#define bias_owner  px_rt_bias_owner
-#define bias_inside px_rt_bias_inside
+#define bias_owner px_rt_bias_owner
+/* Under the mutex: an owner whose bias was revoked and that was not seen out
+ * yet (a try does not wait for it; the next taker does). */
+static px_bias_thread_t *bias_revoked;
 static uintptr_t streak_thread; /* under the mutex: who took it last, how often */
 static unsigned streak;
 static void (*second_thread)(void); /* px_rt_lock_on_second_thread's hook */
@@ -92,12 +94,13 @@ static bool bias_usable(void)
 }
 
 /* The mutex is held and the bias belongs to another thread: take it away.
- * After the membarrier, the owner either saw the bias gone or shows in
- * bias_inside (after_mutex waits for it to leave). */
-static void bias_revoke(void)
+ * After the membarrier, the owner either saw the bias gone or shows in its
+ * record (after_mutex waits for it to leave). */
+static void bias_revoke(uintptr_t owner)
 {
     atomic_store_explicit(&bias_owner, 0, memory_order_relaxed);
     px_bias_revoke_barrier();
+    bias_revoked = (px_bias_thread_t *)owner;
 }
 
 /* The mutex was just taken by this thread: revoke another thread's bias,
@@ -106,16 +109,20 @@ static void bias_revoke(void)
  * thread after BIAS_STREAK acquisitions in a row. */
 static bool after_mutex(bool wait)
 {
-    uintptr_t me = self_id(), owner = atomic_load_explicit(&bias_owner, memory_order_relaxed);
-    if (owner != 0 && owner != me)
-        bias_revoke();
+    uintptr_t me = self_id(), mine = (uintptr_t)px_bias_tl_rec;
+    uintptr_t owner = atomic_load_explicit(&bias_owner, memory_order_relaxed);
+    if (owner != 0 && owner != mine)
+        bias_revoke(owner);
     /* A revoked owner may still be inside (revoked just now, or by a try
      * that did not wait for it): the mutex alone is not the lock until it
      * left. */
-    while (atomic_load_explicit(&bias_inside, memory_order_acquire)) {
-        if (!wait)
-            return false;
-        sched_yield();
+    if (bias_revoked != NULL) {
+        while (px_bias_thread_inside(bias_revoked, 0, &bias_owner)) {
+            if (!wait)
+                return false;
+            sched_yield();
+        }
+        bias_revoked = NULL;
     }
     if (streak_thread != me) {
         if (PX_UNLIKELY(second_thread != NULL) && streak_thread != 0) {
@@ -134,8 +141,11 @@ static bool after_mutex(bool wait)
     /* Only when threads share the library (MULTIPLE, px_xfer_enable_threads):
      * a serialized program keeps the plain mutex and never asks for
      * membarrier (its registration costs the kernel an RCU grace period). */
-    if (++streak >= BIAS_STREAK && owner != me && px_rt_api_shared && bias_usable())
-        atomic_store_explicit(&bias_owner, me, memory_order_relaxed);
+    if (++streak >= BIAS_STREAK && owner != mine && px_rt_api_shared && bias_usable()) {
+        px_bias_thread_t *t = px_bias_thread();
+        if (t != NULL)
+            atomic_store_explicit(&bias_owner, (uintptr_t)t, memory_order_relaxed);
+    }
     return true;
 }
 
@@ -148,7 +158,7 @@ void px_rt_lock_on_second_thread(void (*hook)(void))
 
 static inline void bias_leave(void)
 {
-    atomic_store_explicit(&bias_inside, 0, memory_order_release);
+    px_bias_leave(0);
 }
 
 /* Take the mutex; a thread that has to block counts itself a waiter. */
@@ -239,7 +249,7 @@ void px_rt_api_pause(void)
     if (tl_held)
         px_rt_btl_errors_drain(); /* fine mode's deferred reports (proc.c): one load */
     if (HELD_BIAS == tl_held) {
-        if (atomic_load_explicit(&bias_owner, memory_order_relaxed) == self_id())
+        if (atomic_load_explicit(&bias_owner, memory_order_relaxed) == (uintptr_t)px_bias_tl_rec)
             return; /* nobody else asked for the lock */
         tl_held = HELD_NOT;
         bias_leave(); /* the revoker waits for this */
