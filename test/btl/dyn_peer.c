@@ -387,6 +387,11 @@ static int run(int connector, int cycles)
     bool have_sv = false;
     for (int c = 0; c < cycles; c++) {
         cycle_now = (uint32_t)c;
+        /* Counted from here: the peer may send this cycle's messages while
+         * this side still waits (progressing) for its RDMA address below,
+         * and a reset after that wait lost them (20 s, then "did not
+         * arrive": seen once in CI under load). */
+        received = bad_received = 0;
         px_btl_base_dyn_peer_t *dp = NULL;
         char *err = NULL;
         uint32_t len;
@@ -474,7 +479,6 @@ static int run(int connector, int cycles)
         uint64_t peer_buf = ch_read_u64();
         uint32_t plen = 0;
         void *peer_handle = ch_read(&plen);
-        received = bad_received = 0;
         size_t big = p->max_send_size > 16 ? p->max_send_size - 16 : 0;
         if (big > 60000)
             big = 60000;
