@@ -11,6 +11,20 @@
 #                                bytes, pattern SEED, control folder CTL,
 #                                output OUT), in the background; waits until
 #                                it published and sets owner_pid
+#   names_need_deps WHAT         ends the test with a skip of WHAT unless
+#                                the build has json-c and libsodium (names
+#                                and connections between processes)
+
+names_need_deps() { # WHAT
+    local need
+    for need in PX_HAVE_JSONC:"json-c (install libjson-c-dev, configure again)" \
+        PX_HAVE_SODIUM:"libsodium: processes cannot connect (install libsodium-dev)"; do
+        if ! grep -q "^#define ${need%%:*} 1" "$PX_BUILD/config.h"; then
+            skip "$1" "built without ${need#*:}"
+            tap_done
+        fi
+    done
+}
 
 wait_for() { # FILE TEXT SECONDS
     local i

@@ -21,14 +21,8 @@ need_built "$names"
 . "$PX_SRC/test/lib/peers.sh"
 peers_setup
 
-if ! grep -q '^#define PX_HAVE_JSONC 1' "$B/config.h"; then
-    skip "named segments" "built without json-c (install libjson-c-dev, configure again)"
-    tap_done
-fi
-if ! grep -q '^#define PX_HAVE_SODIUM 1' "$B/config.h"; then
-    skip "named segments" "built without libsodium: processes cannot connect (install libsodium-dev)"
-    tap_done
-fi
+. "$PX_SRC/test/registry/names_lib.sh"
+names_need_deps "named segments"
 
 # ---- dirstore, out of tree
 px_staged_install "$T/root" "$T/install.log"
@@ -58,7 +52,6 @@ for v in registry_namespace registry_lease registry_heartbeat registry_timeout r
     check "px_info shows the variable $v" contains "$out" "\"$v\""
 done
 
-. "$PX_SRC/test/registry/names_lib.sh"
 SIZE=1048576
 
 # ---- publish, open, read

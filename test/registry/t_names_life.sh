@@ -15,14 +15,8 @@ need_built "$app"
 . "$PX_SRC/test/lib/peers.sh"
 peers_setup
 
-if ! grep -q '^#define PX_HAVE_JSONC 1' "$B/config.h"; then
-    skip "names lifetime" "built without json-c (install libjson-c-dev, configure again)"
-    tap_done
-fi
-if ! grep -q '^#define PX_HAVE_SODIUM 1' "$B/config.h"; then
-    skip "names lifetime" "built without libsodium: processes cannot connect (install libsodium-dev)"
-    tap_done
-fi
+. "$PX_SRC/test/registry/names_lib.sh"
+names_need_deps "names lifetime"
 
 mkdir -p "$T/plug"
 cc -std=gnu11 -O2 -Wall -Wextra -Werror -shared -fPIC -I"$B" -I"$PX_SRC" \
@@ -31,7 +25,6 @@ check "dirstore builds" test -f "$T/plug/plexus_registry_dirstore.so" || sed 's/
 export PX_MCA_mca_component_path=$T/plug:$B/.libs
 export PX_MCA_registry=dirstore PX_MCA_registry_dirstore_dir=$T/store
 export PX_MCA_registry_lease=3 PX_MCA_registry_heartbeat=0.5 PX_MCA_registry_cache_ttl=0
-. "$PX_SRC/test/registry/names_lib.sh"
 
 # max_count FILE WORDS: the largest N of FILE's lines "...: N WORDS" (or "; N WORDS")
 max_count() { sed -n "s/.*[:;] \([0-9]*\) $2.*/\1/p" "$1" | sort -n | tail -1; }
