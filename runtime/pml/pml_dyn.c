@@ -254,10 +254,9 @@ static bool ux_from(int id)
     bool found = d && !px_list_is_empty(&d->peer.ooo);
     PX_LIST_FOREACH(u, &px_rt.unexpected, px_rt_ux_t)
     {
-        if (found || u->src == id) {
-            found = true;
+        if (found)
             break;
-        }
+        found = u->src == id;
     }
     ml_unlock(px_pml_fine);
     return found;
