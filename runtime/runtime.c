@@ -132,7 +132,9 @@ int px_init(int *argc, char ***argv)
     for (size_t i = 0; i < PX_INIT_NSIG; i++)
         saved[i] = 0 == sigaction(px_init_app_signals[i], NULL, &before[i]) &&
                    SIG_DFL != before[i].sa_handler;
+    px_mca_repository_hold_listings(); /* each plugin folder read once */
     int rc = px_init_body();
+    px_mca_repository_release_listings();
     for (size_t i = 0; i < PX_INIT_NSIG; i++) {
         struct sigaction now;
         if (!saved[i] || 0 != sigaction(px_init_app_signals[i], NULL, &now))

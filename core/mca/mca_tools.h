@@ -35,6 +35,12 @@ PX_EXPORT char *px_mca_repository_search_path(void);
 /* The same folders for a message inside the library: "A, B (does not
  * exist)", "~" expanded (caller frees). Not exported. */
 char *px_mca_repository_search_report(void);
+/* px_init's window (nested): from hold to the last release each plugin
+ * folder is read once, its listing shared by every framework opened and by
+ * the folder check of each plugin loaded; outside it every search reads the
+ * folders again. Not exported. */
+void px_mca_repository_hold_listings(void);
+void px_mca_repository_release_listings(void);
 
 /* Register a framework's own variables (and its register_fn's) without
  * looking for or loading any component: px_init does this for a framework it

@@ -320,6 +320,95 @@ char *px_mca_repository_search_report(void)
     return out;
 }
 
+/* One read of a plugin folder: its plexus_*.so names, sorted, or why it could
+ * not be opened; and the folder's mode, for the check before a load. */
+typedef struct {
+    char *dir; /* expanded */
+    char **files;
+    int err; /* 0, or opendir's errno */
+    bool have_mode;
+    mode_t mode;
+} listing_t;
+
+/* Between px_mca_repository_hold_listings and its release (px_init), each
+ * folder is read once and its listing kept for every framework that opens
+ * (boot, btl and coll each looked for plugins: three reads of each folder
+ * per process) and for the folder check of each plugin loaded from it.
+ * Outside that window every search reads the folders again, so a plugin
+ * copied in later is found. */
+static int listing_holds;
+static listing_t *listings;
+static int n_listings;
+
+static void listing_free(listing_t *l)
+{
+    free(l->dir);
+    px_argv_free(l->files);
+    memset(l, 0, sizeof(*l));
+}
+
+static void listing_read(listing_t *l, char *dir)
+{
+    memset(l, 0, sizeof(*l));
+    l->dir = dir;
+    DIR *dh = opendir(dir);
+    if (!dh) {
+        l->err = errno;
+        return;
+    }
+    struct stat st;
+    if (fstat(dirfd(dh), &st) == 0) {
+        l->have_mode = true;
+        l->mode = st.st_mode;
+    }
+    struct dirent *de;
+    while ((de = readdir(dh))) {
+        size_t len = strlen(de->d_name);
+        if (len > 10 && 0 == strncmp(de->d_name, "plexus_", 7) &&
+            0 == strcmp(de->d_name + len - 3, ".so"))
+            px_argv_append_nosize(&l->files, de->d_name);
+    }
+    closedir(dh);
+    int n = px_argv_count(l->files);
+    if (n > 1)
+        qsort(l->files, (size_t)n, sizeof(char *), cmp_str);
+}
+
+/* The listing of `dir` (expanded; taken) while held: the kept one, or a new
+ * read kept. NULL when not held: the caller reads into its own. */
+static const listing_t *listing_kept(char *dir)
+{
+    if (listing_holds <= 0)
+        return NULL;
+    for (int i = 0; i < n_listings; i++)
+        if (0 == strcmp(listings[i].dir, dir)) {
+            free(dir);
+            return &listings[i];
+        }
+    listing_t *nl = realloc(listings, (size_t)(n_listings + 1) * sizeof(*nl));
+    if (!nl)
+        return NULL;
+    listings = nl;
+    listing_read(&listings[n_listings], dir);
+    return &listings[n_listings++];
+}
+
+void px_mca_repository_hold_listings(void)
+{
+    listing_holds++;
+}
+
+void px_mca_repository_release_listings(void)
+{
+    if (listing_holds > 0 && --listing_holds > 0)
+        return;
+    for (int i = 0; i < n_listings; i++)
+        listing_free(&listings[i]);
+    free(listings);
+    listings = NULL;
+    n_listings = 0;
+}
+
 int px_mca_repository_plugin_files(const char *framework, char ***names, char ***paths)
 {
     px_mca_repository_init();
@@ -333,27 +422,30 @@ int px_mca_repository_plugin_files(const char *framework, char ***names, char **
     size_t plen = strlen(prefix);
     for (int d = 0; d < ndirs; d++) {
         char *dir = expand_home(dirs[d]);
-        DIR *dh = dir ? opendir(dir) : NULL;
-        if (!dh) {
-            if (dir)
-                report_bad_folder(dirs[d], dir, errno, vars[d],
-                                  vars[d] == prepend_var ? "mca_component_path_prepend"
-                                                         : "mca_component_path");
-            free(dir);
+        if (!dir)
+            continue;
+        listing_t own;
+        const listing_t *l = listing_kept(dir);
+        if (!l) { /* not held, or no memory to keep it: dir was not taken */
+            listing_read(&own, dir);
+            l = &own;
+        }
+        dir = l->dir;
+        if (l->err) {
+            report_bad_folder(dirs[d], dir, l->err, vars[d],
+                              vars[d] == prepend_var ? "mca_component_path_prepend"
+                                                     : "mca_component_path");
+            if (l == &own)
+                listing_free(&own);
             continue;
         }
         char **found = NULL;
-        struct dirent *de;
-        while ((de = readdir(dh))) {
-            size_t len = strlen(de->d_name);
-            if (len > plen + 3 && 0 == strncmp(de->d_name, prefix, plen) &&
-                0 == strcmp(de->d_name + len - 3, ".so"))
-                px_argv_append_nosize(&found, de->d_name);
+        for (int i = 0; l->files && l->files[i]; i++) {
+            size_t len = strlen(l->files[i]);
+            if (len > plen + 3 && 0 == strncmp(l->files[i], prefix, plen))
+                px_argv_append_nosize(&found, l->files[i]);
         }
-        closedir(dh);
         int nfound = px_argv_count(found);
-        if (nfound > 1)
-            qsort(found, (size_t)nfound, sizeof(char *), cmp_str);
         for (int i = 0; i < nfound; i++) {
             size_t len = strlen(found[i]);
             char *comp = strndup(found[i] + plen, len - plen - 3);
@@ -371,7 +463,8 @@ int px_mca_repository_plugin_files(const char *framework, char ***names, char **
             free(comp);
         }
         px_argv_free(found);
-        free(dir);
+        if (l == &own)
+            listing_free(&own);
     }
     px_argv_free(dirs);
     free(vars);
@@ -577,7 +670,13 @@ static bool world_writable(const char *path, const char *what, const char *frame
                            const char *component, const char *plugin)
 {
     struct stat st;
-    if (stat(path, &st) != 0) {
+    const listing_t *kept = NULL;
+    for (int i = 0; listing_holds > 0 && i < n_listings && !kept; i++)
+        if (listings[i].have_mode && 0 == strcmp(listings[i].dir, path))
+            kept = &listings[i]; /* the folder read moments ago: its mode then */
+    if (kept) {
+        st.st_mode = kept->mode;
+    } else if (stat(path, &st) != 0) {
         record_failure(framework, component, plugin, "cannot stat %s %s: %s", what, path,
                        strerror(errno));
         return true;

@@ -45,7 +45,8 @@ typedef struct var {
     char *dflt_owned;
     px_mca_var_enum_value_t *enum_owned;
     /* Valid range (int, unsigned, size, double), set by px_mca_var_set_range.
-     * The texts are ours and never change once set (a later set_range keeps
+     * The texts (made at the first read, px_mca_var_range_texts) are ours
+     * and never change once made (a later set_range keeps
      * the old texts in `old_range` until finalize), so pointers handed out
      * by px_mca_var_get_range stay valid. */
     bool has_min, has_max;
@@ -89,7 +90,10 @@ char *px_mca_var_describe_source(px_mca_var_source_t s, const char *where);
 bool px_mca_var_has_range_type(px_mca_var_type_t type);
 bool px_mca_var_in_range(const var_t *v, const value_t *val);
 /* What the variable accepts, with its range; caller frees. */
-char *px_mca_var_accepted_for(const var_t *v);
+char *px_mca_var_accepted_for(var_t *v);
+/* Make the range's texts (range_min, range_max) if not made yet: they are
+ * made when first read, not at registration. */
+void px_mca_var_range_texts(var_t *p);
 /* Report a value that is not accepted (counted in px_mca_var_n_value_errors). */
 void px_mca_var_report_bad_value(const var_t *v, const char *name, const char *text,
                                  px_mca_var_source_t s, const char *where, const char *keeping,

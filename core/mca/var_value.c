@@ -376,11 +376,22 @@ bool px_mca_var_in_range(const var_t *v, const value_t *val)
     return true;
 }
 
+void px_mca_var_range_texts(var_t *p)
+{
+    if (p->has_min && !p->range_min)
+        p->range_min = px_mca_var_format(p, &p->rmin);
+    if (p->has_max && !p->range_max)
+        p->range_max = px_mca_var_format(p, &p->rmax);
+}
+
 /* What the variable accepts, with its range when it has one. */
-char *px_mca_var_accepted_for(const var_t *v)
+char *px_mca_var_accepted_for(var_t *v)
 {
     if (!v->has_min && !v->has_max)
         return px_mca_var_accepted_forms(v->type, v->enum_values);
+    px_mca_var_range_texts(v);
+    if ((v->has_min && !v->range_min) || (v->has_max && !v->range_max))
+        return NULL;
     const char *what = v->type == PX_MCA_VAR_TYPE_SIZE     ? "a byte count"
                        : v->type == PX_MCA_VAR_TYPE_DOUBLE ? "a number"
                                                            : "an integer";
@@ -401,7 +412,7 @@ void px_mca_var_report_bad_value(const var_t *v, const char *name, const char *t
 {
     px_mca_var_n_value_errors++;
     char *src = px_mca_var_describe_source(s, where);
-    char *forms = px_mca_var_accepted_for(v);
+    char *forms = px_mca_var_accepted_for((var_t *)v); /* may make its range texts */
     char *kept;
     if (keeping) {
         kept = strdup(keeping);
@@ -455,27 +466,21 @@ int px_mca_var_set_range_unlocked(var_t *p, const char *min, const char *max)
         free(d);
         return PX_ERR_BAD_PARAM;
     }
-    char *tmin = min ? px_mca_var_format(p, &lo) : NULL;
-    char *tmax = max ? px_mca_var_format(p, &hi) : NULL;
-    if ((min && !tmin) || (max && !tmax)) {
-        free(tmin);
-        free(tmax);
-        return PX_ERR_OUT_OF_RESOURCE;
+    /* Texts handed out earlier stay valid until finalize. The new ones are
+     * made when first asked for (px_mca_var_range_texts): formatting every
+     * range at registration was a tenth of px_init's instructions, for
+     * texts only px_info and error messages read. */
+    if (p->range_min || p->range_max) {
+        char **old = realloc(p->old_range, (size_t)(p->n_old_range + 2) * sizeof(char *));
+        if (!old)
+            return PX_ERR_OUT_OF_RESOURCE;
+        p->old_range = old;
+        if (p->range_min)
+            p->old_range[p->n_old_range++] = p->range_min;
+        if (p->range_max)
+            p->old_range[p->n_old_range++] = p->range_max;
     }
-    /* Texts handed out earlier stay valid until finalize. */
-    char **old = realloc(p->old_range, (size_t)(p->n_old_range + 2) * sizeof(char *));
-    if (!old) {
-        free(tmin);
-        free(tmax);
-        return PX_ERR_OUT_OF_RESOURCE;
-    }
-    p->old_range = old;
-    if (p->range_min)
-        p->old_range[p->n_old_range++] = p->range_min;
-    if (p->range_max)
-        p->old_range[p->n_old_range++] = p->range_max;
-    p->range_min = tmin;
-    p->range_max = tmax;
+    p->range_min = p->range_max = NULL;
     p->has_min = min != NULL;
     p->has_max = max != NULL;
     p->rmin = lo;

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 /* Deeper than any folder a job makes; what is deeper stays. */
@@ -170,5 +171,49 @@ void px_fs_remove_tree_fd(int dirfd, const char *path)
     if (pfd < 0)
         return;
     remove_name(pfd, base, &st);
+    close(pfd);
+}
+
+void px_fs_reap_ended_jobs(const char *dir, void (*removed)(const char *path))
+{
+    char parent[PATH_MAX], prefix[32];
+    if (snprintf(parent, sizeof parent, "%s", dir) >= (int)sizeof parent)
+        return;
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash == parent)
+        return;
+    *slash = '\0';
+    const char *own = slash + 1;
+    snprintf(prefix, sizeof prefix, "plexus-%u-", (unsigned)geteuid());
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0)
+        return;
+    int lfd = dup(pfd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        if (lfd >= 0)
+            close(lfd);
+        close(pfd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !strcmp(e->d_name, own))
+            continue;
+        int fd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat st;
+        char path[PATH_MAX + 256];
+        if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+            !(st.st_mode & 077) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            snprintf(path, sizeof path, "%s/%s", parent, e->d_name) < (int)sizeof path) {
+            px_fs_remove_tree_fd(fd, path);
+            if (removed)
+                removed(path);
+        }
+        close(fd);
+    }
+    closedir(d);
     close(pfd);
 }

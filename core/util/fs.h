@@ -42,4 +42,19 @@ void px_fs_remove_tree(const char *dir);
  * `path` may be NULL (only empty the folder). Does not close `dirfd`. */
 void px_fs_remove_tree_fd(int dirfd, const char *path);
 
+/* Remove the folders of this user's ended jobs beside the job folder `dir`:
+ * a folder named plexus-<uid>-* in the same parent, not `dir` itself, ours
+ * and 0700, that nobody holds (every process of a job holds its folder with
+ * a shared flock from its creation to its cleanup, and pxrun for the whole
+ * job). A job whose processes were all SIGKILLed under a launcher that takes
+ * no cleanup registration (Slurm's srun --kill-on-bad-exit) leaves its
+ * folder; the next job of the user on the host removes it, in the process
+ * that makes that job's folder (pxrun, or btl/shm's first process on the
+ * host). The exclusive flock taken here is what a creator's shared one
+ * waits for, and the creator then sees the name gone and makes the folder
+ * again, so a folder being made is never lost. Removal is through
+ * descriptors (px_fs_remove_tree_fd), never by a path someone else could
+ * swap. `removed` (may be NULL) hears each folder removed. */
+void px_fs_reap_ended_jobs(const char *dir, void (*removed)(const char *path));
+
 #endif

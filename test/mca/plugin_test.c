@@ -348,6 +348,30 @@ START_TEST(test_fixed_plugin_loses_its_refusal)
 }
 END_TEST
 
+/* px_init reads each plugin folder once for all its frameworks; outside it
+ * every open reads the folder again: a plugin copied in after a framework
+ * was opened is found when it is opened again. */
+START_TEST(test_plugin_added_later_found)
+{
+    setup("good");
+    char *dir = make_tmpdir();
+    char *from = plugin_path("good");
+    char *to = NULL;
+    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
+    setenv("PX_MCA_mca_component_path", dir, 1);
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
+    ck_assert_ptr_null(find_item("good"));
+    px_mca_framework_close(fw);
+    copy_file(from, to, 0755);
+    ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
+    ck_assert_ptr_nonnull(find_item("good"));
+    free(to);
+    free(from);
+    free(dir);
+    teardown_fw();
+}
+END_TEST
+
 START_TEST(test_refuse_world_writable_folder)
 {
     setup("good");
@@ -638,10 +662,11 @@ PX_CHECK_MAIN("mca_plugin", NULL, remove_tmpdirs, 0, test_good_plugin, test_clos
               test_refuse_newer_minor, test_refuse_other_debug, test_refuse_other_debug_classy,
               test_refuse_mismatched_name, test_refuse_unresolved_symbol,
               test_refuse_world_writable_file, test_refuse_world_writable_folder,
-              test_fixed_plugin_loses_its_refusal, test_failing_open_plugin_closed_and_unloaded,
-              test_failing_open_plugin_close_called, test_probe_dropped_at_unload,
-              test_plugin_classes_forgotten_at_unload, test_declining_plugin_classes_forgotten,
-              test_missing_named_folder_warns_once, test_missing_default_folder_quiet,
-              test_builtin_wins, test_unwanted_never_loaded_exclude,
-              test_unwanted_never_loaded_include, test_path_order_first_wins,
-              test_include_mixes_reasons, test_plugin_vars_not_unknown_when_excluded)
+              test_plugin_added_later_found, test_fixed_plugin_loses_its_refusal,
+              test_failing_open_plugin_closed_and_unloaded, test_failing_open_plugin_close_called,
+              test_probe_dropped_at_unload, test_plugin_classes_forgotten_at_unload,
+              test_declining_plugin_classes_forgotten, test_missing_named_folder_warns_once,
+              test_missing_default_folder_quiet, test_builtin_wins,
+              test_unwanted_never_loaded_exclude, test_unwanted_never_loaded_include,
+              test_path_order_first_wins, test_include_mixes_reasons,
+              test_plugin_vars_not_unknown_when_excluded)

@@ -123,6 +123,15 @@ check "a SIGKILLed rank: pxrun fails" [ "$rc" -eq 137 ]
 check "a SIGKILLed rank: its shm files are removed" [ -n "$job" -a ! -e "/dev/shm/plexus-$uid-$job" ]
 check "a SIGKILLed rank: session folder removed" [ ! -e "$sess/job-$job" ]
 
+# The shm folder of this user's ended job (nobody holds it) beside the new
+# job's is removed by pxrun itself, once per job (the ranks, whose folder
+# pxrun made, do not scan for them): here the ranks are not Plexus programs.
+R=$(mktemp -d /dev/shm/pxrun-reap-XXXXXX)
+mkdir -m 0700 "$R/plexus-$uid-ended" && touch "$R/plexus-$uid-ended/seg-0"
+run "$PXRUN" -n 1 --mca btl_shm_backing_dir "$R" true
+check "pxrun removes the shm folder of an ended job" [ "$rc" -eq 0 -a ! -e "$R/plexus-$uid-ended" ]
+rm -rf "$R"
+
 # A rank that returns from main without px_finalize: pxrun ends the job saying so
 # (before, the others waited in px_finalize until --timeout).
 run "$PXRUN" -n 3 --timeout 15 "$PROBE" nofinalize 1 0

@@ -596,8 +596,31 @@ START_TEST(ended_jobs_folders_reaped)
 }
 END_TEST
 
+/* A process that finds the job's folder made (by pxrun, or by the job's
+ * first process on the host) leaves the reaping to its maker: it does not
+ * scan the parent, so an ended job's folder stays. */
+START_TEST(ended_jobs_left_to_the_maker)
+{
+    char dead[192], f[256];
+    snprintf(dead, sizeof dead, "%s/plexus-%u-dead", top, (unsigned)getuid());
+    ck_assert_int_eq(mkdir(dead, 0700), 0);
+    snprintf(f, sizeof f, "%s/seg-1", dead);
+    int fd = open(f, O_CREAT | O_WRONLY, 0600);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_assert_int_eq(mkdir(dir, 0700), 0); /* made by another process */
+    ck_assert_int_eq(px_btl_shm_dir_ensure(dir), PX_SUCCESS);
+    struct stat st;
+    ck_assert_int_eq(stat(f, &st), 0);
+    px_btl_shm_dir_release();
+    unlink(f);
+    rmdir(dead);
+}
+END_TEST
+
 PX_CHECK_MAIN("btl_shm_segment", setup, teardown, 0, create_modes_and_attach,
               other_job_cannot_attach, not_a_segment, open_folder_refused, exclusive_create,
               failed_create_removes_the_folder, liveness_lock, takeover_of_a_dead_owner,
               no_takeover_of_a_live_owner, auto_ring_size, long_job_ids, geometry_checked_at_attach,
-              modex_checked, entry_bounds, dyn_part_version, ended_jobs_folders_reaped)
+              modex_checked, entry_bounds, dyn_part_version, ended_jobs_folders_reaped,
+              ended_jobs_left_to_the_maker)

@@ -314,6 +314,10 @@ static void setup_session(void)
             close(px.shmfd);
         px.shmfd = -1;
         px.shmdir[0] = 0;
+    } else {
+        /* Once per job here rather than in each rank (btl/shm reaps only in
+         * the process that makes the folder). */
+        px_fs_reap_ended_jobs(px.shmdir, NULL);
     }
 
     px.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -67,58 +67,9 @@ static bool dir_is(const char *path, const struct stat *st)
            now.st_ino == st->st_ino;
 }
 
-/* Remove the folders of this user's ended jobs beside `dir`: a folder
- * named plexus-<uid>-* in the same parent, ours and 0700, that nobody holds
- * (every process of a job holds its folder with a shared flock from its
- * creation to the module's cleanup, and pxrun for the whole job). A job
- * whose processes were all SIGKILLed under a launcher that takes no cleanup
- * registration (Slurm's srun --kill-on-bad-exit) leaves its folder, empty of
- * segments once they all attached; the next job of the user on the host
- * removes it here. The exclusive flock taken here is what a creator's
- * shared one waits for, and the creator then sees the name gone and makes
- * the folder again (px_btl_shm_dir_ensure), so a folder being made is never
- * lost. Removal is through descriptors (px_fs_remove_tree_fd), never by a
- * path someone else could swap. */
-static void reap_ended_jobs(const char *dir)
+static void reaped(const char *path)
 {
-    char parent[sizeof px_btl_shm_dir.path], prefix[32];
-    snprintf(parent, sizeof parent, "%s", dir);
-    char *slash = strrchr(parent, '/');
-    if (!slash || slash == parent)
-        return;
-    *slash = '\0';
-    const char *own = slash + 1;
-    snprintf(prefix, sizeof prefix, "plexus-%u-", (unsigned)geteuid());
-    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pfd < 0)
-        return;
-    int lfd = dup(pfd);
-    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-    if (!d) {
-        if (lfd >= 0)
-            close(lfd);
-        close(pfd);
-        return;
-    }
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || !strcmp(e->d_name, own))
-            continue;
-        int fd = openat(pfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        struct stat st;
-        char path[sizeof px_btl_shm_dir.path + 256];
-        if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-            !(st.st_mode & 077) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-            snprintf(path, sizeof path, "%s/%s", parent, e->d_name) < (int)sizeof path) {
-            px_fs_remove_tree_fd(fd, path);
-            PX_OUTPUT_VERBOSE(1, 0, "btl shm: removed %s, the folder of an ended job", path);
-        }
-        close(fd);
-    }
-    closedir(d);
-    close(pfd);
+    PX_OUTPUT_VERBOSE(1, 0, "btl shm: removed %s, the folder of an ended job", path);
 }
 
 int px_btl_shm_dir_ensure(const char *dir)
@@ -163,7 +114,12 @@ int px_btl_shm_dir_ensure(const char *dir)
             rc = flock(fd, LOCK_SH);
         while (rc != 0 && errno == EINTR);
         if (dir_is(dir, &st)) {
-            reap_ended_jobs(dir);
+            /* The process that makes the job's folder (pxrun, or the first
+             * process of the job on this host under another launcher) removes
+             * the folders of this user's ended jobs beside it; the others
+             * (every rank under pxrun) do not scan the parent again. */
+            if (made)
+                px_fs_reap_ended_jobs(dir, reaped);
             /* Made here (not by pxrun): should every process die without
              * removing it, a launcher that offers it removes the folder when
              * the job has ended, if empty (the segments are registered each). */
