@@ -55,8 +55,8 @@ for d in components/*/*/; do
         sed -n "s/.*PX_COMPONENT( *\[$fw\], *\[$name\], *\[\([a-z]*\)\].*/\1/p")
     case "$kind" in
     static)
-        grep -q 'libplexus_la_SOURCES *+=' "$d/Makefile.inc" ||
-            fail "$d/configure.m4 says static, but $d/Makefile.inc adds nothing to libplexus_la_SOURCES"
+        grep -q 'libpxcore_la_SOURCES *+=' "$d/Makefile.inc" ||
+            fail "$d/configure.m4 says static, but $d/Makefile.inc adds nothing to libpxcore_la_SOURCES"
         ;;
     plugin)
         grep -q "plexus_${fw}_${name}\.la" "$d/Makefile.inc" ||

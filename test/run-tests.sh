@@ -30,7 +30,7 @@ export HOME=${PX_TEST_HOME:-$(mktemp -d)}
 # path is the install folder, then ~/.plexus/components): an installed plugin
 # of another build would be tested instead, and one linked with the installed
 # libplexus.so would bring a second library into a test linked with
-# libplexus.a. Tests that need other folders set the variable themselves.
+# libplexus's objects (libpxcore.la). Tests that need other folders set the variable themselves.
 export PX_MCA_mca_component_path=$build/.libs
 timeout_s=${PX_TEST_TIMEOUT:-600}
 lane=${PX_TEST_LANE:-main} # main, or bg: the background lane's own run

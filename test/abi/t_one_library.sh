@@ -3,9 +3,9 @@
 # - The suite runs on this build's plugins, whatever Plexus is installed: the
 #   runner sets mca_component_path to the build tree, so a plugin on the
 #   default path (the install folder, ~/.plexus/components) is never loaded.
-# - A program linked with libplexus.a that loads a plugin linked with
-#   libplexus.so would get a second, uninitialised library (the plugin's calls
-#   go there): the plugin is refused, saying so, and the program runs without
+# - A program linked with libplexus's objects (libpxcore.la here, as with
+#   libplexus.a) that loads a plugin linked with libplexus.so would get a
+#   second, uninitialised library (the plugin's calls go there): the plugin is refused, saying so, and the program runs without
 #   it; naming it in btl fails px_init with the reason.
 . "$PX_SRC/test/lib/tap.sh"
 tmp=$(mktemp -d)

@@ -43,7 +43,7 @@ check "scratch copy of the tree" test -x "$src/autogen.sh"
 
 # A folder without a fragment is refused, naming the folder and what is missing.
 mkdir -p "$src/components/btl/nofrag"
-echo "libplexus_la_SOURCES += components/btl/nofrag/nofrag.c" >"$src/components/btl/nofrag/Makefile.inc"
+echo "libpxcore_la_SOURCES += components/btl/nofrag/nofrag.c" >"$src/components/btl/nofrag/Makefile.inc"
 out=$(cd "$src" && ./autogen.sh 2>&1)
 rc=$?
 check "autogen.sh refuses a component folder without configure.m4" test "$rc" -ne 0
@@ -82,7 +82,7 @@ cat >"$d/configure.m4" <<'EOF'
 PX_COMPONENT([btl], [exbuiltin], [static])
 EOF
 cat >"$d/Makefile.inc" <<'EOF'
-libplexus_la_SOURCES += components/btl/exbuiltin/exbuiltin_component.c
+libpxcore_la_SOURCES += components/btl/exbuiltin/exbuiltin_component.c
 EOF
 # One whose library no machine has: not built, with the reason.
 d=$src/components/btl/exmissing

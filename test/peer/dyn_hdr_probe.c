@@ -14,7 +14,7 @@
  * Each is tag 7 with value 666; then the client's real tag 7 message (4242)
  * must be the one a PX_ANY_SOURCE receive gets, from the peer's id.
  *   dyn_hdr_probe server FILE    dyn_hdr_probe client FILE
- * Links libplexus.a (-static) to reach px_rt.
+ * Links libpxcore.la (libplexus's objects) to reach px_rt.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,8 +11,8 @@
  *     after it (unexpected: the carried bytes are queued with the header),
  *     and into a buffer shorter than the message (truncated: PX_ERR_TRUNCATE,
  *     the bytes that fit). Then the same from rank 1 to rank 0.
- *  2. Built as first_frag_inject (-DFIRST_FRAG_INJECT, libplexus.a linked
- *     -static to reach px_rt; so no plugin such as btl/ofi) and run with
+ *  2. Built as first_frag_inject (-DFIRST_FRAG_INJECT, libpxcore.la linked
+ *     in to reach px_rt; so no plugin such as btl/ofi) and run with
  *     "inject": rank 0 injects RNDV headers that claim carried data
  *     they do not hold (a length beyond the bytes that follow, a length not
  *     less than the message, no room for the length), as a transport would

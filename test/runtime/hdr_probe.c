@@ -12,7 +12,7 @@
  * Each is tag 7, never sent for real by rank 0. Then rank 1 sends a real tag 7
  * message (value 4242) and rank 0's receive from any source must get exactly
  * that one. Prints "bad_headers N", "ooo N" (out-of-order items left),
- * "recv source S value V" and "self recv_seq N". Links libplexus.a (-static)
+ * "recv source S value V" and "self recv_seq N". Links libpxcore.la (libplexus's objects)
  * to reach px_rt.
  */
 #include <stdio.h>

@@ -52,7 +52,7 @@ for proto in auto pipeline; do
         PX_MCA_runtime_rndv_protocol=$proto PX_MCA_runtime_rndv_first_frag=on
     check "shm, rndv $proto, on: the receiver took the carried bytes" test "$carried" -ge 60
 done
-probe=$PX_BUILD/test/runtime/first_frag_inject # the same, linked -static: injects too
+probe=$PX_BUILD/test/runtime/first_frag_inject # the same, linked with libpxcore.la: injects too
 run "shm, auto: nothing carried" PX_MCA_btl=self,shm PX_MCA_runtime_rndv_first_frag=auto
 check "shm, auto: no rendezvous carried bytes (shm is not a network transport)" test "$carried" -eq 0
 errs=$(cat "$T/err")
