@@ -121,8 +121,10 @@ echo "# $nvars numeric variables, $njobs (variable, value) pairs; $nskip read-on
 check "px_info lists the variables of shm, ofi and the runtime" \
     test "$(cut -f2 "$T/jobs" | grep -cE '^(btl_shm_|btl_ofi_|runtime_)')" -gt 30
 
-# Each job is one pxrun under its own --timeout (exit 124 at it), started
-# by one fork of this shell with its environment exported; its output is
+# Each job is one pxrun under its own --timeout (exit 124 at it: it ends
+# the ranks, SIGKILL after a grace; a pxrun that hung itself would meet
+# run-tests.sh's PX_TEST_TIMEOUT), started by one fork of this shell with
+# its environment exported; its output is
 # judged here by the shell's own pattern matching. A fork or exec costs
 # ~10 ms of CPU on the 2-vCPU VM: env, timeout(1), a subshell per job and
 # greps per output were ~75 ms a job, as much as the job itself
