@@ -40,7 +40,7 @@ limit=${PX_RANGE_TIMEOUT:-$([ -n "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}"
 check "px_info --json --all succeeds" test $? -eq 0
 check "... and gives ranges (min/max) of variables" grep -q '"max": "' "$T/info.json"
 
-python3 - "$T/info.json" "$T/jobs" "$T/skipped" "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}" <<'EOF'
+python3 - "$T/info.json" "$T/jobs" "$T/skipped" "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}" "$T/groups" <<'EOF'
 import json, sys
 doc = json.load(open(sys.argv[1]))
 # Under the sanitizers every job is several times slower: there only the two
@@ -48,7 +48,7 @@ doc = json.load(open(sys.argv[1]))
 sanitizer = sys.argv[4] != ""
 tmax = {"int": "2147483647", "unsigned": "4294967295",
         "size": "18446744073709551615", "double": "1e308"}
-jobs, skipped = [], []
+jobs, skipped, groups = [], [], {}
 tmin = {"int": -2**31, "unsigned": 0, "size": 0, "double": float("-inf")}
 def num(text):
     """A value as the variable system reads it (k, M, G suffixes), or None."""
@@ -106,8 +106,13 @@ for v in doc["variables"]:
                 how = "refused %d %s" % (turn, fw)
                 turn += 1
             jobs.append("\t".join([how, v["name"], val] + env))
+            if how != "alone":
+                groups.setdefault((how, " ".join(env)), []).append(
+                    "%d:%s=%s" % (len(jobs), v["name"], val))
 open(sys.argv[2], "w").write("".join(j + "\n" for j in jobs))
 open(sys.argv[3], "w").write("".join(s + "\n" for s in skipped))
+open(sys.argv[5], "w").write("".join(
+    "\t".join([k[1]] + groups[k]) + "\n" for k in sorted(groups)))
 EOF
 njobs=$(wc -l <"$T/jobs")
 nvars=$(cut -f2 "$T/jobs" | sort -u | wc -l)
@@ -116,120 +121,138 @@ echo "# $nvars numeric variables, $njobs (variable, value) pairs; $nskip read-on
 check "px_info lists the variables of shm, ofi and the runtime" \
     test "$(cut -f2 "$T/jobs" | grep -cE '^(btl_shm_|btl_ofi_|runtime_)')" -gt 30
 
-# One job: NAME VALUE [ENV...]; writes "PASS" or "FAIL reason" to $T/res.N.
-one() {
-    local n=$1 name=$2 value=$3; shift 3
-    local out=$T/out.$n
-    env "$@" "PX_MCA_$name=$value" timeout -k 5 "$limit" "$pxrun" -n 2 "$prog" </dev/null \
-        >"$out" 2>&1
-    local rc=$?
-    local res
-    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
-        res="FAIL hang (no end within ${limit} s)"
-    elif grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|killed by signal|Segmentation' "$out"; then
-        res="FAIL crash: $(grep -m1 -E 'AddressSanitizer|LeakSanitizer|runtime error:|killed by signal|Segmentation' "$out")"
-    elif [ $rc -eq 0 ]; then
-        if [ "$(grep -c ': 0 errors' "$out")" -eq 2 ]; then res=PASS; else res="FAIL exit 0 without two clean ranks"; fi
-    elif [ $rc -gt 128 ]; then
-        res="FAIL exit $rc (signal)"
-    elif grep -q "$name" "$out"; then
-        res=PASS
-    else
-        res="FAIL exit $rc without a message naming $name"
-    fi
-    echo "$res" >"$T/res.$n"
+# Each job is one pxrun under its own --timeout (exit 124 at it: it ends
+# the ranks, SIGKILL after a grace; a pxrun that hung itself would meet
+# run-tests.sh's PX_TEST_TIMEOUT), started by one fork of this shell with
+# its environment exported; its output is
+# judged here by the shell's own pattern matching. A fork or exec costs
+# ~10 ms of CPU on the 2-vCPU VM: env, timeout(1), a subshell per job and
+# greps per output were ~75 ms a job, as much as the job itself
+# (docs/measurements/ci.md).
+declare -A job_of # pid -> "alone N" or "group N:NAME=VALUE..."
+res=()            # N -> PASS, ALONE or "FAIL reason"
+running=0
+crash_re='AddressSanitizer|LeakSanitizer|runtime error:|killed by signal|Segmentation'
+# start WHAT OUT ENV...: one 2-rank job in the background, output to OUT.
+start() {
+    local what=$1 out=$2
+    shift 2
+    (
+        # shellcheck disable=SC2163 # (NAME=VALUE arguments)
+        export "$@"
+        exec "$pxrun" --timeout "$limit" -n 2 "$prog"
+    ) </dev/null >"$out" 2>&1 &
+    job_of[$!]=$what
+    running=$((running + 1))
 }
-
-# together G N:NAME=VALUE... -- ENV...: one job with every NAME=VALUE set
+# clean TEXT: both ranks reported ": 0 errors" (one line each).
+clean() {
+    local rest=${1//": 0 errors"/}
+    [ $(((${#1} - ${#rest}) / 10)) -eq 2 ]
+}
+# reap: wait for one job to end and judge it.
+reap() {
+    local pid rc what text
+    wait -n -p pid
+    rc=$?
+    running=$((running - 1))
+    what=${job_of[$pid]}
+    unset 'job_of[$pid]'
+    if [ "${what%% *}" = alone ]; then
+        local n=${what#alone }
+        IFS= read -r -d '' text <"$T/out.$n"
+        judge_alone "$n" "$rc" "$text"
+    else
+        local g=${what#group }
+        g=${g%% *}
+        IFS= read -r -d '' text <"$T/group.$g"
+        # shellcheck disable=SC2086
+        judge_group "$rc" "$text" ${what#"group $g "}
+    fi
+}
+# judge_alone N RC TEXT: job N (NAME=VALUE) alone: it passes when it exits 0
+# with both ranks reporting no error, or exits non-zero with an error that
+# names the variable; a crash, a hang or a silent failure fails.
+judge_alone() {
+    local n=$1 rc=$2 text=$3 name=${names[$1]}
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        res[n]="FAIL hang (no end within ${limit} s)"
+    elif [[ $text =~ $crash_re ]]; then
+        res[n]="FAIL crash: $(grep -m1 -E "$crash_re" "$T/out.$n")"
+    elif [ "$rc" -eq 0 ]; then
+        if clean "$text"; then res[n]=PASS; else res[n]="FAIL exit 0 without two clean ranks"; fi
+    elif [ "$rc" -gt 128 ]; then
+        res[n]="FAIL exit $rc (signal)"
+    elif [[ $text == *"$name"* ]]; then
+        res[n]=PASS
+    else
+        res[n]="FAIL exit $rc without a message naming $name"
+    fi
+}
+# judge_group RC TEXT N:NAME=VALUE...: a job with every NAME=VALUE set
 # (values the variable system refuses). When it ends as a job of each alone
 # would (exit 0, both ranks without error, no crash) and names NAME as
-# refused, "PASS" goes to $T/res.N (N: the pair's number); a NAME not named
-# gets "ALONE" (run alone later). A job that did not end so gives "ALONE"
-# to all its pairs: in some frameworks (coll, registry) a refused value is
-# an error that ends the job early, which could hide what another value does.
-together() {
-    local g=$1; shift
-    local pairs=()
-    while [ "$1" != -- ]; do pairs+=("$1"); shift; done
-    shift
-    local sets=() p
-    for p in "${pairs[@]}"; do sets+=("PX_MCA_${p#*:}"); done
-    local out=$T/group.$g
-    env "$@" "${sets[@]}" timeout -k 5 "$limit" "$pxrun" -n 2 "$prog" </dev/null >"$out" 2>&1
-    local rc=$? name
-    if [ $rc -eq 0 ] && [ "$(grep -c ': 0 errors' "$out")" -eq 2 ] &&
-        ! grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|killed by signal|Segmentation' "$out"; then
-        for p in "${pairs[@]}"; do
-            name=${p#*:}
-            name=${name%%=*}
-            if grep -qF "for variable $name (" "$out"; then
-                echo PASS >"$T/res.${p%%:*}"
-            else
-                echo ALONE >"$T/res.${p%%:*}"
-            fi
-        done
-    else
-        for p in "${pairs[@]}"; do echo ALONE >"$T/res.${p%%:*}"; done
-    fi
+# refused, pair N passes; a NAME not named gets "ALONE" (run alone later). A
+# job that did not end so gives "ALONE" to all its pairs: in some frameworks
+# (coll, registry) a refused value is an error that ends the job early,
+# which could hide what another value does.
+judge_group() {
+    local rc=$1 text=$2 p name
+    shift 2
+    for p in "$@"; do
+        name=${p#*:}
+        name=${name%%=*}
+        if [ "$rc" -eq 0 ] && clean "$text" && ! [[ $text =~ $crash_re ]] &&
+            [[ $text == *"for variable $name ("* ]]; then
+            res[${p%%:*}]=PASS
+        else
+            res[${p%%:*}]=ALONE
+        fi
+    done
 }
 
 # PX_RANGE_PARALLEL jobs at a time (default 2, the cores here: 3 took as
 # long, a job being mostly process start-up, which keeps a core busy); a new
 # job starts as soon as one ends.
 par=${PX_RANGE_PARALLEL:-2}
-n=0 running=0 g=0
-# The refused values first, together by set of transports, turn and
-# framework.
-while IFS= read -r key; do
-    [ -n "$key" ] || continue
-    args=()
-    n=0
-    while IFS=$'\t' read -r -a job; do
-        n=$((n + 1))
-        [ "${job[0]}" = "${key%%$'\t'*}" ] || continue
-        [ "${job[*]:3}" = "${key#*$'\t'}" ] || continue
-        args+=("$n:${job[1]}=${job[2]}")
-    done <"$T/jobs"
-    g=$((g + 1))
-    # shellcheck disable=SC2086
-    together "$g" "${args[@]}" -- ${key#*$'\t'} &
-    running=$((running + 1))
-    if [ "$running" -ge "$par" ]; then
-        wait -n
-        running=$((running - 1))
-    fi
-done < <(while IFS=$'\t' read -r -a job; do
-    [ "${job[0]}" = alone ] || printf '%s\t%s\n' "${job[0]}" "${job[*]:3}"
-done <"$T/jobs" | sort -u)
-wait
-running=0
-# Then every other pair, and the refused ones a group did not clear, alone.
+names=() values=() envs=()
 n=0
-ngroups=$g nalone=0
 while IFS=$'\t' read -r -a job; do
     n=$((n + 1))
-    [ "$(cat "$T/res.$n" 2>/dev/null)" = PASS ] && continue
-    nalone=$((nalone + 1))
-    one "$n" "${job[@]:1}" &
-    running=$((running + 1))
-    if [ "$running" -ge "$par" ]; then
-        wait -n
-        running=$((running - 1))
-    fi
+    names[n]=${job[1]} values[n]=${job[2]} envs[n]=${job[*]:3}
 done <"$T/jobs"
-wait
+# The refused values first, together by set of transports, turn and
+# framework (the python above made the groups: ENV<TAB>N:NAME=VALUE...).
+g=0
+while IFS=$'\t' read -r -a grp; do
+    g=$((g + 1))
+    sets=()
+    for p in "${grp[@]:1}"; do sets+=("PX_MCA_${p#*:}"); done
+    # shellcheck disable=SC2086
+    start "group $g ${grp[*]:1}" "$T/group.$g" ${grp[0]} "${sets[@]}"
+    [ "$running" -lt "$par" ] || reap
+done <"$T/groups"
+while [ "$running" -gt 0 ]; do reap; done
+# Then every other pair, and the refused ones a group did not clear, alone.
+ngroups=$g nalone=0
+for ((n = 1; n <= ${#names[@]}; n++)); do
+    [ "${res[n]:-}" = PASS ] && continue
+    nalone=$((nalone + 1))
+    # shellcheck disable=SC2086
+    start "alone $n" "$T/out.$n" ${envs[n]} "PX_MCA_${names[n]}=${values[n]}"
+    [ "$running" -lt "$par" ] || reap
+done
+while [ "$running" -gt 0 ]; do reap; done
 echo "# $ngroups jobs of refused values together, $nalone jobs alone"
 
-n=0
-while IFS=$'\t' read -r -a job; do
-    n=$((n + 1))
-    res=$(cat "$T/res.$n" 2>/dev/null || echo "FAIL no result")
-    d="${job[1]}=${job[2]} ${job[*]:3}"
-    if [ "$res" = PASS ]; then
+for ((n = 1; n <= ${#names[@]}; n++)); do
+    r=${res[n]:-FAIL no result}
+    d="${names[n]}=${values[n]} ${envs[n]}"
+    if [ "$r" = PASS ]; then
         ok "$d"
     else
-        not_ok "$d: ${res#FAIL }"
+        not_ok "$d: ${r#FAIL }"
         head -8 "$T/out.$n" | sed 's/^/#   /'
     fi
-done <"$T/jobs"
+done
 tap_done
