@@ -46,7 +46,9 @@ mkdir -p "$build"
 cd "$build" || exit 2
 if [ ! -f Makefile ] || [ "$(cat .px_fuzz_flags 2>/dev/null)" != "$cc $cflags" ]; then
     echo "# configuring $build (CC=$cc CFLAGS=$cflags)"
-    "$src/configure" -q --disable-shared CC="$cc" CFLAGS="$cflags" LDFLAGS="$san" \
+    # Under dash, as scripts/build.sh does (libtool's calls cost about half).
+    [ -z "${CONFIG_SHELL:-}" ] && [ -x /bin/dash ] && export CONFIG_SHELL=/bin/dash
+    ${CONFIG_SHELL:-/bin/sh} "$src/configure" -q --disable-shared CC="$cc" CFLAGS="$cflags" LDFLAGS="$san" \
         >configure.out 2>&1 || { echo "run-fuzz: configure failed, see $build/configure.out" >&2; exit 2; }
     echo "$cc $cflags" >.px_fuzz_flags
 fi
