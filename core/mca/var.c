@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/class/hash_table.h"
 #include "core/mca/mca_internal.h"
 #include "core/mca/var.h"
 #include "core/mca/var_internal.h"
@@ -58,62 +59,53 @@ static char *dup_or_empty(const char *s)
 
 /* ------------------------------------------------------------------ lookup */
 
-/* An index of the variables by full name: open addressing, a slot holds a
- * variable's index + 1 (0: empty), at most half the slots used. Variables
- * are only added (and all dropped at finalize), so no slot is ever removed.
- * Every registration looks its name up first: with a linear scan, the
- * variables registered at px_init cost 0.45M of its 2.18M instructions per
- * rank (docs/measurements/startup.md). Without memory for the index, lookups scan. */
-static int *name_slots;
-static size_t name_nslots; /* a power of two, or 0 */
-
-static size_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return (size_t)(h ^ (h >> 32));
-}
-
-static void name_index_put(int idx)
-{
-    size_t mask = name_nslots - 1, i = name_hash(px_mca_vars[idx]->full_name) & mask;
-    while (name_slots[i])
-        i = (i + 1) & mask;
-    name_slots[i] = idx + 1;
-}
-
-/* Make room for `n` variables: rebuild at twice the size when more than half
- * the slots would be used; on no memory drop the index (lookups scan). */
-static void name_index_reserve(int n)
-{
-    if (name_slots && (size_t)n * 2 <= name_nslots)
-        return;
-    size_t cap = name_nslots ? name_nslots : 512;
-    while ((size_t)n * 2 > cap)
-        cap *= 2;
-    free(name_slots);
-    name_slots = calloc(cap, sizeof(*name_slots));
-    name_nslots = name_slots ? cap : 0;
-    for (int i = 0; name_slots && i < px_mca_n_vars; i++)
-        name_index_put(i);
-}
+/* The variables by full name, in core/class's hash table (a value is the
+ * variable's index + 1). Every registration looks its name up first: with a
+ * scan of all variables, those registered at px_init cost 0.45M of its 2.18M
+ * instructions per rank (docs/measurements/startup.md). Variables are only
+ * added (all dropped at finalize), so nothing is ever removed from it. If
+ * an insertion fails (no memory), the index is dropped and lookups scan. */
+static px_hash_table_t name_index;
+static int name_index_state; /* 0: not made, 1: in use, -1: dropped (scan) */
 
 static void name_index_drop(void)
 {
-    free(name_slots);
-    name_slots = NULL;
-    name_nslots = 0;
+    if (1 == name_index_state)
+        PX_OBJ_DESTRUCT(&name_index);
+    name_index_state = -1;
+}
+
+/* Index variable `idx`, making the index (with every variable before it) at
+ * the first call. */
+static void name_index_add(int idx)
+{
+    if (0 == name_index_state) {
+        PX_OBJ_CONSTRUCT(&name_index, px_hash_table_t);
+        name_index_state = 1;
+        if (PX_SUCCESS != px_hash_table_init(&name_index, 1024)) {
+            name_index_drop();
+            return;
+        }
+        for (int i = 0; i < idx; i++)
+            if (PX_SUCCESS != px_hash_table_set_value_str(&name_index, px_mca_vars[i]->full_name,
+                                                          (void *)(intptr_t)(i + 1))) {
+                name_index_drop();
+                return;
+            }
+    }
+    if (1 == name_index_state &&
+        PX_SUCCESS != px_hash_table_set_value_str(&name_index, px_mca_vars[idx]->full_name,
+                                                  (void *)(intptr_t)(idx + 1)))
+        name_index_drop();
 }
 
 int px_mca_var_find_unlocked(const char *full_name)
 {
-    if (name_slots) {
-        size_t mask = name_nslots - 1, i = name_hash(full_name) & mask;
-        for (; name_slots[i]; i = (i + 1) & mask)
-            if (0 == strcmp(px_mca_vars[name_slots[i] - 1]->full_name, full_name))
-                return name_slots[i] - 1;
-        return PX_ERR_NOT_FOUND;
+    if (1 == name_index_state) {
+        void *v;
+        if (PX_SUCCESS != px_hash_table_get_value_str(&name_index, full_name, &v))
+            return PX_ERR_NOT_FOUND;
+        return (int)(intptr_t)v - 1;
     }
     for (int i = 0; i < px_mca_n_vars; i++)
         if (0 == strcmp(px_mca_vars[i]->full_name, full_name))
@@ -140,9 +132,7 @@ static int add_var(var_t *v)
         cap_vars = cap;
     }
     px_mca_vars[px_mca_n_vars] = v;
-    name_index_reserve(px_mca_n_vars + 1);
-    if (name_slots)
-        name_index_put(px_mca_n_vars);
+    name_index_add(px_mca_n_vars);
     return px_mca_n_vars++;
 }
 
@@ -551,6 +541,7 @@ int px_mca_var_finalize(void)
     px_mca_vars = NULL;
     px_mca_n_vars = cap_vars = 0;
     name_index_drop();
+    name_index_state = 0; /* made again at the next registration */
     px_mca_var_sources_reset();
     init_count = 0;
     px_mca_var_n_value_errors = 0;
