@@ -297,15 +297,24 @@ START_TEST(test_refuse_unresolved_symbol)
 }
 END_TEST
 
-START_TEST(test_refuse_world_writable_file)
+/* For the tests that copy plugin "good" into a folder of their own: the
+ * folder (made and set as mca_component_path), the plugin's path in the
+ * build, and the path of the copy (not made yet). */
+static char *good_copy_target(char **dir, char **from)
 {
     setup("good");
-    char *dir = make_tmpdir();
-    char *from = plugin_path("good");
+    *dir = make_tmpdir();
+    *from = plugin_path("good");
     char *to = NULL;
-    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
+    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", *dir), 0);
+    setenv("PX_MCA_mca_component_path", *dir, 1);
+    return to;
+}
+
+START_TEST(test_refuse_world_writable_file)
+{
+    char *dir, *from, *to = good_copy_target(&dir, &from);
     copy_file(from, to, 0757);
-    setenv("PX_MCA_mca_component_path", dir, 1);
     capture_begin();
     ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
     const char *err = capture_end();
@@ -325,13 +334,8 @@ END_TEST
 
 START_TEST(test_fixed_plugin_loses_its_refusal)
 {
-    setup("good");
-    char *dir = make_tmpdir();
-    char *from = plugin_path("good");
-    char *to = NULL;
-    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
+    char *dir, *from, *to = good_copy_target(&dir, &from);
     copy_file(from, to, 0757);
-    setenv("PX_MCA_mca_component_path", dir, 1);
     capture_begin();
     ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
     capture_end();
@@ -353,12 +357,7 @@ END_TEST
  * was opened is found when it is opened again. */
 START_TEST(test_plugin_added_later_found)
 {
-    setup("good");
-    char *dir = make_tmpdir();
-    char *from = plugin_path("good");
-    char *to = NULL;
-    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
-    setenv("PX_MCA_mca_component_path", dir, 1);
+    char *dir, *from, *to = good_copy_target(&dir, &from);
     ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
     ck_assert_ptr_null(find_item("good"));
     px_mca_framework_close(fw);
@@ -374,14 +373,9 @@ END_TEST
 
 START_TEST(test_refuse_world_writable_folder)
 {
-    setup("good");
-    char *dir = make_tmpdir();
-    char *from = plugin_path("good");
-    char *to = NULL;
-    ck_assert_int_ge(asprintf(&to, "%s/plexus_ptest_good.so", dir), 0);
+    char *dir, *from, *to = good_copy_target(&dir, &from);
     copy_file(from, to, 0755);
     ck_assert_int_eq(chmod(dir, 01777), 0);
-    setenv("PX_MCA_mca_component_path", dir, 1);
     capture_begin();
     ck_assert_int_eq(px_mca_framework_open(fw), PX_ERR_NOT_FOUND);
     capture_end();
