@@ -311,6 +311,15 @@ static char *good_copy_target(char **dir, char **from)
     return to;
 }
 
+/* The end of such a test: its paths freed, the framework closed. */
+static void good_copy_done(char *to, char *from, char *dir)
+{
+    free(to);
+    free(from);
+    free(dir);
+    teardown_fw();
+}
+
 START_TEST(test_refuse_world_writable_file)
 {
     char *dir, *from, *to = good_copy_target(&dir, &from);
@@ -325,10 +334,7 @@ START_TEST(test_refuse_world_writable_file)
     ck_assert_ptr_nonnull(strstr(reason, "is world-writable (mode 0757)"));
     ck_assert_ptr_nonnull(strstr(err, "good: refused: file"));
     ck_assert(!is_loaded(to));
-    free(to);
-    free(from);
-    free(dir);
-    teardown_fw();
+    good_copy_done(to, from, dir);
 }
 END_TEST
 
@@ -345,10 +351,7 @@ START_TEST(test_fixed_plugin_loses_its_refusal)
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
     ck_assert_ptr_null(failure_reason("good"));
     ck_assert_ptr_nonnull(find_item("good"));
-    free(to);
-    free(from);
-    free(dir);
-    teardown_fw();
+    good_copy_done(to, from, dir);
 }
 END_TEST
 
@@ -364,10 +367,7 @@ START_TEST(test_plugin_added_later_found)
     copy_file(from, to, 0755);
     ck_assert_int_eq(px_mca_framework_open(fw), PX_SUCCESS);
     ck_assert_ptr_nonnull(find_item("good"));
-    free(to);
-    free(from);
-    free(dir);
-    teardown_fw();
+    good_copy_done(to, from, dir);
 }
 END_TEST
 
@@ -385,10 +385,7 @@ START_TEST(test_refuse_world_writable_folder)
     ck_assert_ptr_nonnull(strstr(reason, "is world-writable"));
     ck_assert(!is_loaded(to));
     chmod(dir, 0700);
-    free(to);
-    free(from);
-    free(dir);
-    teardown_fw();
+    good_copy_done(to, from, dir);
 }
 END_TEST
 
