@@ -32,6 +32,10 @@ export HOME=${PX_TEST_HOME:-$(mktemp -d)}
 # libplexus.so would bring a second library into a test linked with
 # libplexus's objects (libpxcore.la). Tests that need other folders set the variable themselves.
 export PX_MCA_mca_component_path=$build/.libs
+# Tests that configure a tree of their own (t_component_fragments) do it
+# under dash, as scripts/build.sh does: libtool's calls cost about two
+# thirds of their CPU under bash.
+if [ -z "${CONFIG_SHELL:-}" ] && [ -x /bin/dash ]; then export CONFIG_SHELL=/bin/dash; fi
 timeout_s=${PX_TEST_TIMEOUT:-600}
 lane=${PX_TEST_LANE:-main} # main, or bg: the background lane's own run
 passed=0 failed=0 skipped=0

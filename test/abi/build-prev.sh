@@ -18,7 +18,9 @@ if [ "$(cat "$prev/stamp" 2>/dev/null)" != "$full" ] || [ ! -f "$prev/obj/.libs/
     (
         set -e
         cd "$prev/src" && ./autogen.sh
-        cd "$prev/obj" && ../src/configure -q --disable-static --enable-shared CFLAGS="-O1 -g" \
+        # Under dash when there is one, as scripts/build.sh (libtool's calls).
+        if [ -z "${CONFIG_SHELL:-}" ] && [ -x /bin/dash ]; then export CONFIG_SHELL=/bin/dash; fi
+        cd "$prev/obj" && ${CONFIG_SHELL:-/bin/sh} ../src/configure -q --disable-static --enable-shared CFLAGS="-O1 -g" \
             --prefix="$prev/nowhere"
         make -j2 libplexus.la
     ) >"$prev/build.log" 2>&1 && echo "$full" >"$prev/stamp"
