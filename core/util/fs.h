@@ -49,7 +49,7 @@ void px_fs_remove_tree_fd(int dirfd, const char *path);
  * job). A job whose processes were all SIGKILLed under a launcher that takes
  * no cleanup registration (Slurm's srun --kill-on-bad-exit) leaves its
  * folder; the next job of the user on the host removes it, in the process
- * that makes that job's folder (pxrun, or btl/shm's first process on the
+ * that makes that job's folder (pxrun, or the shared-memory transport's first process on the
  * host). The exclusive flock taken here is what a creator's shared one
  * waits for, and the creator then sees the name gone and makes the folder
  * again, so a folder being made is never lost. Removal is through
