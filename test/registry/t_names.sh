@@ -171,27 +171,41 @@ check "... and its next read fails cleanly" grep -q "read after gone: \(peer pro
 sed 's/^/# w2: /' "$T/w2" | grep -i "read after\|watch" >&2
 
 # ---- malformed, oversized, newer entries (written by someone else)
+# Each is written just before the check that reads it: the store's lease
+# (a file's age, registry_lease 3 s) runs out in a few seconds, and under
+# ThreadSanitizer one run of the app takes about a second.
 mkdir -p "$store"
-printf 'not json at all' >"$store/plexus%2Fbad%2Fjson"
-printf '{"plexus":2,"kind":"region","future":true}' >"$store/plexus%2Fbad%2Fnewer"
-printf '{"plexus":1,"kind":"region","contact":"x","key":"!!!!","length":1,"host":"h","pid":1,"owner":"0123456789abcdef"}' >"$store/plexus%2Fbad%2Fb64"
-printf '{"plexus":1,"kind":"region","contact":"x","key":"AAAA","length":"1","host":"h","pid":1,"owner":"0123456789abcdef"}' >"$store/plexus%2Fbad%2Ftype"
-head -c 70000 /dev/zero | tr '\0' 'x' >"$store/plexus%2Fbad%2Fbig"
+foreign() { # foreign NAME: write the foreign entry bad/NAME again
+    case $1 in
+    json) printf 'not json at all' ;;
+    newer) printf '{"plexus":2,"kind":"region","future":true}' ;;
+    b64) printf '{"plexus":1,"kind":"region","contact":"x","key":"!!!!","length":1,"host":"h","pid":1,"owner":"0123456789abcdef"}' ;;
+    type) printf '{"plexus":1,"kind":"region","contact":"x","key":"AAAA","length":"1","host":"h","pid":1,"owner":"0123456789abcdef"}' ;;
+    big) head -c 70000 /dev/zero | tr '\0' 'x' ;;
+    esac >"$store/plexus%2Fbad%2F$1"
+}
+foreign json
 out=$(timeout -s KILL 60 "$app" open bad/json 2>&1)
 check "an entry that is not JSON: bad parameter" contains "$out" "open bad/json: bad parameter"
 check "... saying why" contains "$out" "is not one Plexus can use: it is not JSON"
+foreign newer
 out=$(timeout -s KILL 60 "$app" open bad/newer 2>&1)
 check "an entry of a newer format: version mismatch" contains "$out" "open bad/newer: version mismatch"
 check "... naming its version and the ones read" contains "$out" "format version 2, written by a newer Plexus; this one reads versions 1 to 1"
+foreign b64
 out=$(timeout -s KILL 60 "$app" open bad/b64 2>&1)
 check "an entry whose key is not base64: refused, saying so" contains "$out" "the field \"key\" is not base64"
+foreign type
 out=$(timeout -s KILL 60 "$app" open bad/type 2>&1)
 check "an entry with a field of the wrong type: refused, naming the field" contains "$out" "the field \"length\" is not an integer"
+foreign big
 out=$(timeout -s KILL 60 "$app" open bad/big 2>&1)
 check "an oversized value: bad parameter" contains "$out" "open bad/big: bad parameter"
 check "... naming the limit" contains "$out" "65536"
+foreign json
 out=$(timeout 60 "$names" list bad 2>&1)
 check "px_names list shows malformed entries as such" contains "$out" "(not a Plexus entry: it is not JSON"
+foreign json
 out=$(timeout 60 "$names" get bad/json 2>&1)
 check "px_names get of a foreign entry: why, and its raw bytes" contains "$out" "raw (15 bytes): not json at all"
 
@@ -211,7 +225,7 @@ start_owner del/me 4096 1 "$T/c3" "$T/o3"
 out=$(timeout 60 "$names" del del/me 2>&1)
 check "px_names del removes a name, saying whose it was" contains "$out" "removed del/me (key plexus/del/me in registry dirstore): a region of host $(hostname), pid $owner_pid"
 # written again: the store's lease (the file's age) may have run out meanwhile
-printf 'not json at all' >"$store/plexus%2Fbad%2Fjson"
+foreign json
 out=$(timeout 60 "$names" del bad/json 2>&1)
 check "px_names del removes a foreign entry too" contains "$out" "bytes that were not a Plexus entry"
 out=$(timeout 60 "$names" get nothing/here 2>&1)
