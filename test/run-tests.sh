@@ -10,10 +10,13 @@
 # (they read the source tree and build scratch copies, never BUILD_DIR, so a
 # second build flavour runs them identically) are not run; a line names them.
 # .ci/run sets it for the sanitizer build, after the normal build ran them.
-# Shell tests marked "# px-test: background" (they compile and inspect files:
-# no process of theirs waits on another or on a clock) run in a second lane
-# at the lowest CPU priority (nice 19) beside the others, which have two
-# cores but keep about a third of them busy; their lines come at the end.
+# Two lanes run beside the main one; their lines come at the end:
+#  - shell tests marked "# px-test: background" (they compile and inspect
+#    files: no process of theirs waits on another or on a clock) at the
+#    lowest CPU priority (nice 19);
+#  - shell tests marked "# px-test: waits" (most of their time is spent
+#    waiting for daemons they start, for timeouts and leases to run out: a
+#    small fraction of one core) at normal priority, one after the other.
 # PX_TEST_LANES=1 runs everything in one lane, one test after the other.
 # Each test's line ends with its wall time and CPU time "(W s, CPU C s)":
 # a CPU time far below the wall time is waiting (sleeps, polls, timeouts).
@@ -37,7 +40,7 @@ export PX_MCA_mca_component_path=$build/.libs
 # thirds of their CPU under bash.
 if [ -z "${CONFIG_SHELL:-}" ] && [ -x /bin/dash ]; then export CONFIG_SHELL=/bin/dash; fi
 timeout_s=${PX_TEST_TIMEOUT:-600}
-lane=${PX_TEST_LANE:-main} # main, or bg: the background lane's own run
+lane=${PX_TEST_LANE:-main} # main, or the own run of lane bg (background) or wait (waits)
 passed=0 failed=0 skipped=0
 failures=() not_run=()
 logdir=$build/test-logs
@@ -110,7 +113,14 @@ run_shell() { # a TAP-style shell test
     echo "  $name: $p passed, $f failed, $s skipped ($((SECONDS - t0)) s, CPU $(cpu_s) s)"
 }
 
-is_background() { grep -q '^# px-test: background' "$1"; }
+# lane_of FILE: the lane a shell test, or a Check program whose source FILE
+# (PROGRAM.c in the source tree) says " * px-test: waits", runs in when the
+# lanes are on
+lane_of() {
+    if grep -q '^# px-test: background' "$1" 2>/dev/null; then echo bg
+    elif grep -qE '^(#| \*) px-test: waits' "$1" 2>/dev/null; then echo wait
+    else echo main; fi
+}
 
 # One `make install` of the build under test for every test that needs an
 # installed tree (test/lib/install.sh copies it), made before the lanes
@@ -134,11 +144,13 @@ if [ "$lane" = main ] && [ -z "${PX_TEST_STAGE:-}" ]; then
         echo $? >"$PX_TEST_STAGE.rc"
     fi
 fi
-bg_pid= bg_log=
-if [ "$lane" = main ] && [ "${PX_TEST_LANES:-2}" != 1 ]; then
-    bg_log=$logdir/background-lane.log
-    PX_TEST_LANE=bg nice -n 19 bash "$0" "$build" "$filter" >"$bg_log" 2>&1 </dev/null &
+lanes_on=0 bg_pid= wait_pid=
+if [ "$lane" = main ] && [ "${PX_TEST_LANES:-3}" != 1 ]; then
+    lanes_on=1
+    PX_TEST_LANE=bg nice -n 19 bash "$0" "$build" "$filter" >"$logdir/background-lane.log" 2>&1 </dev/null &
     bg_pid=$!
+    PX_TEST_LANE=wait bash "$0" "$build" "$filter" >"$logdir/waits-lane.log" 2>&1 </dev/null &
+    wait_pid=$!
 fi
 
 [ "$lane" = main ] && echo "Plexus tests (build: $build)"
@@ -146,6 +158,9 @@ while IFS= read -r prog; do
     [ "$lane" = bg ] && break
     [[ $prog =~ $filter ]] || continue
     [ -n "$exclude" ] && [[ $prog =~ $exclude ]] && continue
+    if [ "$lane" != main ] || [ "$lanes_on" = 1 ]; then
+        [ "$(lane_of "$src/${prog#"$build"/}.c")" = "$lane" ] || continue
+    fi
     run_check "$prog"
 done < <(find "$build/test" -type f -name '*_test' -perm -u+x -not -path '*/.libs/*' 2>/dev/null | sort)
 while IFS= read -r t; do
@@ -155,27 +170,30 @@ while IFS= read -r t; do
         not_run+=("${t#"$src"/}")
         continue
     fi
-    if [ "$lane" = bg ]; then
-        is_background "$t" || continue
-    elif [ -n "$bg_pid" ] && is_background "$t"; then
-        continue
+    if [ "$lane" != main ] || [ "$lanes_on" = 1 ]; then
+        [ "$(lane_of "$t")" = "$lane" ] || continue
     fi
     run_shell "$t"
 done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null | sort)
 
-if [ -n "$bg_pid" ]; then # the background lane's lines, counts and failures
-    wait "$bg_pid"
-    echo "  (background lane, nice 19:)"
-    sed -n '/^Failures:$/q; /^Not run in this build/d; /^  test\//p' "$bg_log"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$bg_log" | tail -1)
+merge_lane() { # merge_lane PID LOG TITLE: a lane's lines, counts and failures
+    wait "$1"
+    echo "  ($3:)"
+    sed -n '/^Failures:$/q; /^Not run in this build/d; /^  test\//p' "$2"
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$2" | tail -1)
     if [ -z "$line" ]; then
-        failed=$((failed + 1)); failures+=("background lane: no summary line (see $bg_log)")
-    else
-        passed=$((passed + $(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')))
-        failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
-        case "$line" in *skipped*) skipped=$((skipped + $(echo "$line" | sed -E 's/.* ([0-9]+) skipped.*/\1/'))) ;; esac
-        while IFS= read -r l; do failures+=("$l"); done < <(sed -n '/^Failures:$/,/^[0-9]* passed, /p' "$bg_log" | sed -n 's/^  //p')
+        failed=$((failed + 1)); failures+=("$3: no summary line (see $2)")
+        return
     fi
+    passed=$((passed + $(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')))
+    failed=$((failed + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+    case "$line" in *skipped*) skipped=$((skipped + $(echo "$line" | sed -E 's/.* ([0-9]+) skipped.*/\1/'))) ;; esac
+    while IFS= read -r l; do failures+=("$l"); done < <(sed -n '/^Failures:$/,/^[0-9]* passed, /p' "$2" | sed -n 's/^  //p')
+}
+if [ "$lanes_on" = 1 ]; then
+    merge_lane "$wait_pid" "$logdir/waits-lane.log" "waiting lane, beside"
+    merge_lane "$bg_pid" "$logdir/background-lane.log" "background lane, nice 19"
 fi
 rm -f "$cpu_file"
 if [ ${#not_run[@]} -gt 0 ]; then

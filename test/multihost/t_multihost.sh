@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # A job over two "hosts" on one machine (test/multihost/mpirun_hosts.sh over
 # test/lib/netns.sh: two network namespaces joined by a veth pair, each with its own UTS host name, nsA and
 # nsB), 2 ranks on each, launched by Debian's mpirun (Open MPI 4.1, PMIx).

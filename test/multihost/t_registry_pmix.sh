@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # registry/pmix under Debian's mpirun (Open MPI 4.1 and its PMIx server):
 # 2 and 4 ranks of one job share names (rank 0 puts, the others get), a
 # duplicate by another rank is EXISTS, renewals succeed, a missing key is

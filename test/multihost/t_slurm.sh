@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # Plexus under Slurm for real (Debian's Slurm and its PMIx plugin). The test
 # makes a small cluster on this machine and tears it down at the end, also
 # when a check fails (trap):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # btl/verbs across two "hosts" (test/multihost/mpirun_hosts.sh: network namespaces
 # nsA and nsB with their own host names) under Debian's mpirun, on the
 # software RDMA device (test/softverbs, first in LD_LIBRARY_PATH). The device

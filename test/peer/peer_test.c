@@ -1,4 +1,5 @@
 /*
+ * px-test: waits (mostly timeouts running out: run-tests.sh runs it in the waiting lane)
  * peer_test: runtime/peer's contact string parser and its authentication,
  * in one process: a listener driven by px_peer_accept, a connector (real, or
  * one that writes frames by hand) in a thread.

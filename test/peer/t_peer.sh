@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # runtime/peer between processes started separately (no launcher): each
 # peer_probe runs px_init alone and takes its secret from peer_secret_file.
 # A right secret connects and both payloads arrive; a wrong one, none, or a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # pxrun: exit codes and signals, timeout, ending a job, stdin, tagged output,
 # bad input, -x/--mca hand-off, the modex service (with fuzzing), cleanup.
 . "$PX_SRC/test/lib/tap.sh"

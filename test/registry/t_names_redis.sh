@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # Named segments over registry/redis, end to end: processes started
 # separately (test/registry/name_probe, px_init alone each) meet through a
 # redis-server this test starts on 127.0.0.1 (random free port, no

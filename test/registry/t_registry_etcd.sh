@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # registry/etcd against real etcd servers this test starts on 127.0.0.1
 # (test/registry/etcd_lib.sh): put/get/del/list and create-only through the
 # module (test/registry/etcd_drive), a lease that ends when its process

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # registry/redis through the framework's module interface (redis_probe),
 # against redis-server instances this test starts on 127.0.0.1 (random free
 # ports, no persistence, killed at exit): put/get/del/list and CREATE

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # Another local user (nobody, through setpriv) races the removal of a job's
 # folder in /dev/shm (world-writable, sticky): it makes a folder of the name
 # (or takes the name once it is free), fills it with subfolders, and swaps

@@ -1,4 +1,5 @@
 /*
+ * px-test: waits (mostly timeouts running out: run-tests.sh runs it in the waiting lane)
  * registry_p2p_test: registry/p2p's wire format and its listener, in one
  * process: the request and answer parsers on good, partial and malformed
  * input; a listener on a table of its own answering GET and LIST through the

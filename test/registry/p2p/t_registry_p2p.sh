@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# px-test: waits (mostly waiting on daemons, timeouts and leases; runs in the waiting lane)
 # registry/p2p between processes started separately (no launcher, no
 # service): an owner puts names and serves them from its listener thread
 # while it sleeps; other processes get and list them as "a.b.c.d:port/name".
