@@ -36,7 +36,8 @@ all+=(registry_etcd) # registry/etcd: what an etcd endpoint answers
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=("${all[@]}")
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-cflags="-O1 -g $san -fsanitize=fuzzer-no-link"
+# -g1: line tables only (a crash's stack names files and lines), cheaper to compile than -g
+cflags="-O1 -g1 $san -fsanitize=fuzzer-no-link"
 
 if ! command -v "$cc" >/dev/null; then
     echo "run-fuzz: $cc not found (install clang and libclang-rt-dev)" >&2
