@@ -42,7 +42,7 @@ if [ -z "${CONFIG_SHELL:-}" ] && [ -x /bin/dash ]; then export CONFIG_SHELL=/bin
 timeout_s=${PX_TEST_TIMEOUT:-600}
 lane=${PX_TEST_LANE:-main} # main, or the own run of lane bg (background) or wait (waits)
 passed=0 failed=0 skipped=0
-failures=() not_run=()
+failures=() not_run=() excluded=()
 logdir=$build/test-logs
 mkdir -p "$logdir"
 # timed LOG CMD...: run CMD (output to LOG, no input) in a subshell of its
@@ -165,7 +165,10 @@ while IFS= read -r prog; do
 done < <(find "$build/test" -type f -name '*_test' -perm -u+x -not -path '*/.libs/*' 2>/dev/null | sort)
 while IFS= read -r t; do
     [[ $t =~ $filter ]] || continue
-    [ -n "$exclude" ] && [[ $t =~ $exclude ]] && continue
+    if [ -n "$exclude" ] && [[ $t =~ $exclude ]]; then
+        excluded+=("${t#"$src"/}")
+        continue
+    fi
     if [ "${PX_TEST_SKIP_SOURCE_ONLY:-0}" = 1 ] && grep -q '^# px-test: source-only' "$t"; then
         not_run+=("${t#"$src"/}")
         continue
@@ -178,8 +181,9 @@ done < <(find "$src/test" -type f -name 't_*.sh' 2>/dev/null | sort)
 
 merge_lane() { # merge_lane PID LOG TITLE: a lane's lines, counts and failures
     wait "$1"
-    echo "  ($3:)"
-    sed -n '/^Failures:$/q; /^Not run in this build/d; /^  test\//p' "$2"
+    local lines
+    lines=$(sed -n '/^Failures:$/q; /^Not run in this build/d; /^  test\//p' "$2")
+    [ -n "$lines" ] && printf '  (%s:)\n%s\n' "$3" "$lines"
     local line
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$2" | tail -1)
     if [ -z "$line" ]; then
@@ -198,6 +202,9 @@ fi
 rm -f "$cpu_file"
 if [ ${#not_run[@]} -gt 0 ]; then
     echo "Not run in this build (source-only, PX_TEST_SKIP_SOURCE_ONLY=1): ${not_run[*]}"
+fi
+if [ ${#excluded[@]} -gt 0 ] && [ "$lane" = main ]; then
+    echo "Shell tests not run (PX_TEST_EXCLUDE='$exclude'): ${excluded[*]}"
 fi
 if [ ${#failures[@]} -gt 0 ]; then
     echo "Failures:"
