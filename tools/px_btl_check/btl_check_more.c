@@ -385,7 +385,6 @@ static void death_err(px_btl_module_t *m, px_btl_endpoint_t *ep, int rank, int e
     }
 }
 
-static volatile sig_atomic_t death_alarm;
 static void on_alarm(int sig)
 {
     (void)sig;
