@@ -201,7 +201,10 @@ int main(int argc, char **argv)
     uint32_t n = px_pxrun_get_u32(&c);
     if (st != 0 || n != (uint32_t)size)
         FAIL("FENCE reply: status %d, %u entries for %d ranks", st, n, size);
-    int seen = 0;
+    /* n == size entries, each rank's once: every rank is there */
+    unsigned char *seen = calloc((size_t)size, 1);
+    if (!seen)
+        FAIL("out of memory");
     for (uint32_t i = 0; i < n; i++) {
         int32_t rr = px_pxrun_get_i32(&c);
         char key[PX_PXRUN_MAX_KEY];
@@ -214,8 +217,10 @@ int main(int argc, char **argv)
         for (uint32_t k = 0; k < vl; k++)
             if (((const char *)v)[k] != (char)(rr + k))
                 FAIL("rank %d's blob differs at byte %u", rr, k);
-        seen |= 1 << (rr % 30);
+        if (seen[rr]++)
+            FAIL("FENCE reply holds rank %d's entry twice", rr);
     }
+    free(seen);
     free(r);
     int peer = (rank + 1) % size;
     at = px_pxrun_buf_begin(&b, PX_PXRUN_OP_GET);
