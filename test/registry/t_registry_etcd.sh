@@ -219,6 +219,10 @@ done
 for n in c1 c2 c3; do etcd_start $n "$cl"; done
 if etcd_wait c1 && etcd_wait c2 && etcd_wait c3; then
     export PX_MCA_registry_etcd_endpoints="$(etcd_url c1),$(etcd_url c2),$(etcd_url c3)"
+    # registry_timeout 3 s here: when c1 was the leader, the others answer
+    # only after electing a new one (election timeout 500 ms, longer on a
+    # loaded machine: a 1 s bound failed once at load 20, "rc=-12 ms=1002").
+    PX_MCA_registry_timeout=3 \
     "$D" create m v touch "$T/cl1" wait "$T/cl2" get m hb create m v touch "$T/cl3" hold 3 >"$T/cl.out" 2>"$T/cl.err" &
     dp=$!
     until_ok 20 test -e "$T/cl1"
