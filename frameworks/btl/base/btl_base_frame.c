@@ -337,6 +337,22 @@ static int px_btl_base_progress_module(void *ctx)
     return m->btl_progress(m);
 }
 
+int px_btl_base_progress_modules(void)
+{
+    int events = 0;
+    for (int i = 0; i < px_btl_base_num_modules; ++i) {
+        px_btl_module_t *m = px_btl_base_modules[i];
+        if (m->btl_progress)
+            events += m->btl_progress(m);
+    }
+    return events;
+}
+
+bool px_btl_base_progress_is_module(int (*fn)(void *))
+{
+    return fn == px_btl_base_progress_module;
+}
+
 void px_btl_base_sort_modules(px_btl_module_t **modules, int n)
 {
     for (int i = 1; i < n; ++i) { /* insertion sort: stable, n is small */
