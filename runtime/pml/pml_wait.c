@@ -221,12 +221,15 @@ static int progress_rest(int polled)
 {
     int n = 0;
     for (int i = 0; i < px_progress_nentries; ++i)
-        if (!px_btl_base_progress_is_module(px_progress_entries[i].fn))
+        if (px_progress_entries[i].fn != px_btl_base_progress_module)
             n += px_progress_entries[i].fn(px_progress_entries[i].ctx);
     px_progress_idle_tick(n + polled);
     if (PX_UNLIKELY(!px_list_is_empty(&px_rt.pending)))
         n += px_pml_pending_progress();
-    if (PX_UNLIKELY(px_rt.nprogress > 0))
+    /* The first hook is px_rt_defer_drain (px_pml_threads_fine): run inline,
+     * the others when there are any. */
+    n += px_rt_defer_run();
+    if (PX_UNLIKELY(px_rt.nprogress > 1))
         n += px_rt_progress_hooks();
     return n;
 }

@@ -226,6 +226,14 @@ void px_rt_defer_push(px_rt_defer_t *d);
 /* Run what is queued (the API lock held): the number run. Registered as a
  * progress hook while fine mode is on; also run by px_rt_defer_enter. */
 int px_rt_defer_drain(void);
+/* The same when something is queued (one load otherwise): for the loops
+ * that hold the API lock (a wait's pass, px_rt_api_pause; the transfer
+ * engine's progress). */
+extern px_mpsc_t px_rt_defer_q;
+static inline int px_rt_defer_run(void)
+{
+    return PX_LIKELY(px_mpsc_empty(&px_rt_defer_q)) ? 0 : px_rt_defer_drain();
+}
 /* px_finalize: drop what nobody ran. */
 void px_rt_defer_discard(void);
 /* A callback that needs the API lock: a token for px_rt_defer_leave (the

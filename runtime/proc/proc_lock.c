@@ -247,8 +247,10 @@ void px_rt_api_pause(void)
      * another thread revoked it, and then moves to the mutex. */
     if (!px_rt_api_shared)
         return;
-    if (tl_held)
+    if (tl_held) {
         px_rt_btl_errors_drain(); /* fine mode's deferred reports (proc.c): one load */
+        px_rt_defer_run();        /* and the work its progress queued (one load) */
+    }
     if (HELD_BIAS == tl_held) {
         if (atomic_load_explicit(&bias_owner, memory_order_relaxed) == (uintptr_t)px_bias_tl_rec)
             return; /* nobody else asked for the lock */
@@ -305,7 +307,8 @@ bool px_xfer_lock_held(void)
  * (proc.h). The queue is multi-producer (any thread polling a transport
  * without the API lock), single-consumer (the holder of the API lock). */
 
-static px_mpsc_t defer_q = PX_MPSC_INIT;
+px_mpsc_t px_rt_defer_q = PX_MPSC_INIT;
+#define defer_q px_rt_defer_q
 static atomic_ulong defer_queued, defer_ran;
 /* This thread runs queued items or a callback under px_rt_defer_enter: a
  * callback nested in it (btl/self delivering inside a send it makes) does not

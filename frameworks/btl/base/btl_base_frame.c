@@ -331,26 +331,10 @@ static void take_pending_range(const char *component, const char *param, const c
 
 /* ---- selection of components, progress ---- */
 
-static int px_btl_base_progress_module(void *ctx)
+int px_btl_base_progress_module(void *ctx)
 {
     px_btl_module_t *m = ctx;
     return m->btl_progress(m);
-}
-
-int px_btl_base_progress_modules(void)
-{
-    int events = 0;
-    for (int i = 0; i < px_btl_base_num_modules; ++i) {
-        px_btl_module_t *m = px_btl_base_modules[i];
-        if (m->btl_progress)
-            events += m->btl_progress(m);
-    }
-    return events;
-}
-
-bool px_btl_base_progress_is_module(int (*fn)(void *))
-{
-    return fn == px_btl_base_progress_module;
 }
 
 void px_btl_base_sort_modules(px_btl_module_t **modules, int n)
