@@ -340,6 +340,7 @@ int px_finalize(void)
     if (px_rt.size > 1)
         rc = px_barrier();
     bool took = px_rt_api_lock(); /* no engine thread drives the transports from here on */
+    px_rt_defer_drain();          /* fine mode: what progress queued for the API lock's holder */
     if (px_rt_stage.coll) {
         px_rt_coll_finalize(); /* groups, their posted receives, the coll framework */
         px_rt_stage.coll = false;

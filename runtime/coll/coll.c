@@ -35,7 +35,7 @@ static px_list_t active; /* requests of non-blocking collectives in progress */
 
 static int p2p_test(px_request_t *r, int *error)
 {
-    if (!r->complete)
+    if (!px_pml_done(r))
         return 0;
     *error = r->status.error;
     return 1;
@@ -113,7 +113,7 @@ static void coll_req_give_up(px_request_t *r, int error, const char *what)
     px_show_error("%s; the collective failed and its group with it (its other members "
                   "are told)",
                   what);
-    if (!r->complete) {
+    if (!px_pml_done(r)) {
         active_remove(r);
         px_rt_coll_op_t *op = r->owner;
         if (op)
@@ -376,7 +376,7 @@ static inline bool coll_plain(const px_coll_group_t *g, const px_coll_args_t *a)
 /* No failure seen and no failure notice arrived (coll_check says why). */
 static inline bool group_sound(const px_coll_group_t *g)
 {
-    return !g->failed && (NULL == g->alert_req || !g->alert_req->complete);
+    return !g->failed && (NULL == g->alert_req || !px_pml_done(g->alert_req));
 }
 
 /* A blocking call: the chosen module's shortcut or its schedule, run here.

@@ -395,14 +395,14 @@ static void form_sends_fini(form_sends_t *fs)
     for (;;) {
         bool left = false;
         for (int i = 0; i < fs->n; ++i)
-            if (fs->req[i] && !fs->req[i]->complete)
+            if (fs->req[i] && !px_pml_done(fs->req[i]))
                 left = true;
         if (!left || px_wtime() > until)
             break;
         px_pml_progress_once();
     }
     for (int i = 0; i < fs->n; ++i) {
-        bool done = fs->req[i]->complete;
+        bool done = px_pml_done(fs->req[i]);
         px_pml_release(&fs->req[i]);
         if (done)
             free(fs->buf[i]);
@@ -549,7 +549,7 @@ static int group_from_peers_locked(const int *ids, int n, int key, double timeou
                 rc = PX_ERR_PEER_FAILED;
                 break;
             }
-            if (!x->rreq->complete)
+            if (!px_pml_done(x->rreq))
                 continue;
             got_any++;
             px_status_t st = x->rreq->status;

@@ -17,6 +17,7 @@
  * consumes the whole message, so the next one is unaffected.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,16 +482,87 @@ static void starts_run(px_rt_ux_t *u)
     }
 }
 
+/* The chain of rendezvous starts ooo_drain released, queued for the API
+ * lock's holder (px_rt_defer_push) by a progress that ran without it. */
+static void starts_deferred(px_rt_defer_t *d)
+{
+    px_rt_ux_t *u = (px_rt_ux_t *)((char *)d - offsetof(px_rt_ux_t, defer));
+    starts_run(u);
+}
+
+static void starts_dropped(px_rt_defer_t *d)
+{
+    px_rt_ux_t *u = (px_rt_ux_t *)((char *)d - offsetof(px_rt_ux_t, defer));
+    ml_lock(true);
+    while (u) {
+        px_rt_ux_t *next = u->next_start;
+        ux_free(u);
+        u = next;
+    }
+    ml_unlock(true);
+}
+
+/* A message lost for want of memory (ux_lost), reported by the API lock's
+ * holder: the peer fails. */
+typedef struct lost_item {
+    px_rt_defer_t d;
+    int src;
+    const char *what;
+} lost_item_t;
+
+static void lost_run(px_rt_defer_t *d)
+{
+    lost_item_t *l = (lost_item_t *)d;
+    ux_lost(l->what, l->src);
+    free(l);
+}
+
+static void lost_drop(px_rt_defer_t *d)
+{
+    free(d);
+}
+
+/* What a fine-mode match left for the API lock: run now (the lock held, or
+ * taken by a try), or queued for its holder. */
+static PX_COLD void match_fine_locked(px_rt_ux_t *starts, const char *lost, int src)
+{
+    int token = px_rt_defer_enter();
+    if (token) {
+        if (starts)
+            starts_run(starts);
+        if (lost)
+            ux_lost(lost, src);
+        px_rt_defer_leave(token);
+        return;
+    }
+    if (starts) {
+        starts->defer.run = starts_deferred;
+        starts->defer.drop = starts_dropped;
+        px_rt_defer_push(&starts->defer);
+    }
+    if (lost) {
+        lost_item_t *l = malloc(sizeof(*l));
+        if (NULL == l) { /* reported as the transport's error instead */
+            px_rt_btl_error_threads(NULL, NULL, src, PX_ERR_PEER_FAILED,
+                                    "a message was lost (no memory for its record)");
+            return;
+        }
+        *l = (lost_item_t){{{NULL}, lost_run, lost_drop}, src, lost};
+        px_rt_defer_push(&l->d);
+    }
+}
+
 /* AM callback of tiny and eager messages in fine mode (registered by
  * px_pml_threads_fine instead of px_pml_am_match): the same steps, under the
- * matching lock. It runs in progress, which holds the API lock (a send to
- * this process itself, whose transport runs the callback inside the send, is
- * made under the API lock too), so a dynamic peer's table, a lost message's
- * failure and a rendezvous the out-of-order list releases are the API lock's
- * and run after the matching lock is let go. */
+ * matching lock. It runs in progress, with or without the API lock (fine
+ * mode polls each transport under the transport module's own lock, a send to
+ * this process itself runs it inside the send under the API lock); a dynamic
+ * peer's table, a lost message's failure and a rendezvous the out-of-order
+ * list releases are the API lock's: they run after the matching lock is let
+ * go, with the API lock taken by a try, or are queued for its holder
+ * (px_rt_defer_push). A rank's message needs nothing but the matching lock. */
 void px_pml_am_match_fine(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
 {
-    (void)btl;
     const px_rt_match_hdr_t *h = d->des_segments[0].seg_addr;
     if (PX_UNLIKELY(d->des_segments[0].seg_len < sizeof(*h))) {
         px_show_error("runtime: dropped a malformed message from rank %d (%zu bytes, less than "
@@ -504,6 +576,10 @@ void px_pml_am_match_fine(px_btl_module_t *btl, const px_btl_receive_descriptor_
     if (PX_LIKELY(src >= 0 && src < px_rt.size && d->src_rank != PX_BTL_RANK_DYNAMIC)) {
         peer = &px_rt.peers[src];
     } else {
+        if (!px_rt_lock_held()) { /* the dynamic peers' table is the API lock's */
+            px_rt_am_locked(px_pml_am_match_fine, btl, d);
+            return;
+        }
         peer = dyn_source(d, src, "a message", &src);
         if (NULL == peer)
             return;
@@ -549,10 +625,8 @@ void px_pml_am_match_fine(px_btl_module_t *btl, const px_btl_receive_descriptor_
         ooo_drain(peer, &starts);
 out:
     ml_unlock(true);
-    if (PX_UNLIKELY(starts != NULL))
-        starts_run(starts);
-    if (PX_UNLIKELY(lost != NULL))
-        ux_lost(lost, src);
+    if (PX_UNLIKELY(starts != NULL || lost != NULL))
+        match_fine_locked(starts, lost, src);
 }
 
 /* Queue a rendezvous header `h` (checked) that arrived in `d`: the rail

@@ -54,6 +54,14 @@ int px_pml_send_inline(const void *buf, size_t len, int dest, int tag);
  * transport or the peer still holds is freed by whoever finishes it last
  * (else px_finalize). Sets *request to NULL. */
 void px_pml_release(px_request_t **request);
+/* Has `r` completed? For the layers above (collectives, groups): in fine mode
+ * a receive may complete in another thread's progress without the API lock
+ * (docs/threads.md), so the flag is read with acquire (a plain load on x86):
+ * its data and status are visible once it says so. */
+static inline bool px_pml_done(const px_request_t *r)
+{
+    return __atomic_load_n(&r->complete, __ATOMIC_ACQUIRE);
+}
 /* Wait for `*request` as px_wait does; `who` names the operation in messages. */
 int px_pml_wait(px_request_t **request, px_status_t *status, const char *who);
 /* One round of the runtime's progress: the transports, messaging's pending

@@ -370,6 +370,13 @@ int px_pml_threads_fine(void)
     rc = px_btl_base_register_error(px_rt_btl_error_threads);
     if (rc != PX_SUCCESS)
         return rc;
+    /* Progress polls the transports without the API lock: every other
+     * active-message callback runs with it (taken by a try) or is queued for
+     * its holder, whose progress runs the queue (a hook). */
+    rc = px_rt_progress_register(px_rt_defer_drain);
+    if (rc != PX_SUCCESS)
+        return rc;
+    px_rt_defer_guard_ams(px_pml_am_match_fine);
     /* Release: a thread that sees it set (px_pml_fine_now) without the API
      * lock sees the wrapped methods and the lock made above. */
     __atomic_store_n(&px_pml_fine, true, __ATOMIC_RELEASE);
@@ -414,6 +421,10 @@ int px_pml_threads_auto(int cpus)
 
 int px_pml_finalize(void)
 {
+    if (px_pml_fine) { /* px_finalize ran the queue before the layers went */
+        px_rt_progress_unregister(px_rt_defer_drain);
+        px_rt_defer_discard();
+    }
     px_pml_fine = false;
     px_rt_lock_on_second_thread(NULL); /* auto's hook, when no second thread came */
     px_rt_btl_errors_free();

@@ -113,6 +113,8 @@ typedef struct px_rt_ux {
     px_request_t *match;         /* fine mode: the receive a rendezvous header matched,
                                   * started once the matching lock is let go (pml.c) */
     struct px_rt_ux *next_start; /* ... and the next such header */
+    px_rt_defer_t defer;         /* fine mode: that chain queued for the API lock's
+                                  * holder when progress found it without the lock */
     unsigned char inline_buf[PX_RT_UX_INLINE];
 } px_rt_ux_t;
 PX_CLASS_DECLARATION(px_rt_ux_t);

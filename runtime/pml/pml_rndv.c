@@ -140,8 +140,9 @@ static void rdma_check(px_request_t *r)
     px_pml_rdma_send_fin(r);
 }
 
-static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
-                      px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
+static void rdma_done_locked(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                             px_btl_registration_handle_t *lh, void *context, void *cbdata,
+                             int status)
 {
     (void)btl;
     (void)ep;
@@ -158,6 +159,18 @@ static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
         r->status.error = PX_ERR_COMM;
     r->done += (size_t)(uintptr_t)cbdata;
     rdma_check(r);
+}
+
+/* The RDMA completion the modules call: the rendezvous's state is the API
+ * lock's, and fine mode may find the completion in a progress that runs
+ * without it (px_rt_rdma_locked: run with it taken by a try, or queued for
+ * its holder). */
+static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                      px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
+{
+    const px_request_t *r = context;
+    px_rt_rdma_locked(rdma_done_locked, PX_PML_REQ_SEND == r->type ? r->peer : r->status.source,
+                      btl, ep, local, lh, context, cbdata, status);
 }
 
 /* Hand the rest of every rail's range to its module, in chunks of its get or
@@ -479,12 +492,17 @@ void px_pml_am_frag(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
     }
 }
 
-static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
-                           int status)
+/* A fragment's send completed (`bytes` of request `context`): under the API
+ * lock, as the rendezvous's state is (send_frag_done). */
+static void frag_done_locked(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                             px_btl_registration_handle_t *lh, void *context, void *bytes,
+                             int status)
 {
     (void)btl;
     (void)ep;
-    px_request_t *r = des->des_cbdata;
+    (void)local;
+    (void)lh;
+    px_request_t *r = context;
     r->outstanding--;
     if (PX_UNLIKELY(r->released)) {
         px_pml_req_unhold(r);
@@ -492,11 +510,20 @@ static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
     }
     if (status != PX_SUCCESS && PX_SUCCESS == r->status.error)
         r->status.error = status;
-    r->done += (size_t)(uintptr_t)des->des_context;
+    r->done += (size_t)(uintptr_t)bytes;
     if (r->done >= r->total && 0 == r->outstanding && r->on_active) {
         px_pml_active_remove(r);
         req_complete(r);
     }
+}
+
+/* The descriptor's completion: what it needs of the descriptor is copied
+ * (the transport reuses it once this returns). */
+static void send_frag_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_descriptor_t *des,
+                           int status)
+{
+    px_request_t *r = des->des_cbdata;
+    px_rt_rdma_locked(frag_done_locked, r->peer, btl, ep, NULL, NULL, r, des->des_context, status);
 }
 
 void px_pml_send_schedule_frags(px_request_t *r)

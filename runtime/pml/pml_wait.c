@@ -212,18 +212,48 @@ int px_pml_wait_slow(px_request_t *r, const char *who)
 
 /* ------------------------------------------------------------------ fine mode */
 
+/* Fine mode's pass under the API lock, after the transports were polled
+ * without it: the progress callbacks that are not a module's (the transfer
+ * engine's, a transport's own for its dynamic peers), messaging's pending
+ * steps and the layers' hooks (the queued work of px_rt_defer_push among
+ * them). */
+static int progress_rest(int polled)
+{
+    int n = 0;
+    for (int i = 0; i < px_progress_nentries; ++i)
+        if (px_progress_entries[i].fn != px_btl_base_progress_module)
+            n += px_progress_entries[i].fn(px_progress_entries[i].ctx);
+    px_progress_idle_tick(n + polled);
+    if (PX_UNLIKELY(!px_list_is_empty(&px_rt.pending)))
+        n += px_pml_pending_progress();
+    /* The first hook is px_rt_defer_drain (px_pml_threads_fine): run inline,
+     * the others when there are any. */
+    n += px_rt_defer_run();
+    if (PX_UNLIKELY(px_rt.nprogress > 1))
+        n += px_rt_progress_hooks();
+    return n;
+}
+
+/* Fine mode: each transport is polled under its module's own lock, without
+ * the API lock (callbacks that need that lock take it by a try or queue
+ * their work for its holder: px_rt_defer_push); then, when the API lock is
+ * free, the rest of a round under it. A thread that holds the API lock (a
+ * locked path) runs the whole round under it, as before. */
 int px_pml_progress_fine(bool *ran)
 {
-    bool took;
+    int n = 0;
+    bool took, polled = px_rt_tl_held == PX_RT_HELD_NOT;
+    if (polled)
+        n = px_btl_base_progress_modules();
     if (!px_rt_lock_try(&took)) {
         if (ran)
             *ran = false;
-        return 0;
+        return n;
     }
     if (ran)
         *ran = true;
     px_rt_btl_errors_drain();
-    int n = pml_progress();
+    n += polled ? progress_rest(n) : pml_progress();
     px_rt_lock_drop(took);
     return n;
 }
@@ -296,7 +326,7 @@ static int wait_fine_loop(px_request_t *r, const char *who)
             break;
         if (n > 0)
             idle = 0;
-        if (!ran) {
+        if (!ran && 0 == n) {
             sched_yield(); /* another thread is progressing: let it run */
         } else if (0 == n && limit && ++idle >= limit &&
                    (mt_limit || atomic_load_explicit(&fine_waiters, memory_order_relaxed) > 1)) {

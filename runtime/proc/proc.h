@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include "core/class/free_list.h"
 #include "core/class/list.h"
+#include "core/class/mpsc.h"
 #include "core/util/bias_lock.h"
 #include "core/util/proc.h"
 #include "frameworks/btl/base/base_runtime.h"
@@ -202,6 +203,67 @@ static inline void px_rt_bias_leave(void)
         px_rt_api_unlock(px_took_);                                                                \
         return px_rc_;                                                                             \
     } while (0)
+
+/* ---- work for the API lock's holder (proc_lock.c, docs/threads.md) ----
+ *
+ * Fine mode polls each transport without the API lock (under the transport
+ * module's own lock): a waiting thread that finds the API lock taken still
+ * drives the transports. Callbacks such a poll runs that need the API lock
+ * (a rendezvous's control messages and completions, the transfer engine's
+ * messages and completions, a dynamic peer's message) take it with a *try*
+ * (never a blocking take: the holder may be waiting for the module this
+ * thread holds), and when another thread holds it they are queued, copied,
+ * on a lock-free queue (core/class/mpsc.h) that the next holder of the API
+ * lock runs, oldest first, before any such callback of its own (so they keep
+ * their order). */
+typedef struct px_rt_defer {
+    px_mpsc_node_t node;
+    void (*run)(struct px_rt_defer *);  /* under the API lock; frees the item */
+    void (*drop)(struct px_rt_defer *); /* px_finalize: frees it without running it */
+} px_rt_defer_t;
+/* Queue `d` (any thread). */
+void px_rt_defer_push(px_rt_defer_t *d);
+/* Run what is queued (the API lock held): the number run. Registered as a
+ * progress hook while fine mode is on; also run by px_rt_defer_enter. */
+int px_rt_defer_drain(void);
+/* The same when something is queued (one load otherwise): for the loops
+ * that hold the API lock (a wait's pass, px_rt_api_pause; the transfer
+ * engine's progress). */
+extern px_mpsc_t px_rt_defer_q;
+static inline int px_rt_defer_run(void)
+{
+    return PX_LIKELY(px_mpsc_empty(&px_rt_defer_q)) ? 0 : px_rt_defer_drain();
+}
+/* px_finalize: drop what nobody ran. */
+void px_rt_defer_discard(void);
+/* A callback that needs the API lock: a token for px_rt_defer_leave (the
+ * lock held, by this thread already or taken now by a try, and the queue
+ * run first unless this thread is already running it), or 0 when another
+ * thread holds the lock: the caller queues its work. Without threads
+ * (px_rt_api_shared off) it always says "run now" and takes nothing. */
+int px_rt_defer_enter(void);
+void px_rt_defer_leave(int token);
+/* Items queued and run since the start (tests, verbose output). */
+void px_rt_defer_counts(unsigned long *queued, unsigned long *ran);
+/* An active-message callback that needs the API lock, run now (with it) or
+ * queued with a copy of the message (its segments made one). A message that
+ * cannot be kept (no memory) is reported as a transport error of `btl` for
+ * its sender, made by the API lock's next holder. */
+void px_rt_am_locked(px_btl_active_message_fn fn, px_btl_module_t *btl,
+                     const px_btl_receive_descriptor_t *d);
+/* The same for an RDMA-shaped completion (the arguments are copied; a
+ * descriptor's completion passes what it needs of the descriptor in
+ * `context`/`cbdata`). Without memory for the item the completion is lost:
+ * reported as a transport error of `btl` for `rank` (its operations then
+ * fail with the peer), made by the API lock's next holder. */
+void px_rt_rdma_locked(px_btl_rdma_completion_fn fn, int rank, px_btl_module_t *btl,
+                       px_btl_endpoint_t *endpoint, void *local_address,
+                       px_btl_registration_handle_t *local_handle, void *context, void *cbdata,
+                       int status);
+/* Fine mode is engaged (pml_peer.c, API lock held): every active-message
+ * callback registered now but `keep` (the matching callback, which runs
+ * without the API lock) is run through px_rt_am_locked. */
+void px_rt_defer_guard_ams(px_btl_active_message_fn keep);
 
 /* ---- progress hooks (proc.c) ---- */
 

@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "core/util/bias_lock.h"
 #include "core/util/output.h"
@@ -246,8 +247,10 @@ void px_rt_api_pause(void)
      * another thread revoked it, and then moves to the mutex. */
     if (!px_rt_api_shared)
         return;
-    if (tl_held)
+    if (tl_held) {
         px_rt_btl_errors_drain(); /* fine mode's deferred reports (proc.c): one load */
+        px_rt_defer_run();        /* and the work its progress queued (one load) */
+    }
     if (HELD_BIAS == tl_held) {
         if (atomic_load_explicit(&bias_owner, memory_order_relaxed) == (uintptr_t)px_bias_tl_rec)
             return; /* nobody else asked for the lock */
@@ -298,4 +301,215 @@ void px_xfer_lock_drop(bool took)
 bool px_xfer_lock_held(void)
 {
     return px_rt_lock_held();
+}
+
+/* ------------------------------------------------------------------ work for the API lock's holder
+ * (proc.h). The queue is multi-producer (any thread polling a transport
+ * without the API lock), single-consumer (the holder of the API lock). */
+
+px_mpsc_t px_rt_defer_q = PX_MPSC_INIT;
+#define defer_q px_rt_defer_q
+static atomic_ulong defer_queued, defer_ran;
+/* This thread runs queued items or a callback under px_rt_defer_enter: a
+ * callback nested in it (btl/self delivering inside a send it makes) does not
+ * run the queue again in the middle. */
+static _Thread_local unsigned tl_defer_depth TLS_IE;
+
+void px_rt_defer_push(px_rt_defer_t *d)
+{
+    atomic_fetch_add_explicit(&defer_queued, 1, memory_order_relaxed);
+    px_mpsc_push(&defer_q, &d->node);
+}
+
+int px_rt_defer_drain(void)
+{
+    if (PX_LIKELY(px_mpsc_empty(&defer_q)) || tl_defer_depth)
+        return 0;
+    int n = 0;
+    tl_defer_depth++;
+    px_mpsc_node_t *it;
+    while ((it = px_mpsc_take_all(&defer_q)) != NULL) { /* what was queued meanwhile comes after */
+        while (it) {
+            px_mpsc_node_t *next = it->next;
+            ((px_rt_defer_t *)it)->run((px_rt_defer_t *)it);
+            it = next;
+            n++;
+        }
+    }
+    tl_defer_depth--;
+    atomic_fetch_add_explicit(&defer_ran, (unsigned long)n, memory_order_relaxed);
+    return n;
+}
+
+void px_rt_defer_discard(void)
+{
+    px_mpsc_node_t *it = px_mpsc_take_all(&defer_q);
+    while (it) {
+        px_mpsc_node_t *next = it->next;
+        ((px_rt_defer_t *)it)->drop((px_rt_defer_t *)it);
+        it = next;
+    }
+}
+
+void px_rt_defer_counts(unsigned long *queued, unsigned long *ran)
+{
+    *queued = atomic_load_explicit(&defer_queued, memory_order_relaxed);
+    *ran = atomic_load_explicit(&defer_ran, memory_order_relaxed);
+}
+
+/* Tokens of px_rt_defer_enter. */
+enum { DEFER_LATER = 0, DEFER_NOLOCK = 1, DEFER_HELD = 2, DEFER_TOOK = 3 };
+
+int px_rt_defer_enter(void)
+{
+    if (PX_LIKELY(!px_rt_api_shared))
+        return DEFER_NOLOCK; /* one thread at a time: nothing is ever queued */
+    bool took;
+    if (!px_rt_lock_try(&took))
+        return DEFER_LATER;
+    if (0 == tl_defer_depth)
+        px_rt_defer_drain(); /* what was queued before this callback runs first */
+    tl_defer_depth++;
+    return took ? DEFER_TOOK : DEFER_HELD;
+}
+
+void px_rt_defer_leave(int token)
+{
+    if (DEFER_NOLOCK == token)
+        return;
+    tl_defer_depth--;
+    px_rt_lock_drop(DEFER_TOOK == token);
+}
+
+/* A queued active message: the callback, a copy of the descriptor and of
+ * its bytes (one segment). */
+typedef struct am_item {
+    px_rt_defer_t d;
+    px_btl_active_message_fn fn;
+    px_btl_module_t *btl;
+    px_btl_receive_descriptor_t rd;
+    px_btl_segment_t seg;
+    unsigned char data[];
+} am_item_t;
+
+static void am_item_run(px_rt_defer_t *d)
+{
+    am_item_t *a = (am_item_t *)d;
+    a->rd.des_segments = &a->seg;
+    a->fn(a->btl, &a->rd);
+    free(a);
+}
+
+static void item_drop(px_rt_defer_t *d)
+{
+    free(d);
+}
+
+void px_rt_am_locked(px_btl_active_message_fn fn, px_btl_module_t *btl,
+                     const px_btl_receive_descriptor_t *d)
+{
+    int token = px_rt_defer_enter();
+    if (token != DEFER_LATER) {
+        fn(btl, d);
+        px_rt_defer_leave(token);
+        return;
+    }
+    size_t len = 0;
+    for (size_t i = 0; i < d->des_segment_count; ++i)
+        len += d->des_segments[i].seg_len;
+    am_item_t *a = malloc(sizeof(*a) + len);
+    if (PX_UNLIKELY(NULL == a)) {
+        px_rt_btl_error_threads(btl, d->endpoint, d->src_rank, PX_ERR_OUT_OF_RESOURCE,
+                                "a message that arrived while another thread held the API lock "
+                                "could not be kept for it (no memory): it is lost");
+        return;
+    }
+    size_t at = 0;
+    for (size_t i = 0; i < d->des_segment_count; ++i) {
+        memcpy(a->data + at, d->des_segments[i].seg_addr, d->des_segments[i].seg_len);
+        at += d->des_segments[i].seg_len;
+    }
+    a->d.run = am_item_run;
+    a->d.drop = item_drop;
+    a->fn = fn;
+    a->btl = btl;
+    a->rd = *d;
+    a->rd.des_segments = NULL; /* &a->seg once it runs */
+    a->rd.des_segment_count = 1;
+    a->seg.seg_addr = a->data;
+    a->seg.seg_len = len;
+    px_rt_defer_push(&a->d);
+}
+
+/* A queued RDMA-shaped completion: its arguments. */
+typedef struct rdma_item {
+    px_rt_defer_t d;
+    px_btl_rdma_completion_fn fn;
+    px_btl_module_t *btl;
+    px_btl_endpoint_t *endpoint;
+    void *local_address;
+    px_btl_registration_handle_t *local_handle;
+    void *context, *cbdata;
+    int status;
+} rdma_item_t;
+
+static void rdma_item_run(px_rt_defer_t *d)
+{
+    rdma_item_t *a = (rdma_item_t *)d;
+    a->fn(a->btl, a->endpoint, a->local_address, a->local_handle, a->context, a->cbdata, a->status);
+    free(a);
+}
+
+void px_rt_rdma_locked(px_btl_rdma_completion_fn fn, int rank, px_btl_module_t *btl,
+                       px_btl_endpoint_t *endpoint, void *local_address,
+                       px_btl_registration_handle_t *local_handle, void *context, void *cbdata,
+                       int status)
+{
+    int token = px_rt_defer_enter();
+    if (token != DEFER_LATER) {
+        fn(btl, endpoint, local_address, local_handle, context, cbdata, status);
+        px_rt_defer_leave(token);
+        return;
+    }
+    rdma_item_t *a = malloc(sizeof(*a));
+    if (PX_UNLIKELY(NULL == a)) {
+        px_rt_btl_error_threads(btl, endpoint, rank, PX_ERR_OUT_OF_RESOURCE,
+                                "a completion that came while another thread held the API lock "
+                                "could not be kept for it (no memory): it is lost");
+        return;
+    }
+    *a = (rdma_item_t){{{NULL}, rdma_item_run, item_drop},
+                       fn,
+                       btl,
+                       endpoint,
+                       local_address,
+                       local_handle,
+                       context,
+                       cbdata,
+                       status};
+    px_rt_defer_push(&a->d);
+}
+
+/* The callbacks px_rt_defer_guard_ams put behind the API lock, by tag. */
+static px_btl_active_message_fn am_guarded[256];
+
+static void am_guard(px_btl_module_t *btl, const px_btl_receive_descriptor_t *d)
+{
+    px_btl_active_message_fn fn = am_guarded[d->tag];
+    if (PX_LIKELY(px_rt_tl_held != PX_RT_HELD_NOT) && px_mpsc_empty(&defer_q)) {
+        fn(btl, d); /* the holder, nothing queued: as before */
+        return;
+    }
+    px_rt_am_locked(fn, btl, d);
+}
+
+void px_rt_defer_guard_ams(px_btl_active_message_fn keep)
+{
+    for (int t = 0; t < 256; ++t) {
+        px_btl_active_message_fn f = px_btl_base_active_message_trigger[t].cbfunc;
+        if (f == keep || f == am_guard || NULL == f)
+            continue;
+        am_guarded[t] = f;
+        px_btl_base_active_message_trigger[t].cbfunc = am_guard;
+    }
 }

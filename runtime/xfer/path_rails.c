@@ -27,8 +27,9 @@ static px_xfer_pstatus_t rails_status(const px_xfer_slot_t *s)
     return s->done >= s->len ? PX_XFER_P_DONE : PX_XFER_P_IN_PROGRESS;
 }
 
-static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
-                      px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
+static void rdma_done_locked(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                             px_btl_registration_handle_t *lh, void *context, void *cbdata,
+                             int status)
 {
     (void)btl;
     (void)ep;
@@ -54,6 +55,15 @@ static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
         }
     }
     px_xfer_slot_event(s, rails_status(s));
+}
+
+/* The completion the transports call: the engine's state is the API lock's,
+ * which fine mode's progress may run without (px_rt_rdma_locked: run with it
+ * taken by a try, or queued for its holder). */
+static void rdma_done(px_btl_module_t *btl, px_btl_endpoint_t *ep, void *local,
+                      px_btl_registration_handle_t *lh, void *context, void *cbdata, int status)
+{
+    px_rt_rdma_locked(rdma_done_locked, -1, btl, ep, local, lh, context, cbdata, status);
 }
 
 /* Hand the rest of every rail's range to its transport, in chunks. */

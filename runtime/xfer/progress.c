@@ -25,6 +25,9 @@ int px_xfer_progress_try(void)
         return -1;
     px_xfer_tl_progressing = true;
     int n = px_progress_engine(); /* the transports, then px_xfer_progress_cb */
+    /* Fine mode: what other threads' progress queued for the API lock's
+     * holder (proc.h), which this is now. */
+    n += px_rt_defer_run();
     /* A connected peer leaves through its connection, which messaging's
      * progress hooks watch (runtime/pml/pml_dyn.c, every millisecond at
      * most): the engine's waits must notice it too. */

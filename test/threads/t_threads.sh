@@ -4,14 +4,16 @@
 # on by other threads, collectives on per-thread groups, transfer-engine
 # batches, all at once) over shm and over ofi (tcp;ofi_rxm), with
 # runtime_thread_locks=api and =fine; thread_fine (fine mode: the base's lock
-# per module, a send held inside a transport); px_init_thread's
+# per module, a send held inside a transport); thread_progress (fine mode:
+# progress without the API lock, over shm and ofi); px_init_thread's
 # levels: runtime_thread_max lowers *provided, a bad level is refused with a
 # message naming the valid ones, px_init gives serialized.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 PXRUN=$B/tools/pxrun/pxrun
 P=$B/test/threads/threads_stress
-need_built "$PXRUN" "$P" "$B/test/threads/lock_bias" "$B/test/threads/thread_fine" "$B/test/threads/thread_auto"
+need_built "$PXRUN" "$P" "$B/test/threads/lock_bias" "$B/test/threads/thread_fine" "$B/test/threads/thread_auto" \
+    "$B/test/threads/thread_progress"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
@@ -50,6 +52,28 @@ check "fine mode: a send held inside btl/shm does not stop another thread's send
     test "$(grep -c '^blocked send ok' "$T/out")" -eq 1
 check "fine mode: the messages went through the shm module's lock (both ranks)" \
     test "$(grep -c '^module lock taken' "$T/out")" -eq 2
+
+# Fine mode's progress without the API lock: while one thread of rank 0 holds
+# the API lock (inside btl/self's send), two others receive rank 1's messages
+# with wildcards (checksums, each tag in order per thread), and a rendezvous
+# whose header is queued for the lock's holder keeps its place before a later
+# message. With progress under the API lock the receivers stall (10 s, fails).
+TP=$B/test/threads/thread_progress
+for tr in shm ofi; do
+    if [ $tr = ofi ]; then
+        envs=(PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
+        [ -n "${PX_TEST_SANITIZER:-}" ] && envs+=("ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
+    else
+        envs=(PX_MCA_btl=self,shm)
+    fi
+    run env "${envs[@]}" PX_MCA_runtime_thread_locks=fine "$PXRUN" -n 2 "$TP"
+    check "thread_progress over $tr (fine mode, 2 ranks) exits 0" test $rc -eq 0
+    [ $rc -eq 0 ] || head -5 "$T/err" | sed 's/^/# /'
+    check "fine mode over $tr: two threads receive with wildcards while another holds the API lock" \
+        test "$(grep -c '^nolock progress ok' "$T/out")" -eq 1
+    check "fine mode over $tr: a rendezvous queued for the API lock's holder completes in order" \
+        test "$(grep -c '^deferred rendezvous ok' "$T/out")" -eq 1
+done
 
 # runtime_thread_locks=auto: the API lock while one thread calls; from the
 # moment a second thread calls, fine mode when the process has two CPUs or

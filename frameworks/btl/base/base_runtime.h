@@ -68,6 +68,28 @@ PX_EXPORT void px_btl_base_unserialize(void);
 PX_EXPORT bool px_btl_base_serialized(const px_btl_module_t *btl);
 PX_EXPORT uint64_t px_btl_base_serial_locks(const px_btl_module_t *btl);
 
+/* Fine mode's progress without the API lock (runtime/pml, docs/threads.md):
+ * run btl_progress of every module that has one, once, in the order the
+ * modules were selected; a serialized module's progress only tries its lock,
+ * so a module another thread is inside is skipped. The number of events. The
+ * modules' table is fixed from px_btl_base_select to px_btl_base_finalize, so
+ * any thread may call it in between. */
+static inline int px_btl_base_progress_modules(void)
+{
+    int events = 0;
+    for (int i = 0; i < px_btl_base_num_modules; ++i) {
+        px_btl_module_t *m = px_btl_base_modules[i];
+        if (m->btl_progress)
+            events += m->btl_progress(m);
+    }
+    return events;
+}
+/* The progress callback px_btl_base_select registers for each module
+ * (px_progress_register, ctx the module): fine mode's pass under the API lock
+ * skips those entries, which px_btl_base_progress_modules polled just before.
+ * Not exported (libplexus's own). */
+int px_btl_base_progress_module(void *ctx);
+
 /* Set the callback for an active-message tag (NULL cbfunc: unset). */
 PX_EXPORT int px_btl_base_register_am(px_btl_tag_t tag, px_btl_active_message_fn cbfunc,
                                       void *cbdata);

@@ -331,7 +331,7 @@ static void take_pending_range(const char *component, const char *param, const c
 
 /* ---- selection of components, progress ---- */
 
-static int px_btl_base_progress_module(void *ctx)
+int px_btl_base_progress_module(void *ctx)
 {
     px_btl_module_t *m = ctx;
     return m->btl_progress(m);
