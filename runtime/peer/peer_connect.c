@@ -166,32 +166,6 @@ int px_peer_connect_opts(const px_peer_opts_t *o, const char *contact, const voi
         return px_peer_fail(PX_ERR_IN_ERRNO, "px_peer_connect: socket: %s", strerror(errno));
     uint8_t *body = NULL, *auth = NULL;
     int rc;
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c.port)};
-    memcpy(&sa.sin_addr.s_addr, c.addr, 4);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        if (errno != EINPROGRESS) {
-            rc = px_peer_fail(PX_ERR_UNREACH, "px_peer_connect: %s: %s", peer, strerror(errno));
-            goto fail;
-        }
-        if (!wait_fd(o, fd, POLLOUT, deadline)) {
-            rc = px_peer_fail(PX_ERR_TIMEOUT,
-                              "px_peer_connect: %s did not answer within %g s "
-                              "(peer_connect_timeout): unreachable, or a host that drops "
-                              "connections",
-                              peer, timeout);
-            goto fail;
-        }
-        int err = 0;
-        socklen_t el = sizeof err;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
-        if (err) {
-            rc = px_peer_fail(PX_ERR_UNREACH, "px_peer_connect: %s: %s%s", peer, strerror(err),
-                              err == ECONNREFUSED ? ": nobody listens there (the listener is "
-                                                    "gone: a stale contact?)"
-                                                  : "");
-            goto fail;
-        }
-    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     px_peer_hello_t me;
@@ -203,7 +177,46 @@ int px_peer_connect_opts(const px_peer_opts_t *o, const char *contact, const voi
     uint8_t hello[PX_PEER_HDR_LEN + PX_PEER_HELLO_LEN];
     px_peer_hdr_write(hello, PX_PEER_T_HELLO, PX_PEER_HELLO_LEN);
     px_peer_hello_write(hello + PX_PEER_HDR_LEN, &me);
-    rc = send_all(o, fd, hello, sizeof hello, deadline, peer);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(c.port)};
+    memcpy(&sa.sin_addr.s_addr, c.addr, 4);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        if (errno != EINPROGRESS) {
+            rc = px_peer_fail(PX_ERR_UNREACH, "px_peer_connect: %s: %s", peer, strerror(errno));
+            goto fail;
+        }
+        /* The HELLO goes at once: on one host the connection is made by
+         * the time connect returns, so the listener finds the HELLO with
+         * the connection and answers it in the same pass (waiting for the
+         * connection to be reported first let it accept, find nothing, and
+         * wait again). Elsewhere send says EAGAIN until it is made. */
+        ssize_t w = send(fd, hello, sizeof hello, MSG_NOSIGNAL | MSG_DONTWAIT);
+        int err = w < 0 ? errno : 0;
+        if (w < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
+            w = 0;
+            if (!wait_fd(o, fd, POLLOUT, deadline)) {
+                rc = px_peer_fail(PX_ERR_TIMEOUT,
+                                  "px_peer_connect: %s did not answer within %g s "
+                                  "(peer_connect_timeout): unreachable, or a host that drops "
+                                  "connections",
+                                  peer, timeout);
+                goto fail;
+            }
+            socklen_t el = sizeof err;
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el);
+        } else if (w < 0 && err == EINTR) {
+            w = 0, err = 0;
+        }
+        if (err) {
+            rc = px_peer_fail(PX_ERR_UNREACH, "px_peer_connect: %s: %s%s", peer, strerror(err),
+                              err == ECONNREFUSED ? ": nobody listens there (the listener is "
+                                                    "gone: a stale contact?)"
+                                                  : "");
+            goto fail;
+        }
+        rc = send_all(o, fd, hello + w, sizeof hello - (size_t)w, deadline, peer);
+    } else {
+        rc = send_all(o, fd, hello, sizeof hello, deadline, peer);
+    }
     px_peer_hdr_t h;
     if (rc == PX_SUCCESS)
         rc = recv_frame(o, fd, 1u << PX_PEER_T_CHALLENGE, PX_PEER_HELLO_LEN, PX_PEER_HELLO_LEN,

@@ -44,6 +44,7 @@ typedef struct pending {
     uint8_t *out; /* what remains to be written */
     size_t out_len, out_off;
     bool want_out;
+    bool in_ep;   /* in the listener's epoll set (after its first step) */
     void *cookie; /* the reply function's, until the connection is delivered */
 } pending_t;
 
@@ -116,7 +117,8 @@ static void pending_free(px_peer_listener_t *l, int i)
 {
     pending_t *p = l->pend[i];
     cookie_release(l, &p->cookie);
-    epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+    if (p->in_ep)
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->fd, NULL);
     if (p->fd >= 0)
         close(p->fd);
     free(p->body);
@@ -157,6 +159,10 @@ static void want_out(px_peer_listener_t *l, pending_t *p, bool on)
 {
     if (p->want_out == on)
         return;
+    if (!p->in_ep) { /* adopt adds it with this */
+        p->want_out = on;
+        return;
+    }
     struct epoll_event ev = {.events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = p};
     epoll_ctl(l->epfd, EPOLL_CTL_MOD, p->fd, &ev);
     p->want_out = on;
@@ -219,7 +225,8 @@ static void deliver(px_peer_listener_t *l, int i)
     snprintf(c->ident.host, sizeof c->ident.host, "%s", p->peer.host);
     c->ident.pid = p->peer.pid;
     snprintf(c->ident.address, sizeof c->ident.address, "%s", p->from);
-    epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->fd, NULL);
+    if (p->in_ep)
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, p->fd, NULL);
     p->fd = -1;
     p->body = NULL;
     PX_OUTPUT_VERBOSE(10, px_peer_output(),
@@ -422,7 +429,9 @@ static void step(px_peer_listener_t *l, pending_t *p)
     }
 }
 
-int px_peer_listener_adopt(px_peer_listener_t *l, int fd, const char *from)
+/* Take fd as a connector; `nonblocking`: accept4 made it so already (no
+ * fcntl on the way to the answer). */
+static int adopt(px_peer_listener_t *l, int fd, const char *from, bool nonblocking)
 {
     if (l->npend >= l->max_pending) {
         PX_OUTPUT_VERBOSE(1, px_peer_output(),
@@ -437,8 +446,8 @@ int px_peer_listener_adopt(px_peer_listener_t *l, int fd, const char *from)
         close(fd);
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     }
-    int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+    int fl = nonblocking ? 0 : fcntl(fd, F_GETFL);
+    if (!nonblocking && (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
         close(fd);
         return PX_ERR_IN_ERRNO;
     }
@@ -452,15 +461,27 @@ int px_peer_listener_adopt(px_peer_listener_t *l, int fd, const char *from)
     p->need = sizeof p->hello;
     p->deadline = px_peer_now() + l->timeout;
     snprintf(p->from, sizeof p->from, "%s", from);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = p};
-    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        close(fd);
-        free(p);
-        return PX_ERR_IN_ERRNO;
-    }
+    /* Its first step before it joins the epoll set: a connector sends its
+     * HELLO with the connection, and a socket added while data waits in it
+     * is reported at once, a wake of the process's watcher thread for what
+     * this step reads anyway. */
     l->pend[l->npend++] = p;
     step(l, p);
+    int i = pending_index(l, p); /* refused or delivered by its step: gone */
+    if (i < 0)
+        return PX_SUCCESS;
+    struct epoll_event ev = {.events = EPOLLIN | (p->want_out ? EPOLLOUT : 0), .data.ptr = p};
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        refuse(l, i, 0, "its socket could not join the listener's epoll set");
+        return PX_ERR_IN_ERRNO;
+    }
+    p->in_ep = true;
     return PX_SUCCESS;
+}
+
+int px_peer_listener_adopt(px_peer_listener_t *l, int fd, const char *from)
+{
+    return adopt(l, fd, from, false);
 }
 
 /* accept() failed with err (not EAGAIN): out of descriptors (EMFILE,
@@ -535,7 +556,7 @@ int px_peer_accept_progress(px_peer_listener_t *l, px_peer_conn_t **conn)
                     char from[48], a[INET_ADDRSTRLEN] = "?";
                     inet_ntop(AF_INET, &sa.sin_addr, a, sizeof a);
                     snprintf(from, sizeof from, "%s:%u", a, (unsigned)ntohs(sa.sin_port));
-                    px_peer_listener_adopt(l, fd, from);
+                    adopt(l, fd, from, true);
                 }
             } else {
                 step(l, ev[k].data.ptr);
@@ -676,6 +697,13 @@ int px_peer_listen_opts(const px_peer_opts_t *o, const void *payload, size_t len
         rc = px_peer_fail(PX_ERR_IN_ERRNO, "px_peer_listen: listen: %s", strerror(errno));
         goto fail;
     }
+    /* Readable when a connector's HELLO has come, not when its connection
+     * is made (it sends the HELLO at once): the accept and the CHALLENGE
+     * take one pass, not two wakes. A connection that sends nothing is
+     * handed over by the kernel a second or so later and then bound by its
+     * handshake's deadline. */
+    int defer = 1;
+    setsockopt(l->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
     socklen_t sl = sizeof sa;
     getsockname(l->fd, (struct sockaddr *)&sa, &sl);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};

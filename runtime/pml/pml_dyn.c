@@ -13,12 +13,14 @@
  * listener is open or a peer is connected) advances the listener's
  * handshakes and watches each peer's connection: its closing is how a peer
  * that left or died is noticed on every transport. A watcher thread sleeps in
- * poll() on the listener's descriptor and raises a flag when a connector
- * knocks or a handshake message arrives; the next progress pass serves it,
+ * epoll_wait() on the listener's descriptor (edge-triggered) and raises a
+ * flag when a connector knocks or a handshake message arrives; the next
+ * progress pass serves it,
  * so a handshake step costs one pass rather than the hook's 1 ms timer,
  * without a system call on the messaging fast path. The thread never touches
  * the listener itself.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -311,32 +314,34 @@ static double last_read;
 static pthread_t watcher;
 static bool watching;
 static int watch_stop = -1; /* eventfd: px_finalize asks the watcher to end */
-static int watch_ack = -1;  /* eventfd: a progress pass served what it saw */
+static int watch_ep = -1;   /* the watcher's epoll: the listener's, edge-triggered, and stop */
 static atomic_int knock;    /* set by the watcher, cleared by progress */
 
-static bool wait_fd(int fd, int stop)
-{
-    struct pollfd p[2] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
-    for (;;) {
-        int n = poll(p, 2, -1);
-        if (n < 0 && EINTR == errno)
-            continue;
-        return n > 0 && 0 == p[1].revents && (p[0].revents & POLLIN);
-    }
-}
-
+/* The listener's descriptor (an epoll set) is in watch_ep edge-triggered:
+ * each new event on one of its sockets (a connection with its HELLO, an
+ * AUTH) wakes the watcher once, whether or not a pass has served the
+ * previous one, so the watcher needs no word back from the pass (before
+ * 2026-11-28 it waited for one: a second wake of this thread per event,
+ * competing for a core with the connector it answers). An event that comes
+ * while a pass serves sets the flag again; the pass clears it before it
+ * looks, so none is lost. */
 static void *watch_main(void *arg)
 {
-    int fd = (int)(intptr_t)arg;
-    uint64_t v;
-    while (wait_fd(fd, watch_stop)) {
+    (void)arg;
+    pthread_setname_np(pthread_self(), "px-peer-watch"); /* top -H, /proc, its test */
+    for (;;) {
+        struct epoll_event ev[2];
+        int n = epoll_wait(watch_ep, ev, 2, -1);
+        if (n < 0 && EINTR == errno)
+            continue;
+        if (n <= 0)
+            break;
+        bool stop = false;
+        for (int k = 0; k < n; ++k)
+            stop |= ev[k].data.fd == watch_stop;
+        if (stop)
+            break;
         atomic_store_explicit(&knock, 1, memory_order_release);
-        /* Wait for a pass to serve it: the descriptor stays readable
-         * until then, and polling it again would only spin. */
-        if (!wait_fd(watch_ack, watch_stop))
-            break;
-        if (read(watch_ack, &v, sizeof v) < 0 && EAGAIN != errno)
-            break;
     }
     return NULL;
 }
@@ -346,10 +351,14 @@ static void *watch_main(void *arg)
 static void watch_start(void)
 {
     watch_stop = eventfd(0, EFD_CLOEXEC);
-    watch_ack = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    watch_ep = epoll_create1(EPOLL_CLOEXEC);
     int fd = px_peer_listener_fd(listener);
-    if (watch_stop >= 0 && watch_ack >= 0 && fd >= 0 &&
-        0 == pthread_create(&watcher, NULL, watch_main, (void *)(intptr_t)fd)) {
+    struct epoll_event in = {.events = EPOLLIN | EPOLLET, .data.fd = fd};
+    struct epoll_event st = {.events = EPOLLIN, .data.fd = watch_stop};
+    if (watch_stop >= 0 && watch_ep >= 0 && fd >= 0 &&
+        0 == epoll_ctl(watch_ep, EPOLL_CTL_ADD, fd, &in) &&
+        0 == epoll_ctl(watch_ep, EPOLL_CTL_ADD, watch_stop, &st) &&
+        0 == pthread_create(&watcher, NULL, watch_main, NULL)) {
         watching = true;
         return;
     }
@@ -359,9 +368,9 @@ static void watch_start(void)
                       strerror(errno));
     if (watch_stop >= 0)
         close(watch_stop);
-    if (watch_ack >= 0)
-        close(watch_ack);
-    watch_stop = watch_ack = -1;
+    if (watch_ep >= 0)
+        close(watch_ep);
+    watch_stop = watch_ep = -1;
 }
 
 static void watch_end(void)
@@ -376,9 +385,9 @@ static void watch_end(void)
     }
     if (watch_stop >= 0)
         close(watch_stop);
-    if (watch_ack >= 0)
-        close(watch_ack);
-    watch_stop = watch_ack = -1;
+    if (watch_ep >= 0)
+        close(watch_ep);
+    watch_stop = watch_ep = -1;
     atomic_store_explicit(&knock, 0, memory_order_relaxed);
 }
 
@@ -388,9 +397,6 @@ static int dyn_progress(void)
         atomic_store_explicit(&knock, 0, memory_order_relaxed);
         atomic_thread_fence(memory_order_acquire);
         int n = listener_progress();
-        uint64_t one = 1;
-        if (write(watch_ack, &one, sizeof one) != sizeof one)
-            next_poll = 0; /* cannot happen: the timer serves it meanwhile */
         if (n > 0)
             stride = 1;
         return n;

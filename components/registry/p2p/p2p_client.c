@@ -147,33 +147,15 @@ int px_registry_p2p_ask(uint32_t addr, int port, const char *contact, int op, co
     sa.sin_addr.s_addr = addr;
     sa.sin_port = htons((uint16_t)port);
     int rc = PX_SUCCESS;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        int e = errno;
-        if (e == EINPROGRESS) {
-            socklen_t sl = sizeof e;
-            if (!wait_fd(fd, POLLOUT, deadline)) {
-                snprintf(why, cap,
-                         "no answer from %s within registry_timeout (%.3g s) while connecting: "
-                         "a host that is down or a firewall dropping the connection?",
-                         contact, timeout);
-                rc = PX_ERR_TIMEOUT;
-                goto out;
-            }
-            e = 0;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl);
-        }
-        if (e != 0) {
-            if (e == ECONNREFUSED)
-                snprintf(why, cap,
-                         "nobody listens at %s: the owner of the name ended (or the name is "
-                         "wrong)?",
-                         contact);
-            else
-                snprintf(why, cap, "cannot connect to %s: %s", contact, strerror(e));
-            rc = PX_ERR_NOT_AVAILABLE;
-            goto out;
-        }
-    }
+    int e = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 ? 0 : errno;
+    if (e != 0 && e != EINPROGRESS)
+        goto refused;
+    /* Send the request at once, without waiting for the connection to be
+     * reported: on one host the kernel has made it by the time connect
+     * returns, so the request is in the owner's socket when its listener
+     * thread wakes to accept it, and that one wake answers it (waiting first
+     * let the thread accept, find nothing, and sleep again: two wakes).
+     * Elsewhere send says EAGAIN until the connection is made. */
     for (int off = 0; off < n;) {
         ssize_t w = send(fd, req + off, (size_t)(n - off), MSG_NOSIGNAL);
         if (w > 0) {
@@ -183,15 +165,32 @@ int px_registry_p2p_ask(uint32_t addr, int port, const char *contact, int op, co
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (wait_fd(fd, POLLOUT, deadline))
-                continue;
-            snprintf(why, cap, "the owner at %s did not take the request within registry_timeout",
-                     contact);
-            rc = PX_ERR_TIMEOUT;
-            goto out;
+            if (!wait_fd(fd, POLLOUT, deadline)) {
+                if (off == 0)
+                    snprintf(why, cap,
+                             "no answer from %s within registry_timeout (%.3g s) while "
+                             "connecting: a host that is down or a firewall dropping the "
+                             "connection?",
+                             contact, timeout);
+                else
+                    snprintf(why, cap,
+                             "the owner at %s did not take the request within registry_timeout",
+                             contact);
+                rc = PX_ERR_TIMEOUT;
+                goto out;
+            }
+            socklen_t sl = sizeof e;
+            e = 0;
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl);
+            if (e != 0)
+                goto refused;
+            continue;
         }
-        snprintf(why, cap, "the connection to %s failed while sending: %s", contact,
-                 strerror(errno));
+        e = w < 0 ? errno : EPIPE;
+        if (off == 0 && (e == ECONNREFUSED || e == ECONNRESET || e == EHOSTUNREACH ||
+                         e == ENETUNREACH || e == ETIMEDOUT || e == EPIPE))
+            goto refused;
+        snprintf(why, cap, "the connection to %s failed while sending: %s", contact, strerror(e));
         rc = PX_ERR_NOT_AVAILABLE;
         goto out;
     }
@@ -199,4 +198,13 @@ int px_registry_p2p_ask(uint32_t addr, int port, const char *contact, int op, co
 out:
     close(fd);
     return rc;
+refused:
+    if (e == ECONNREFUSED)
+        snprintf(why, cap,
+                 "nobody listens at %s: the owner of the name ended (or the name is wrong)?",
+                 contact);
+    else
+        snprintf(why, cap, "cannot connect to %s: %s", contact, strerror(e));
+    close(fd);
+    return PX_ERR_NOT_AVAILABLE;
 }

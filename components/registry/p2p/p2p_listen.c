@@ -13,7 +13,7 @@
  * stalled connections cannot keep it out). When accept() finds no
  * descriptor (EMFILE) the oldest connection is closed too.
  */
-#define _GNU_SOURCE /* accept4, pipe2 */
+#define _GNU_SOURCE /* accept4, pipe2, pthread_setname_np */
 #include "components/registry/p2p/p2p.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "core/util/error.h"
@@ -35,6 +36,7 @@ typedef struct {
     double deadline; /* monotonic seconds */
     uint64_t seq;    /* order of accept: the lowest is the oldest */
     bool draining;   /* answered: reading what is left until the client closes */
+    bool refused;    /* its request was malformed: the rest may still come */
     char from[24];
     uint8_t in[PX_REGISTRY_P2P_REQ_MAX];
     size_t have, need;
@@ -227,6 +229,7 @@ static void conn_read(px_registry_p2p_listener_t *l, p2p_conn_t *c)
             count(l, &l->stats.refused);
             char msg[400];
             snprintf(msg, sizeof msg, "request refused: %s", why);
+            c->refused = true;
             if (error_answer(PX_REGISTRY_P2P_BAD_REQUEST, msg, &c->out, &c->out_len) !=
                 PX_SUCCESS) {
                 conn_close(l, c);
@@ -256,6 +259,14 @@ static void conn_write(px_registry_p2p_listener_t *l, p2p_conn_t *c)
         c->out_off += (size_t)w;
     }
     count(l, &l->stats.answered);
+    /* A whole request answered, nothing more sent: close now. The answer
+     * still reaches the client (a FIN follows it), and the thread does not
+     * wake again for the client's close. */
+    int unread = 0;
+    if (!c->refused && ioctl(c->fd, FIONREAD, &unread) == 0 && unread == 0) {
+        conn_close(l, c);
+        return;
+    }
     /* Closing with unread bytes (the rest of a refused request) would reset
      * the connection, and a reset may discard the answer before the client
      * reads it: send FIN, then read and drop what comes until the client
@@ -344,6 +355,7 @@ static void accept_all(px_registry_p2p_listener_t *l, double now)
         c->fd = fd;
         c->seq = ++l->seq;
         c->draining = false;
+        c->refused = false;
         c->deadline = now + l->timeout;
         c->have = 0;
         c->need = PX_REGISTRY_P2P_HDR_LEN;
@@ -363,6 +375,7 @@ static void accept_all(px_registry_p2p_listener_t *l, double now)
 static void *listen_thread(void *arg)
 {
     px_registry_p2p_listener_t *l = arg;
+    pthread_setname_np(pthread_self(), "px-p2p-lookup"); /* top -H, /proc, its test */
     int n = l->max_clients + 2;
     struct pollfd *pfd = calloc((size_t)n, sizeof *pfd);
     int *which = calloc((size_t)n, sizeof *which);
@@ -484,6 +497,12 @@ int px_registry_p2p_listen(px_registry_p2p_table_t *table, const px_registry_p2p
         rc = PX_ERR_NOT_AVAILABLE;
         goto fail;
     }
+    /* Wake the thread when a connection's request has come, not when the
+     * connection is made (an asker sends its request with it): one wake per
+     * lookup rather than two. A connection that sends nothing is handed over
+     * by the kernel a second or so later and then bound by the timeout. */
+    int defer = 1;
+    setsockopt(l->fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof defer);
     socklen_t sl = sizeof sa;
     getsockname(l->fd, (struct sockaddr *)&sa, &sl);
     *port_out = ntohs(sa.sin_port);

@@ -11,6 +11,7 @@
  */
 #include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 #include "components/registry/p2p/p2p.h"
 #include "core/util/error.h"
@@ -248,6 +250,66 @@ static int connect_lo(void)
     return fd;
 }
 
+/* Read from fd until EOF (or an error): the bytes, up to cap. */
+static ssize_t read_to_end(int fd, uint8_t *buf, size_t cap, int *err)
+{
+    size_t got = 0;
+    *err = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r > 0 && (got += (size_t)r) < cap)
+            continue;
+        if (r < 0)
+            *err = errno;
+        return (ssize_t)got;
+    }
+}
+
+START_TEST(closes_after_answer)
+{
+    /* A connection whose whole request was answered and that sent nothing
+     * more is closed by the listener at once (its thread does not wait
+     * for the client's close): a byte the client sends afterwards meets a
+     * closed socket (a reset). One that sent more than its request (bytes
+     * that would reset the connection if it closed) is drained as before:
+     * it reads its whole answer. */
+    start(5, 16);
+    struct timeval tv = {.tv_sec = 5};
+    uint8_t req[PX_REGISTRY_P2P_REQ_MAX + 8], buf[256];
+    int rl = px_registry_p2p_request_encode(req, PX_REGISTRY_P2P_GET, "plexus", 6, "kv/a", 4);
+    ck_assert_int_gt(rl, 0);
+    int fd = connect_lo(), err;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ck_assert_int_eq(write(fd, req, (size_t)rl), rl);
+    ssize_t got = read_to_end(fd, buf, sizeof buf, &err);
+    ck_assert_int_eq(got, PX_REGISTRY_P2P_HDR_LEN + 5);
+    ck_assert(memcmp(buf + PX_REGISTRY_P2P_HDR_LEN, "alpha", 5) == 0);
+    ck_assert_int_eq(err, 0);
+    /* the listener's socket is gone: a byte sent now is answered by a reset */
+    ck_assert_int_eq(send(fd, "x", 1, MSG_NOSIGNAL), 1);
+    usleep(100 * 1000);
+    ssize_t r = send(fd, "y", 1, MSG_NOSIGNAL);
+    int e = errno;
+    ck_assert_msg(r < 0 && (e == EPIPE || e == ECONNRESET),
+                  "the listener still held the answered connection (send: %zd, %s)", r,
+                  r < 0 ? strerror(e) : "sent");
+    close(fd);
+    /* a request with bytes after it: the whole answer still arrives */
+    memcpy(req + rl, "MORE", 4);
+    fd = connect_lo();
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ck_assert_int_eq(write(fd, req, (size_t)rl + 4), rl + 4);
+    got = read_to_end(fd, buf, sizeof buf, &err);
+    ck_assert_msg(got == PX_REGISTRY_P2P_HDR_LEN + 5, "got %zd bytes (%s)", got, strerror(err));
+    ck_assert(memcmp(buf + PX_REGISTRY_P2P_HDR_LEN, "alpha", 5) == 0);
+    close(fd);
+    px_registry_p2p_stats_t st;
+    px_registry_p2p_listen_stats(listener, &st);
+    ck_assert_uint_eq(st.answered, 2);
+    stop();
+}
+END_TEST
+
 START_TEST(hostile_clients)
 {
     /* 64 served at once, 3 s per connection: 200 stalled connections,
@@ -415,4 +477,5 @@ START_TEST(hostile_owner)
 END_TEST
 
 PX_CHECK_MAIN("registry_p2p", NULL, NULL, 60, request_roundtrip, request_malformed, answer_checks,
-              hostport, listener_answers, table_concurrent, hostile_clients, hostile_owner)
+              hostport, listener_answers, closes_after_answer, table_concurrent, hostile_clients,
+              hostile_owner)
