@@ -289,16 +289,19 @@ static void *xalloc(size_t n)
     return p;
 }
 
-/* n bytes the probe writes in full before it reads them (the expected
- * results: compare() reads only what was written), not poisoned: at the
- * large edges the poisoning was a good part of the probe's CPU. */
-static void *xalloc_want(size_t n)
+/* n bytes the probe writes in full before anything reads them (the
+ * expected results, which compare() reads only where written; a send
+ * buffer, filled before the call: only its guard is poisoned, as before),
+ * not poisoned: at the large edges the poisoning was a good part of the
+ * probe's CPU. */
+static void *xalloc_filled(size_t n)
 {
-    void *p = malloc(n + GUARD);
+    unsigned char *p = malloc(n + GUARD);
     if (NULL == p) {
         fprintf(stderr, "coll_probe: out of memory (%zu bytes)\n", n);
         px_abort(2, "coll_probe: out of memory");
     }
+    memset(p + n, POISON, GUARD);
     return p;
 }
 
@@ -416,9 +419,9 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
     default:
         break;
     }
-    s = xalloc(sn * es);
+    s = xalloc_filled(sn * es); /* every element is filled below (scatter: at the root) */
     rb = xalloc((op == 7 ? sn : rn) * es); /* reduce_scatter in place: the input is in recvbuf */
-    want = xalloc_want((op == 7 ? sn : rn) * es);
+    want = xalloc_filled((op == 7 ? sn : rn) * es);
     const void *sarg = s;
     void *rarg = rb;
     size_t wn = rn; /* elements to compare */
