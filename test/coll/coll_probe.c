@@ -34,6 +34,9 @@
  */
 #include <signal.h>
 #include <stdbool.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +115,57 @@ static void store(void *buf, size_t i, int dt, int64_t v)
         break;
     }
 }
+
+/* Elements at .. at + count - 1 of buf: element at + i is gen(src, i, dt,
+ * salt), as store() would write them one by one (src and salt are never
+ * negative: the residue mod 9 steps by 7 from element to element), a typed
+ * loop per type: the fills of the large edges were a good part of the
+ * probe's CPU. */
+#define FILL_AS(T)                                                                                 \
+    do {                                                                                           \
+        T *o = (T *)buf + at;                                                                      \
+        for (size_t i = 0; i < count; ++i) {                                                       \
+            o[i] = (T)(v - off);                                                                   \
+            v = v >= 2 ? v - 2 : v + 7;                                                            \
+        }                                                                                          \
+    } while (0)
+static void fill(void *buf, size_t at, size_t count, int dt, long src, int salt)
+{
+    int64_t v = (int64_t)((src * 31 + salt * 13) % 9), off = is_unsigned(dt) ? 0 : 4;
+    switch (dt) {
+    case PX_INT8:
+        FILL_AS(int8_t);
+        break;
+    case PX_UINT8:
+        FILL_AS(uint8_t);
+        break;
+    case PX_INT16:
+        FILL_AS(int16_t);
+        break;
+    case PX_UINT16:
+        FILL_AS(uint16_t);
+        break;
+    case PX_INT32:
+        FILL_AS(int32_t);
+        break;
+    case PX_UINT32:
+        FILL_AS(uint32_t);
+        break;
+    case PX_INT64:
+        FILL_AS(int64_t);
+        break;
+    case PX_UINT64:
+        FILL_AS(uint64_t);
+        break;
+    case PX_FLOAT:
+        FILL_AS(float);
+        break;
+    default:
+        FILL_AS(double);
+        break;
+    }
+}
+#undef FILL_AS
 
 /* Serial fold over `n` sources of element i, in the element type (unsigned
  * wrap for integers), written at out[i]. */
@@ -223,6 +277,7 @@ static void compare(const void *got, const void *want, size_t n, int dt, int op,
         }
 }
 
+/* n bytes and a guard, all POISON (a buffer the library writes or reads). */
 static void *xalloc(size_t n)
 {
     void *p = malloc(n + GUARD);
@@ -231,6 +286,22 @@ static void *xalloc(size_t n)
         px_abort(2, "coll_probe: out of memory");
     }
     memset(p, POISON, n + GUARD);
+    return p;
+}
+
+/* n bytes the probe writes in full before anything reads them (the
+ * expected results, which compare() reads only where written; a send
+ * buffer, filled before the call: only its guard is poisoned, as before),
+ * not poisoned: at the large edges the poisoning was a good part of the
+ * probe's CPU. */
+static void *xalloc_filled(size_t n)
+{
+    unsigned char *p = malloc(n + GUARD);
+    if (NULL == p) {
+        fprintf(stderr, "coll_probe: out of memory (%zu bytes)\n", n);
+        px_abort(2, "coll_probe: out of memory");
+    }
+    memset(p + n, POISON, GUARD);
     return p;
 }
 
@@ -348,28 +419,24 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
     default:
         break;
     }
-    s = xalloc(sn * es);
+    s = xalloc_filled(sn * es); /* every element is filled below (scatter: at the root) */
     rb = xalloc((op == 7 ? sn : rn) * es); /* reduce_scatter in place: the input is in recvbuf */
-    want = xalloc((op == 7 ? sn : rn) * es);
+    want = xalloc_filled((op == 7 ? sn : rn) * es);
     const void *sarg = s;
     void *rarg = rb;
     size_t wn = rn; /* elements to compare */
     bool compare_here = true;
     switch (op) {
     case 1: /* bcast */
-        for (size_t i = 0; i < count; ++i) {
-            store(want, i, dt, gen(root, i, dt, salt));
-            if (r == root)
-                store(rb, i, dt, gen(root, i, dt, salt));
-        }
+        fill(want, 0, count, dt, root, salt);
+        if (r == root)
+            fill(rb, 0, count, dt, root, salt);
         break;
     case 2: /* scatter: block j of root's send is source j */
-        for (size_t i = 0; i < count; ++i)
-            store(want, i, dt, gen(r, i, dt, salt));
+        fill(want, 0, count, dt, r, salt);
         if (r == root)
             for (int j = 0; j < p; ++j)
-                for (size_t i = 0; i < count; ++i)
-                    store(s, (size_t)j * count + i, dt, gen(j, i, dt, salt));
+                fill(s, (size_t)j * count, count, dt, j, salt);
         if (inplace && r == root) {
             rarg = PX_IN_PLACE;
             compare_here = false;
@@ -377,11 +444,9 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
         }
         break;
     case 3: /* gather */
-        for (size_t i = 0; i < count; ++i)
-            store(s, i, dt, gen(r, i, dt, salt));
+        fill(s, 0, count, dt, r, salt);
         for (int j = 0; j < p; ++j)
-            for (size_t i = 0; i < count; ++i)
-                store(want, (size_t)j * count + i, dt, gen(j, i, dt, salt));
+            fill(want, (size_t)j * count, count, dt, j, salt);
         if (inplace && r == root) {
             memcpy((char *)rb + (size_t)r * blk, s, blk);
             sarg = PX_IN_PLACE;
@@ -390,10 +455,9 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
         break;
     case 4:
     case 5: /* reduce, allreduce */
-        for (size_t i = 0; i < count; ++i) {
-            store(s, i, dt, gen(r, i, dt, salt));
+        fill(s, 0, count, dt, r, salt);
+        for (size_t i = 0; i < count; ++i)
             expect_fold(want, i, dt, rop, p, 0, 1, salt);
-        }
         if (inplace && (op == 5 || r == root)) {
             memcpy(rb, s, blk);
             sarg = PX_IN_PLACE;
@@ -401,19 +465,16 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
         compare_here = op == 5 || r == root;
         break;
     case 6: /* allgather */
-        for (size_t i = 0; i < count; ++i)
-            store(s, i, dt, gen(r, i, dt, salt));
+        fill(s, 0, count, dt, r, salt);
         for (int j = 0; j < p; ++j)
-            for (size_t i = 0; i < count; ++i)
-                store(want, (size_t)j * count + i, dt, gen(j, i, dt, salt));
+            fill(want, (size_t)j * count, count, dt, j, salt);
         if (inplace) {
             memcpy((char *)rb + (size_t)r * blk, s, blk);
             sarg = PX_IN_PLACE;
         }
         break;
     case 7: /* reduce_scatter: element k of the full vector from rank j is gen(j, k) */
-        for (size_t k = 0; k < sn; ++k)
-            store(s, k, dt, gen(r, k, dt, salt));
+        fill(s, 0, sn, dt, r, salt);
         for (size_t i = 0; i < count; ++i) {
             expect_fold(want, (size_t)r * count + i, dt, rop, p, 0, 1, salt);
             memmove((char *)want + i * es, (char *)want + ((size_t)r * count + i) * es, es);
@@ -426,11 +487,10 @@ static void check_one(px_group_t *g, int op, int dt, int rop, size_t count, bool
         }
         break;
     case 8: /* alltoall: block j from rank r is source r*p+j */
-        for (int j = 0; j < p; ++j)
-            for (size_t i = 0; i < count; ++i) {
-                store(s, (size_t)j * count + i, dt, gen((long)r * p + j, i, dt, salt));
-                store(want, (size_t)j * count + i, dt, gen((long)j * p + r, i, dt, salt));
-            }
+        for (int j = 0; j < p; ++j) {
+            fill(s, (size_t)j * count, count, dt, (long)r * p + j, salt);
+            fill(want, (size_t)j * count, count, dt, (long)j * p + r, salt);
+        }
         if (inplace) {
             memcpy(rb, s, sn * es);
             sarg = PX_IN_PLACE;
@@ -671,6 +731,16 @@ static int mismatch_mode(void)
 
 int main(int argc, char **argv)
 {
+#ifdef M_MMAP_THRESHOLD
+    /* Buffers up to 32 MiB (glibc's most) from the heap, kept there when
+     * freed: glibc would map (and unmap) each one above its threshold
+     * afresh, and every call at the large edges faulted in new zeroed pages
+     * (a third of the probe's CPU at 1 MiB; each buffer is poisoned or
+     * written in full before use either way). The sanitizers' allocator
+     * ignores this. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
     if (px_init(&argc, &argv) != PX_SUCCESS)
         return 2;
     me = px_rank();

@@ -7,6 +7,9 @@
  */
 #include <errno.h>
 #include <limits.h>
+#ifdef __linux__
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -468,6 +471,15 @@ static bool barrier_order(cc_state_t *st, px_group_t *g, bool nb, int tag)
 int cc_worker(const char *comp, int op, bool quick, int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef M_MMAP_THRESHOLD
+    /* Check buffers up to 32 MiB (glibc's most) from the heap, kept there
+     * when freed: glibc would map each one above its threshold afresh and
+     * every call faulted in new zeroed pages (about a third of a worker's
+     * CPU at the large sizes; xalloc() poisons every buffer anyway). The
+     * sanitizers' allocator ignores this. */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 64 << 20);
+#endif
     int wrank = getenv("PX_RANK") ? atoi(getenv("PX_RANK")) : 0;
     int rc = px_init(&argc, &argv);
     if (rc != PX_SUCCESS) {
