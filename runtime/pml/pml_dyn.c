@@ -114,6 +114,11 @@ static size_t ops_with(int id)
  * are any), its transports' endpoints go, its connection closes. */
 static void dyn_destroy(px_rt_dyn_t *d, const char *why)
 {
+    /* Fine mode: messages of this peer that a progress without the API lock
+     * queued (px_rt_defer_push) keep its endpoint's address; run them while
+     * the endpoint is still this peer's, so none is later taken for a new
+     * peer's endpoint made at the same address. (Called with the API lock.) */
+    px_rt_defer_run();
     px_rt_peer_t *p = &d->peer;
     if (p->btl && (!p->failed || p->failed_here))
         px_rt_fail_peer_gone(d->id, PX_ERR_PEER_FAILED, why, 0 == ops_with(d->id));
