@@ -17,3 +17,25 @@ peers_setup() {
     chmod 600 "$T/secret"
     export PX_MCA_peer_secret_file=$T/secret PX_MCA_mca_component_path=$B/.libs
 }
+
+# p2p_owner PROG SIZE NAME WHAT: start `PROG owner $T/q SIZE NAME` (a
+# registry/p2p owner publishing NAME, test/registry/p2p/registry_p2p_names)
+# in the background (its pid in opid, added to pids), wait up to 30 s for
+# the qualified name it writes to $T/q, check that it came, and set Q to it.
+# Where the names API is not built, skips WHAT and ends the test.
+p2p_owner() {
+    "$1" owner "$T/q" "$2" "$3" >"$T/owner.out" 2>"$T/owner.err" </dev/null &
+    opid=$!
+    pids+=("$opid")
+    for _ in $(seq 1 600); do
+        [ -s "$T/q" ] && break
+        kill -0 "$opid" 2>/dev/null || break
+        sleep 0.05
+    done
+    if [ ! -s "$T/q" ] && grep -qi "json" "$T/owner.err"; then
+        skip "$4" "the names API is not built ($(head -1 "$T/owner.err"))"
+        tap_done
+    fi
+    check "the owner published $3" [ -s "$T/q" ]
+    Q=$(cat "$T/q" 2>/dev/null)
+}

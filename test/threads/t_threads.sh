@@ -18,19 +18,23 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 export PX_MCA_mca_component_path=$B/.libs FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo
 run() { timeout -s KILL 300 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
-
-for run_mode in api fine; do
-for tr in shm ofi; do
-    if [ $tr = ofi ]; then
+# transport_envs shm|ofi: the variables that choose it, in the array envs.
+# Under ASan over ofi, LeakSanitizer's exit-time tracer itself crashes
+# ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal
+# error") when it stops the ranks' threads, every run; the ranks had passed
+# every check. The leak check stays on over shm.
+transport_envs() {
+    if [ "$1" = ofi ]; then
         envs=(PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
-        # Under ASan, LeakSanitizer's exit-time tracer itself crashes
-        # ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal
-        # error") when it stops the ranks' threads over ofi, every run; the
-        # ranks had passed every check. The leak check stays on over shm.
         [ -n "${PX_TEST_SANITIZER:-}" ] && envs+=("ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
     else
         envs=(PX_MCA_btl=self,shm)
     fi
+}
+
+for run_mode in api fine; do
+for tr in shm ofi; do
+    transport_envs $tr
     run env "${envs[@]}" PX_MCA_runtime_thread_locks=$run_mode "$PXRUN" -n 4 "$P"
     check "runtime_thread_locks=$run_mode over $tr: 4 ranks x 8 threads exit 0" test $rc -eq 0
     [ $rc -eq 0 ] || head -20 "$T/err" | sed 's/^/# /'
@@ -60,12 +64,7 @@ check "fine mode: the messages went through the shm module's lock (both ranks)" 
 # message. With progress under the API lock the receivers stall (10 s, fails).
 TP=$B/test/threads/thread_progress
 for tr in shm ofi; do
-    if [ $tr = ofi ]; then
-        envs=(PX_MCA_btl=self,ofi "PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm")
-        [ -n "${PX_TEST_SANITIZER:-}" ] && envs+=("ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
-    else
-        envs=(PX_MCA_btl=self,shm)
-    fi
+    transport_envs $tr
     run env "${envs[@]}" PX_MCA_runtime_thread_locks=fine "$PXRUN" -n 2 "$TP"
     check "thread_progress over $tr (fine mode, 2 ranks) exits 0" test $rc -eq 0
     [ $rc -eq 0 ] || head -5 "$T/err" | sed 's/^/# /'

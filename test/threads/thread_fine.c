@@ -33,50 +33,15 @@
 #include <unistd.h>
 #include "frameworks/btl/base/base_runtime.h"
 #include "runtime/plexus.h"
+#include "test/threads/held_sendi.h"
 
 #define BLOCK_TAG 4242
 #define STALL_S   10.0
 
 static int rank, size, other;
 static px_btl_module_t *shm;
-static int (*shm_sendi)(px_btl_module_t *, px_btl_endpoint_t *, const void *, size_t, const void *,
-                        size_t, uint8_t, uint32_t, px_btl_tag_t, px_btl_descriptor_t **);
-static atomic_int held;    /* thread 1 is inside the wrapped sendi */
-static atomic_int release; /* let it go */
 static atomic_int t2_done; /* thread 2 finished its calls */
 static atomic_int failures;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The match header the runtime puts first (runtime/pml/pml_wire.h). */
-struct match_hdr {
-    int32_t src, tag;
-    uint32_t seq, flags;
-};
-
-/* The shm module's sendi, held for the message of tag BLOCK_TAG. */
-static int held_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const void *header,
-                      size_t header_size, const void *payload, size_t payload_size, uint8_t order,
-                      uint32_t flags, px_btl_tag_t tag, px_btl_descriptor_t **descriptor)
-{
-    if (header_size == sizeof(struct match_hdr)) {
-        struct match_hdr h;
-        memcpy(&h, header, sizeof h);
-        if (BLOCK_TAG == h.tag) {
-            atomic_store(&held, 1);
-            double t0 = now();
-            while (!atomic_load(&release) && now() - t0 < 3 * STALL_S)
-                sched_yield();
-        }
-    }
-    return shm_sendi(btl, ep, header, header_size, payload, payload_size, order, flags, tag,
-                     descriptor);
-}
 
 static void fail(const char *what)
 {
@@ -178,22 +143,22 @@ int main(void)
     /* 2. a send held inside the transport */
     uint64_t locks_before = px_btl_base_serial_locks(shm);
     px_barrier();
-    shm_sendi = shm->btl_sendi;
-    if (0 == rank)
-        shm->btl_sendi = held_sendi;
+    if (0 == rank) /* its send of BLOCK_TAG waits inside the transport */
+        held_arm(shm, BLOCK_TAG, 3 * STALL_S);
     pthread_t t1, t2;
     pthread_create(&t1, NULL, thread1, NULL);
     while (0 == rank && !atomic_load(&held))
         sched_yield();
     pthread_create(&t2, NULL, thread2, NULL);
-    double t0 = now();
-    while (!atomic_load(&t2_done) && now() - t0 < STALL_S)
+    double t0 = held_now();
+    while (!atomic_load(&t2_done) && held_now() - t0 < STALL_S)
         usleep(1000);
     bool stalled = !atomic_load(&t2_done);
     atomic_store(&release, 1);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    shm->btl_sendi = shm_sendi;
+    if (0 == rank)
+        held_disarm(shm);
     int v = 0;
     if (px_recv(&v, sizeof v, other, BLOCK_TAG, NULL) != PX_SUCCESS || v != 1000 + other)
         fail("the held message arrived wrong");

@@ -39,6 +39,7 @@
 #include <unistd.h>
 #include "frameworks/btl/base/base_runtime.h"
 #include "runtime/plexus.h"
+#include "test/threads/held_sendi.h"
 
 #define HOLD_TAG 4343
 #define GO_TAG   4344
@@ -53,51 +54,15 @@
 
 static int rank, other;
 static px_btl_module_t *self_m;
-static int (*self_sendi)(px_btl_module_t *, px_btl_endpoint_t *, const void *, size_t, const void *,
-                         size_t, uint8_t, uint32_t, px_btl_tag_t, px_btl_descriptor_t **);
-static atomic_int held;    /* the holder is inside the wrapped sendi */
-static atomic_int release; /* let it go */
 static atomic_int failures;
 static atomic_int remaining; /* receives still to post (phase 1) */
 static atomic_int recv_done; /* receiving threads finished */
 static atomic_uchar seen[NSEND][MSGS];
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void fail(const char *what)
 {
     fprintf(stderr, "thread_progress rank %d: %s\n", rank, what);
     atomic_fetch_add(&failures, 1);
-}
-
-/* The match header the runtime puts first (runtime/pml/pml_wire.h). */
-struct match_hdr {
-    int32_t src, tag;
-    uint32_t seq, flags;
-};
-
-/* btl/self's sendi, held for the message of tag HOLD_TAG (under the API lock). */
-static int held_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const void *header,
-                      size_t header_size, const void *payload, size_t payload_size, uint8_t order,
-                      uint32_t flags, px_btl_tag_t tag, px_btl_descriptor_t **descriptor)
-{
-    if (header_size == sizeof(struct match_hdr)) {
-        struct match_hdr h;
-        memcpy(&h, header, sizeof h);
-        if (HOLD_TAG == h.tag) {
-            atomic_store(&held, 1);
-            double t0 = now();
-            while (!atomic_load(&release) && now() - t0 < 3 * STALL_S)
-                sched_yield();
-        }
-    }
-    return self_sendi(btl, ep, header, header_size, payload, payload_size, order, flags, tag,
-                      descriptor);
 }
 
 typedef struct msg {
@@ -244,8 +209,7 @@ int main(void)
             fail("the rendezvous and the small message after it");
     } else {
         /* 1. the API lock held; two threads receive with wildcards */
-        self_sendi = self_m->btl_sendi;
-        self_m->btl_sendi = held_sendi;
+        held_arm(self_m, HOLD_TAG, 3 * STALL_S); /* btl/self's sendi, under the API lock */
         atomic_store(&remaining, NSEND * MSGS);
         pthread_t h, r[NRECV];
         pthread_create(&h, NULL, holder, NULL);
@@ -253,8 +217,8 @@ int main(void)
             sched_yield();
         for (int i = 0; i < NRECV; ++i)
             pthread_create(&r[i], NULL, receiver, NULL);
-        double t0 = now();
-        while (atomic_load(&recv_done) < NRECV && now() - t0 < STALL_S)
+        double t0 = held_now();
+        while (atomic_load(&recv_done) < NRECV && held_now() - t0 < STALL_S)
             usleep(1000);
         bool stalled = atomic_load(&recv_done) < NRECV;
         if (stalled) {
@@ -284,8 +248,8 @@ int main(void)
         if (px_send(&go, sizeof go, other, GO_TAG) != PX_SUCCESS)
             fail("the go message");
         int fb = 0, fs = 0;
-        t0 = now();
-        while (now() - t0 < 0.3) { /* progress without the API lock for a while */
+        t0 = held_now();
+        while (held_now() - t0 < 0.3) { /* progress without the API lock for a while */
             if (!fs && px_test(&rs, &fs, NULL) != PX_SUCCESS)
                 fail("px_test");
             if (!fb && px_test(&rb, &fb, NULL) != PX_SUCCESS)
@@ -304,7 +268,7 @@ int main(void)
             fail("the rendezvous or the small message after it arrived wrong");
         else if (0 == atomic_load(&failures))
             printf("deferred rendezvous ok\n");
-        self_m->btl_sendi = self_sendi;
+        held_disarm(self_m);
         int v = 0;
         if (px_recv(&v, sizeof v, rank, HOLD_TAG, NULL) != PX_SUCCESS || v != 77)
             fail("the held message to itself");

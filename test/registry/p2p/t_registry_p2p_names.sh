@@ -13,20 +13,7 @@ need_built "$prog"
 peers_setup
 export PX_MCA_registry_timeout=3
 
-"$prog" owner "$T/q" 1048576 kv/block-7 >"$T/owner.out" 2>"$T/owner.err" </dev/null &
-opid=$!
-pids+=("$opid")
-for _ in $(seq 1 600); do
-    [ -s "$T/q" ] && break
-    kill -0 "$opid" 2>/dev/null || break
-    sleep 0.05
-done
-if [ ! -s "$T/q" ] && grep -qi "json" "$T/owner.err"; then
-    skip "names over registry/p2p" "the names API is not built ($(head -1 "$T/owner.err"))"
-    tap_done
-fi
-check "the owner published kv/block-7" [ -s "$T/q" ]
-Q=$(cat "$T/q")
+p2p_owner "$prog" 1048576 kv/block-7 "names over registry/p2p"
 contains "$Q" "127.0.0.1:" || not_ok "its qualified name holds its listener's address ($Q)"
 
 timeout -s KILL 60 "$prog" reader "$Q" 1048576 >"$T/r1.out" 2>"$T/r1.err" </dev/null

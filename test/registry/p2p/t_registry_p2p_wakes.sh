@@ -19,20 +19,7 @@ peers_setup
 export PX_MCA_registry=p2p PX_MCA_registry_timeout=5
 N=6
 
-"$prog" owner "$T/q" 65536 kv/wakes >"$T/owner.out" 2>"$T/owner.err" </dev/null &
-opid=$!
-pids+=("$opid")
-for _ in $(seq 1 600); do
-    [ -s "$T/q" ] && break
-    kill -0 "$opid" 2>/dev/null || break
-    sleep 0.05
-done
-if [ ! -s "$T/q" ] && grep -qi "json" "$T/owner.err"; then
-    skip "wakes of an owner" "the names API is not built ($(head -1 "$T/owner.err"))"
-    tap_done
-fi
-check "the owner published kv/wakes" [ -s "$T/q" ]
-Q=$(cat "$T/q")
+p2p_owner "$prog" 65536 kv/wakes "wakes of an owner"
 read1() { timeout -s KILL 60 "$prog" reader "$Q" 65536 >"$T/r.out" 2>"$T/r.err" </dev/null; }
 read1 # the first reader also starts the owner's watcher
 tid_of() { for t in /proc/"$opid"/task/*; do [ "$(cat "$t/comm" 2>/dev/null)" = "$1" ] && basename "$t"; done; }
