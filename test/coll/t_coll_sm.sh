@@ -3,29 +3,33 @@
 # group on one host, by single copy (btl_get/btl_put between the members'
 # buffers) or through shared segments (coll_sm_single_copy=none).
 #  - px_info lists the component, its variables and its rules;
-#  - single copy, 3 ranks (2 and 4: --quick) with every coll/sm threshold at 0 and the
+#  - single copy, 3 ranks (4: --quick) with every coll/sm threshold at 0 and the
 #    smallest step (4 KiB: transfers of many steps taken by both sides), then
 #    the default step with edges around its quarters and whole steps: the
 #    whole matrix below; the run says it went by single copy;
 #  - members that call different sizes get an error naming the mismatch;
-#  - streams: 3 ranks (2 and 4: --quick) with every coll/sm threshold at 0 and the smallest
+#  - streams: 3 ranks (4: --quick) with every coll/sm threshold at 0 and the smallest
 #    pipeline (4 KiB chunks, 2 slots: the rings wrap all the time): every
 #    operation x datatype x reduction of test/coll/coll_probe, in place and
 #    not, blocking and not, groups of every split, counts 0, 1, odd and around
 #    multiples of the chunk, results against a serial computation; coll/sm
 #    must have served (coll_base_verbose says which component serves a call);
-#  - 2 ranks run the single-copy and streams matrices with coll_sm_nt_min=4k
+#  - 4 ranks run the single-copy and streams matrices with coll_sm_nt_min=4k
 #    (every own block and streams' copy out by streaming stores);
 #  - 2 MiB allgather and alltoall copy each rank's own block with streaming
-#    stores, 1 MiB with memcpy (counted, coll_base_verbose 30);
+#    stores, 1 MiB with memcpy (counted, coll_base_verbose 30, in the same
+#    jobs as the path each size takes);
 #  - 2 ranks, default settings, the large sizes of issue 26 (16 MiB);
-#  - px_coll_check sm (the conformance checks every component passes), 3 and
-#    4 ranks;
+#  - px_coll_check sm (the conformance checks every component passes), 4
+#    ranks (groups of 1 to 4; under the sanitizers 3 ranks);
 #  - a rank killed during a 4 MiB allreduce served by coll/sm: the others
 #    return an error within seconds, the message names the dead rank;
 #  - members that disagree on the segment's geometry get an error naming the
 #    variables, no crash, no hang.
-# PX_TEST_SANITIZER=1: --quick matrices.
+# PX_TEST_SANITIZER=1: --quick matrices; the single-copy matrices without
+# their 1 MiB + 1 edge (257 steps of 4 KiB: the same branches as the 17 steps
+# of 65600, and 90% of the job's CPU under ASan); px_coll_check -n 3; the
+# killed rank on 2 and 3 ranks.
 . "$PX_SRC/test/lib/tap.sh"
 probe=$PX_BUILD/test/coll/coll_probe
 pxrun=$PX_BUILD/tools/pxrun/pxrun
@@ -83,28 +87,35 @@ run() {
     fi
 }
 
-# Single copy needs process_vm_readv between the ranks (btl/shm's probe).
+# Single copy needs process_vm_readv between the ranks (btl/shm's probe):
+# one 64 KiB bcast tells (coll_base_verbose 10 names the group's way).
+perf=$PX_BUILD/tools/px_perf/px_perf
 sc_ok=1
-out=$(env PX_MCA_coll_base_verbose=10 "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 timeout 120 "$pxrun" -n 2 "$probe" matrix --quick \
-    </dev/null 2>&1)
+out=$(env PX_MCA_coll_base_verbose=10 "${sm_min0[@]}" PX_MCA_coll_sm_single_copy_min=0 PX_MCA_coll_sm_single_copy_red_min=0 timeout 120 "$pxrun" -n 2 "$perf" --coll bcast \
+    --sizes 65536 --iters 1 </dev/null 2>&1)
 if ! echo "$out" | grep -q "coll/sm: group of .*: single copy"; then
     sc_ok=0
     echo "# single copy unavailable here (process_vm_readv refused?): its checks skip"
 fi
-# The whole matrix on 3 ranks; 2 and 4 ranks run it --quick (counts 0, 1
-# and 7 instead of also 33, and two splits: 4 ranks skip the split 3 + 1,
-# whose group of 3 is the 3-rank run's): every operation, type, reduction,
-# in place or not, blocking or not, and every edge still runs on each.
+# The whole matrix on 3 ranks; 4 ranks run it --quick (counts 0, 1 and 7
+# instead of also 33, and two splits: 4 ranks skip the split 3 + 1, whose
+# group of 3 is the 3-rank run's): every operation, type, reduction, in
+# place or not, blocking or not, and every edge still runs on each. Groups
+# of 1 to 4 members: 3 ranks split 3 and 2 + 1, 4 ranks 4 and 2 + 2 (a
+# 2-rank job's groups, 2 and 1 + 1, were both in these: it went).
 qn() { if [ "$1" = 3 ]; then echo "${quick[@]}"; else echo --quick; fi; }
-# 2 ranks copy every own block and every streams' copy out with non-temporal
-# stores (coll_sm_nt_min 4k: odd sizes and offsets through that copy), 3 and
-# 4 ranks with memcpy (the default from 2 MiB).
-ntmin() { if [ "$1" = 2 ]; then echo PX_MCA_coll_sm_nt_min=4k; else echo PX_MCA_coll_sm_nt_min=2M; fi; }
-for n in 2 3 4; do
+# 4 ranks copy every own block and every streams' copy out with non-temporal
+# stores (coll_sm_nt_min 4k: odd sizes and offsets through that copy, on
+# groups of 4 and 2), 3 ranks with memcpy (the default from 2 MiB).
+ntmin() { if [ "$1" = 4 ]; then echo PX_MCA_coll_sm_nt_min=4k; else echo PX_MCA_coll_sm_nt_min=2M; fi; }
+# 257 steps of 4 KiB (1 MiB + 1): not under the sanitizers (see the top).
+scedges=4096,16384,16447,65536,65600,1048577
+[ -n "${PX_TEST_SANITIZER:-}" ] && scedges=4096,16384,16447,65536,65600
+for n in 3 4; do
     if [ "$sc_ok" = 1 ]; then
         # shellcheck disable=SC2046
-        MODE="single copy" run "$n ranks, single copy, every threshold 0, 4 KiB steps: the whole matrix$( [ "$n" = 3 ] || echo ' (quick)')$( [ "$n" = 2 ] && echo ', streaming stores from 4 KiB')" "$n" \
-            "${sm_sc[@]}" "$(ntmin "$n")" -- matrix --edges 4096,16384,16447,65536,65600,1048577 $(qn "$n")
+        MODE="single copy" run "$n ranks, single copy, every threshold 0, 4 KiB steps: the whole matrix$( [ "$n" = 3 ] || echo ' (quick)')$( [ "$n" = 4 ] && echo ', streaming stores from 4 KiB')" "$n" \
+            "${sm_sc[@]}" "$(ntmin "$n")" -- matrix --edges $scedges $(qn "$n")
     else
         skip "$n ranks, single copy" "process_vm_readv is refused between the ranks here"
     fi
@@ -135,7 +146,6 @@ fi
 # one call, so at most 2 calls per transfer (it was 4 quarters, a call
 # each): bcast of 2 ranks is one transfer a call, allgather and alltoall
 # two. An exact count (strace), not a time.
-perf=$PX_BUILD/tools/px_perf/px_perf
 if [ "$sc_ok" = 1 ] && command -v strace >/dev/null; then
     for oc in bcast:2 allgather:4 alltoall:4; do
         op=${oc%:*} most=${oc#*:}
@@ -151,74 +161,81 @@ if [ "$sc_ok" = 1 ] && command -v strace >/dev/null; then
 else
     skip "single copy: process_vm_readv/writev per call" "no single copy here, or strace is not installed"
 fi
-for n in 2 3 4; do
+for n in 3 4; do
     # shellcheck disable=SC2046
-    MODE=streams run "$n ranks, streams, every threshold 0, 4 KiB chunks in 2 slots: the whole matrix$( [ "$n" = 3 ] || echo ' (quick)')$( [ "$n" = 2 ] && echo ', streaming stores from 4 KiB')" "$n" \
+    MODE=streams run "$n ranks, streams, every threshold 0, 4 KiB chunks in 2 slots: the whole matrix$( [ "$n" = 3 ] || echo ' (quick)')$( [ "$n" = 4 ] && echo ', streaming stores from 4 KiB')" "$n" \
         "${sm_all[@]}" "$(ntmin "$n")" -- matrix --edges 4096,8192,12289,20000 $(qn "$n")
 done
-# A member's own block of an allgather or alltoall from coll_sm_nt_min (2 MiB)
-# is copied with non-temporal stores (they skip the cache: 1.5-1.9x faster
-# at 2-16 MiB on the development VM than memcpy, which keeps them for copies
-# above 192 MiB there): coll_base_verbose 30 says so once per call and rank.
-# An exact count, not a time; x86-64 only (SSE2's streaming stores).
-if [ "$sc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ]; then
-    for op in allgather alltoall; do
-        # 4 calls and 2 of warm-up at 2 MiB, then 1 MiB (below the threshold).
-        PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll "$op" --sizes 2097152,1048576 \
-            --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
-        nt=$(grep -c "coll/sm: $op: own block of 2097152 bytes copied with non-temporal stores" "$T/err")
-        nt1=$(grep -c "own block of 1048576 bytes copied" "$T/err")
-        check "2 ranks, 2 MiB $op: each rank copies its own block with streaming stores, 1 MiB with memcpy ($nt and $nt1 of 12 calls)" \
-            eval '[ $rc -eq 0 ] && [ "$nt" -eq 12 ] && [ "$nt1" -eq 0 ]'
-        [ "$rc" -eq 0 ] || sed 's/^/# /' "$T/perf" | head -5
-    done
-else
-    skip "own block by streaming stores" "no single copy here, or not x86-64"
-fi
 # Which path a call takes: single copy from coll_sm_single_copy_min (4 MiB),
-# streams below (coll_base_verbose 30 names it per call and rank); the group
-# takes its rank 0's threshold, so members set differently still agree.
-# Exact counts of calls, not times.
+# streams below (coll_base_verbose 30 names it per call and rank). The group
+# takes its rank 0's thresholds, so members set differently still agree:
+# in the allgather and the default allreduce rank 1 alone sets its threshold
+# to 0 and still goes rank 0's way (streams); in the other allreduce rank 0
+# alone sets coll_sm_single_copy_red_min=4M and rank 1 (1G) follows it at
+# 4 MiB. In the same jobs (allgather, alltoall): a member's own block from
+# coll_sm_nt_min (2 MiB) is copied with non-temporal stores (they skip the
+# cache: 1.5-1.9x faster at 2-16 MiB on the development VM than memcpy,
+# which keeps them for copies above 192 MiB there), coll_base_verbose 30
+# says so once per call and rank; 1 MiB with memcpy (x86-64 only: SSE2's
+# streaming stores). Exact counts of calls, not times.
 if [ "$sc_ok" = 1 ]; then
-    # allreduce: streams at every size by default (coll_sm_single_copy_red_min
-    # 1G), single copy from 4 MiB when that is set to 4M.
+    # rankenv R VAR=VALUE: a wrapper of px_perf that sets VAR for rank R only.
+    rankenv() {
+        printf '#!/bin/sh\n[ "$PX_RANK" = %s ] && export %s\nexec "%s" "$@"\n' "$1" "$2" "$perf" >"$T/wrap.$1.$3"
+        chmod +x "$T/wrap.$1.$3"
+    }
+    rankenv 1 PX_MCA_coll_sm_single_copy_min=0 sc
+    rankenv 0 PX_MCA_coll_sm_single_copy_red_min=4M red
+    rankenv 1 PX_MCA_coll_sm_single_copy_red_min=0 red0
     for op in bcast allgather alltoall allreduce; do
-        red=()
-        [ "$op" = allreduce ] && red=(PX_MCA_coll_sm_single_copy_red_min=4M)
+        prog=$perf sizes=65536,1048576,4194304 below="64 KiB and 1 MiB" how="" nsz=3
+        case $op in
+        allgather) prog=$T/wrap.1.sc how=" (rank 1 alone with coll_sm_single_copy_min=0)" ;;
+        allreduce) prog=$T/wrap.0.red how=" (rank 0 alone with coll_sm_single_copy_red_min=4M)" ;;
+        esac
+        if [ "$op" = allgather ] || [ "$op" = alltoall ]; then
+            sizes=65536,1048576,2097152,4194304 below="64 KiB, 1 and 2 MiB" nsz=4
+        fi
         # 4 calls and 2 of warm-up per size: 12 lines per size over 2 ranks.
-        env "${red[@]}" PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll "$op" --sizes 65536,1048576,4194304 \
+        PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$prog" --coll "$op" --sizes $sizes \
             --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
-        st=$(grep -Ec "coll/sm: $op of (65536|1048576) bytes: streams" "$T/err")
+        st=$(grep -Ec "coll/sm: $op of (65536|1048576|2097152) bytes: streams" "$T/err")
         sc=$(grep -c "coll/sm: $op of 4194304 bytes: single copy" "$T/err")
         all=$(grep -c "coll/sm: $op of " "$T/err")
-        check "2 ranks, $op${red:+ (${red[*]})}: 64 KiB and 1 MiB through the streams, 4 MiB by single copy ($st of 24, $sc of 12; $all of 36 calls named)" \
-            eval '[ $rc -eq 0 ] && [ "$st" -eq 24 ] && [ "$sc" -eq 12 ] && [ "$all" -eq 36 ]'
+        check "2 ranks, $op$how: $below through the streams, 4 MiB by single copy ($st of $((12 * (nsz - 1))), $sc of 12; $all of $((12 * nsz)) calls named)" \
+            eval '[ $rc -eq 0 ] && [ "$st" -eq $((12 * (nsz - 1))) ] && [ "$sc" -eq 12 ] && [ "$all" -eq $((12 * nsz)) ]'
         [ "$rc" -eq 0 ] || sed 's/^/# /' "$T/perf" | head -5
+        [ "$nsz" = 4 ] || continue
+        if [ "$(uname -m)" = x86_64 ]; then
+            nt=$(grep -c "coll/sm: $op: own block of 2097152 bytes copied with non-temporal stores" "$T/err")
+            nt1=$(grep -c "own block of 1048576 bytes copied" "$T/err")
+            check "... 2 MiB: each rank copies its own block with streaming stores, 1 MiB with memcpy ($nt and $nt1 of 12 calls)" \
+                eval '[ $rc -eq 0 ] && [ "$nt" -eq 12 ] && [ "$nt1" -eq 0 ]'
+        else
+            skip "own block by streaming stores" "not x86-64"
+        fi
     done
-    PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$perf" --coll allreduce --sizes 65536,4194304 \
+    PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$T/wrap.1.red0" --coll allreduce --sizes 65536,4194304 \
         --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
     st=$(grep -Ec "coll/sm: allreduce of (65536|4194304) bytes: streams" "$T/err")
-    check "2 ranks, allreduce, default settings: 64 KiB and 4 MiB through the streams ($st of 24 calls)" \
+    check "2 ranks, allreduce, rank 0's default settings (rank 1 alone with coll_sm_single_copy_red_min=0): 64 KiB and 4 MiB through the streams ($st of 24 calls)" \
         eval '[ $rc -eq 0 ] && [ "$st" -eq 24 ]'
-    printf '#!/bin/sh\n[ "$PX_RANK" = 0 ] && export PX_MCA_coll_sm_single_copy_min=0\nexec "%s" "$@"\n' "$perf" >"$T/wrap0"
-    chmod +x "$T/wrap0"
-    PX_MCA_coll_base_verbose=30 timeout 120 "$pxrun" -n 2 "$T/wrap0" --coll allgather --sizes 65536 \
-        --iters 4 </dev/null >"$T/perf" 2>"$T/err"; rc=$?
-    sc=$(grep -c "coll/sm: allgather of 65536 bytes: single copy" "$T/err")
-    check "rank 0 with coll_sm_single_copy_min=0, rank 1 the default: both go by single copy ($sc of 12 calls)" \
-        eval '[ $rc -eq 0 ] && [ "$sc" -eq 12 ]'
 else
     skip "single copy or streams by size" "no single copy here"
-    skip "the group takes rank 0's coll_sm_single_copy_min" "no single copy here"
+    skip "own block by streaming stores" "no single copy here"
+    skip "the group takes rank 0's thresholds" "no single copy here"
 fi
 run "2 ranks, default thresholds and chunk: 64 KiB, 1 and 16 MiB of each operation" 2 -- \
     matrix --quick --big-edges bcast:65536,allgather:1048576,alltoall:16777216,reduce_scatter:1048576,allreduce:16777216,bcast:16777216
 
 # px_coll_check's conformance checks with coll/sm serving every call it can.
 collcheck=$PX_BUILD/tools/px_coll_check/px_coll_check
-cq=()
-[ -n "${PX_TEST_SANITIZER:-}" ] && cq=(--quick)
-for n in 3 4; do
+# 4 ranks check groups of 1 to 4 (3 ranks' groups of 1 to 3 were a second
+# run of the same checks); under the sanitizers 3 ranks, --quick (the group
+# of 4 is in the 4-rank matrices above).
+cq=() ccn=4
+[ -n "${PX_TEST_SANITIZER:-}" ] && cq=(--quick) ccn=3
+for n in $ccn; do
     out=$(timeout 900 "$collcheck" --pxrun "$pxrun" "${cq[@]}" sm -n $n 2>&1 </dev/null); rc=$?
     check "px_coll_check sm -n $n: every check ok" \
         eval '[ $rc -eq 0 ] && ! echo "$out" | grep -q "^not ok" && [ "$(echo "$out" | grep -c "^ok .* calls checked")" -eq 5 ]'
@@ -226,8 +243,11 @@ done
 
 # A rank killed during an allreduce served by coll/sm (4 MiB >= 64k): 2
 # ranks by single copy (coll_sm_single_copy_red_min 0), 3 and 4 through the
-# streams (the default for allreduce).
-for n in 2 3 4; do
+# streams (the default for allreduce); under the sanitizers not 4 ranks
+# (the same streams path as 3, another victim).
+dien="2 3 4"
+[ -n "${PX_TEST_SANITIZER:-}" ] && dien="2 3"
+for n in $dien; do
     victim=$((n - 1))
     [ "$n" -gt 2 ] && victim=$((n - 2))
     redmin=1G
