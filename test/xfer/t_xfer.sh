@@ -25,8 +25,14 @@ left_files() {
 }
 files_before=$(xfer_files)
 run() { timeout -s KILL 300 "$@" >"$T/out" 2>"$T/err" </dev/null; rc=$?; }
-# Sizes shrink under the sanitizers (ten times slower).
-if [ "${PX_TEST_SANITIZER:-0}" = 1 ]; then BIG=4194304 IT=4; else BIG=16777216 IT=8; fi
+# Sizes shrink under the sanitizers (ten times slower): ASan and UBSan
+# (PX_TEST_SANITIZER) and ThreadSanitizer (PX_TEST_TSAN), whose checks of
+# each byte copied cost most there; PERF_IT is px_perf's staged flood below.
+if [ "${PX_TEST_SANITIZER:-0}" = 1 ] || [ -n "${PX_TEST_TSAN:-}" ]; then
+    BIG=4194304 IT=4 PERF_IT=200
+else
+    BIG=16777216 IT=8 PERF_IT=2000
+fi
 OFI="PX_MCA_btl=self,ofi PX_MCA_btl_ofi_provider_include=tcp;ofi_rxm"
 
 # stress NAME RANKS LABEL [ENV...] -- [PROBE ARGS...]: every rank verifies
@@ -138,12 +144,15 @@ stress "2 threads per rank, staged, 4 ranks" 4 stage:shm PX_MCA_btl_shm_flags=0x
 # px_perf's one-sided tests run (figures are for test/bench/compare-xfer.sh).
 # Its staged run floods btl/shm with small answers: it found a btl_sendi that
 # queued a fast box descriptor as a fragment when the peer freed ring space
-# between two of its checks (a crash in most runs before the fix).
+# between two of its checks (a crash in most runs before the fix). Under the
+# sanitizers a tenth of the rounds (the same windows of 64 and batches of
+# 256): the 2000 rounds were most of t_xfer's CPU there, and more than 300 s
+# under ThreadSanitizer on a loaded machine.
 PXPERF=$B/tools/px_perf/px_perf
 run "$PXRUN" -n 2 "$PXPERF" --xfer --sizes 8,65536 --iters 200 --csv
 check "px_perf --xfer (allocated regions): exit 0 with a row per size and the batch rates" \
     eval '[ $rc -eq 0 ] && grep -q "^65536," "$T/out" && grep -q "^16,2," "$T/out"'
-run "$PXRUN" -n 2 --mca xfer_stage_below 8k "$PXPERF" --xfer --xfer-mem reg --sizes 8,4096 --iters 2000 --csv
+run "$PXRUN" -n 2 --mca xfer_stage_below 8k "$PXPERF" --xfer --xfer-mem reg --sizes 8,4096 --iters $PERF_IT --csv
 check "px_perf --xfer, registered memory, small requests staged (xfer_stage_below=8k): exit 0" \
     eval '[ $rc -eq 0 ] && grep -q "^4096," "$T/out" && grep -q "^256,1," "$T/out"'
 [ $rc -eq 0 ] || grep -h "signal\|error" "$T/err" | head -3 | sed 's/^/# /'
