@@ -80,9 +80,9 @@ def idle(v):
     (its components load at the first px_name_* call; their variables are
     not even registered in px_init), dynamic peers (read by px_peer_listen
     and px_peer_connect), the transfer engine's chunk and staging sizes
-    (read by transfers: range_xfer sends messages), and btl/verbs, which on
-    a single host with shm declines before it looks for a device (its
-    verbosity says so or not)."""
+    (read by transfers: range_xfer only sends messages), and btl/verbs,
+    which on a single host with shm declines before it looks for a device
+    (its verbosity says so or not)."""
     fw, comp, name = v["framework"], v["component"], v["name"]
     return (fw in ("registry", "peer") or (fw, comp) == ("btl", "verbs") or
             name in ("xfer_chunk_size", "xfer_stage_size", "xfer_stage_count"))
@@ -169,7 +169,7 @@ running=0
 crash_re='AddressSanitizer|LeakSanitizer|runtime error:|killed by signal|Segmentation'
 # start WHAT OUT ENV...: one 2-rank job in the background, output to OUT.
 # Under AddressSanitizer pxrun itself runs without LeakSanitizer's exit scan
-# (a fifth of a job's CPU there): the ranks get the options as given (-x),
+# (~0.06 of a ~0.5 CPU s job there): the ranks get the options as given (-x),
 # and pxrun's own leaks are checked by its tests (test/pxrun, test/runtime).
 ranks_x=() pxrun_asan=
 if [[ ${ASAN_OPTIONS:-} == *detect_leaks=1* ]]; then
