@@ -13,13 +13,22 @@
 # A value outside the declared range (or unparsable for the type) is refused
 # by the variable system, which names the variable and keeps the default: the
 # job then runs at the defaults. Such values do not each get a job of their
-# own: those of one framework and set of transports go together into one
+# own: those of one component and set of transports go together into one
 # job per turn (the first refused value of every variable, then the second,
-# ...), which must end as a job of its own would (exit 0, both ranks clean)
+# ...), which must end as a job of its own would (exit 0, both ranks clean;
+# or, where a refused value is an error that ends the job, as in coll's and
+# the registry's own variables, an exit with an error, no signal or timeout)
 # and name each of its variables as refused; a variable it does not name
 # (its value was taken after all) and every variable of a job that did not
-# end so (in coll and registry a refused value ends the job with an error)
-# run again alone, as before. Every (variable, value) pair keeps its line.
+# end so run again alone, as before.
+# Variables that no code of the job reads beyond the variable system (the
+# registry's, dynamic peers', the transfer engine's chunk and staging sizes,
+# btl/verbs on a single host: idle() below) go together the same way, one
+# job per turn and set of transports, which must exit 0 with both ranks
+# clean; a job that does not runs each of its pairs alone. Each value of
+# such a group is parsed and registered as in a job of its own, and no other
+# value of the group changes what the job does, so a group hides no failure
+# its pairs would show alone. Every (variable, value) pair keeps its line.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 pxrun=$B/tools/pxrun/pxrun
@@ -65,6 +74,22 @@ def num(text):
         return float(t) * f
     except ValueError:
         return None
+def idle(v):
+    """True for a variable that no code of a range_xfer job reads beyond the
+    variable system (which parses the value and registers it): the registry
+    (its components load at the first px_name_* call; their variables are
+    not even registered in px_init), dynamic peers (read by px_peer_listen
+    and px_peer_connect), the transfer engine's chunk and staging sizes
+    (read by transfers: range_xfer only sends messages), and btl/verbs,
+    which on a single host with shm declines before it looks for a device
+    (its verbosity says so or not)."""
+    fw, comp, name = v["framework"], v["component"], v["name"]
+    return (fw in ("registry", "peer") or (fw, comp) == ("btl", "verbs") or
+            name in ("xfer_chunk_size", "xfer_stage_size", "xfer_stage_count"))
+def unregistered(v):
+    """True for a variable px_init does not even register (so it neither
+    parses nor refuses a value): the registry's components'."""
+    return v["framework"] == "registry" and v["component"] not in ("", "base")
 for v in doc["variables"]:
     if v["type"] not in tmax:
         continue
@@ -94,17 +119,26 @@ for v in doc["variables"]:
         values = ["0", "-1", "1"] + vmin + [vmax, "18446744073709551615"]
     lo = num(v["min"]) if v.get("min") is not None else tmin[v["type"]]
     hi = num(vmax)
-    turn = 0
+    turn = iturn = 0
     for val in values:
         if val not in seen:
             seen.append(val)
-            # "refused TURN FRAMEWORK": outside the range, so refused (a
-            # guess that the job checks); "alone": a job of its own.
+            # "refused TURN FRAMEWORK/COMPONENT": outside the range, so
+            # refused (a guess that the job checks); "idle TURN": in the
+            # range, of a variable no code of the job reads (idle(), above),
+            # or any value of one the job does not register; "alone": a
+            # job of its own.
             x = num(val)
             how = "alone"
-            if x is not None and lo is not None and hi is not None and not lo <= x <= hi:
-                how = "refused %d %s" % (turn, fw)
+            if unregistered(v):
+                how = "idle %d" % iturn
+                iturn += 1
+            elif x is not None and lo is not None and hi is not None and not lo <= x <= hi:
+                how = "refused %d %s/%s" % (turn, fw, comp)
                 turn += 1
+            elif idle(v):
+                how = "idle %d" % iturn
+                iturn += 1
             jobs.append("\t".join([how, v["name"], val] + env))
             if how != "alone":
                 groups.setdefault((how, " ".join(env)), []).append(
@@ -112,7 +146,7 @@ for v in doc["variables"]:
 open(sys.argv[2], "w").write("".join(j + "\n" for j in jobs))
 open(sys.argv[3], "w").write("".join(s + "\n" for s in skipped))
 open(sys.argv[5], "w").write("".join(
-    "\t".join([k[1]] + groups[k]) + "\n" for k in sorted(groups)))
+    "\t".join([k[1], k[0].split()[0]] + groups[k]) + "\n" for k in sorted(groups)))
 EOF
 njobs=$(wc -l <"$T/jobs")
 nvars=$(cut -f2 "$T/jobs" | sort -u | wc -l)
@@ -134,13 +168,21 @@ res=()            # N -> PASS, ALONE or "FAIL reason"
 running=0
 crash_re='AddressSanitizer|LeakSanitizer|runtime error:|killed by signal|Segmentation'
 # start WHAT OUT ENV...: one 2-rank job in the background, output to OUT.
+# Under AddressSanitizer pxrun itself runs without LeakSanitizer's exit scan
+# (~0.06 of a ~0.5 CPU s job there): the ranks get the options as given (-x),
+# and pxrun's own leaks are checked by its tests (test/pxrun, test/runtime).
+ranks_x=() pxrun_asan=
+if [[ ${ASAN_OPTIONS:-} == *detect_leaks=1* ]]; then
+    ranks_x=(-x "ASAN_OPTIONS=$ASAN_OPTIONS") pxrun_asan=$ASAN_OPTIONS:detect_leaks=0
+fi
 start() {
     local what=$1 out=$2
     shift 2
     (
         # shellcheck disable=SC2163 # (NAME=VALUE arguments)
         export "$@"
-        exec "$pxrun" --timeout "$limit" -n 2 "$prog"
+        [ -z "$pxrun_asan" ] || export ASAN_OPTIONS=$pxrun_asan
+        exec "$pxrun" "${ranks_x[@]}" --timeout "$limit" -n 2 "$prog"
     ) </dev/null >"$out" 2>&1 &
     job_of[$!]=$what
     running=$((running + 1))
@@ -189,21 +231,32 @@ judge_alone() {
         res[n]="FAIL exit $rc without a message naming $name"
     fi
 }
-# judge_group RC TEXT N:NAME=VALUE...: a job with every NAME=VALUE set
-# (values the variable system refuses). When it ends as a job of each alone
-# would (exit 0, both ranks without error, no crash) and names NAME as
-# refused, pair N passes; a NAME not named gets "ALONE" (run alone later). A
-# job that did not end so gives "ALONE" to all its pairs: in some frameworks
-# (coll, registry) a refused value is an error that ends the job early,
-# which could hide what another value does.
+# judge_group RC TEXT KIND N:NAME=VALUE...: a job with every NAME=VALUE set:
+# values the variable system refuses (KIND refused: each keeps its default),
+# or values of variables no code of the job reads beyond the variable system
+# (KIND idle). Pair N passes when the job ends as a job of its own would pass:
+# idle: exit 0 with both ranks without error; refused: the same, or (in
+# the frameworks where a refused value is an error: coll's and the
+# registry's own variables) an exit status of 1-123 (an error, not a
+# signal or timeout), and either way the job names NAME as refused. No crash
+# report either way. A NAME not named (its value was taken after all, or an
+# earlier error stopped the registration) gets "ALONE", as does every pair
+# of a job that did not end so: each runs alone later, where a crash, hang
+# or silent failure fails.
 judge_group() {
-    local rc=$1 text=$2 p name
-    shift 2
+    local rc=$1 text=$2 kind=$3 p name ended=0
+    shift 3
+    if [[ $text =~ $crash_re ]]; then
+        ended=0
+    elif [ "$rc" -eq 0 ]; then
+        clean "$text" && ended=1
+    elif [ "$kind" = refused ] && [ "$rc" -le 123 ]; then
+        ended=1
+    fi
     for p in "$@"; do
         name=${p#*:}
         name=${name%%=*}
-        if [ "$rc" -eq 0 ] && clean "$text" && ! [[ $text =~ $crash_re ]] &&
-            [[ $text == *"for variable $name ("* ]]; then
+        if [ "$ended" = 1 ] && { [ "$kind" = idle ] || [[ $text == *"for variable $name ("* ]]; }; then
             res[${p%%:*}]=PASS
         else
             res[${p%%:*}]=ALONE
@@ -221,13 +274,14 @@ while IFS=$'\t' read -r -a job; do
     n=$((n + 1))
     names[n]=${job[1]} values[n]=${job[2]} envs[n]=${job[*]:3}
 done <"$T/jobs"
-# The refused values first, together by set of transports, turn and
-# framework (the python above made the groups: ENV<TAB>N:NAME=VALUE...).
+# The groups first: refused values together by set of transports, turn and
+# component, idle ones by set of transports and turn (the python above made
+# them: ENV<TAB>KIND<TAB>N:NAME=VALUE...).
 g=0
 while IFS=$'\t' read -r -a grp; do
     g=$((g + 1))
     sets=()
-    for p in "${grp[@]:1}"; do sets+=("PX_MCA_${p#*:}"); done
+    for p in "${grp[@]:2}"; do sets+=("PX_MCA_${p#*:}"); done
     # shellcheck disable=SC2086
     start "group $g ${grp[*]:1}" "$T/group.$g" ${grp[0]} "${sets[@]}"
     [ "$running" -lt "$par" ] || reap
@@ -243,7 +297,7 @@ for ((n = 1; n <= ${#names[@]}; n++)); do
     [ "$running" -lt "$par" ] || reap
 done
 while [ "$running" -gt 0 ]; do reap; done
-echo "# $ngroups jobs of refused values together, $nalone jobs alone"
+echo "# $ngroups jobs of refused or idle values together, $nalone jobs alone"
 
 for ((n = 1; n <= ${#names[@]}; n++)); do
     r=${res[n]:-FAIL no result}
