@@ -7,6 +7,8 @@
 #  - 5 ranks with the default thresholds, around each of them that coll/sm
 #    (from 64 KiB) does not shadow (under sanitizers only those below 64
 #    KiB), and one allreduce and bcast of 64 MiB (4 MiB under sanitizers);
+#  - 3 ranks without coll/sm around the large thresholds it shadows (the
+#    switches to ring and fullmesh; the normal build);
 #  - each component alone (basic) or first (a rules file), and a rules file
 #    with a mistake (the error names the file, the line and what is accepted);
 #  - a rank killed during an allreduce: the others return an error, no hang.
@@ -62,6 +64,13 @@ run "8 ranks, every operation x type x reduction, groups of 1..8, small threshol
     "${small[@]}" -- matrix --edges 64,128,192,256,512 "${quick[@]}"
 run "5 ranks, default thresholds, around each$([ -n "$san" ] && echo ' below 64 KiB'), and $((large >> 20)) MiB allreduce + bcast" 5 -- \
     matrix --edges $edges ${big:+--big-edges $big} --large $large --quick
+# The switches coll/sm shadows from 64 KiB (to ring and fullmesh at 4 and 8
+# MiB, allreduce's to ring at 256 KiB): with coll/sm left out the built-in
+# rules fall through to them (px_info --coll-rules). 3 ranks, the normal
+# build only (~5 CPU s; under the sanitizers the same code runs at the
+# small thresholds of the 8-rank job above).
+[ -z "$san" ] && run "3 ranks without coll/sm: around the default large thresholds (ring, fullmesh at 256 KiB, 4 and 8 MiB)" 3 \
+    PX_MCA_coll=^sm -- matrix --edges 262144 --big-edges bcast:8388608,allgather:4194304,alltoall:8388608 --quick
 
 # Each component where it can serve alone or first.
 run "coll = basic alone (every operation through basic), 4 ranks" 4 PX_MCA_coll=basic -- \
