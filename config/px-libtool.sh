@@ -2,18 +2,19 @@
 # px-libtool.sh: what the Makefile calls as $(LIBTOOL) (Makefile.am).
 # Usage: px-libtool.sh SHELL LIBTOOL ARGS...
 # Runs `SHELL LIBTOOL ARGS...` (the libtool script configure made), but for
-# one case that it does itself, for the CPU: linking a program that is never
-# installed (a test program: -no-install, or no libtool library of the
-# build's own that is shared). libtool's script costs about 0.4 CPU s per
-# link on top of the ~0.1 s of the compiler's (docs/measurements/ci.md,
-# session 40), and the test programs are 107 of a build's links. For those
-# it runs the compiler line libtool would: each uninstalled libtool library
-# (X.la) becomes its file in .libs (a shared one with an rpath to that
-# folder, as -no-install does; a convenience or static one with the
-# libraries it depends on). Anything else (compiling, other modes, a
-# library, a program to install, a libtool option not listed below, an
-# installed .la) goes to libtool unchanged. PX_REAL_LIBTOOL=1 sends
-# everything to libtool.
+# two kinds of call that it makes itself, with the compiler line libtool
+# would run, to save libtool's script (0.2-0.4 CPU s a call on top of the
+# compiler's; docs/measurements/ci.md, session 40):
+#  - compiling a libtool object (X.lo) when the build makes one kind of
+#    object: shared only (the default) or static only (--disable-shared);
+#  - linking a program that libtool links with one compiler call: one that
+#    links no shared libtool library of the build, or -no-install (the test
+#    programs): each uninstalled X.la becomes its file in .libs (a shared
+#    one with an rpath to that folder, as -no-install gives; a convenience
+#    or static one followed by the libraries it depends on).
+# Anything else (a library, a program libtool would wrap in a script,
+# install, any libtool option not listed below, an installed .la) goes to
+# libtool unchanged. PX_REAL_LIBTOOL=1 sends everything to libtool.
 px_sh=$1 lt=$2
 shift 2
 real() { exec "$px_sh" "$lt" "$@"; }
