@@ -26,6 +26,9 @@ real() { exec "$px_sh" "$lt" "$@"; }
 # writing DIR/.libs/NAME.o; static, without them writing DIR/NAME.o; then
 # the libtool object DIR/NAME.lo that names it, as libtool writes it.
 compile() {
+    # (the settings libtool's script was made with: build_libtool_libs,
+    # build_old_libs, pic_mode, pic_flag, compiler_c_o, need_locks, objdir)
+    build_libtool_libs='' build_old_libs='' pic_mode='' pic_flag='' compiler_c_o='' need_locks='' objdir=''
     eval "$(sed -n '/^# ### BEGIN LIBTOOL CONFIG/,/^# ### END LIBTOOL CONFIG/p' "$lt")"
     [ "$pic_mode" = default ] && [ "$compiler_c_o" = yes ] && [ "$need_locks" = no ] &&
         [ "$objdir" = .libs ] || real "$@"
@@ -36,10 +39,10 @@ compile() {
     else
         real "$@" # both: libtool compiles twice
     fi
-    lo= prev= seen=0 c=0 srcs=0
+    lo='' prev='' seen=0 c=0 srcs=0
     for a in "$@"; do
-        if [ "$prev" = -o ]; then lo=$a prev= && continue; fi
-        if [ -n "$prev" ]; then prev= && continue; fi # the value of -MT, -MF, -MQ
+        if [ "$prev" = -o ]; then lo=$a prev='' && continue; fi
+        if [ -n "$prev" ]; then prev='' && continue; fi # the value of -MT, -MF, -MQ
         if [ $seen = 0 ]; then
             case $a in --*) continue ;; esac
             seen=1 && continue # the compiler
@@ -58,7 +61,7 @@ compile() {
     dir=${lo%/*}
     [ "$dir" = "$lo" ] && dir=.
     base=${lo##*/}
-    if [ $kind = pic ]; then obj=$dir/.libs/${base%.lo}.o; else obj=$dir/${base%.lo}.o; fi
+    if [ "$kind" = pic ]; then obj=$dir/.libs/${base%.lo}.o; else obj=$dir/${base%.lo}.o; fi
     # the arguments without the libtool options and -o, then the PIC flags and -o
     n=$# i=0 seen=0 skip=0
     while [ $i -lt $n ]; do
@@ -73,14 +76,14 @@ compile() {
         fi
         set -- "$@" "$a"
     done
-    [ $kind = pic ] || pic_flag=
+    [ "$kind" = pic ] || pic_flag=
     # shellcheck disable=SC2086
     set -- "$@" $pic_flag -o "$obj"
     rm -f "$lo" "$obj"
     [ -d "${obj%/*}" ] || mkdir -p "${obj%/*}" || exit 1
     [ $quiet = 1 ] || echo "px-libtool.sh: compile: $*"
     "$@" || exit $?
-    if [ $kind = pic ]; then
+    if [ "$kind" = pic ]; then
         pic="'.libs/${base%.lo}.o'" nonpic=none
     else
         pic=none nonpic="'${base%.lo}.o'"
@@ -93,7 +96,7 @@ compile() {
     exit
 }
 
-quiet=0 mode=
+quiet=0 mode=''
 for a in "$@"; do
     case $a in
     --tag=*) ;;
@@ -107,10 +110,10 @@ done
 [ "$mode" = link ] || real "$@"
 
 # First pass: is it a program libtool would link with one compiler call?
-noinstall=0 out= prev= seen=0 las=
+noinstall=0 out='' prev='' seen=0 las=''
 for a in "$@"; do
     case $a in *[[:space:]\'\"\\\*\?\[\$\`]*) real "$@" ;; esac
-    if [ "$prev" = -o ]; then out=$a prev= && continue; fi
+    if [ "$prev" = -o ]; then out=$a prev='' && continue; fi
     if [ $seen = 0 ]; then
         case $a in --*) continue ;; esac
         seen=1 && continue # the compiler
@@ -127,7 +130,8 @@ done
 case $out in '' | *.la | *.lo | *.a | *.o) real "$@" ;; esac
 for a in $las; do
     [ -f "$a" ] || real "$@"
-    library_names= old_library= dependency_libs= installed=
+    library_names='' old_library='' dependency_libs='' installed=''
+    # shellcheck source=/dev/null
     . "./$a" || real "$@"
     [ "$installed" = no ] || real "$@"
     if [ -n "$library_names" ]; then
@@ -143,7 +147,7 @@ for a in $las; do
 done
 
 # Second pass: the compiler line (the .la files are read again).
-cmd= rpaths= seen=0
+cmd='' rpaths='' seen=0
 for a in "$@"; do
     if [ $seen = 0 ]; then
         case $a in --*) continue ;; esac
@@ -152,7 +156,8 @@ for a in "$@"; do
     case $a in
     -no-install) continue ;;
     *.la)
-        library_names= old_library= dependency_libs=
+        library_names='' old_library='' dependency_libs=''
+        # shellcheck source=/dev/null
         . "./$a"
         dir=${a%/*}
         [ "$dir" = "$a" ] && dir=.
