@@ -105,10 +105,12 @@ grep cycles "$T/cyc.c" | sed 's/^/# /'
 line=$(grep -o 'after the first [0-9]*, after the last [0-9]*' "$T/cyc.c")
 # shellcheck disable=SC2086 # split into words on purpose
 set -- $line
-# dyn_app counts right after its px_disconnect; the server removes its QP
+# dyn_app counts after its last px_disconnect; the server removes its QP
 # when it notices, and only then does the software device close the socket
-# of that QP's connection here: the last connection's may still be open (one
-# descriptor). A leak per connection would be 200.
+# of that QP's connection here: dyn_app waits up to 5 s for the count to
+# come back (under load the last two were still open at once), and the last
+# connection's may still be open then (one descriptor). A leak per
+# connection would be 200.
 check "verbs: ... the open descriptors do not grow ($line; at most the last connection's device socket still closing)" \
     test -n "$line" -a "${8:-999}" -le "$((${4%,} + 1))"
 tap_done
