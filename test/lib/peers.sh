@@ -27,11 +27,7 @@ p2p_owner() {
     "$1" owner "$T/q" "$2" "$3" >"$T/owner.out" 2>"$T/owner.err" </dev/null &
     opid=$!
     pids+=("$opid")
-    for _ in $(seq 1 600); do
-        [ -s "$T/q" ] && break
-        kill -0 "$opid" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_file "$T/q" "$opid"
     if [ ! -s "$T/q" ] && grep -qi "json" "$T/owner.err"; then
         skip "$4" "the names API is not built ($(head -1 "$T/owner.err"))"
         tap_done

@@ -44,6 +44,18 @@ stop_proc() {
     return 1
 }
 tap_done() { exit $((_tap_failed > 0)); }
+# wait_file FILE PID [TRIES]: wait (TRIES x 50 ms, default 600: 30 s) until
+# FILE is not empty; status 0 when it is, 1 when PID (its writer) ended or
+# the time ran out first.
+wait_file() {
+    local i
+    for i in $(seq 1 "${3:-600}"); do
+        [ -s "$1" ] && return 0
+        kill -0 "$2" 2>/dev/null || break
+        sleep 0.05
+    done
+    [ -s "$1" ]
+}
 # need_built FILE...: each FILE (a program or library of the build) exists and
 # is executable; otherwise one not_ok naming the first one missing, and the
 # test ends there.

@@ -38,11 +38,7 @@ listen() {
         >"$T/$name.out" 2>"$T/$name.err" </dev/null &
     lpid=$!
     pids+=("$lpid")
-    for _ in $(seq 1 400); do
-        [ -s "$T/$name.contact" ] && break
-        kill -0 "$lpid" 2>/dev/null || break
-        sleep 0.05
-    done
+    wait_file "$T/$name.contact" "$lpid" 400
     contact=$(cat "$T/$name.contact" 2>/dev/null)
 }
 

@@ -37,12 +37,7 @@ start_owner() {
     "$probe" owner "$file" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null &
     opid=$!
     pids+=("$opid")
-    for _ in $(seq 1 600); do
-        [ -s "$file" ] && return 0
-        kill -0 "$opid" 2>/dev/null || break
-        sleep 0.05
-    done
-    return 1
+    wait_file "$file" "$opid"
 }
 
 run local local
