@@ -9,9 +9,11 @@
 # SLURM_STEP_ID. A TMPDIR/plexus-<uid> that others can enter is
 # refused with a message that names it. Many jobs starting and ending at
 # once (one removes plexus-<uid> when it leaves it empty, another is making
-# its folder in it) all get their folders: 6 x 100 pxrun jobs, 6 x 60
-# processes alone (a fifth under the sanitizers); before the fix about 1 in
-# 300 failed with ENOENT.
+# its folder in it) all get their folders: 6 x 20 pxrun jobs and 6 x 10
+# processes alone (6 x 8 and 6 x 4 under the sanitizers) while a seventh
+# process makes and removes plexus-<uid> in a loop, as jobs that leave it
+# empty do; before the fix most of these runs failed with ENOENT (without
+# that loop about 1 in 300, so this took 960 runs).
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 probe=$B/test/runtime/session_probe
@@ -101,30 +103,45 @@ check "TMPDIR missing: pxrun says which folder it cannot use, and why" \
     contains "$err" "cannot use session folder $T/none/x/plexus-$uid: No such file or directory"
 # ---- many jobs at once, sharing TMPDIR/plexus-<uid>
 mkdir -p "$T/race"
-# race NAME RUNS WHAT COMMAND...: 6 lanes of RUNS runs of COMMAND at once; a
-# run that fails prints its status and error lines, and none may.
+# churn: what a job that leaves plexus-<uid> empty does (rmdir), and one that
+# starts (mkdir 0700), in a loop until $T/race.stop exists: a job that makes
+# its folder in plexus-<uid> at that moment finds it gone (ENOENT) far more
+# often than among real jobs alone, so few runs catch a missing retry.
+churn() {
+    rm -f "$T/race.stop"
+    perl -e 'my ($d, $stop) = @ARGV;
+        until (-e $stop) { for (1 .. 200) { mkdir $d, 0700; rmdir $d } }' \
+        "$T/race/plexus-$uid" "$T/race.stop" &
+    churner=$!
+}
+# race NAME RUNS WHAT COMMAND...: 6 lanes of RUNS runs of COMMAND at once,
+# with churn; a run that fails prints its status and error lines, and none may.
 race() {
-    local name=$1 runs=$2 what=$3 lane bad
+    local name=$1 runs=$2 what=$3 lane bad lanes=()
     shift 3
+    churn
     for lane in 1 2 3 4 5 6; do
         (for _ in $(seq 1 "$runs"); do
             TMPDIR=$T/race "$@" >"$T/race.$name.out.$lane" 2>&1 ||
                 { echo "exit $?"; grep -v '^rank' "$T/race.$name.out.$lane" | head -2; }
         done) >"$T/race.$name.$lane" &
+        lanes+=("$!")
     done
-    wait
+    wait "${lanes[@]}"
+    touch "$T/race.stop"
+    wait "$churner"
     bad=$(cat "$T/race.$name".[1-6] | grep -c .)
-    check "$((6 * runs)) $what, 6 at a time: each made its folder ($bad lines of error)" test "$bad" -eq 0
+    check "$((6 * runs)) $what, 6 at a time, plexus-<uid> made and removed meanwhile: each made its folder ($bad lines of error)" test "$bad" -eq 0
     cat "$T/race.$name".[1-6] | sort | uniq -c | head -3 | sed 's/^/# /'
 }
 # (under the sanitizers a process takes several times longer to start, and
-# so overlaps more: a fifth of the runs)
+# so meets the loop more often: fewer runs)
 if [ -n "${PX_TEST_SANITIZER:-}${PX_TEST_TSAN:-}" ]; then
-    race pxrun 20 "pxrun jobs" "$pxrun" -n 1 /bin/true
-    race single 12 "processes alone" "$probe"
+    race pxrun 8 "pxrun jobs" "$pxrun" -n 1 /bin/true
+    race single 4 "processes alone" "$probe"
 else
-    race pxrun 100 "pxrun jobs" "$pxrun" -n 1 /bin/true
-    race single 60 "processes alone" "$probe"
+    race pxrun 20 "pxrun jobs" "$pxrun" -n 1 /bin/true
+    race single 10 "processes alone" "$probe"
 fi
 check "... and nothing is left under TMPDIR" test -z "$(ls -A "$T/race")"
 tap_done
