@@ -152,14 +152,19 @@ static void px_progress_update_limit(void)
 
 bool px_progress_idle_setup(int local_ranks, long cores)
 {
+    px_progress_idle_calls = 0;
+    px_progress_idle_yields = 0;
+    px_progress_blocks = 0;
+    return px_progress_idle_local(local_ranks, cores);
+}
+
+bool px_progress_idle_local(int local_ranks, long cores)
+{
     const px_progress_idle_policy_t *p = &px_progress_policy;
     if (cores <= 0)
         cores = sysconf(_SC_NPROCESSORS_ONLN);
     bool yield = PX_PROGRESS_YIELD_ALWAYS == p->yield_when_idle ||
                  (PX_PROGRESS_YIELD_AUTO == p->yield_when_idle && cores > 0 && local_ranks > cores);
-    px_progress_idle_calls = 0;
-    px_progress_idle_yields = 0;
-    px_progress_blocks = 0;
     px_progress_yield_on = yield;
     px_progress_update_limit();
     px_progress_policy_publish();

@@ -227,6 +227,13 @@ void px_peer_my_ident(char host[PX_PEER_HOST_MAX + 1])
     px_peer_host_sanitize(h, host);
 }
 
+bool px_peer_ident_same_host(const px_peer_ident_t *id)
+{
+    char host[PX_PEER_HOST_MAX + 1];
+    px_peer_my_ident(host);
+    return NULL != id && 0 == strncmp(host, id->host, sizeof id->host);
+}
+
 double px_peer_default_timeout(void)
 {
     return vars.connect_timeout;

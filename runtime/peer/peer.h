@@ -15,6 +15,7 @@
 #ifndef PX_RUNTIME_PEER_H
 #define PX_RUNTIME_PEER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,10 @@ typedef struct px_peer_ident {
     uint64_t instance; /* the listener's instance (a connector's: 0) */
     char address[48];  /* "a.b.c.d:port" of its socket */
 } px_peer_ident_t;
+
+/* Whether `id` names this host (its host name, as the handshake carries
+ * it, is this process's). */
+bool px_peer_ident_same_host(const px_peer_ident_t *id);
 
 /* Register the peer_* variables (px_init does; safe to call again). */
 int px_peer_register_params(void);

@@ -77,6 +77,21 @@ static void dyn_name(px_rt_dyn_t *d, const px_peer_ident_t *id, const char *cont
                  (unsigned)id->pid, id->address);
 }
 
+/* The idle policy's "auto" yields when this node runs more processes than it
+ * has cores: the job's ranks here, and the dynamic peers connected from this
+ * host. A server and its clients started apart are each a job of one, and
+ * would otherwise all spin when they outnumber the cores (each wait holding
+ * a core the process that would answer it needs). The peer's host name is
+ * what it said in the handshake: wrong, it changes only when this process
+ * yields. */
+static int dyn_local;
+static void dyn_locality(px_rt_dyn_t *d, const px_peer_ident_t *id)
+{
+    d->local = px_peer_ident_same_host(id);
+    if (d->local)
+        px_progress_idle_local(px_rt.nlocal + ++dyn_local, 0);
+}
+
 /* A new entry for a peer whose transports are set up in dp. */
 static px_rt_dyn_t *dyn_make(px_btl_base_dyn_peer_t *dp)
 {
@@ -134,6 +149,10 @@ static void dyn_destroy(px_rt_dyn_t *d, const char *why)
     if (d->conn)
         px_peer_conn_close(d->conn);
     d->conn = NULL;
+    if (d->local) {
+        d->local = false;
+        px_progress_idle_local(px_rt.nlocal + --dyn_local, 0);
+    }
     for (int i = 0; i < naccq; ++i)
         if (accq[i] == d->id) {
             memmove(accq + i, accq + i + 1, (size_t)(naccq - i - 1) * sizeof *accq);
@@ -181,6 +200,7 @@ static int dyn_reply(void *arg, const void *payload, size_t len, const px_peer_i
         return PX_ERR_OUT_OF_RESOURCE;
     }
     dyn_name(d, ident, NULL);
+    dyn_locality(d, ident);
     *cookie = d;
     hook_update();
     return PX_SUCCESS;
@@ -545,6 +565,7 @@ static int rt_connect(const char *contact, int *peer)
     d->conn = conn;
     d->connected = true;
     dyn_name(d, id, contact);
+    dyn_locality(d, id);
     hook_update();
     PX_OUTPUT_VERBOSE(10, px_peer_output(), "connected %s: %d dynamic peer(s)", d->name,
                       px_rt.ndyn);
@@ -602,5 +623,6 @@ void px_pml_dyn_finalize(void)
     free(accq);
     accq = NULL;
     naccq = accq_cap = 0;
+    dyn_local = 0;
     hook_update();
 }

@@ -156,7 +156,8 @@ static const px_mca_var_field_t px_progress_vars[] = {
     {.name = "yield_when_idle",
      .help = "Give the core away (sched_yield, or progress_idle_sleep_us) after "
              "progress_idle_spins progress calls in a row that found nothing: never, always, or "
-             "auto (when this node runs more ranks of the job than it has online cores; at "
+             "auto (when this node runs more processes than it has online cores: the job's ranks "
+             "here and the dynamic peers connected from this host; at "
              "PX_THREAD_MULTIPLE a wait yields under auto too: its answer may come from another "
              "thread of the process)",
      .type = PX_MCA_VAR_TYPE_ENUM,

@@ -48,6 +48,7 @@ int px_rt_procs_build(void)
     int nlocal = 0;
     for (int r = 0; r < n; ++r)
         nlocal += (px_rt.procs[r].locality & PX_PROC_LOCAL_HOST) ? 1 : 0;
+    px_rt.nlocal = nlocal;
     px_progress_idle_setup(nlocal, 0);
     /* local_rank: index among the processes of the same host. */
     for (int r = 0; r < n; ++r) {

@@ -74,6 +74,7 @@ typedef struct px_rt_dyn {
     void *conn;                 /* the connection exchange's (runtime/peer), owned by pml */
     bool connected;             /* handed to the application (px_connect / px_accept) */
     bool gone;                  /* its connection closed: it left or died */
+    bool local;                 /* on this host (its host name): the idle policy counts it */
     char name[256];             /* "peer N (host H, pid P, contact C)" for messages */
 } px_rt_dyn_t;
 
@@ -95,6 +96,7 @@ typedef struct px_runtime {
     /* Dynamic peers (proc.c, px_rt_dyn_*): live ones, any order. */
     px_rt_dyn_t **dyn;
     int ndyn, dyn_cap;
+    int nlocal;   /* the job's ranks on this host (this one included) */
     int dyn_next; /* the next id (from PX_RT_DYN_BASE) */
     /* Messaging's queues (runtime/pml/). */
     px_list_t posted;     /* px_request_t (receives), in post order */

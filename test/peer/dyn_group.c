@@ -15,7 +15,10 @@
  *             against its own ids), run barrier, bcast, allreduce, allgather,
  *             alltoall, reduce_scatter, reduce, gather, scatter (blocking and
  *             one non-blocking allreduce) of several sizes with every result
- *             checked; print "collectives ok"; free, disconnect, finalize
+ *             checked; print "collectives ok"; free, disconnect; print
+ *             "yields alone A connected C disconnected D" (1: the progress
+ *             engine's idle policy gives the core away, after px_init, once
+ *             connected to the others, after the disconnects); finalize
  *   kill K    form the group and run allreduces in a loop (printing
  *             "looping"), until one fails (the test kills member K); a
  *             survivor prints "collective failed: ERR", disconnects K, forms
@@ -41,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/util/progress.h"
 #include "runtime/plexus.h"
 #include "runtime/plexus_coll.h"
 #include "test/peer/dyn_util.h"
@@ -323,8 +327,12 @@ int main(int argc, char **argv)
     int rc = px_init(&argc, &argv);
     if (rc != PX_SUCCESS)
         return fail("px_init", rc);
+    /* Whether the idle policy gives the core away: alone, connected to the
+     * others, after disconnecting (ok mode prints it). */
+    int yield_alone = 0 != px_progress_idle_limit, yield_connected;
     if (connect_all(dir))
         return 1;
+    yield_connected = 0 != px_progress_idle_limit;
     px_group_t *g = NULL;
     int member_of[MAXN];
     if (0 == strcmp(mode, "ok")) {
@@ -338,6 +346,8 @@ int main(int argc, char **argv)
             return fail("px_group_free", rc);
         if (disconnect_all(-1))
             return 1;
+        printf("member %d: yields alone %d connected %d disconnected %d\n", idx, yield_alone,
+               yield_connected, 0 != px_progress_idle_limit);
     } else if (0 == strcmp(mode, "kill")) {
         if ((rc = form(id_of, n, 0, 30, &g)) != PX_SUCCESS)
             return fail("px_group_from_peers", rc);

@@ -17,10 +17,12 @@ app=$B/test/peer/dyn_group
 need_built "$app"
 . "$PX_SRC/test/lib/peers.sh"
 peers_setup
-# Every member is a process alone (no launcher): each sees one rank on the
-# node, so the default idle policy (auto) never gives the core away, and 3 or
-# 4 members on a 2-core machine spun in every wait, each one's turn waiting
-# for the others' time slices. Here they sleep 100 us after 32 empty polls.
+# Every member is a process alone (no launcher): until it connected to the
+# others it sees one process on the node, so the default idle policy (auto)
+# never gives the core away, and 3 or 4 members on a 2-core machine spun in
+# every wait, each one's turn waiting for the others' time slices (auto now
+# counts the peers connected from this host: the shm scenario's 4-member run
+# checks that). Here they sleep 100 us after 32 empty polls.
 export PX_MCA_progress_yield_when_idle=always PX_MCA_progress_idle_sleep_us=100
 
 if timeout 60 "$B/test/peer/dyn_app" contact 2>&1 | grep -q "built without libsodium"; then
@@ -54,8 +56,11 @@ show() { sed 's/^/# /' "$@" | cut -c1-300 | head -40; }
 
 scenario() {
     local s=$1
-    # 4 members, every collective
-    start "$s-ok" 4 ok
+    # 4 members, every collective; over shm with the idle policy auto, which
+    # counts the members connected from this host with the process itself
+    local policy=always
+    [ "$s" = shm ] && policy=auto
+    PX_MCA_progress_yield_when_idle=$policy start "$s-ok" 4 ok
     local bad=0
     for i in 0 1 2 3; do
         rc_of "$s-ok" "$i"
@@ -67,6 +72,16 @@ scenario() {
     grep -h "group rank" "$T/$s-ok"/*.out | sort | sed 's/^/# /'
     check "$s: ... sizes up to 300000 elements" \
         test "$(cat "$T/$s-ok"/*.out | grep -c '300000 elements: every collective checked')" = 4
+    if [ "$s" = shm ]; then
+        # auto yields when the processes on this node outnumber its cores:
+        # alone (1) never, connected to the 3 others (4) on fewer than 4 cores
+        local want=0
+        [ "$(nproc)" -lt 4 ] && want=1
+        check "shm: idle policy auto: a member alone does not yield, connected to 3 others on this host ($(nproc) cores) yields $want, after disconnecting not" \
+            test "$(grep -h 'yields alone' "$T/$s-ok"/*.out | sed 's/.*yields //' | sort -u)" = \
+            "alone 0 connected $want disconnected 0"
+        grep -h 'yields alone' "$T/$s-ok"/*.out | sed 's/^/# /'
+    fi
 
     # 3 members, member 1 killed in the middle of allreduces
     start "$s-kill" 3 kill 1
