@@ -68,6 +68,7 @@ limit=${PX_RANGE_TIMEOUT:-$([ -n "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}"
 . "$PX_SRC/test/registry/redis_util.sh"
 redis_ep=
 if command -v redis-server >/dev/null && command -v redis-cli >/dev/null && redis_start ranges; then
+    # shellcheck disable=SC2154 # (redis_start sets REDIS_PORT_ranges)
     redis_ep=127.0.0.1:$REDIS_PORT_ranges
 else
     echo "# redis-server is not installed or did not start: the registry's redis jobs run over p2p"
