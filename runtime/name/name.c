@@ -105,6 +105,19 @@ static const char *store_name(void)
     return m && m->name ? m->name : "?";
 }
 
+/* A store call's failure as text: a timeout names the variable that bounds
+ * it (registry_timeout, at its minimum 0.01 s a store may well not answer
+ * in time). Valid until this thread's next call. */
+static const char *store_error(int rc)
+{
+    static _Thread_local char buf[96];
+    if (PX_ERR_TIMEOUT != rc)
+        return px_strerror(rc);
+    snprintf(buf, sizeof buf, "%s (no answer within registry_timeout = %g s)", px_strerror(rc),
+             px_registry_base_timeout());
+    return buf;
+}
+
 /* Selected registry and entry support, or an error saying why not. */
 static int ready(const char *fn)
 {
@@ -316,7 +329,7 @@ static int publish_entry(const char *fn, const char *name, px_name_entry_t *e,
         if (rc != PX_SUCCESS && rc != PX_ERR_NOT_FOUND && rc != PX_ERR_EXISTS) {
             px_registry_base_unlock();
             px_show_error("%s: could not replace this process's entry \"%s\" in registry %s: %s",
-                          fn, name, store_name(), px_strerror(rc));
+                          fn, name, store_name(), store_error(rc));
             free(value);
             return rc;
         }
@@ -345,7 +358,7 @@ static int publish_entry(const char *fn, const char *name, px_name_entry_t *e,
     if (rc != PX_SUCCESS) {
         px_registry_base_unlock();
         px_show_error("%s: could not publish \"%s\" in registry %s (key \"%s\"): %s", fn, name,
-                      store_name(), key, px_strerror(rc));
+                      store_name(), key, store_error(rc));
         free(value);
         return rc;
     }
@@ -484,7 +497,7 @@ int px_name_unpublish(const char *name)
     if (rc != PX_SUCCESS)
         px_show_error("px_name_unpublish: removing \"%s\" (key \"%s\") from registry %s failed: "
                       "%s; it vanishes when its lease runs out (registry_lease = %g s)",
-                      name, key, store_name(), px_strerror(rc), px_registry_base_lease());
+                      name, key, store_name(), store_error(rc), px_registry_base_lease());
     return rc;
 }
 
@@ -731,7 +744,7 @@ static int resolve(const char *fn, px_name_t *h, bool fresh)
     }
     if (rc != PX_SUCCESS) {
         px_show_error("%s: reading \"%s\" (key \"%s\") from registry %s failed: %s", fn, h->name,
-                      h->key, store_name(), px_strerror(rc));
+                      h->key, store_name(), store_error(rc));
         return rc;
     }
     px_name_entry_t e;
@@ -837,7 +850,7 @@ int px_name_refresh(px_name_t *h)
     }
     if (rc != PX_SUCCESS) {
         px_show_error("px_name_refresh: reading \"%s\" (key \"%s\") from registry %s failed: %s",
-                      h->name, h->key, store_name(), px_strerror(rc));
+                      h->name, h->key, store_name(), store_error(rc));
         return rc;
     }
     bool same = len == h->len && 0 == memcmp(value, h->value, len);
@@ -987,7 +1000,7 @@ int px_name_list(const char *prefix, px_name_list_fn_t fn, void *arg)
     rc = px_registry_base_list(full, list_one, &c);
     if (rc < 0 && rc != PX_ERR_NOT_FOUND)
         px_show_error("px_name_list: listing \"%s\" in registry %s failed: %s", full, store_name(),
-                      px_strerror(rc));
+                      store_error(rc));
     return PX_ERR_NOT_FOUND == rc ? PX_SUCCESS : rc;
 }
 

@@ -21,14 +21,30 @@
 # and name each of its variables as refused; a variable it does not name
 # (its value was taken after all) and every variable of a job that did not
 # end so run again alone, as before.
-# Variables that no code of the job reads beyond the variable system (the
-# registry's, dynamic peers', the transfer engine's chunk and staging sizes,
-# btl/verbs on a single host: idle() below) go together the same way, one
-# job per turn and set of transports, which must exit 0 with both ranks
-# clean; a job that does not runs each of its pairs alone. Each value of
-# such a group is parsed and registered as in a job of its own, and no other
-# value of the group changes what the job does, so a group hides no failure
-# its pairs would show alone. Every (variable, value) pair keeps its line.
+# Variables that no code of the job reads beyond the variable system (dynamic
+# peers', the transfer engine's chunk and staging sizes, btl/verbs on a
+# single host: idle() below) go together the same way, one job per turn and
+# set of transports, which must exit 0 with both ranks clean; a job that
+# does not runs each of its pairs alone. Each value of such a group is
+# parsed and registered as in a job of its own, and no other value of the
+# group changes what the job does, so a group hides no failure its pairs
+# would show alone. Every (variable, value) pair keeps its line.
+# The registry's variables (its base's and its components', which px_init
+# does not register: the components load at the first px_name_* call) are
+# set in jobs that use names (`range_xfer names`: rank 1 publishes a region,
+# rank 0 opens it by its qualified name, reads and checks it, lists its
+# prefix and watches it; rank 1 unpublishes it and rank 0 sees it gone):
+# registry/p2p's over p2p (no service); the base's and registry/redis's
+# against a redis-server this test starts (the base's lease, heartbeat and
+# timeouts are a store's TTLs and deadlines there; p2p has no leases;
+# redis's priority against p2p's selects); registry/pmix's with pmix and p2p
+# selectable (pxrun is no PMIx launcher: pmix declines and p2p serves);
+# registry/etcd's (only its priority) with etcd selected and its endpoint a
+# port nobody listens on: the job must end with an error naming etcd and
+# that address, never hang (a real etcd costs seconds of CPU to start, and
+# its priority steers nothing else; t_registry_etcd.sh and t_names_etcd.sh
+# test etcd itself). Without redis-server the redis jobs run over p2p
+# instead and say so.
 . "$PX_SRC/test/lib/tap.sh"
 B=$PX_BUILD
 pxrun=$B/tools/pxrun/pxrun
@@ -39,19 +55,37 @@ if ! command -v python3 >/dev/null; then
     not_ok "python3 is needed to read px_info --json (scripts/deps.sh installs it)"
     tap_done
 fi
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-export PX_MCA_mca_component_path=$B/.libs
+# $T, $pids (killed at exit), a peer secret ($T/secret: the names jobs'
+# ranks connect as dynamic peers) and this build's plugins.
+. "$PX_SRC/test/lib/peers.sh"
+peers_setup
+unset PX_MCA_peer_secret_file # only the names jobs set it
 # A slow sanitizer build gets more time per job; a job that needs it hangs.
 limit=${PX_RANGE_TIMEOUT:-$([ -n "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}" ] && echo 60 || echo 30)}
+
+# The registry's jobs: a redis-server of this test's own (no persistence),
+# and a port nobody listens on for etcd (the store absent).
+. "$PX_SRC/test/registry/redis_util.sh"
+redis_ep=
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null && redis_start ranges; then
+    # shellcheck disable=SC2154 # (redis_start sets REDIS_PORT_ranges)
+    redis_ep=127.0.0.1:$REDIS_PORT_ranges
+else
+    echo "# redis-server is not installed or did not start: the registry's redis jobs run over p2p"
+fi
+etcd_absent=http://127.0.0.1:$(free_port)
 
 "$px_info" --json --all >"$T/info.json" 2>"$T/info.err"
 check "px_info --json --all succeeds" test $? -eq 0
 check "... and gives ranges (min/max) of variables" grep -q '"max": "' "$T/info.json"
 
-python3 - "$T/info.json" "$T/jobs" "$T/skipped" "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}" "$T/groups" <<'EOF'
-import json, sys
+python3 - "$T/info.json" "$T/jobs" "$T/skipped" "${PX_TEST_SANITIZER:-}${PX_RANGE_ENDS_ONLY:-}" "$T/groups" \
+    "$redis_ep" "$etcd_absent" "$T/secret" <<'EOF'
+import json, os, re, sys
 doc = json.load(open(sys.argv[1]))
+# PX_RANGE_ONLY=REGEX: only the variables whose names match (a developer's
+# run of a few; CI sets none).
+only = os.environ.get("PX_RANGE_ONLY", "")
 # Under the sanitizers every job is several times slower: there only the two
 # ends of each range run (see below).
 sanitizer = sys.argv[4] != ""
@@ -76,22 +110,39 @@ def num(text):
         return None
 def idle(v):
     """True for a variable that no code of a range_xfer job reads beyond the
-    variable system (which parses the value and registers it): the registry
-    (its components load at the first px_name_* call; their variables are
-    not even registered in px_init), dynamic peers (read by px_peer_listen
-    and px_peer_connect), the transfer engine's chunk and staging sizes
-    (read by transfers: range_xfer only sends messages), and btl/verbs,
-    which on a single host with shm declines before it looks for a device
-    (its verbosity says so or not)."""
+    variable system (which parses the value and registers it): dynamic peers
+    (read by px_peer_listen and px_peer_connect), the transfer engine's chunk
+    and staging sizes (read by transfers: range_xfer only sends messages),
+    and btl/verbs, which on a single host with shm declines before it looks
+    for a device (its verbosity says so or not). The registry's variables
+    are read by `range_xfer names` jobs (below)."""
     fw, comp, name = v["framework"], v["component"], v["name"]
-    return (fw in ("registry", "peer") or (fw, comp) == ("btl", "verbs") or
+    return (fw == "peer" or (fw, comp) == ("btl", "verbs") or
             name in ("xfer_chunk_size", "xfer_stage_size", "xfer_stage_count"))
-def unregistered(v):
-    """True for a variable px_init does not even register (so it neither
-    parses nor refuses a value): the registry's components'."""
-    return v["framework"] == "registry" and v["component"] not in ("", "base")
+redis_ep, etcd_absent, secret = sys.argv[6], sys.argv[7], sys.argv[8]
+def registry_env(comp):
+    """A names job's environment for a variable of the registry's component
+    comp ("" or "base": the framework's own). PX_RANGE_NAMES=1 runs
+    `range_xfer names`. The selection names the components the job needs:
+    loading all four (etcd's libcurl and TLS, PMIx) triples a job's CPU."""
+    if comp == "p2p" or (comp in ("", "base", "redis") and not redis_ep):
+        sel = ["PX_MCA_registry=p2p"]
+    elif comp in ("", "base"):
+        sel = ["PX_MCA_registry=redis", "PX_MCA_registry_redis_endpoints=" + redis_ep]
+    elif comp == "redis":
+        # its priority against p2p's chooses
+        sel = ["PX_MCA_registry=redis,p2p", "PX_MCA_registry_redis_endpoints=" + redis_ep]
+    elif comp == "etcd":
+        # the store absent: each rank's first call fails within 0.2 s
+        # (not registry_timeout's 2 s, while the other rank polls)
+        sel = ["PX_MCA_registry=etcd", "PX_MCA_registry_etcd_endpoints=" + etcd_absent,
+               "PX_MCA_registry_timeout=0.2"]
+    else:
+        # pmix: pxrun is no PMIx launcher, so pmix declines and p2p serves
+        sel = ["PX_MCA_registry=%s,p2p" % comp]
+    return ["PX_MCA_btl=self,shm", "PX_RANGE_NAMES=1", "PX_MCA_peer_secret_file=" + secret] + sel
 for v in doc["variables"]:
-    if v["type"] not in tmax:
+    if v["type"] not in tmax or (only and not re.search(only, v["name"])):
         continue
     if v["scope"] == "constant" or "read-only" in v["flags"]:
         skipped.append(v["name"])
@@ -105,6 +156,8 @@ for v in doc["variables"]:
     elif fw == "btl" and comp == "verbs":
         # without a device it declines; the job must still run over shm
         env = ["PX_MCA_btl=self,shm,verbs"]
+    elif fw == "registry":
+        env = registry_env(comp)
     else:
         env = ["PX_MCA_btl=self,shm"]
     vmax = v["max"] if v.get("max") is not None else tmax[v["type"]]
@@ -125,17 +178,22 @@ for v in doc["variables"]:
             seen.append(val)
             # "refused TURN FRAMEWORK/COMPONENT": outside the range, so
             # refused (a guess that the job checks); "idle TURN": in the
-            # range, of a variable no code of the job reads (idle(), above),
-            # or any value of one the job does not register; "alone": a
-            # job of its own.
+            # range, of a variable no code of the job reads (idle(), above);
+            # "alone": a job of its own.
             x = num(val)
             how = "alone"
-            if unregistered(v):
-                how = "idle %d" % iturn
-                iturn += 1
-            elif x is not None and lo is not None and hi is not None and not lo <= x <= hi:
+            if x is not None and lo is not None and hi is not None and not lo <= x <= hi:
                 how = "refused %d %s/%s" % (turn, fw, comp)
                 turn += 1
+            elif sanitizer and fw == "registry" and comp not in ("", "base", "etcd"):
+                # under the sanitizers the registry's components' ends share
+                # a names job per component: every minimum in one, every
+                # maximum in another (a job that does not end clean runs
+                # each alone). Not the base's (its maximum heartbeat is not
+                # below the lease, its minimum timeout may time out: errors
+                # that end the job) nor etcd's (its store is absent): alone.
+                how = "ends %d" % iturn
+                iturn += 1
             elif idle(v):
                 how = "idle %d" % iturn
                 iturn += 1
@@ -152,8 +210,9 @@ njobs=$(wc -l <"$T/jobs")
 nvars=$(cut -f2 "$T/jobs" | sort -u | wc -l)
 nskip=$(wc -l <"$T/skipped")
 echo "# $nvars numeric variables, $njobs (variable, value) pairs; $nskip read-only/constant skipped: $(tr '\n' ' ' <"$T/skipped")"
-check "px_info lists the variables of shm, ofi and the runtime" \
-    test "$(cut -f2 "$T/jobs" | grep -cE '^(btl_shm_|btl_ofi_|runtime_)')" -gt 30
+[ -n "${PX_RANGE_ONLY:-}" ] ||
+    check "px_info lists the variables of shm, ofi and the runtime" \
+        test "$(cut -f2 "$T/jobs" | grep -cE '^(btl_shm_|btl_ofi_|runtime_)')" -gt 30
 
 # Each job is one pxrun under its own --timeout (exit 124 at it: it ends
 # the ranks, SIGKILL after a grace; a pxrun that hung itself would meet
@@ -182,7 +241,7 @@ start() {
         # shellcheck disable=SC2163 # (NAME=VALUE arguments)
         export "$@"
         [ -z "$pxrun_asan" ] || export ASAN_OPTIONS=$pxrun_asan
-        exec "$pxrun" "${ranks_x[@]}" --timeout "$limit" -n 2 "$prog"
+        exec "$pxrun" "${ranks_x[@]}" --timeout "$limit" -n 2 "$prog" ${PX_RANGE_NAMES:+names}
     ) </dev/null >"$out" 2>&1 &
     job_of[$!]=$what
     running=$((running + 1))
@@ -214,7 +273,8 @@ reap() {
 }
 # judge_alone N RC TEXT: job N (NAME=VALUE) alone: it passes when it exits 0
 # with both ranks reporting no error, or exits non-zero with an error that
-# names the variable; a crash, a hang or a silent failure fails.
+# names the variable (or, in an etcd job, etcd and the absent store's
+# address); a crash, a hang or a silent failure fails.
 judge_alone() {
     local n=$1 rc=$2 text=$3 name=${names[$1]}
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -227,6 +287,9 @@ judge_alone() {
         res[n]="FAIL exit $rc (signal)"
     elif [[ $text == *"$name"* ]]; then
         res[n]=PASS
+    elif [[ " ${envs[n]} " == *" PX_MCA_registry_etcd_endpoints=$etcd_absent "* ]] &&
+        [[ $text == *etcd*"${etcd_absent#http://}"* ]]; then
+        res[n]=PASS # the store absent: an error naming it and its address
     else
         res[n]="FAIL exit $rc without a message naming $name"
     fi
@@ -234,8 +297,9 @@ judge_alone() {
 # judge_group RC TEXT KIND N:NAME=VALUE...: a job with every NAME=VALUE set:
 # values the variable system refuses (KIND refused: each keeps its default),
 # or values of variables no code of the job reads beyond the variable system
-# (KIND idle). Pair N passes when the job ends as a job of its own would pass:
-# idle: exit 0 with both ranks without error; refused: the same, or (in
+# (KIND idle), or under the sanitizers the registry's ends (KIND ends: one
+# job per component and end). Pair N passes when the job ends as a job of
+# its own would pass: idle and ends: exit 0 with both ranks without error; refused: the same, or (in
 # the frameworks where a refused value is an error: coll's and the
 # registry's own variables) an exit status of 1-123 (an error, not a
 # signal or timeout), and either way the job names NAME as refused. No crash
@@ -256,7 +320,7 @@ judge_group() {
     for p in "$@"; do
         name=${p#*:}
         name=${name%%=*}
-        if [ "$ended" = 1 ] && { [ "$kind" = idle ] || [[ $text == *"for variable $name ("* ]]; }; then
+        if [ "$ended" = 1 ] && { [ "$kind" != refused ] || [[ $text == *"for variable $name ("* ]]; }; then
             res[${p%%:*}]=PASS
         else
             res[${p%%:*}]=ALONE
