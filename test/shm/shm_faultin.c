@@ -24,6 +24,15 @@
  * and "rank R: faultin ok: N messages, B bytes through each ring", or the first bad
  * byte (message, offset, expected, got) and exit 1.
  *
+ *   pxrun -n 2 shm_faultin --stream W [--cycles C] [--sizes LIST]
+ * instead streams: for each size, C times (default 4), rank 2k posts W
+ * px_isend of that size to rank 2k+1 (each its own data, checked there,
+ * received by W px_irecv) and waits for a 0-byte reply; then each rank prints
+ *   rank R: stream sent: fbox F frag Q full U
+ * (its messages through the fast box, as fragments, and the times its fast
+ * box had no room; the replies count too) and "rank R: stream ok: N
+ * messages".
+ *
  *   pxrun -n 2 shm_faultin --xfer 1 [--sizes LIST] [--coll BYTES]
  * instead reads one-sided (px_xfer_read, registered memory): rank 2k reads
  * each size from rank 2k+1's region, which waits in px_barrier meanwhile;
@@ -233,8 +242,79 @@ static int xfer_reads(int rank, int peer, const size_t *sizes, size_t nsizes, ui
     return bad;
 }
 
+/* --stream W: windows of W messages from rank 2k to 2k+1, a 0-byte reply each. */
+static int stream(int rank, int peer, const size_t *sizes, size_t nsizes, long cycles, int w,
+                  uint64_t seed)
+{
+    size_t max = 0;
+    for (size_t i = 0; i < nsizes; i++)
+        max = sizes[i] > max ? sizes[i] : max;
+    unsigned char *bufs = malloc((size_t)w * (max + 1)), *want = malloc(max + 1);
+    px_request_t **req = calloc((size_t)w, sizeof *req);
+    px_status_t *st = calloc((size_t)w, sizeof *st);
+    if (!bufs || !want || !req || !st) {
+        fprintf(stderr, "shm_faultin: out of memory for the stream\n");
+        return 2;
+    }
+    const px_btl_shm_state_t *s = &px_btl_shm_state;
+    uint64_t f0 = s->sent_fbox, q0 = s->sent_frag, u0 = s->fbox_full;
+    long n = 0;
+    int bad = 0;
+    for (size_t k = 0; k < nsizes && !bad; k++) {
+        size_t len = sizes[k];
+        for (long c = 0; c < cycles && !bad; c++) {
+            for (int m = 0; m < w && !bad; m++) {
+                unsigned char *b = bufs + (size_t)m * (max + 1);
+                uint64_t key = seed ^ (k << 8) ^ ((uint64_t)c << 24) ^ ((uint64_t)m << 40) ^
+                               (uint64_t)(rank & ~1) << 56;
+                if (rank % 2 == 0) {
+                    fill(b, len, key);
+                    bad = px_isend(b, len, peer, 5, &req[m]) != PX_SUCCESS;
+                } else {
+                    memset(b, 0xee, len + 1);
+                    bad = px_irecv(b, max + 1, peer, 5, &req[m]) != PX_SUCCESS;
+                }
+            }
+            if (!bad && px_waitall((size_t)w, req, st) != PX_SUCCESS) {
+                fprintf(stderr, "rank %d: a stream of %zu-byte messages failed\n", rank, len);
+                bad = 1;
+            }
+            for (int m = 0; m < w && !bad && rank % 2; m++) {
+                const unsigned char *b = bufs + (size_t)m * (max + 1);
+                fill(want, len,
+                     seed ^ (k << 8) ^ ((uint64_t)c << 24) ^ ((uint64_t)m << 40) ^
+                         (uint64_t)(rank & ~1) << 56);
+                if (st[m].length != len || memcmp(b, want, len) || b[len] != 0xee) {
+                    fprintf(stderr, "rank %d: stream message %d of %zu bytes differs\n", rank, m,
+                            len);
+                    bad = 1;
+                }
+            }
+            if (!bad && rank % 2)
+                bad = px_send(NULL, 0, peer, 6) != PX_SUCCESS;
+            else if (!bad)
+                bad = px_recv(NULL, 0, peer, 6, NULL) != PX_SUCCESS;
+            n += w;
+        }
+    }
+    printf("rank %d: stream sent: fbox %llu frag %llu full %llu\n", rank,
+           (unsigned long long)(s->sent_fbox - f0), (unsigned long long)(s->sent_frag - q0),
+           (unsigned long long)(s->fbox_full - u0));
+    if (px_barrier() != PX_SUCCESS)
+        bad = 1;
+    if (!bad)
+        printf("rank %d: stream ok: %ld messages\n", rank, n);
+    fflush(stdout);
+    free(bufs);
+    free(want);
+    free(req);
+    free(st);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
+    int window = 0;
     double passes = 3;
     long cycles = 0;
     bool xfer = false;
@@ -246,6 +326,8 @@ int main(int argc, char **argv)
             passes = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--cycles"))
             cycles = atol(argv[i + 1]);
+        else if (!strcmp(argv[i], "--stream"))
+            window = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--xfer"))
             xfer = atoi(argv[i + 1]) != 0;
         else if (!strcmp(argv[i], "--coll"))
@@ -280,6 +362,13 @@ int main(int argc, char **argv)
     }
     rings("init", rank);
     reserved(rank);
+    if (window > 0) {
+        int bad = stream(rank, peer, sizes, nsizes, cycles ? cycles : 4, window, seed);
+        if (sizes != default_sizes)
+            free(sizes);
+        px_finalize();
+        return bad;
+    }
     if (xfer) {
         int bad = xfer_reads(rank, peer, sizes, nsizes, seed, coll);
         if (sizes != default_sizes)

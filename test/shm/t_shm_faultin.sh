@@ -227,4 +227,32 @@ check "CMA refused by the kernel, auto: data intact" ok_ranks 2
 show
 check "CMA refused by the kernel, auto: no CMA tried ($(counters 0))" [ "$(counters 0)" = "cma 0 declined 0" ]
 check "CMA refused by the kernel, auto: no warning" [ ! -s "$T/err" ]
+
+# Streaming (btl_shm_fbox_stream_max, 2112 by default): from the third send
+# in a row to a peer with no message from it between, messages larger than
+# that take eager fragments, not the fast box (a stream of 3-16 KiB messages
+# moved 2x faster so, docs/shm.md); a ping-pong keeps the fast box up to
+# btl_shm_fbox_max_send. 4 windows of 16 messages per size, each checked.
+sent() { # RANK: "fbox F frag Q full U" of the stream
+    sed -n "s/^rank $1: stream sent: \(.*\)$/\1/p" "$T/out"
+}
+nfrag() { sent "$1" | awk '{ print $4 }'; }
+stream_ok() { [ "$rc" -eq 0 ] && [ "$(grep -c '^rank [01]: stream ok: 64 messages' "$T/out")" -eq 2 ]; }
+run "$PXRUN" -n 2 "$FI" --stream 16 --sizes 4096
+check "stream of 4 KiB messages: data intact" stream_ok
+show
+f=$(nfrag 0)
+check "stream of 4 KiB messages: at least 56 of 64 as fragments ($(sent 0))" \
+    [ -n "$f" ] && [ "$f" -ge 56 ]
+check "stream: the receiver's 4 replies went through its fast box ($(sent 1))" \
+    [ "$(sent 1)" = "fbox 4 frag 0 full 0" ]
+run "$PXRUN" -n 2 "$FI" --stream 16 --sizes 2048
+check "stream of 2 KiB messages (not above btl_shm_fbox_stream_max): all 64 through the fast box ($(sent 0))" \
+    [ "$(sent 0)" = "fbox 64 frag 0 full 0" ]
+run "$PXRUN" -n 2 --mca btl_shm_fbox_stream_max 0 "$FI" --stream 16 --sizes 4096
+check "btl_shm_fbox_stream_max=0: a stream of 4 KiB messages all through the fast box ($(sent 0))" \
+    [ "$(sent 0)" = "fbox 64 frag 0 full 0" ] && stream_ok
+run "$PXRUN" -n 2 "$FI" --stream 1 --cycles 8 --sizes 4096,16384
+check "windows of 1 (a ping-pong): every message through the fast box ($(sent 0))" \
+    [ "$(sent 0)" = "fbox 16 frag 0 full 0" ]
 tap_done

@@ -15,10 +15,12 @@
  *
  * Small messages go through the per-pair fast box (single producer, single
  * consumer ring in the receiver's segment, entries cache-line aligned, the
- * 8-byte header written last with a release store, no syscalls). Others go
- * as fragments, carved from the sender's segment through the free list's
- * allocator hook, pushed on the receiver's lock-free multi-producer queue
- * (relative pointers), and pushed back on the sender's queue when consumed.
+ * 8-byte header written last with a release store, no syscalls); while a
+ * sender streams to a peer, those above btl_shm_fbox_stream_max go as
+ * fragments (PX_BTL_SHM_STREAM_RUN). Others go as fragments, carved from
+ * the sender's segment through the free list's allocator hook, pushed on
+ * the receiver's lock-free multi-producer queue (relative pointers), and
+ * pushed back on the sender's queue when consumed.
  * Large transfers: btl_get/btl_put with process_vm_readv/writev when
  * btl_shm_single_copy allows it and the kernel does, else the runtime's
  * pipelined fragments (copied in by the sender, out by the receiver). The
@@ -145,11 +147,13 @@ struct px_btl_endpoint {
     uint64_t fb_in_pop; /* as fb_out_pop, for our mapping of the ring it writes */
     /* liveness: a descriptor of the peer's segment file (-1: no check) */
     int lockfd;
-    bool gone;     /* seen dead or cut off (reported once) */
-    bool corrupt;  /* it wrote something out of bounds: no longer read */
-    bool exiting;  /* a copy from or to it found no process (ESRCH): reported in progress */
-    size_t fbs;    /* bytes of each ring with this peer (a power of two) */
-    size_t fb_max; /* largest message (with its 8-byte header) through them */
+    bool gone;            /* seen dead or cut off (reported once) */
+    bool corrupt;         /* it wrote something out of bounds: no longer read */
+    bool exiting;         /* a copy from or to it found no process (ESRCH): reported in progress */
+    size_t fbs;           /* bytes of each ring with this peer (a power of two) */
+    size_t fb_max;        /* largest message (with its 8-byte header) through them */
+    size_t fb_stream_max; /* ... while we stream to it (btl_shm_fbox_stream_max, <= fb_max) */
+    uint32_t stream_run;  /* our sends to it since its last message to us (saturating) */
     /* A dynamic peer (BTL API 3.3, shm_dyn.c): rank PX_BTL_RANK_DYNAMIC, no
      * local index, a connection segment of each side (rings only). */
     bool dyn;
@@ -289,6 +293,7 @@ typedef struct px_btl_shm_state {
     size_t fbox_size_var;   /* btl_shm_fbox_size (0: auto) */
     size_t fbox_size;       /* bytes of each per-pair ring (power of two), from init on */
     size_t fbox_max_send;   /* largest message through a fast box */
+    size_t fbox_stream_max; /* ... while the sender streams (0: fbox_max_send) */
     int single_copy;        /* PX_BTL_SHM_SC_* */
     size_t single_copy_min; /* btl_shm_single_copy_min: auto's smallest rendezvous by CMA */
     size_t sc_min;          /* from setup on: a rendezvous get/put below it is declined */
@@ -330,10 +335,15 @@ typedef struct px_btl_shm_state {
     int nsplits;
     px_btl_shm_split_done_t split_done[PX_BTL_SHM_SPLIT_DONE]; /* callbacks for progress */
     int nsplit_done;
-    uint64_t cma_splits, cma_helped;     /* splits started, chunks written for peers (tests) */
-    uint64_t cma_joined;                 /* splits the sender joined */
-    uint64_t cma_own_chunks;             /* chunks of splits read by us */
-    uint64_t cma_xfer_splits;            /* splits of the transfer engine's gets (ASYNC) */
+    uint64_t cma_splits, cma_helped; /* splits started, chunks written for peers (tests) */
+    uint64_t cma_joined;             /* splits the sender joined */
+    uint64_t cma_own_chunks;         /* chunks of splits read by us */
+    uint64_t cma_xfer_splits;        /* splits of the transfer engine's gets (ASYNC) */
+    /* Messages sent (tests, t_shm_faultin.sh): through a fast box, as
+     * fragments on a queue (eager or pipeline), and the times the sender
+     * found its fast box without room (the message then took the queue or
+     * waited). */
+    uint64_t sent_fbox, sent_frag, fbox_full;
     char **bases;                        /* [nlocal]: mapped segments by local index */
     size_t *sizes;                       /* [nlocal]: their sizes (0: not mapped) */
     struct px_btl_shm_frag **frag_table; /* heap fragments by the index in their des */
@@ -373,6 +383,13 @@ static inline px_btl_shm_frag_t *px_btl_shm_cool_pop(px_btl_shm_state_t *s)
     s->cool_bytes -= f->segment.seg_len;
     return f;
 }
+
+/* A sender streams to a peer when this many of its sends in a row went to
+ * it with no message from it in between: its next messages larger than
+ * btl_shm_fbox_stream_max then take eager fragments instead of the fast
+ * box (docs/shm.md, "Streaming"). A ping-pong (a reply between sends)
+ * never reaches it. */
+#define PX_BTL_SHM_STREAM_RUN 2
 
 /* The ring size btl_shm_fbox_size=0 (auto) picks for `nlocal` local
  * processes: 4 MiB, halved while the rings of a process's nlocal - 1 peers

@@ -24,6 +24,7 @@ px_btl_shm_state_t px_btl_shm_state = {
     .backing_dir = NULL,
     .fbox_size_var = 0, /* auto: px_btl_shm_auto_fbox_size */
     .fbox_max_send = 16384 + 64,
+    .fbox_stream_max = 2048 + 64,
     .single_copy = PX_BTL_SHM_SC_AUTO,
     .single_copy_min = 0,
     .cma_split = 64u << 10,
@@ -79,6 +80,19 @@ static const px_mca_var_field_t px_btl_shm_vars[] = {
      .min = "0",
      .max = "4M",
      PX_BTL_SHM_AT(fbox_max_send)},
+    {.name = "fbox_stream_max",
+     .help = "Largest message (bytes, counted as btl_shm_fbox_max_send counts them) sent "
+             "through a fast box while the sender streams to that peer (two or more sends to it "
+             "in a row with no message from it in between); larger ones then go as eager "
+             "fragments, which a stream of 3-16 KiB messages moves faster; a ping-pong keeps "
+             "the fast box up to btl_shm_fbox_max_send (0: btl_shm_fbox_max_send for streams "
+             "too)",
+     .type = PX_MCA_VAR_TYPE_SIZE,
+     .info_level = 5,
+     .scope = PX_MCA_VAR_SCOPE_LOCAL,
+     .min = "0",
+     .max = "4M",
+     PX_BTL_SHM_AT(fbox_stream_max)},
     {.name = "single_copy",
      .help = "How messages above the eager limit move: none (pipelined fragments through the "
              "segment, two copies), cma (the receiver reads the sender's buffer with "
@@ -462,6 +476,8 @@ static px_btl_module_t **px_btl_shm_init(int *num_modules, bool enable_progress_
      * 8-byte header, up to 127 bytes of lead and the rounding to a line. */
     if (s->fbox_max_send > PX_BTL_SHM_FBOX_MAX_ENTRY - 192)
         s->fbox_max_send = PX_BTL_SHM_FBOX_MAX_ENTRY - 192;
+    if (s->fbox_stream_max == 0 || s->fbox_stream_max > s->fbox_max_send)
+        s->fbox_stream_max = s->fbox_max_send;
 
     /* Segment: header/fifo/acks, rings, heap. */
     s->heap_off = px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->nlocal);

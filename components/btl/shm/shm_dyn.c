@@ -196,6 +196,7 @@ static int own_segment(px_btl_endpoint_t *ep, size_t ring, char *reason)
     ep->own_size = size;
     ep->fbs = ring;
     ep->fb_max = ring_max_msg(ring);
+    ep->fb_stream_max = ep->fb_max; /* no fragment heap between us: the ring only */
     ep->fb_in = base + PX_BTL_SHM_DYN_RING_OFF;
     ep->fb_in_ack = (_Atomic uint64_t *)(base + PX_BTL_SHM_DYN_ACK_OFF);
     return PX_SUCCESS;

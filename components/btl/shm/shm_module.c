@@ -111,6 +111,7 @@ static inline px_btl_shm_frag_hdr_t *fifo_pop(px_btl_shm_fifo_t *fifo, uint64_t 
 
 static inline void deliver(px_btl_endpoint_t *ep, px_btl_tag_t tag, void *data, size_t len)
 {
+    ep->stream_run = 0; /* a message from it: our sends to it are no stream (yet) */
     const px_btl_active_message_callback_t *reg = &px_btl_base_active_message_trigger[tag];
     px_btl_segment_t seg = {data, len};
     px_btl_receive_descriptor_t rd = {
@@ -194,8 +195,10 @@ static PX_NOINLINE long fbox_reserve_slow(px_btl_endpoint_t *ep, size_t esz)
             return -1;
         }
         ep->fb_rpos_cache = r;
-        if (need - ep->fb_rpos_cache > fbs)
+        if (need - ep->fb_rpos_cache > fbs) {
+            px_btl_shm_state.fbox_full++;
             return -1;
+        }
     }
     /* Lazy fault-in, first pass only, as far as the zeroing ahead reaches. */
     if (PX_UNLIKELY(need > ep->fb_out_pop))
@@ -370,8 +373,10 @@ static inline bool frag_push(px_btl_endpoint_t *ep, px_btl_shm_frag_t *f, px_btl
     f->ep = ep;
     f->queued = true;
     ep->inflight++;
-    if (PX_LIKELY(fifo_push(ep, ep->fifo, h, f->rel)))
+    if (PX_LIKELY(fifo_push(ep, ep->fifo, h, f->rel))) {
+        px_btl_shm_state.sent_frag++;
         return true;
+    }
     f->queued = false;
     ep->inflight--;
     return false;
@@ -545,6 +550,26 @@ int px_btl_shm_progress(px_btl_module_t *btl)
 
 /* ------------------------------------------------------------ send */
 
+/* May a message of `len` bytes (the caller's headers and data) go through
+ * ep's fast box now? Not when it is too large, while fragments to that peer
+ * are in flight (they would overtake it) or an in-place entry is reserved;
+ * nor, larger than fb_stream_max, while we stream to that peer
+ * (PX_BTL_SHM_STREAM_RUN sends in a row with no message from it): a
+ * stream of such messages moves faster as eager fragments (docs/shm.md,
+ * "Streaming"). */
+static inline bool fbox_takes(const px_btl_endpoint_t *ep, size_t len)
+{
+    return len + 8 <= ep->fb_max && ep->inflight == 0 && !ep->fb_reserved &&
+           (len + 8 <= ep->fb_stream_max || ep->stream_run < PX_BTL_SHM_STREAM_RUN);
+}
+
+/* A send to ep went out (fast box or queue). */
+static inline void sent_to(px_btl_endpoint_t *ep)
+{
+    if (ep->stream_run < UINT32_MAX)
+        ep->stream_run++;
+}
+
 /* A descriptor whose data is a reserved fast box entry of `size` bytes
  * starting `lead` bytes after the entry's header (so that the caller's data
  * after its own header can start on a cache line), or NULL when the fast box
@@ -554,7 +579,7 @@ static inline px_btl_shm_frag_t *fbox_desc(px_btl_endpoint_t *ep, size_t size, s
 {
     /* The lead is alignment, not message: it does not count against the
      * limit (an 8 KiB message with the runtime's header fits the default). */
-    if (!ep || size + 8 > ep->fb_max || ep->inflight || ep->fb_reserved)
+    if (!ep || !fbox_takes(ep, size))
         return NULL;
     size_t esz = (8 + lead + size + FB_SLOT - 1) & ~(size_t)(FB_SLOT - 1);
     long off = fbox_reserve(ep, esz);
@@ -676,9 +701,11 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
     if (PX_UNLIKELY(ep->gone))
         return PX_ERR_PEER_FAILED;
     if (f->fb_esz) { /* in place: the data is already in the fast box */
+        sent_to(ep);
         fbox_publish(ep, f->fb_off, f->fb_esz, tag, len, f->fb_lead, 0);
         ep->fb_reserved = false;
         f->fb_esz = 0;
+        px_btl_shm_state.sent_fbox++;
         const uint32_t flags = des->des_flags;
         if ((flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
             des->des_cbfunc(btl, ep, des, PX_SUCCESS);
@@ -686,8 +713,10 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
             frag_return(f);
         return 1;
     }
-    if (len + 8 <= ep->fb_max && ep->inflight == 0 && !ep->fb_reserved &&
+    if (fbox_takes(ep, len) &&
         fbox_send2(ep, tag, f->segment.seg_addr, len, NULL, 0) == PX_SUCCESS) {
+        sent_to(ep);
+        px_btl_shm_state.sent_fbox++;
         const uint32_t flags = des->des_flags;
         if ((flags & PX_BTL_DES_SEND_ALWAYS_CALLBACK) && des->des_cbfunc)
             des->des_cbfunc(btl, ep, des, PX_SUCCESS);
@@ -699,6 +728,7 @@ static int px_btl_shm_send(px_btl_module_t *btl, px_btl_endpoint_t *ep, px_btl_d
         return PX_ERR_TEMP_OUT_OF_RESOURCE;
     if (PX_UNLIKELY(!frag_push(ep, f, tag)))
         return PX_ERR_PEER_FAILED; /* its queue is corrupt: the descriptor stays the caller's */
+    sent_to(ep);
     return 0;
 }
 
@@ -710,9 +740,12 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
     size_t len = header_size + payload_size;
     if (descriptor)
         *descriptor = NULL;
-    if (PX_LIKELY(len + 8 <= ep->fb_max && ep->inflight == 0 && !ep->fb_reserved) &&
-        PX_LIKELY(fbox_send2(ep, tag, header, header_size, payload, payload_size) == PX_SUCCESS))
+    if (PX_LIKELY(fbox_takes(ep, len)) &&
+        PX_LIKELY(fbox_send2(ep, tag, header, header_size, payload, payload_size) == PX_SUCCESS)) {
+        sent_to(ep);
+        px_btl_shm_state.sent_fbox++;
         return PX_SUCCESS;
+    }
     /* Through a fragment on the queue: a heap fragment, never a fast box
      * descriptor (the ring that was full a moment ago may have room now, if
      * the peer read meanwhile; an in-place descriptor pushed on the queue
@@ -735,6 +768,7 @@ static int px_btl_shm_sendi(px_btl_module_t *btl, px_btl_endpoint_t *ep, const v
         frag_return(f);
         return PX_ERR_PEER_FAILED;
     }
+    sent_to(ep);
     return PX_SUCCESS;
 }
 

@@ -130,6 +130,7 @@ int px_btl_shm_add_procs(px_btl_module_t *btl, size_t nprocs, px_proc_t **procs,
         ep->seg_size = mx->size;
         ep->fbs = s->fbox_size;
         ep->fb_max = s->fbox_max_send;
+        ep->fb_stream_max = s->fbox_stream_max;
         ep->fb_out = base + px_btl_shm_off_fbox(s->nlocal, s->fbox_size, s->my_idx);
         ep->fb_zeroed = s->fbox_size; /* a new ring is all zero */
         /* Rings larger than 64 KiB are faulted in ahead of use: at once
