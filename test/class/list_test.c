@@ -11,7 +11,7 @@
 #include "core/class/lifo.h"
 #include "core/class/list.h"
 
-#if defined(__SANITIZE_THREAD__) /* ThreadSanitizer is ~10x slower */
+#if PX_CHECK_TSAN /* ThreadSanitizer is ~10x slower */
 #define ITERS 200000
 #else
 #define ITERS 1000000

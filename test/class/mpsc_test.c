@@ -14,7 +14,7 @@
 /* Fewer items under the sanitizers (each push is instrumented; 4 producers
  * and a spinning consumer share this machine's 2 cores): ASan took 81 s for
  * 200,000 under load. Ordering races show within the first few thousand. */
-#if defined(__SANITIZE_THREAD__)
+#if PX_CHECK_TSAN
 #define PER_THREAD 20000
 #elif defined(__SANITIZE_ADDRESS__)
 #define PER_THREAD 50000

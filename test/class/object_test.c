@@ -12,7 +12,7 @@
 #include <string.h>
 #include "core/class/object.h"
 
-#if defined(__SANITIZE_THREAD__) /* ThreadSanitizer is ~10x slower */
+#if PX_CHECK_TSAN /* ThreadSanitizer is ~10x slower */
 #define ITERS 200000
 #else
 #define ITERS 1000000

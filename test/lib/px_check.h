@@ -17,6 +17,21 @@
 #include <check.h>
 #include <stddef.h>
 
+/* PX_CHECK_TSAN: 1 in a ThreadSanitizer build, where a test may run fewer
+ * rounds (each access is instrumented). gcc defines __SANITIZE_THREAD__;
+ * clang (14, CI's TSan compiler) answers only __has_feature(thread_sanitizer):
+ * tests that tested __SANITIZE_THREAD__ alone ran their full counts there. */
+#if defined(__SANITIZE_THREAD__)
+#define PX_CHECK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PX_CHECK_TSAN 1
+#endif
+#endif
+#ifndef PX_CHECK_TSAN
+#define PX_CHECK_TSAN 0
+#endif
+
 /* A test case named `name` with the checked fixture (either may be NULL),
  * the timeout (0: Check's default) and the n tests. */
 static inline TCase *px_check_tcase(const char *name, SFun setup, SFun teardown, int timeout,
