@@ -200,9 +200,16 @@ static char *settings_problem(void)
     return NULL;
 }
 
-/* What each component answered, for the error when none is left. */
+/* What each component answered, for the error when none is left, and the
+ * module that leads so far: px_mca_select_highest keeps the first of the
+ * highest priority and unloads the other components after the last query,
+ * so a module that can no longer win is closed here, while its component's
+ * code is still loaded (a redis module queried with a lower priority than
+ * p2p's held its connection to the end of the process). */
 typedef struct {
     char text[1024];
+    int best_prio;
+    px_registry_module_t *best;
 } answers_t;
 static answers_t *px_registry_answers;
 
@@ -232,6 +239,18 @@ static int px_registry_base_query(const px_mca_component_t *component, int *prio
             snprintf(a->text + used, sizeof(a->text) - used, "%s", why);
         else
             snprintf(a->text + used, sizeof(a->text) - used, " %d", *priority);
+        if (PX_SUCCESS == rc && *priority >= 0 && m) {
+            px_registry_module_t *loser = m;
+            if (*priority > a->best_prio) { /* the rule of px_mca_select_highest */
+                loser = a->best;
+                a->best = m;
+                a->best_prio = *priority;
+            } else {
+                m = NULL; /* it cannot win: its priority is still counted */
+            }
+            if (loser && loser->close)
+                loser->close(loser);
+        }
     }
     *module = m;
     return rc;
@@ -281,7 +300,7 @@ int px_registry_base_select(px_registry_module_t **module)
         px_registry_base_unlock();
         return PX_ERR_BAD_PARAM;
     }
-    answers_t answers = {.text = ""};
+    answers_t answers = {.text = "", .best_prio = -1};
     px_registry_answers = &answers;
     const px_mca_component_t *best = NULL;
     void *m = NULL;
