@@ -80,11 +80,6 @@ PX_EXPORT int px_progress_policy_set(const px_progress_idle_policy_t *p, size_t 
  * and `cores` online cores (<= 0: ask sysconf). Returns whether the engine
  * now yields when idle. */
 PX_EXPORT bool px_progress_idle_setup(int local_ranks, long cores);
-/* The same for a changed count of processes on this node (the runtime's
- * dynamic peers from this host come and go), keeping the counts
- * px_progress_idle_count and px_progress_block_count give. Inside libplexus
- * only (not exported). */
-bool px_progress_idle_local(int local_ranks, long cores);
 /* Stop yielding (finalize). */
 PX_EXPORT void px_progress_idle_reset(void);
 /* Give the core away once (sched_yield or nanosleep, per the policy). */

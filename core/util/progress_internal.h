@@ -18,4 +18,9 @@ px_progress_idle_policy_t *px_progress_policy_storage(void);
  * (runtime/pml/pml_wait.c). */
 void px_progress_give_core(void);
 
+/* px_progress_idle_setup for a changed count of processes on this node (the
+ * runtime's dynamic peers from this host come and go), keeping the counts
+ * px_progress_idle_count and px_progress_block_count give. */
+bool px_progress_idle_local(int local_ranks, long cores);
+
 #endif

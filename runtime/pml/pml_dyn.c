@@ -36,6 +36,7 @@
 #include <unistd.h>
 #include "core/util/error.h"
 #include "core/util/output.h"
+#include "core/util/progress_internal.h"
 #include "runtime/peer/peer.h"
 #include "runtime/pml/pml_internal.h"
 
